@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+"""Run `kforge optimize` over a suite of KernelBench-format problems and summarise the reports.
+
+Standard library only. For each problem file (sorted by name) it runs
+
+    kforge optimize PROBLEM --budget N --db OUT/kforge.db --report OUT/reports/NAME.json --bundle WORKDIR/NAME
+
+with a per-problem timeout, keeps the log in OUT/logs/NAME.log, deletes WORKDIR/NAME/sets/ afterwards (the
+hidden input sets are the bulk of a bundle), and goes on with the next problem whatever happened. At the end it
+prints a markdown table and a summary, and writes OUT/suite.json (rows + summary) and OUT/suite.md (the table).
+
+Report fields used (docs/interfaces.md): name, tier, eager_ms, compile_ms, kforge_ms, speedup_eager,
+speedup_compile, speedup_best, bandwidth_gbs, copy_bandwidth_gbs, error.
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_PROBLEMS = "bench/level1/*.py"
+TIERS_PASSED_RELAXED = ("strict", "relaxed")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--kforge", required=True, help="path to the kforge binary")
+    p.add_argument("--problems", default=DEFAULT_PROBLEMS,
+                   help="glob of problem files (default %(default)s; a relative glob that matches nothing from the "
+                        "current directory is retried from the repository root)")
+    p.add_argument("--budget", type=int, default=32, help="candidates per problem, passed to kforge (default %(default)s)")
+    p.add_argument("--out", required=True, help="output folder: kforge.db, reports/, logs/, suite.json, suite.md")
+    p.add_argument("--workdir", default=None, help="where task bundles go (default OUT/bundles)")
+    p.add_argument("--filter", default=None, help="only problems whose file name contains this substring")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per problem (default %(default)s)")
+    p.add_argument("--keep-sets", action="store_true", help="keep each bundle's sets/ folder (default: delete it)")
+    p.add_argument("--extra", action="append", default=[],
+                   help="extra argument passed to `kforge optimize` (repeatable, e.g. --extra=--export=x.py)")
+    return p.parse_args(argv)
+
+
+def find_problems(pattern, substring):
+    files = sorted(glob.glob(pattern))
+    if not files and not os.path.isabs(pattern):
+        files = sorted(glob.glob(str(REPO_ROOT / pattern)))
+    files = [f for f in files if f.endswith(".py") and not Path(f).name.startswith("_")]
+    if substring:
+        files = [f for f in files if substring in Path(f).name]
+    return [Path(f).resolve() for f in files]
+
+
+def run_one(cmd, log_path, timeout):
+    """Runs cmd in its own process group, output to log_path. Returns (returncode or None, timed_out, seconds)."""
+    start = time.monotonic()
+    with open(log_path, "w") as log:
+        log.write("$ " + " ".join(str(c) for c in cmd) + "\n")
+        log.flush()
+        try:
+            proc = subprocess.Popen([str(c) for c in cmd], stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        except OSError as e:
+            log.write(f"cannot start: {e}\n")
+            return None, False, 0.0, f"cannot start kforge: {e}"
+        try:
+            rc = proc.wait(timeout=timeout)
+            return rc, False, time.monotonic() - start, None
+        except subprocess.TimeoutExpired:
+            # kill the whole group: kforge may have started Python or worker processes of its own
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    os.killpg(proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    proc.wait(timeout=10)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            log.write(f"\n[run_suite] killed after {timeout:g} s timeout\n")
+            return None, True, time.monotonic() - start, None
+
+
+def last_lines(path, n=3):
+    try:
+        lines = [l.strip() for l in Path(path).read_text(errors="replace").splitlines()
+                 if l.strip() and not l.startswith("$ ")]
+    except OSError:
+        return ""
+    return " | ".join(lines[-n:])[-400:]
+
+
+def num(x):
+    return x if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
+
+
+def make_row(name, problem, report, rc, timed_out, seconds, start_error, log_path, timeout):
+    row = {"problem": name, "source": str(problem), "tier": "failed", "eager_ms": None, "compile_ms": None,
+           "kforge_ms": None, "kforge_native_ms": None, "speedup_eager": None, "speedup_compile": None,
+           "speedup_best": None, "bandwidth_gbs": None, "copy_bandwidth_gbs": None, "pct_copy_bw": None,
+           "candidates": None, "correct_candidates": None, "returncode": rc, "seconds": round(seconds, 1),
+           "log": str(log_path), "error": None}
+    if report is not None:
+        for k in ("tier", "eager_ms", "compile_ms", "kforge_ms", "kforge_native_ms", "speedup_eager",
+                  "speedup_compile", "speedup_best", "bandwidth_gbs", "copy_bandwidth_gbs", "candidates",
+                  "correct_candidates", "bytes_min", "flags", "gpu", "torch_version", "error"):
+            if k in report:
+                row[k] = report[k]
+        if row["tier"] not in ("strict", "relaxed", "failed"):
+            row["tier"] = "failed"
+        # fill speedups from times where the report left them out
+        k_ms = num(row["kforge_ms"])
+        if k_ms and k_ms > 0:
+            for key, base in (("speedup_eager", "eager_ms"), ("speedup_compile", "compile_ms")):
+                if num(row[key]) is None and num(row[base]):
+                    row[key] = row[base] / k_ms
+            if num(row["speedup_best"]) is None:
+                bases = [b for b in (num(row["eager_ms"]), num(row["compile_ms"])) if b]
+                if bases:
+                    row["speedup_best"] = min(bases) / k_ms
+        bw, cbw = num(row["bandwidth_gbs"]), num(row["copy_bandwidth_gbs"])
+        if bw is not None and cbw:
+            row["pct_copy_bw"] = 100.0 * bw / cbw
+    errors = []
+    if start_error:
+        errors.append(start_error)
+    if timed_out:
+        errors.append(f"timeout after {timeout:g} s")
+    elif rc not in (0, None):
+        errors.append(f"kforge exited with code {rc}")
+    if report is None and not timed_out and not start_error:
+        errors.append("no report written")
+    if row["error"]:
+        errors.insert(0, str(row["error"]))
+    if errors:
+        if report is None or row["tier"] == "failed":
+            tail = last_lines(log_path)
+            if tail and not row["error"]:
+                errors.append("log: " + tail)
+        row["error"] = "; ".join(errors)
+    if report is None or timed_out:
+        row["tier"] = "failed"
+    return row
+
+
+def fmt(x, spec):
+    x = num(x)
+    return "-" if x is None else format(x, spec)
+
+
+def geomean(values):
+    values = [v for v in values if v and v > 0]
+    if not values:
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def summarise(rows):
+    n = len(rows)
+    strict = sum(1 for r in rows if r["tier"] == "strict")
+    relaxed = sum(1 for r in rows if r["tier"] in TIERS_PASSED_RELAXED)
+    passed = [r for r in rows if r["tier"] in TIERS_PASSED_RELAXED and num(r["speedup_best"])]
+    faster = sum(1 for r in passed if r["speedup_best"] > 1.0)
+    return {
+        "problems": n,
+        "passed_strict": strict,
+        "passed_relaxed": relaxed,  # strict or relaxed
+        "failed": n - relaxed,
+        "faster_than_best_baseline": faster,
+        "faster_than_best_baseline_pct": (100.0 * faster / n) if n else None,
+        "geomean_speedup_best": geomean([r["speedup_best"] for r in passed]),
+        "geomean_speedup_best_over": len(passed),
+        "geomean_speedup_eager": geomean([r["speedup_eager"] for r in passed if num(r["speedup_eager"])]),
+        "geomean_speedup_compile": geomean([r["speedup_compile"] for r in passed if num(r["speedup_compile"])]),
+    }
+
+
+def table(rows, summary):
+    out = ["| problem | eager ms | compile ms | kforge ms | x eager | x compile | x best | tier | GB/s | % of copy BW |",
+           "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
+    for r in rows:
+        out.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+            r["problem"], fmt(r["eager_ms"], ".3f"), fmt(r["compile_ms"], ".3f"), fmt(r["kforge_ms"], ".3f"),
+            fmt(r["speedup_eager"], ".2f"), fmt(r["speedup_compile"], ".2f"), fmt(r["speedup_best"], ".2f"),
+            r["tier"], fmt(r["bandwidth_gbs"], ".0f"), fmt(r["pct_copy_bw"], ".0f")))
+    s = summary
+    out.append("")
+    out.append(f"- problems: {s['problems']}")
+    out.append(f"- passed strict (1e-4): {s['passed_strict']}")
+    out.append(f"- passed relaxed (1e-2, strict included): {s['passed_relaxed']}")
+    pct = fmt(s["faster_than_best_baseline_pct"], ".1f")
+    out.append(f"- faster than the better of eager/compile: {s['faster_than_best_baseline']} ({pct}% of all problems)")
+    out.append(f"- geometric mean speedup over best baseline: {fmt(s['geomean_speedup_best'], '.3f')} "
+               f"(over {s['geomean_speedup_best_over']} passed problems; "
+               f"vs eager {fmt(s['geomean_speedup_eager'], '.3f')}, vs compile {fmt(s['geomean_speedup_compile'], '.3f')})")
+    failed = [r for r in rows if r["tier"] == "failed"]
+    if failed:
+        out.append("")
+        out.append("Failures:")
+        for r in failed:
+            out.append(f"- {r['problem']}: {r['error'] or 'failed'}")
+    return "\n".join(out)
+
+
+def write_json(path, data):
+    tmp = Path(str(path) + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    tmp.replace(path)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    kforge = Path(args.kforge)
+    if not kforge.exists():
+        found = shutil.which(args.kforge)
+        if not found:
+            print(f"run_suite: kforge binary not found: {args.kforge}", file=sys.stderr)
+            return 2
+        kforge = Path(found)
+    kforge = kforge.resolve()
+    out = Path(args.out).resolve()
+    workdir = Path(args.workdir).resolve() if args.workdir else out / "bundles"
+    for d in (out, out / "reports", out / "logs", workdir):
+        d.mkdir(parents=True, exist_ok=True)
+    problems = find_problems(args.problems, args.filter)
+    if not problems:
+        print(f"run_suite: no problems match {args.problems!r}" + (f" with filter {args.filter!r}" if args.filter else ""),
+              file=sys.stderr)
+        return 2
+
+    meta = {"kforge": str(kforge), "problems_glob": args.problems, "filter": args.filter, "budget": args.budget,
+            "timeout_s": args.timeout, "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    rows = []
+    for i, problem in enumerate(problems, 1):
+        name = problem.stem
+        report_path = out / "reports" / f"{name}.json"
+        log_path = out / "logs" / f"{name}.log"
+        bundle = workdir / name
+        if report_path.exists():
+            report_path.unlink()  # never read a stale report from an earlier run
+        cmd = [kforge, "optimize", problem, "--budget", str(args.budget), "--db", out / "kforge.db",
+               "--report", report_path, "--bundle", bundle] + list(args.extra)
+        print(f"[{i}/{len(problems)}] {name} ...", end="", file=sys.stderr, flush=True)
+        rc, timed_out, seconds, start_error = run_one(cmd, log_path, args.timeout)
+        report = None
+        if report_path.exists():
+            try:
+                report = json.loads(report_path.read_text())
+            except (OSError, ValueError) as e:
+                start_error = (start_error + "; " if start_error else "") + f"unreadable report: {e}"
+        row = make_row(name, problem, report, rc, timed_out, seconds, start_error, log_path, args.timeout)
+        rows.append(row)
+        if not args.keep_sets:
+            shutil.rmtree(bundle / "sets", ignore_errors=True)
+        print(f" {row['tier']}  x best {fmt(row['speedup_best'], '.2f')}  ({seconds:.0f} s)"
+              + (f"  error: {row['error'][:160]}" if row["error"] else ""), file=sys.stderr, flush=True)
+        write_json(out / "suite.json", {"meta": meta, "rows": rows, "summary": summarise(rows), "complete": False})
+
+    summary = summarise(rows)
+    meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+    write_json(out / "suite.json", {"meta": meta, "rows": rows, "summary": summary, "complete": True})
+    text = table(rows, summary)
+    (out / "suite.md").write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""`python -m kforge.bridge import PROBLEM -o BUNDLE [--sets 5] [--device cuda|cpu] [--no-baselines]`
+
+Imports a KernelBench problem into a task bundle (docs/interfaces.md): the IR graph, the parameters, K hidden
+input sets with PyTorch's reference outputs, and the eager / torch.compile baselines (kb protocol)."""
+import argparse
+import sys
+import traceback
+from datetime import datetime, timezone
+
+import torch
+
+from kforge import fx_to_ir, timing
+from kforge.bundle import BundleWriter, output_specs
+from kforge.dtypes import IR_TO_TORCH
+from kforge.errors import ImportProblemError
+from kforge.fx_to_ir import lookup
+from kforge.problem import load_problem, random_seed
+
+# (scale, shift) of float inputs per hidden set, cycling from set 0: other value ranges than get_inputs() draws,
+# mild enough that exp() and prod() stay finite.
+VARIANTS = [(1.0, 0.0), (0.1, 0.0), (4.0, 0.0), (1.0, 0.5)]
+CONSTANT_SPREAD, NEAR_ZERO = 1e-6, 1e-3
+TOLERANCE = {"strict": 1e-4, "relaxed": 1e-2}
+
+
+def as_list(out) -> list[torch.Tensor]:
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def run_model(model, inputs) -> list[torch.Tensor]:
+    """Outputs on clones, so a model that writes its inputs in place leaves the stored inputs as drawn."""
+    with torch.no_grad():
+        return as_list(model(*[t.clone() for t in inputs]))
+
+
+def all_finite(tensors) -> bool:
+    return all(bool(torch.isfinite(t).all()) for t in tensors if t.is_floating_point())
+
+
+def draw_set(problem, model, k, device):
+    """Inputs and reference outputs of hidden set k >= 1. A variant whose outputs overflow falls back to the
+    inputs as drawn: the sets check other value ranges, they are not meant to produce infinities."""
+    inputs = problem.draw_inputs(random_seed(), device)
+    scale, shift = VARIANTS[k % len(VARIANTS)]
+    if (scale, shift) != (1.0, 0.0):
+        varied = [t * scale + shift if t.is_floating_point() else t for t in inputs]
+        outputs = run_model(model, varied)
+        if all_finite(outputs):
+            return varied, outputs
+    return inputs, run_model(model, inputs)
+
+
+def check_outputs(problem, graph, outputs) -> None:
+    """The traced graph must describe what the model really returns; a mismatch means a conversion bug."""
+    specs = output_specs(graph)
+    got = [(t.dtype, list(t.shape)) for t in outputs]
+    want = [(IR_TO_TORCH[s["dtype"]], s["shape"]) for s in specs]
+    if got != want:
+        raise RuntimeError(f"{problem.path}: the model returned {got} but the IR graph says {want}")
+
+
+def flags(outputs) -> dict:
+    """Outputs a trivial kernel could fake (all equal, all near zero): the reward must not trust such tasks."""
+    values = [t.double() for t in outputs if t.numel()]
+    return {"constant_output": all(float(v.max() - v.min()) < CONSTANT_SPREAD for v in values),
+            "near_zero_output": all(float(v.abs().max()) < NEAR_ZERO for v in values)}
+
+
+def baselines(model, inputs) -> dict:
+    compiled = torch.compile(model)  # inductor, default mode
+    with torch.no_grad():
+        return timing.time_interleaved({"eager": lambda: model(*inputs), "compile": lambda: compiled(*inputs)})
+
+
+def import_problem(path, out, num_sets: int, device: str, with_baselines: bool) -> None:
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ImportProblemError(path, "--device cuda but no CUDA device is available (use --device cpu)")
+    problem = load_problem(path)
+    model = problem.build_model().to(device)
+    inputs0 = problem.draw_inputs(random_seed(), device)  # set 0: get_inputs() as the problem draws it
+    graph = fx_to_ir.convert(model, inputs0, problem.path)  # raises before anything is written
+    # The weights as built, before any forward runs (a training-mode BatchNorm updates its buffers).
+    params = [lookup(model, p["name"]).detach().clone() for p in graph["params"]]
+    with BundleWriter(out) as bundle:
+        for i, t in enumerate(params):
+            bundle.write_tensor(f"params/{i}.bin", t)
+        for k in range(num_sets):
+            inputs_k, outputs_k = draw_set(problem, model, k, device) if k else (inputs0, run_model(model, inputs0))
+            check_outputs(problem, graph, outputs_k)
+            for i, t in enumerate(inputs_k):
+                bundle.write_tensor(f"sets/{k}/in{i}.bin", t)
+            for j, t in enumerate(outputs_k):
+                bundle.write_tensor(f"sets/{k}/out{j}.bin", t)
+            if k == 0:
+                task_flags = flags(outputs_k)
+        bundle.write_json("task.json", {
+            "name": problem.path.stem, "source": str(problem.path), "graph": graph,
+            "gpu": torch.cuda.get_device_name() if device == "cuda" else "cpu",
+            "torch_version": torch.__version__,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "baselines": baselines(model, inputs0) if with_baselines and device == "cuda" else None,
+            "num_sets": num_sets, "flags": task_flags, "tolerance": TOLERANCE})
+        bundle.commit()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kforge.bridge")
+    commands = parser.add_subparsers(dest="command", required=True)
+    imp = commands.add_parser("import", help="import a KernelBench problem into a task bundle")
+    imp.add_argument("problem")
+    imp.add_argument("-o", "--out", required=True, help="bundle folder to write")
+    imp.add_argument("--sets", type=int, default=5, help="number of hidden input sets (default 5)")
+    imp.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    imp.add_argument("--no-baselines", action="store_true", help="skip timing eager and torch.compile")
+    args = parser.parse_args(argv)
+    if args.sets < 1:
+        parser.error("--sets must be at least 1")
+    try:
+        import_problem(args.problem, args.out, args.sets, args.device, not args.no_baselines)
+    except ImportProblemError as e:
+        print(f"kforge import: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # a kforge bug or a device failure: the traceback is what a bug report needs
+        traceback.print_exc()
+        print(f"kforge import: {args.problem}: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

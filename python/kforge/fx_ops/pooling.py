@@ -1,0 +1,59 @@
+"""Max and average pooling over 1, 2 or 3 spatial dims."""
+import torch.nn as nn
+import torch.nn.functional as F
+
+from kforge.graph_builder import Val
+from kforge.fx_ops.common import on, on_module, tensor
+
+
+def ntuple(v, nd) -> list[int]:
+    """PyTorch takes one int, or a 1-element sequence, for every spatial dim."""
+    v = [v] if isinstance(v, int) else list(v)
+    return v * nd if len(v) == 1 else v
+
+
+def pool_geometry(b, nd, x: Val, kernel_size, stride, padding, ceil_mode) -> dict:
+    if ceil_mode:
+        b.refuse("ceil_mode=True is not supported")
+    if x.ndim != nd + 2:
+        b.refuse(f"pooling input must be [N, C, {nd} spatial dims]; unbatched shape {list(x.shape)} is not supported")
+    kernel = ntuple(kernel_size, nd)
+    no_stride = stride is None or (not isinstance(stride, int) and len(stride) == 0)  # ATen's default is []
+    stride = kernel if no_stride else ntuple(stride, nd)
+    return {"nd": nd, "kernel": kernel, "stride": stride, "padding": ntuple(padding, nd)}
+
+
+def max_pool_handler(nd):
+    def handler(b, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+        if return_indices:
+            b.refuse("max pooling with return_indices=True is not supported")
+        x = tensor(b, input)
+        attrs = pool_geometry(b, nd, x, kernel_size, stride, padding, ceil_mode)
+        attrs["dilation"] = ntuple(dilation, nd)
+        return b.emit("max_pool", [x], attrs)
+    return handler
+
+
+def avg_pool_handler(nd):
+    def handler(b, input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                divisor_override=None):
+        if divisor_override is not None:
+            b.refuse("average pooling with divisor_override is not supported")
+        x = tensor(b, input)
+        attrs = pool_geometry(b, nd, x, kernel_size, stride, padding, ceil_mode)
+        attrs["count_include_pad"] = bool(count_include_pad)
+        return b.emit("avg_pool", [x], attrs)
+    return handler
+
+
+for _nd, _max_fn, _avg_fn, _max_cls, _avg_cls in (
+        (1, F.max_pool1d, F.avg_pool1d, nn.MaxPool1d, nn.AvgPool1d),
+        (2, F.max_pool2d, F.avg_pool2d, nn.MaxPool2d, nn.AvgPool2d),
+        (3, F.max_pool3d, F.avg_pool3d, nn.MaxPool3d, nn.AvgPool3d)):
+    on(_max_fn)(max_pool_handler(_nd))
+    on(_avg_fn)(avg_pool_handler(_nd))
+    on_module(_max_cls)(lambda b, m, input, _nd=_nd: max_pool_handler(_nd)(
+        b, input, m.kernel_size, m.stride, m.padding, m.dilation, m.ceil_mode, m.return_indices))
+    on_module(_avg_cls)(lambda b, m, input, _nd=_nd: avg_pool_handler(_nd)(
+        b, input, m.kernel_size, m.stride, m.padding, m.ceil_mode, m.count_include_pad,
+        getattr(m, "divisor_override", None)))  # AvgPool1d has no divisor_override

@@ -1,0 +1,161 @@
+"""Model -> high-level IR graph: trace with torch.fx, get static shapes with ShapeProp, convert node by node.
+
+`python -m kforge.fx_to_ir PROBLEM.py` prints the IR JSON (a CPU-side check of one problem)."""
+import contextlib
+import functools
+import inspect
+import io
+import json
+import sys
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.node import _get_qualified_name
+from torch.fx.passes.shape_prop import ShapeProp
+
+from kforge import fx_ops
+from kforge.fx_ops import ALIAS, STATIC
+from kforge.errors import ImportProblemError
+from kforge.graph_builder import GraphBuilder, Val
+
+
+
+def is_static(v) -> bool:
+    if isinstance(v, (list, tuple)):  # torch.Size too; a namedtuple of tensors is not static
+        return all(is_static(x) for x in v)
+    return v is None or isinstance(v, (bool, int, float, str, torch.dtype, torch.device))
+
+
+class _StaticShapeProp(ShapeProp):
+    """ShapeProp that also keeps the non-tensor results and marks views. It runs on fake tensors, so a value
+    that depends on tensor data (x.sum().item()) raises instead of being baked in, and the real model is not
+    touched (a BatchNorm's running stats stay as they are)."""
+
+    def run_node(self, n):
+        self.current = n  # for the error message
+        result = super().run_node(n)
+        if is_static(result):
+            n.meta[STATIC] = result
+        elif isinstance(result, torch.Tensor) and n.all_input_nodes:
+            # The input is still alive here, so equal storages mean a view, never a reused allocation.
+            src = self.env.get(n.all_input_nodes[0])
+            if isinstance(src, torch.Tensor) and src.untyped_storage()._cdata == result.untyped_storage()._cdata:
+                n.meta[ALIAS] = True
+        return result
+
+
+def trace(model, file) -> torch.fx.GraphModule:
+    try:
+        return torch.fx.symbolic_trace(model)
+    except Exception as e:
+        hint = " (data-dependent control flow?)" if "control flow" in str(e) else ""
+        raise ImportProblemError(file, f"torch.fx cannot trace Model.forward{hint}: {type(e).__name__}: {e}") from e
+
+
+def propagate(gm, example_inputs, file) -> None:
+    prop = _StaticShapeProp(gm, fake_mode=FakeTensorMode())
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):  # ShapeProp prints a traceback before it re-raises
+            prop.propagate(*example_inputs)
+    except Exception as e:
+        cause = e.__cause__ or e  # ShapeProp wraps the error in its own RuntimeError
+        node = getattr(prop, "current", None)
+        raise ImportProblemError(file, f"running Model.forward on example inputs failed: {type(cause).__name__}: "
+                                 f"{cause}", node and node.name, node and describe(gm, node)) from e
+
+
+def describe(gm, node) -> str:
+    if node.op == "call_function":
+        return _get_qualified_name(node.target)
+    if node.op == "call_method":
+        return f"Tensor.{node.target}"
+    if node.op == "call_module":
+        return f"{type(gm.get_submodule(node.target)).__name__} module '{node.target}'"
+    return f"{node.op} {node.target}"
+
+
+def lookup(obj, qualname):
+    return functools.reduce(getattr, qualname.split("."), obj)
+
+
+def state_names(model) -> set[str]:
+    return {name for name, _ in model.named_parameters(remove_duplicate=False)} | {
+        name for name, _ in model.named_buffers(remove_duplicate=False)}
+
+
+def convert_node(b, gm, state, node, values):
+    """The value of one FX node: a Val, a static Python value, or a fx_ops.Multi."""
+    if node.op == "placeholder":
+        if "tensor_meta" not in node.meta:
+            b.refuse("forward argument is not a tensor")
+        return b.add_input(node.name, node.meta["tensor_meta"].dtype, node.meta["tensor_meta"].shape)
+    if STATIC in node.meta:
+        return node.meta[STATIC]
+    if node.op == "get_attr":
+        t = lookup(gm, node.target)
+        if node.target in state:
+            return b.param(node.target, t.dtype, t.shape)
+        # Any other tensor FX met (torch.tensor(2.0) in forward, a plain tensor attribute) it stored as a new
+        # attribute `_tensor_constantN`, which a fresh Model (and so ModelNew) lacks.
+        if t.ndim == 0:
+            return b.const(t.item(), t.dtype)
+        b.refuse("a tensor that is neither a parameter nor a buffer is not supported; register it as a buffer")
+    args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: values[n])
+    if node.op == "call_module":
+        module = gm.get_submodule(node.target)
+        handler = fx_ops.MODULES.get(type(module))
+        args = (module, *args)
+    else:
+        table = fx_ops.FUNCTIONS if node.op == "call_function" else fx_ops.METHODS
+        handler = table.get(node.target)
+    if handler is None:
+        b.refuse("not an op of kforge's IR (docs/interfaces.md lists them)")
+    try:
+        inspect.signature(handler).bind(b, *args, **kwargs)
+    except TypeError as e:
+        b.refuse(f"arguments kforge does not understand: {e}")
+    return handler(b, *args, **kwargs)
+
+
+def convert(model, example_inputs, file) -> dict:
+    """The IR graph of `model` called on inputs shaped like `example_inputs`; ImportProblemError if any node
+    cannot be expressed."""
+    state = state_names(model)  # before tracing, which adds attributes to the model
+    gm = trace(model, file)
+    propagate(gm, example_inputs, file)
+    b = GraphBuilder(file, {n.name for n in gm.graph.nodes} | state)
+    values = {}
+    for node in gm.graph.nodes:
+        b.at(node, describe(gm, node))
+        if node.op == "output":
+            results = node.args[0] if isinstance(node.args[0], (tuple, list)) else (node.args[0],)
+            for r in results:
+                if not isinstance(r, torch.fx.Node) or not isinstance(values[r], Val):
+                    b.refuse("forward must return a tensor or a tuple of tensors")
+                b.outputs.append(values[r].name)
+        else:
+            values[node] = convert_node(b, gm, state, node, values)
+    return b.graph()
+
+
+def main(argv=None) -> int:
+    from kforge.problem import load_problem  # only the command line needs a problem file
+
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m kforge.fx_to_ir PROBLEM.py", file=sys.stderr)
+        return 2
+    try:
+        problem = load_problem(argv[0])
+        model = problem.build_model()
+        graph = convert(model, problem.draw_inputs(0, "cpu"), problem.path)
+    except ImportProblemError as e:
+        print(f"kforge: {e}", file=sys.stderr)
+        return 1
+    print(json.dumps(graph, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

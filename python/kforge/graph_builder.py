@@ -1,0 +1,113 @@
+"""Builds the high-level IR graph of docs/interfaces.md node by node while FX nodes are converted.
+
+Besides the contract's fields, every node carries the `shape` and `dtype` PyTorch gave it (from ShapeProp), so
+the C++ shape rules can be checked against PyTorch's."""
+import json
+from dataclasses import dataclass
+
+import torch
+
+from kforge.dtypes import TORCH_TO_IR
+from kforge.errors import ImportProblemError
+
+
+@dataclass(frozen=True)
+class Val:
+    """A tensor value of the IR graph: an input, a param or a node's result."""
+    name: str
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+class GraphBuilder:
+    def __init__(self, file, reserved):
+        self.file = file
+        self.used = set(reserved)  # every FX node name and param name, so fresh names never collide
+        self.inputs, self.params, self.nodes, self.outputs = [], [], [], []
+        self._params = {}
+        self.node = None  # the FX node being converted: names the final IR node and errors
+        self.op = None    # how errors name that node's target
+
+    def at(self, node, op: str) -> None:
+        self.node, self.op = node, op
+
+    def refuse(self, reason: str):
+        raise ImportProblemError(self.file, reason, self.node.name if self.node else None, self.op)
+
+    def ir_dtype(self, dtype: torch.dtype) -> str:
+        if dtype not in TORCH_TO_IR:
+            self.refuse(f"dtype {dtype} is not supported (kforge has f32, i64 and bool)")
+        return TORCH_TO_IR[dtype]
+
+    # The current FX node's result as PyTorch computed it; the final IR node of a conversion takes it.
+    @property
+    def out_dtype(self) -> torch.dtype:
+        return self.node.meta["tensor_meta"].dtype
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        return tuple(self.node.meta["tensor_meta"].shape)
+
+    def add_input(self, name: str, dtype, shape) -> Val:
+        self.inputs.append({"name": name, "dtype": self.ir_dtype(dtype), "shape": list(shape)})
+        return Val(name, dtype, tuple(shape))
+
+    def param(self, qualname: str, dtype, shape) -> Val:
+        """A parameter or buffer under its qualified name in the model; registered once, in first-use order."""
+        if qualname not in self._params:
+            if any(i["name"] == qualname for i in self.inputs):
+                self.refuse(f"parameter '{qualname}' has the same name as a forward argument; rename one")
+            self.params.append({"name": qualname, "dtype": self.ir_dtype(dtype), "shape": list(shape)})
+            self._params[qualname] = Val(qualname, dtype, tuple(shape))
+        return self._params[qualname]
+
+    def fresh(self, base: str) -> str:
+        name, i = base, 1
+        while name in self.used:
+            name, i = f"{base}_{i}", i + 1
+        self.used.add(name)
+        return name
+
+    def emit(self, op: str, args, attrs=None) -> Val:
+        """The final IR node for the current FX node: its name and PyTorch's shape and dtype."""
+        return self._add(self.node.name, op, args, attrs, self.out_dtype, self.out_shape)
+
+    def emit_tmp(self, op: str, args, attrs, dtype, shape) -> Val:
+        """An intermediate node of a decomposition (a cast, a constant, a norm inside F.normalize)."""
+        return self._add(self.fresh(f"{self.node.name}_{op}"), op, args, attrs, dtype, tuple(shape))
+
+    def const(self, value, dtype) -> Val:
+        value = {torch.float32: float, torch.int64: int, torch.bool: bool}[dtype](value)
+        return self.emit_tmp("const", [], {"value": value, "dtype": self.ir_dtype(dtype)}, dtype, ())
+
+    def cast(self, v: Val, dtype) -> Val:
+        if v.dtype == dtype:
+            return v
+        return self.emit_tmp("cast", [v], {"dtype": self.ir_dtype(dtype)}, dtype, v.shape)
+
+    def _add(self, name, op, args, attrs, dtype, shape) -> Val:
+        attrs = attrs or {}
+        try:
+            json.dumps(attrs, allow_nan=False)  # JSON has no inf/nan; the C++ parser would reject the file
+        except ValueError:
+            self.refuse(f"an attribute of {op} is not a finite number: {attrs}")
+        arg_names = []
+        for a in args:
+            if a is not None and not isinstance(a, Val):
+                raise TypeError(f"internal: argument {a!r} of {op} is not a tensor value")
+            arg_names.append(a.name if a is not None else "")
+        self.nodes.append({"name": name, "op": op, "args": arg_names, "attrs": attrs,
+                           "shape": list(shape), "dtype": self.ir_dtype(dtype)})
+        return Val(name, dtype, tuple(shape))
+
+    def graph(self) -> dict:
+        """The IR graph. Params that no node reads are dropped: a buffer that forward only updates as a side
+        effect (BatchNorm's running stats in training mode) is not an input of the computation."""
+        read = {a for n in self.nodes for a in n["args"]} | set(self.outputs)
+        params = [p for p in self.params if p["name"] in read]
+        return {"version": 1, "inputs": self.inputs, "params": params, "nodes": self.nodes,
+                "outputs": self.outputs}

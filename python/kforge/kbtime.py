@@ -1,0 +1,80 @@
+"""`python -m kforge.kbtime BUNDLE PLAN_JSON -o OUT.json`
+
+Checks a kforge plan against eager PyTorch on a fresh input draw, then times eager, torch.compile and the plan
+side by side in one process under the kb protocol. Writes
+{"eager": Stats, "compile": Stats, "kforge": Stats, "check": {"strict", "relaxed", "max_abs_err"}}."""
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import torch
+
+from kforge import timing
+from kforge.bridge import as_list
+from kforge.bundle import read_inputs, read_params, read_task
+from kforge.fx_to_ir import lookup
+from kforge.launch import KforgeFunction
+from kforge.problem import load_problem, random_seed
+
+
+def compare(got: list[torch.Tensor], expected: list[torch.Tensor], tolerance: dict) -> dict:
+    """Both tiers of docs/interfaces.md (atol = rtol = tol), as torch.allclose judges them: NaN never passes.
+    max_abs_err is null where it is no number (a shape or dtype mismatch, a NaN): JSON cannot carry NaN."""
+    if [(t.dtype, t.shape) for t in got] != [(t.dtype, t.shape) for t in expected]:
+        return {**dict.fromkeys(tolerance, False), "max_abs_err": None}
+    result = {tier: all(torch.allclose(g, e, rtol=tol, atol=tol) for g, e in zip(got, expected))
+              for tier, tol in tolerance.items()}
+    errors = [float((g.double() - e.double()).abs().max()) for g, e in zip(got, expected) if e.numel()]
+    worst = max(errors, default=0.0, key=lambda x: math.inf if math.isnan(x) else x)
+    result["max_abs_err"] = worst if math.isfinite(worst) else None
+    return result
+
+
+def poisoned(kforge: KforgeFunction) -> list[torch.Tensor]:
+    """Output buffers full of a value no correct kernel leaves behind, so an element never written shows."""
+    def fill(dtype):
+        return math.nan if dtype.is_floating_point else (True if dtype == torch.bool else -(2 ** 62))
+    return [torch.full(shape, fill(dtype), dtype=dtype, device="cuda") for dtype, shape in kforge.output_specs]
+
+
+def kbtime(bundle, plan_path) -> dict:
+    import kforge._core as core  # only here: the rest of the package works without the C++ build
+
+    task = read_task(bundle)
+    graph = task["graph"]
+    problem = load_problem(task["source"])
+    model = problem.build_model().to("cuda")
+    params = read_params(bundle, graph, "cuda")
+    for p, t in zip(graph["params"], params):
+        if not torch.equal(lookup(model, p["name"]), t):
+            raise RuntimeError(f"param {p['name']} differs from the bundle: {task['source']} changed since import")
+    kforge = KforgeFunction(core.Runner(Path(plan_path).read_text()), graph)
+
+    fresh = problem.draw_inputs(random_seed(), "cuda")
+    with torch.no_grad():
+        expected = as_list(model(*[t.clone() for t in fresh]))
+    check = compare(kforge(fresh, params, out=poisoned(kforge)), expected, task["tolerance"])
+
+    inputs = read_inputs(bundle, 0, graph, "cuda")
+    compiled = torch.compile(model)  # inductor, default mode
+    with torch.no_grad():
+        stats = timing.time_interleaved({"eager": lambda: model(*inputs), "compile": lambda: compiled(*inputs),
+                                         "kforge": lambda: kforge(inputs, params)})
+    return {**stats, "check": check}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kforge.kbtime")
+    parser.add_argument("bundle")
+    parser.add_argument("plan", help="plan JSON file")
+    parser.add_argument("-o", "--out", required=True, help="result JSON file")
+    args = parser.parse_args(argv)
+    result = kbtime(args.bundle, args.plan)
+    Path(args.out).write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""Loading a KernelBench problem file: the module, its model built with a fixed seed, and input draws."""
+import hashlib
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import torch
+
+from kforge.errors import ImportProblemError
+
+# KernelBench's harness seeds 42 before building Model and ModelNew; using the same seed gives the same weights
+# as its evaluation does.
+MODEL_SEED = 42
+
+REQUIRED = ("Model", "get_inputs", "get_init_inputs")
+
+
+def random_seed() -> int:
+    """A seed for a hidden input set: from the OS, never derived from anything written down."""
+    return int.from_bytes(os.urandom(8), "little") >> 1  # 63 bits: torch.manual_seed takes any of them
+
+
+@dataclass
+class Problem:
+    path: Path
+    module: ModuleType
+
+    def fail(self, reason: str) -> ImportProblemError:
+        return ImportProblemError(self.path, reason)
+
+    def build_model(self) -> torch.nn.Module:
+        """Model(*get_init_inputs()) on the CPU after seeding, as KernelBench builds it before moving it."""
+        torch.manual_seed(MODEL_SEED)
+        try:
+            model = self.module.Model(*self.module.get_init_inputs())
+        except Exception as e:
+            raise self.fail(f"Model(*get_init_inputs()) failed: {type(e).__name__}: {e}") from e
+        if not isinstance(model, torch.nn.Module):
+            raise self.fail(f"Model(...) gave a {type(model).__name__}, not a torch.nn.Module")
+        return model
+
+    def draw_inputs(self, seed: int, device: str) -> list[torch.Tensor]:
+        """get_inputs() under `seed`, created directly on `device`: the default-device context makes the
+        problem's torch.randn land on the GPU, which matters for inputs of several GB."""
+        torch.manual_seed(seed)
+        try:
+            with torch.device(device):
+                inputs = self.module.get_inputs()
+        except Exception as e:
+            raise self.fail(f"get_inputs() failed: {type(e).__name__}: {e}") from e
+        if not isinstance(inputs, (list, tuple)):
+            raise self.fail(f"get_inputs() returned a {type(inputs).__name__}, not a list of tensors")
+        for i, t in enumerate(inputs):
+            if not isinstance(t, torch.Tensor):
+                raise self.fail(f"get_inputs() item {i} is a {type(t).__name__}, not a tensor")
+        return [t.to(device) for t in inputs]  # a problem may build on the CPU explicitly
+
+
+def load_problem(path) -> Problem:
+    """Import the problem file under a module name unique to its path, so two problems with the same file name
+    (level1/1_x.py, level2/1_x.py) do not replace each other in sys.modules."""
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise ImportProblemError(path, "no such file")
+    digest = hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    name = f"kforge_problem_{digest}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling in a problem look themselves up here
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as e:
+        del sys.modules[name]
+        raise ImportProblemError(path, f"syntax error at line {e.lineno}: {e.msg}") from e
+    except Exception as e:
+        del sys.modules[name]
+        raise ImportProblemError(path, f"loading failed: {type(e).__name__}: {e}") from e
+    missing = [attr for attr in REQUIRED if not hasattr(module, attr)]
+    if missing:
+        raise ImportProblemError(path, f"defines no {', '.join(missing)} (a KernelBench problem defines "
+                                       "Model, get_inputs and get_init_inputs)")
+    return Problem(path, module)

@@ -1,0 +1,45 @@
+"""The kb timing protocol (KernelBench): CUDA events on the current stream around each call, a 256 MB L2
+flush before every trial, warm-ups, the first trial dropped."""
+import statistics
+from typing import Callable
+
+import torch
+
+L2_FLUSH_BYTES = 256 * 1024 * 1024  # larger than any current GPU's L2 (H100: 50 MB), so no input stays cached
+MIN_WARMUP, MIN_TRIALS = 3, 20
+
+
+def stats(times_ms: list[float]) -> dict:
+    """KernelBench's summary; std is the population std, as numpy's np.std that KernelBench uses."""
+    return {"mean_ms": statistics.fmean(times_ms), "median_ms": statistics.median(times_ms),
+            "min_ms": min(times_ms), "std_ms": statistics.pstdev(times_ms), "trials": len(times_ms)}
+
+
+def time_interleaved(fns: dict[str, Callable[[], object]], warmup: int = MIN_WARMUP,
+                     trials: int = MIN_TRIALS) -> dict[str, dict]:
+    """Stats per callable. Trials take turns (a, b, c, a, b, c, ...) so clock and thermal drift hit every
+    callable alike, which is what makes their ratio fair."""
+    if warmup < MIN_WARMUP or trials < MIN_TRIALS:
+        raise ValueError(f"the kb protocol needs >= {MIN_WARMUP} warm-ups and >= {MIN_TRIALS} trials")
+    if not torch.cuda.is_available():
+        raise RuntimeError("kb timing needs a CUDA device")
+    flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    torch.cuda.synchronize()
+    times = {name: [] for name in fns}
+    for _ in range(trials + 1):  # one extra: the first trial is dropped
+        for name, fn in fns.items():
+            flush.zero_()  # writing 256 MB evicts the inputs and weights the last call left in L2
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times[name].append(start.elapsed_time(end))
+    return {name: stats(t[1:]) for name, t in times.items()}
+
+
+def time_callable(fn: Callable[[], object], warmup: int = MIN_WARMUP, trials: int = MIN_TRIALS) -> dict:
+    return time_interleaved({"fn": fn}, warmup, trials)["fn"]

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds kforge on the GPU machine, runs the GPU test suite and a slice of the benchmark suite, and writes
+# a log and JSON summaries under $OUT (device tool: at most 8 files come back).
+#
+#   scripts/device_check.sh [PROBLEM_GLOB] [BUDGET]
+#   e.g. run with carry [".deps"]: bash scripts/device_check.sh "bench/level1/0[1-9]_*.py" 8
+#
+# The device image lacks sqlite3.h: .deps/sqlite holds Debian's libsqlite3-dev and libsqlite3-0 unpacked
+# (apt-get download libsqlite3-dev libsqlite3-0; dpkg -x each into .deps/sqlite).
+set -uo pipefail
+GLOB=${1:-bench/level1/*.py}
+BUDGET=${2:-8}
+OUT=${OUT:-/tmp/kforge-device-out}
+mkdir -p "$OUT"
+LOG="$OUT/device_check.log"
+exec > >(tee "$LOG") 2>&1
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+SQ="$ROOT/.deps/sqlite/usr"
+SQLIB="$SQ/lib/x86_64-linux-gnu"
+[ -e "$SQLIB/libsqlite3.so.0" ] || ln -sf libsqlite3.so.0.8.6 "$SQLIB/libsqlite3.so.0"
+export LD_LIBRARY_PATH="$SQLIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export KFORGE_CACHE=/tmp/kforge-cache
+echo "== machine"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; python3 -c 'import torch; print("torch", torch.__version__)'
+echo "== build"
+t0=$(date +%s)
+cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$(which python3)" \
+  -DSQLite3_INCLUDE_DIR="$SQ/include" -DSQLite3_LIBRARY="$SQLIB/libsqlite3.so.0.8.6" > "$OUT/cmake.txt" 2>&1 || { tail -30 "$OUT/cmake.txt"; exit 1; }
+ninja -C build-device -j16 > /tmp/ninja.txt 2>&1 || { grep -B2 -A10 error /tmp/ninja.txt | head -80; exit 1; }
+echo "built in $(( $(date +%s) - t0 )) s"
+echo "== GPU tests (ctest -L gpu)"
+(cd build-device && timeout 300 ctest -L gpu -j1 --output-on-failure > /tmp/gpu_tests.txt 2>&1); rc=$?
+grep -E "FAILED|Failure|got .* expected|tests passed|Passed|Skipped" /tmp/gpu_tests.txt | grep -v "^\s*[0-9]*/[0-9]* Test.*Passed" | head -60
+tail -3 /tmp/gpu_tests.txt
+echo "== CPU tests (ctest -L cpu)"
+(cd build-device && timeout 200 ctest -L cpu -j8 > /tmp/cpu_tests.txt 2>&1); tail -3 /tmp/cpu_tests.txt
+echo "== benchmark slice: problems $GLOB, budget $BUDGET"
+rm -rf /dev/shm/kforge && mkdir -p /dev/shm/kforge
+PYTHONUNBUFFERED=1 timeout "${SUITE_TIMEOUT:-400}" python3 bench/run_suite.py --kforge build-device/kforge --budget "$BUDGET" \
+  --out /tmp/suite --workdir /dev/shm/kforge --problems "$GLOB" --timeout 150
+cp /tmp/suite/suite.json /tmp/suite/suite.md "$OUT/" 2>/dev/null
+tar czf "$OUT/suite_logs.tgz" -C /tmp/suite logs reports 2>/dev/null
+cp /tmp/gpu_tests.txt "$OUT/gpu_tests.txt"
+echo "== done"

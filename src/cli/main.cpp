@@ -1,0 +1,217 @@
+// The kforge command. A thin front end: argument parsing, the Python bridge where PyTorch must run
+// (import, kb-protocol timing, export), and printing. The work is in libkforge.
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "codegen/lower.h"
+#include "env/bundle.h"
+#include "ir/error.h"
+#include "runtime/compiler.h"
+#include "runtime/driver.h"
+#include "search/optimize.h"
+
+using namespace kforge;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs `python3 -m kforge.<module> args...` with the repository's python/ on PYTHONPATH.
+void run_python(const std::string& module, const std::vector<std::string>& args) {
+  const char* py = std::getenv("KFORGE_PYTHON");
+  std::string cmd = "PYTHONPATH=" + quote(std::string(KFORGE_PYTHON_DIR)) + "${PYTHONPATH:+:$PYTHONPATH} " +
+                    (py ? std::string(py) : "python3") + " -m kforge." + module;
+  for (auto& a : args) cmd += " " + quote(a);
+  int rc = std::system(cmd.c_str());
+  if (rc != 0) throw UserError("kforge." + module + " failed (exit " + std::to_string(WEXITSTATUS(rc)) + "); see its message above");
+}
+
+Graph load_graph(const std::string& path) {
+  if (fs::is_directory(path)) return load_bundle(path).graph;
+  try {
+    auto j = nlohmann::json::parse(read_file(path));
+    return graph_from_json(j.contains("graph") ? j["graph"] : j);
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(path + " is not valid JSON: " + e.what());
+  }
+}
+
+std::string fmt(double v, const char* f = "%.3f") {
+  if (!(v > 0)) return "-";
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+  if (path.empty()) return;
+  if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path) << j.dump(2) << "\n";
+}
+
+struct OptimizeArgs {
+  std::string problem, bundle, db = "kforge.db", report, export_path;
+  int budget = 32, sets = 5;
+  uint64_t seed = 1;
+  bool no_progress = false;
+};
+
+int cmd_optimize(const OptimizeArgs& a) {
+  std::string bundle_dir = a.problem;
+  std::string name = fs::path(a.problem).stem().string();
+  if (!fs::is_directory(a.problem)) {
+    bundle_dir = a.bundle.empty() ? "kforge_out/" + name : a.bundle;
+    std::cerr << "importing " << a.problem << " -> " << bundle_dir << "\n";
+    run_python("bridge", {"import", a.problem, "-o", bundle_dir, "--sets", std::to_string(a.sets)});
+  }
+  Bundle bundle = load_bundle(bundle_dir);
+  MeasurementDB db(a.db);
+  Compiler compiler({"sm_90", default_cache_dir(), {}});
+  OptimizeOptions opts;
+  opts.budget = a.budget;
+  opts.seed = a.seed;
+  opts.progress = !a.no_progress;
+  opts.versions = "kforge 0.1.0; torch " + bundle.task.value("torch_version", "?");
+  OptimizeResult r = optimize(bundle, db, compiler, opts);
+
+  nlohmann::json report = {{"name", bundle.name()}, {"source", bundle.task.value("source", "")}, {"gpu", r.gpu},
+                           {"torch_version", bundle.task.value("torch_version", "")}, {"protocol", "kb"},
+                           {"candidates", r.candidates}, {"correct_candidates", r.correct}, {"strict_candidates", r.strict},
+                           {"copy_bandwidth_gbs", r.copy_gbs}, {"flags", bundle.task.value("flags", nlohmann::json::object())},
+                           {"eager_ms", bundle.eager.median_ms}, {"compile_ms", bundle.compile.median_ms}, {"error", nullptr}};
+  if (!r.best) {
+    report["tier"] = "failed";
+    report["error"] = "no correct candidate among " + std::to_string(r.candidates);
+    write_json(a.report, report);
+    std::cerr << "no correct candidate; last log:\n" << r.best_eval.log << "\n";
+    return 1;
+  }
+  std::string plan_path = bundle_dir + "/best_plan.json";
+  write_json(plan_path, r.best->to_json());
+  std::string kb_path = bundle_dir + "/kb.json";
+  run_python("kbtime", {bundle_dir, plan_path, "-o", kb_path});
+  auto kb = nlohmann::json::parse(read_file(kb_path));
+  double eager = kb["eager"].value("median_ms", 0.0), compile = kb["compile"].value("median_ms", 0.0);
+  double ours = kb["kforge"].value("median_ms", 0.0);
+  bool strict = r.best_eval.strict && kb["check"].value("strict", false);
+  bool relaxed = kb["check"].value("relaxed", false);
+  double best_base = std::min(eager > 0 ? eager : 1e30, compile > 0 ? compile : 1e30);
+  double bytes = double(r.best->min_bytes());
+  report.update({{"tier", strict ? "strict" : relaxed ? "relaxed" : "failed"}, {"eager_ms", eager}, {"compile_ms", compile},
+                 {"kforge_ms", ours}, {"kforge_native_ms", r.best_eval.native.median_ms},
+                 {"speedup_eager", ours > 0 ? eager / ours : 0}, {"speedup_compile", ours > 0 ? compile / ours : 0},
+                 {"speedup_best", ours > 0 ? best_base / ours : 0}, {"bytes_min", bytes},
+                 {"bandwidth_gbs", ours > 0 ? bytes / (ours * 1e-3) / 1e9 : 0},
+                 {"best_schedule", to_json(r.best->schedule)}, {"kb", kb}, {"reward", r.best_eval.reward.reward},
+                 {"kernels", r.best->kernels.size()}});
+  if (!relaxed) report["error"] = "best plan failed the kb-side check on fresh inputs";
+  write_json(a.report, report);
+  std::printf("\n| problem | eager ms | compile ms | kforge ms | x eager | x compile | x best | tier | protocol |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | kb |\n", bundle.name().c_str(), fmt(eager).c_str(),
+              fmt(compile).c_str(), fmt(ours).c_str(), fmt(report["speedup_eager"], "%.2f").c_str(),
+              fmt(report["speedup_compile"], "%.2f").c_str(), fmt(report["speedup_best"], "%.2f").c_str(),
+              report["tier"].get<std::string>().c_str());
+  std::printf("native protocol: %.3f ms, %.0f GB/s of %.0f GB/s copy bandwidth; %d candidates, %d correct\n",
+              r.best_eval.native.median_ms, bytes / (r.best_eval.native.median_ms * 1e-3) / 1e9, r.copy_gbs,
+              r.candidates, r.correct);
+  if (bundle.constant_output || bundle.near_zero_output)
+    std::printf("warning: this task's reference output is %s; a wrong kernel could pass it\n",
+                bundle.constant_output ? "constant" : "near zero");
+  if (!a.export_path.empty()) run_python("export", {bundle_dir, plan_path, "-o", a.export_path});
+  return relaxed ? 0 : 1;
+}
+
+int cmd_lower(const std::string& path, const std::string& schedule_path, const std::string& out, bool compile) {
+  Graph g = load_graph(path);
+  Schedule s = schedule_path.empty() ? Schedule{} : schedule_from_json(nlohmann::json::parse(read_file(schedule_path)));
+  Plan p = lower(g, s);
+  write_json(out, p.to_json());
+  int failures = 0;
+  Compiler c({"sm_90", default_cache_dir(), {}});
+  for (auto& k : p.kernels) {
+    if (out.empty() && !compile) std::cout << k.source.substr(k.source.find("// kforge kernel")) << "\n";
+    if (compile) {
+      CompileResult r = c.compile(k.source, k.name);
+      std::cout << k.name << ": " << (r.ok ? "ok" : "FAILED") << (r.cache_hit ? " (cached)" : "") << "\n";
+      if (!r.ok) std::cout << r.log << "\n", ++failures;
+    }
+  }
+  return failures ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kforge: writes fused CUDA kernels for PyTorch models and measures them on the GPU"};
+  app.require_subcommand(1);
+
+  std::string problem, out, device = "cuda";
+  int sets = 5;
+  bool no_baselines = false;
+  auto* imp = app.add_subcommand("import", "trace a KernelBench problem and write its task bundle");
+  imp->add_option("problem", problem, "problem file (KernelBench format)")->required();
+  imp->add_option("-o,--out", out, "bundle directory")->required();
+  imp->add_option("--sets", sets, "hidden input sets (at least 5 for the reward)");
+  imp->add_option("--device", device, "cuda or cpu (cpu: no baselines, for tests)");
+  imp->add_flag("--no-baselines", no_baselines, "skip eager / torch.compile timing");
+
+  OptimizeArgs oa;
+  auto* opt = app.add_subcommand("optimize", "search schedules on the GPU, verify, time against eager and torch.compile");
+  opt->add_option("problem", oa.problem, "problem file or bundle directory")->required();
+  opt->add_option("--budget", oa.budget, "candidates to measure");
+  opt->add_option("--db", oa.db, "measurement database (SQLite)");
+  opt->add_option("--report", oa.report, "report JSON path");
+  opt->add_option("--export", oa.export_path, "also write a drop-in ModelNew file here");
+  opt->add_option("--bundle", oa.bundle, "where to import the problem (default kforge_out/NAME)");
+  opt->add_option("--sets", oa.sets, "hidden input sets when importing");
+  opt->add_option("--seed", oa.seed, "search seed");
+  opt->add_flag("--no-progress", oa.no_progress, "no progress bar");
+
+  std::string bundle, plan;
+  auto* exp = app.add_subcommand("export", "write a drop-in ModelNew Python file for a plan");
+  exp->add_option("bundle", bundle, "bundle directory")->required();
+  exp->add_option("--plan", plan, "plan JSON (default BUNDLE/best_plan.json)");
+  exp->add_option("-o,--out", out, "output .py")->required();
+
+  std::string graph_path, schedule_path;
+  bool compile = false;
+  auto* low = app.add_subcommand("lower", "lower a graph (JSON or bundle) to CUDA and print or write the plan; no GPU needed");
+  low->add_option("graph", graph_path, "graph JSON, task.json or bundle directory")->required();
+  low->add_option("--schedule", schedule_path, "schedule JSON");
+  low->add_option("-o,--out", out, "write the plan JSON here");
+  low->add_flag("--compile", compile, "compile every kernel with NVRTC for sm_90 and report");
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*imp) {
+      std::vector<std::string> args = {"import", problem, "-o", out, "--sets", std::to_string(sets), "--device", device};
+      if (no_baselines) args.push_back("--no-baselines");
+      run_python("bridge", args);
+      return 0;
+    }
+    if (*opt) return cmd_optimize(oa);
+    if (*exp) {
+      run_python("export", {bundle, plan.empty() ? bundle + "/best_plan.json" : plan, "-o", out});
+      return 0;
+    }
+    if (*low) return cmd_lower(graph_path, schedule_path, out, compile);
+  } catch (const UserError& e) {
+    std::cerr << "kforge: error: " << e.what() << "\n";
+    return 2;
+  } catch (const InternalError& e) {
+    std::cerr << "kforge: internal error (please report): " << e.what() << "\n";
+    return 3;
+  }
+  return 0;
+}

@@ -1,0 +1,25 @@
+// Strided access: how a kernel reads a stored value, possibly through views. permute, expand and flip
+// change strides and offset; a reshape of a stored value keeps its memory. The element at coordinate c of
+// the view lives at buffer[offset + sum(c[i] * strides[i])].
+#pragma once
+#include <vector>
+
+#include "codegen/partition.h"
+
+namespace kforge {
+
+struct Access {
+  int owner = -1;  // node that owns the memory
+  Shape shape;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+  bool contiguous() const;  // offset 0 and row-major strides of `shape`
+};
+
+// The access of node `id`, which must be stored or a chain of views over a stored value.
+Access access_of(const Partition& p, int id);
+
+// Whether `id` can be read by an Access (stored, or views over stored).
+bool is_readable(const Partition& p, int id);
+
+}  // namespace kforge

@@ -1,0 +1,76 @@
+#include "codegen/device_prelude.h"
+
+namespace kforge {
+
+const std::string& device_prelude() {
+  // Precise libm functions (no --use_fast_math): the strict tier allows 1e-4, and __expf's error grows
+  // with the argument. NaN propagates through max/min as in torch.amax/amin.
+  static const std::string src = R"CUDA(
+typedef long long i64;
+#define KF_INF __int_as_float(0x7f800000)
+__device__ __forceinline__ float kf_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+__device__ __forceinline__ float kf_softplus(float x, float beta, float threshold) {
+  return beta * x > threshold ? x : log1pf(expf(beta * x)) / beta;
+}
+__device__ __forceinline__ float kf_gelu(float x) { return 0.5f * x * (1.f + erff(x * 0.70710678118654752f)); }
+__device__ __forceinline__ float kf_gelu_tanh(float x) {
+  return 0.5f * x * (1.f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+}
+__device__ __forceinline__ float kf_selu(float x) {
+  return 1.0507009873554804934f * (x > 0.f ? x : 1.6732632423543772848f * expm1f(x));
+}
+__device__ __forceinline__ float kf_max(float a, float b) { return (a > b || a != a) ? a : b; }
+__device__ __forceinline__ float kf_min(float a, float b) { return (a < b || a != a) ? a : b; }
+__device__ __forceinline__ float kf_sign(float x) { return (float)((x > 0.f) - (x < 0.f)); }
+
+// Reductions. Each combine is associative; the (value, index) pair keeps the first index of the
+// extreme value, as torch.argmax does, so the combine order does not change the answer.
+struct KfSum  { __device__ static float init() { return 0.f; } __device__ static float f(float a, float b) { return a + b; } };
+struct KfProd { __device__ static float init() { return 1.f; } __device__ static float f(float a, float b) { return a * b; } };
+struct KfMax  { __device__ static float init() { return -KF_INF; } __device__ static float f(float a, float b) { return kf_max(a, b); } };
+struct KfMin  { __device__ static float init() { return KF_INF; } __device__ static float f(float a, float b) { return kf_min(a, b); } };
+struct KfArg { float v; i64 i; };
+template <bool IS_MAX> __device__ __forceinline__ KfArg kf_arg_combine(KfArg a, KfArg b) {
+  bool take_b = IS_MAX ? (b.v > a.v || (b.v == a.v && b.i < a.i)) : (b.v < a.v || (b.v == a.v && b.i < a.i));
+  if (a.i < 0) take_b = true;
+  if (b.i < 0) take_b = false;
+  return take_b ? b : a;
+}
+
+template <class Op> __device__ __forceinline__ float kf_warp_reduce(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = Op::f(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+template <bool IS_MAX> __device__ __forceinline__ KfArg kf_warp_arg_reduce(KfArg a) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    KfArg b = {__shfl_xor_sync(0xffffffffu, a.v, o), __shfl_xor_sync(0xffffffffu, a.i, o)};
+    a = kf_arg_combine<IS_MAX>(a, b);
+  }
+  return a;
+}
+// Block-wide reduction; every thread gets the result. `scratch` holds 32 floats.
+template <class Op> __device__ __forceinline__ float kf_block_reduce(float v, float* scratch) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+  v = kf_warp_reduce<Op>(v);
+  __syncthreads();  // scratch may still be read by the previous reduction
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < nwarps ? scratch[lane] : Op::init();
+  return kf_warp_reduce<Op>(v);
+}
+template <bool IS_MAX> __device__ __forceinline__ KfArg kf_block_arg_reduce(KfArg a, KfArg* scratch) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+  a = kf_warp_arg_reduce<IS_MAX>(a);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = a;
+  __syncthreads();
+  a = lane < nwarps ? scratch[lane] : KfArg{0.f, -1};
+  return kf_warp_arg_reduce<IS_MAX>(a);
+}
+)CUDA";
+  return src;
+}
+
+}  // namespace kforge

@@ -1,0 +1,62 @@
+#include "codegen/device_prelude.h"
+#include "codegen/emitters.h"
+
+namespace kforge {
+
+std::string decompose_index(const std::string& index, const std::vector<int64_t>& dims, const Shape& shape,
+                            std::vector<std::string>& coords, const std::string& indent) {
+  std::string s;
+  int64_t stride = 1;
+  for (int i = int(dims.size()) - 1; i >= 0; --i) {
+    int64_t d = dims[i];
+    std::string c = "c" + std::to_string(d);
+    std::string e = stride == 1 ? index : "(" + index + " / " + std::to_string(stride) + ")";
+    if (i > 0) e += " % " + std::to_string(shape[d]);
+    s += indent + "const i64 " + c + " = " + e + ";\n";
+    coords[d] = c;
+    stride *= shape[d];
+  }
+  return s;
+}
+
+std::string kernel_header(const Partition& p, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
+  static const char* kinds[] = {"pointwise", "row", "scan", "pool"};
+  const Graph& gr = *p.graph;
+  std::string s = "// kforge kernel " + name + ": " + kinds[int(g.kind)] + " group '" + g.key + "'\n";
+  s += "// iteration shape " + to_string(g.shape);
+  if (!g.axes.empty()) s += ", axes " + to_string(Shape(g.axes.begin(), g.axes.end()));
+  s += "\n";
+  auto list = [&](const char* what, const std::vector<int>& ids) {
+    if (ids.empty()) return;
+    s += std::string("// ") + what + ":";
+    for (int id : ids) s += " " + gr.at(id).name;
+    s += "\n";
+  };
+  list("statistics", g.stats);
+  list("elementwise outputs", g.elem_outputs);
+  list("row outputs", g.row_outputs);
+  s += "// schedule: strategy " + to_string(ks.strategy) + ", block " + std::to_string(ks.block) + ", vec " +
+       std::to_string(ks.vec) + ", items " + std::to_string(ks.items) + ", chunks " + std::to_string(ks.chunks) + "\n";
+  return s;
+}
+
+PlanKernel make_kernel(const KernelGroup& g, const KernelSchedule& ks, const std::string& name,
+                       const std::string& body, const KernelWriter& w, int64_t grid, int block) {
+  PlanKernel k;
+  k.name = name;
+  k.group = g.key;
+  k.source = device_prelude() + "\n" + body;
+  k.args = w.used_buffers();
+  k.grid = clamp_grid(grid);
+  k.block = block;
+  k.schedule = {{"strategy", to_string(ks.strategy)}, {"block", ks.block}, {"vec", ks.vec},
+                {"items", ks.items}, {"chunks", ks.chunks}};
+  return k;
+}
+
+int64_t clamp_grid(int64_t blocks) {
+  // Grid-stride loops cover any size; more than ~64 waves of blocks only adds scheduling work.
+  return std::max<int64_t>(1, std::min<int64_t>(blocks, 132 * 64 * 4));
+}
+
+}  // namespace kforge

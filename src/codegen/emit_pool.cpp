@@ -1,0 +1,61 @@
+// Pooling kernels: one thread per output element walks its window (sizes are compile-time constants,
+// so the loops unroll). Average pooling divides as PyTorch does: by the window clipped to the padded
+// input when count_include_pad, else by the number of in-bounds elements.
+#include "codegen/emitters.h"
+
+namespace kforge {
+
+std::vector<PlanKernel> emit_pool(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
+  const Graph& gr = *cx.partition.graph;
+  const Node& pool = gr.at(g.anchor);
+  int64_t nd = pool.attr_i("nd");
+  bool is_max = pool.attr_s("kind") == "max";
+  bool include_pad = pool.attrs.value("count_include_pad", true);
+  auto kr = pool.attr_ints("kernel"), st = pool.attr_ints("stride"), pd = pool.attr_ints("padding");
+  auto dl = pool.has_attr("dilation") ? pool.attr_ints("dilation") : std::vector<int64_t>(nd, 1);
+  Access in = access_of(cx.partition, pool.args[0]);
+  KernelWriter w(cx.partition, g, cx.buffer_of_owner);
+  int ib = w.buffer_id(in.owner);
+  w.use_buffer(ib, false);
+  std::vector<std::string> c(g.shape.size());
+  std::vector<int64_t> all;
+  for (size_t d = 0; d < g.shape.size(); ++d) all.push_back(int64_t(d));
+  int64_t n = numel(g.shape);
+
+  std::string b = "  for (i64 idx = (i64)blockIdx.x * " + std::to_string(ks.block) + " + threadIdx.x; idx < " +
+                  std::to_string(n) + "LL; idx += (i64)gridDim.x * " + std::to_string(ks.block) + ") {\n";
+  b += decompose_index("idx", all, g.shape, c, "    ");
+  b += "    float acc = " + std::string(is_max ? "-KF_INF" : "0.f") + ";\n    int count = 0;\n";
+  std::string base = std::to_string(in.offset) + " + c0 * " + std::to_string(in.strides[0]) + "LL + c1 * " + std::to_string(in.strides[1]) + "LL";
+  std::string indent = "    ", cond, off = base, divisor = "1";
+  for (int64_t s = 0; s < nd; ++s) {
+    std::string i = std::to_string(s), size = std::to_string(in.shape[2 + s]);
+    std::string start = "(c" + std::to_string(2 + s) + " * " + std::to_string(st[s]) + " - " + std::to_string(pd[s]) + ")";
+    b += indent + "for (int w" + i + " = 0; w" + i + " < " + std::to_string(kr[s]) + "; ++w" + i + ") {\n";
+    indent += "  ";
+    b += indent + "const i64 p" + i + " = " + start + " + w" + i + " * " + std::to_string(dl[s]) + ";\n";
+    cond += (cond.empty() ? "" : " && ") + std::string("p") + i + " >= 0 && p" + i + " < " + size;
+    off += " + p" + i + " * " + std::to_string(in.strides[2 + s]) + "LL";
+    divisor += " * (min(" + start + " + " + std::to_string(kr[s]) + ", (i64)" + size + " + " + std::to_string(pd[s]) + ") - " + start + ")";
+  }
+  b += indent + "if (" + cond + ") {\n" + indent + "  const float x = b" + std::to_string(ib) + "[" + off + "];\n";
+  b += indent + (is_max ? "  acc = kf_max(acc, x);\n" : "  acc += x;\n") + indent + "  ++count;\n" + indent + "}\n";
+  for (int64_t s = 0; s < nd; ++s) {
+    indent.resize(indent.size() - 2);
+    b += indent + "}\n";
+  }
+  if (!is_max) b += "    acc = acc / (float)(" + (include_pad ? divisor : std::string("count")) + ");\n";
+  w.begin_site(c, "idx", "    ");
+  w.bind(g.anchor, "acc");
+  std::string writes;
+  for (int o : g.elem_outputs) {
+    std::string v = w.value(o);
+    writes += "    " + w.buf(o) + "[" + w.out_index(o) + "] = " + v + ";\n";
+  }
+  b += w.take() + writes + "  }\n";
+  std::string s = kernel_header(cx.partition, g, ks, name);
+  s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + name + "(" + w.params() + ") {\n" + b + "}\n";
+  return {make_kernel(g, ks, name, s, w, (n + ks.block - 1) / ks.block, ks.block)};
+}
+
+}  // namespace kforge

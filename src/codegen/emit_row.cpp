@@ -1,0 +1,251 @@
+// Row kernels: reductions over the axes of an iteration shape S, fused with the elementwise work that
+// uses them. For each row (a point of the kept dims) the kernel makes one pass over the row per
+// statistic, in order (softmax: max, then sum of exp), computes the row outputs, then one last pass
+// writes the elementwise outputs. Rows are re-read from memory on each pass; L1/L2 serve most re-reads
+// of short rows.
+#include <algorithm>
+
+#include "codegen/emitters.h"
+#include "ir/error.h"
+
+namespace kforge {
+
+namespace {
+
+struct RowShape {
+  std::vector<int64_t> kept, axes;
+  int64_t K = 1, R = 1;
+  bool axes_are_suffix = true;
+};
+
+RowShape row_shape_of(const KernelGroup& g) {
+  RowShape rs;
+  rs.axes = g.axes;
+  for (size_t d = 0; d < g.shape.size(); ++d) {
+    bool reduced = std::find(g.axes.begin(), g.axes.end(), int64_t(d)) != g.axes.end();
+    (reduced ? rs.R : rs.K) *= g.shape[d];
+    if (!reduced) rs.kept.push_back(int64_t(d));
+  }
+  for (size_t i = 0; i < rs.axes.size(); ++i)
+    rs.axes_are_suffix = rs.axes_are_suffix && rs.axes[i] == int64_t(g.shape.size() - rs.axes.size() + i);
+  return rs;
+}
+
+std::string op_struct(const std::string& kind) {
+  if (kind == "sum") return "KfSum";
+  if (kind == "prod") return "KfProd";
+  if (kind == "max") return "KfMax";
+  return "KfMin";
+}
+bool is_arg(const std::string& kind) { return kind == "argmax" || kind == "argmin"; }
+std::string is_max(const std::string& kind) { return kind == "argmax" ? "true" : "false"; }
+
+// The loop skeleton of each strategy.
+struct Skeleton {
+  std::string row_loop, elem_loop, leader, reduce_f, reduce_arg;
+  int64_t blocks;
+};
+
+Skeleton skeleton(const KernelSchedule& ks, const RowShape& rs) {
+  std::string B = std::to_string(ks.block), K = std::to_string(rs.K) + "LL", R = std::to_string(rs.R) + "LL";
+  Skeleton s;
+  switch (ks.strategy) {
+    case Strategy::block:
+      s.row_loop = "for (i64 k = blockIdx.x; k < " + K + "; k += gridDim.x)";
+      s.elem_loop = "for (i64 r = threadIdx.x; r < " + R + "; r += " + B + ")";
+      s.leader = "threadIdx.x == 0";
+      s.reduce_f = "kf_block_reduce<OP>(ACC, kf_scratch)";
+      s.reduce_arg = "kf_block_arg_reduce<MAX>(ACC, kf_ascratch)";
+      s.blocks = rs.K;
+      break;
+    case Strategy::warp: {
+      std::string W = std::to_string(ks.block / 32);
+      s.row_loop = "for (i64 k = (i64)blockIdx.x * " + W + " + (threadIdx.x >> 5); k < " + K + "; k += (i64)gridDim.x * " + W + ")";
+      s.elem_loop = "for (i64 r = threadIdx.x & 31; r < " + R + "; r += 32)";
+      s.leader = "(threadIdx.x & 31) == 0";
+      s.reduce_f = "kf_warp_reduce<OP>(ACC)";
+      s.reduce_arg = "kf_warp_arg_reduce<MAX>(ACC)";
+      s.blocks = (rs.K + ks.block / 32 - 1) / (ks.block / 32);
+      break;
+    }
+    default:  // thread
+      s.row_loop = "for (i64 k = (i64)blockIdx.x * " + B + " + threadIdx.x; k < " + K + "; k += (i64)gridDim.x * " + B + ")";
+      s.elem_loop = "for (i64 r = 0; r < " + R + "; ++r)";
+      s.leader = "true";
+      s.reduce_f = "ACC";
+      s.reduce_arg = "ACC";
+      s.blocks = (rs.K + ks.block - 1) / ks.block;
+  }
+  return s;
+}
+
+std::string subst(std::string s, const std::string& from, const std::string& to) {
+  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
+  return s;
+}
+
+// Coordinates of a row point: kept dims from k, reduced dims from r (or 0 for row outputs).
+struct Coords {
+  std::string stmts, linear;
+  std::vector<std::string> c;
+};
+
+Coords coords_at(const KernelGroup& g, const RowShape& rs, bool in_row, const std::string& indent) {
+  Coords out;
+  out.c.assign(g.shape.size(), "0");
+  out.stmts = decompose_index("k", rs.kept, g.shape, out.c, indent);
+  if (in_row) {
+    out.stmts += decompose_index("r", rs.axes, g.shape, out.c, indent);
+    if (rs.axes_are_suffix) {
+      out.stmts += indent + "const i64 lin = k * " + std::to_string(rs.R) + "LL + r;\n";
+      out.linear = "lin";
+    }
+  } else {
+    for (auto a : rs.axes) out.c[a] = "0";
+  }
+  return out;
+}
+
+// One pass over the row accumulating statistic `s` into `acc`.
+std::string stat_pass(KernelWriter& w, const Graph& gr, const KernelGroup& g, const RowShape& rs, int s,
+                      const std::string& loop, const std::string& indent) {
+  const Node& n = gr.at(s);
+  std::string kind = n.attr_s("kind"), in = indent + "  ";
+  Coords c = coords_at(g, rs, true, in);
+  w.begin_site(c.c, c.linear, in);
+  std::string v = w.value(n.args[0]);
+  std::string body = w.take();
+  std::string acc = "acc" + std::to_string(s);
+  std::string out;
+  if (is_arg(kind)) {
+    out += indent + "KfArg " + acc + " = {" + (kind == "argmax" ? "-KF_INF" : "KF_INF") + ", -1};\n";
+    out += indent + loop + " {\n" + c.stmts + body;
+    out += in + acc + " = kf_arg_combine<" + is_max(kind) + ">(" + acc + ", KfArg{(float)(" + v + "), c" +
+           std::to_string(rs.axes[0]) + "});\n" + indent + "}\n";
+  } else {
+    out += indent + "float " + acc + " = " + op_struct(kind) + "::init();\n";
+    out += indent + loop + " {\n" + c.stmts + body;
+    out += in + acc + " = " + op_struct(kind) + "::f(" + acc + ", (float)(" + v + "));\n" + indent + "}\n";
+  }
+  return out;
+}
+
+std::string finish_stat(const Graph& gr, int s, const std::string& reduce_f, const std::string& reduce_arg,
+                        const std::string& indent) {
+  std::string kind = gr.at(s).attr_s("kind"), acc = "acc" + std::to_string(s);
+  if (is_arg(kind))
+    return indent + "const i64 s" + std::to_string(s) + " = " + subst(subst(reduce_arg, "MAX", is_max(kind)), "ACC", acc) + ".i;\n";
+  return indent + "const float s" + std::to_string(s) + " = " + subst(subst(reduce_f, "OP", op_struct(kind)), "ACC", acc) + ";\n";
+}
+
+std::string row_outputs(KernelWriter& w, const KernelGroup& g, const RowShape& rs, const std::string& leader,
+                        const std::string& indent) {
+  if (g.row_outputs.empty()) return "";
+  std::string in = indent + "  ";
+  Coords c = coords_at(g, rs, false, in);
+  w.begin_site(c.c, "", in);
+  std::string writes;
+  for (int o : g.row_outputs) {
+    std::string v = w.value(o);
+    writes += in + w.buf(o) + "[" + w.out_index(o) + "] = " + v + ";\n";
+  }
+  return indent + "if (" + leader + ") {\n" + c.stmts + w.take() + writes + indent + "}\n";
+}
+
+std::vector<PlanKernel> emit_split(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks,
+                                   const std::string& name, const RowShape& rs) {
+  const Graph& gr = *cx.partition.graph;
+  int s = g.stats.at(0);
+  std::string kind = gr.at(s).attr_s("kind");
+  int64_t C = ks.chunks, L = (rs.R + C - 1) / C;
+  int pv = int(cx.buffers.size());
+  cx.buffers.push_back({BufferRole::temp, -1, g.key + ".partials", DType::f32, {rs.K * C}});
+  int pi = -1;
+  if (is_arg(kind)) {
+    pi = int(cx.buffers.size());
+    cx.buffers.push_back({BufferRole::temp, -1, g.key + ".partial_index", DType::i64, {rs.K * C}});
+  }
+  std::string P = "b" + std::to_string(pv), PI = "b" + std::to_string(pi);
+
+  // Stage 1: block (k, chunk) reduces its slice of row k.
+  KernelWriter w1(cx.partition, g, cx.buffer_of_owner);
+  std::string loop = "for (i64 r = chunk * " + std::to_string(L) + "LL + threadIdx.x; r < min((chunk + 1) * " +
+                     std::to_string(L) + "LL, " + std::to_string(rs.R) + "LL); r += " + std::to_string(ks.block) + ")";
+  std::string pass = stat_pass(w1, gr, g, rs, s, loop, "  ");
+  w1.declare_buffer(pv, "float", true);
+  if (pi >= 0) w1.declare_buffer(pi, "i64", true);
+  std::string acc = "acc" + std::to_string(s);
+  std::string n1 = name + "_partial";
+  std::string k1 = kernel_header(cx.partition, g, ks, n1);
+  k1 += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + n1 + "(" + w1.params() + ") {\n";
+  k1 += "  __shared__ float kf_scratch[32];\n  __shared__ KfArg kf_ascratch[32];\n";
+  k1 += "  const i64 k = blockIdx.x / " + std::to_string(C) + ", chunk = blockIdx.x % " + std::to_string(C) + ";\n";
+  k1 += pass;
+  if (is_arg(kind)) {
+    k1 += "  " + acc + " = kf_block_arg_reduce<" + is_max(kind) + ">(" + acc + ", kf_ascratch);\n";
+    k1 += "  if (threadIdx.x == 0) { " + P + "[blockIdx.x] = " + acc + ".v; " + PI + "[blockIdx.x] = " + acc + ".i; }\n}\n";
+  } else {
+    k1 += "  " + acc + " = kf_block_reduce<" + op_struct(kind) + ">(" + acc + ", kf_scratch);\n";
+    k1 += "  if (threadIdx.x == 0) " + P + "[blockIdx.x] = " + acc + ";\n}\n";
+  }
+  std::vector<PlanKernel> out = {make_kernel(g, ks, n1, k1, w1, rs.K * C, ks.block)};
+
+  // Stage 2: one thread per row combines the partials and writes the row outputs.
+  KernelWriter w2(cx.partition, g, cx.buffer_of_owner);
+  w2.declare_buffer(pv, "float", false);
+  if (pi >= 0) w2.declare_buffer(pi, "i64", false);
+  std::string comb;
+  std::string base = "k * " + std::to_string(C) + "LL + j";
+  if (is_arg(kind)) {
+    comb = "    KfArg " + acc + " = {0.f, -1};\n    for (int j = 0; j < " + std::to_string(C) + "; ++j) " + acc +
+           " = kf_arg_combine<" + is_max(kind) + ">(" + acc + ", KfArg{" + P + "[" + base + "], " + PI + "[" + base + "]});\n";
+    comb += "    const i64 s" + std::to_string(s) + " = " + acc + ".i;\n";
+  } else {
+    comb = "    float " + acc + " = " + op_struct(kind) + "::init();\n    for (int j = 0; j < " + std::to_string(C) + "; ++j) " +
+           acc + " = " + op_struct(kind) + "::f(" + acc + ", " + P + "[" + base + "]);\n";
+    comb += "    const float s" + std::to_string(s) + " = " + acc + ";\n";
+  }
+  w2.bind(s, "s" + std::to_string(s));
+  std::string rows = row_outputs(w2, g, rs, "true", "    ");
+  std::string n2 = name + "_finish";
+  std::string k2 = kernel_header(cx.partition, g, ks, n2);
+  k2 += "extern \"C\" __global__ void __launch_bounds__(128) " + n2 + "(" + w2.params() + ") {\n";
+  k2 += "  for (i64 k = (i64)blockIdx.x * 128 + threadIdx.x; k < " + std::to_string(rs.K) + "LL; k += (i64)gridDim.x * 128) {\n";
+  k2 += comb + rows + "  }\n}\n";
+  out.push_back(make_kernel(g, ks, n2, k2, w2, (rs.K + 127) / 128, 128));
+  return out;
+}
+
+}  // namespace
+
+std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
+  const Graph& gr = *cx.partition.graph;
+  RowShape rs = row_shape_of(g);
+  if (ks.strategy == Strategy::split) return emit_split(cx, g, ks, name, rs);
+  Skeleton sk = skeleton(ks, rs);
+  KernelWriter w(cx.partition, g, cx.buffer_of_owner);
+  std::string body;
+  for (int s : g.stats) {
+    body += stat_pass(w, gr, g, rs, s, sk.elem_loop, "    ");
+    body += finish_stat(gr, s, sk.reduce_f, sk.reduce_arg, "    ");
+    w.bind(s, "s" + std::to_string(s));
+  }
+  body += row_outputs(w, g, rs, sk.leader, "    ");
+  if (!g.elem_outputs.empty()) {
+    Coords c = coords_at(g, rs, true, "      ");
+    w.begin_site(c.c, c.linear, "      ");
+    std::string writes;
+    for (int o : g.elem_outputs) {
+      std::string v = w.value(o);
+      writes += "      " + w.buf(o) + "[" + w.out_index(o) + "] = " + v + ";\n";
+    }
+    body += "    " + sk.elem_loop + " {\n" + c.stmts + w.take() + writes + "    }\n";
+  }
+  std::string s = kernel_header(cx.partition, g, ks, name);
+  s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + name + "(" + w.params() + ") {\n";
+  if (ks.strategy == Strategy::block) s += "  __shared__ float kf_scratch[32];\n  __shared__ KfArg kf_ascratch[32];\n";
+  s += "  " + sk.row_loop + " {\n" + body + "  }\n}\n";
+  return {make_kernel(g, ks, name, s, w, sk.blocks, ks.block)};
+}
+
+}  // namespace kforge

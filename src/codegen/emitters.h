@@ -1,0 +1,36 @@
+// Kernel templates, one file per family (emit_pointwise.cpp, emit_row.cpp, emit_scan.cpp,
+// emit_pool.cpp). Each turns one KernelGroup under one KernelSchedule into one or more PlanKernels.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_writer.h"
+#include "codegen/plan.h"
+
+namespace kforge {
+
+struct EmitContext {
+  const Partition& partition;
+  const std::map<int, int>& buffer_of_owner;  // stored node -> plan buffer id
+  std::vector<PlanBuffer>& buffers;           // emitters may add temps (split partials)
+};
+
+std::vector<PlanKernel> emit_pointwise(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
+std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
+std::vector<PlanKernel> emit_scan(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
+std::vector<PlanKernel> emit_pool(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
+
+// Shared pieces of the templates.
+// Statements `const i64 c<d> = (index / stride) % size;` for `dims` of `shape`, with stride the product
+// of the later dims in `dims`; sets coords[d] = "c<d>".
+std::string decompose_index(const std::string& index, const std::vector<int64_t>& dims, const Shape& shape,
+                            std::vector<std::string>& coords, const std::string& indent);
+// The comment every generated kernel opens with: group, members, shapes, schedule.
+std::string kernel_header(const Partition& p, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
+// Prelude + header + kernel text, and the PlanKernel around it.
+PlanKernel make_kernel(const KernelGroup& g, const KernelSchedule& ks, const std::string& name,
+                       const std::string& body, const KernelWriter& w, int64_t grid, int block);
+int64_t clamp_grid(int64_t blocks);
+
+}  // namespace kforge

@@ -1,0 +1,215 @@
+#include "codegen/kernel_writer.h"
+
+#include <cmath>
+#include <algorithm>
+#include <cstdio>
+
+#include "ir/error.h"
+#include "ir/ops.h"
+
+namespace kforge {
+
+std::string float_literal(double v) {
+  if (std::isinf(v)) return v > 0 ? "KF_INF" : "(-KF_INF)";
+  if (std::isnan(v)) return "__int_as_float(0x7fc00000)";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9e", v);
+  return std::string(buf) + "f";
+}
+
+KernelWriter::KernelWriter(const Partition& p, const KernelGroup& k, const std::map<int, int>& buffer_of_owner)
+    : p_(p), g_(*p.graph), k_(k), buffer_of_owner_(buffer_of_owner) {
+  for (auto v : {&k.stats, &k.elem_outputs, &k.row_outputs}) members_.insert(v->begin(), v->end());
+}
+
+void KernelWriter::begin_site(std::vector<std::string> coords, std::string linear, std::string indent) {
+  coords_ = std::move(coords);
+  linear_ = std::move(linear);
+  indent_ = std::move(indent);
+  memo_.clear();
+}
+
+std::string KernelWriter::take() {
+  std::string s = body_.str();
+  body_.str("");
+  return s;
+}
+
+std::string KernelWriter::ctype(int node) const {
+  switch (g_.at(node).type.dtype) {
+    case DType::f32: return "float";
+    case DType::i64: return "i64";
+    case DType::boolean: return "bool";
+  }
+  return "?";
+}
+
+int KernelWriter::buffer_id(int node) const {
+  auto it = buffer_of_owner_.find(p_.storage[node]);
+  KF_ASSERT(it != buffer_of_owner_.end(), "no buffer for '" + g_.at(node).name + "'");
+  return it->second;
+}
+
+void KernelWriter::use_buffer(int id, bool writable) {
+  if (std::find(used_.begin(), used_.end(), id) == used_.end()) used_.push_back(id);
+  writable_[id] = writable_[id] || writable;
+}
+
+void KernelWriter::declare_buffer(int id, const std::string& t, bool writable) {
+  declared_type_[id] = t;
+  use_buffer(id, writable);
+}
+
+std::string KernelWriter::buf(int node) { return "b" + std::to_string(buffer_id(node)); }
+
+std::string KernelWriter::params() const {
+  // Types come from the buffer's owner node; the map is inverted once here.
+  std::map<int, int> owner_of;
+  for (auto& [owner, b] : buffer_of_owner_) owner_of[b] = owner;
+  std::string s;
+  for (int b : used_) {
+    std::string t = declared_type_.count(b) ? declared_type_.at(b) : ctype(owner_of.at(b));
+    if (!s.empty()) s += ", ";
+    s += (writable_.at(b) ? t + "* __restrict__ " : "const " + t + "* __restrict__ ") + "b" + std::to_string(b);
+  }
+  return s;
+}
+
+std::string KernelWriter::coord_of(size_t i, size_t rank) const {
+  size_t s = coords_.size();
+  KF_ASSERT(rank <= s, "value of rank " + std::to_string(rank) + " in a kernel of rank " + std::to_string(s));
+  return coords_[s - rank + i];
+}
+
+std::string KernelWriter::offset_expr(const Access& a, const Shape& iter) {
+  if (!linear_.empty() && a.contiguous() && a.shape == iter) return linear_;
+  std::string e = a.offset ? std::to_string(a.offset) : "";
+  for (size_t i = 0; i < a.shape.size(); ++i) {
+    if (a.shape[i] == 1 || a.strides[i] == 0) continue;
+    std::string term = "(i64)" + coord_of(i, a.shape.size()) + " * " + std::to_string(a.strides[i]);
+    e += (e.empty() ? "" : " + ") + term;
+  }
+  return e.empty() ? "0" : e;
+}
+
+std::string KernelWriter::out_index(int node) {
+  Access a = access_of(p_, node);
+  use_buffer(buffer_id(node), true);
+  return offset_expr(a, k_.shape);
+}
+
+std::string KernelWriter::load(int node) {
+  Access a = access_of(p_, node);
+  int b = buffer_id(a.owner);
+  use_buffer(b, false);
+  std::string off = offset_expr(a, k_.shape);
+  if (off == linear_ && !linear_.empty()) {
+    contiguous_reads_.insert(b);
+    if (auto it = vector_src_.find(b); it != vector_src_.end()) return it->second;
+  }
+  return "b" + std::to_string(b) + "[" + off + "]";
+}
+
+std::string KernelWriter::gather(const Node& n) {
+  // out[c] = table[c with dim d replaced by index[c]]; the table is stored (partition.cpp).
+  Access a = access_of(p_, n.args[0]);
+  std::string idx = value(n.args[1]);
+  int64_t d = n.attr_i("dim");
+  int b = buffer_id(a.owner);
+  use_buffer(b, false);
+  std::string e = std::to_string(a.offset);
+  for (size_t i = 0; i < a.shape.size(); ++i) {
+    std::string c = int64_t(i) == d ? "(" + idx + ")" : coord_of(i, n.type.shape.size());
+    if (int64_t(i) != d && n.type.shape[i] == 1) continue;
+    e += " + (i64)" + c + " * " + std::to_string(a.strides[i]);
+  }
+  return "b" + std::to_string(b) + "[" + e + "]";
+}
+
+std::string KernelWriter::unary(const Node& n, const std::string& x) {
+  const std::string& op = n.op;
+  auto f = [&](const std::string& k) { return float_literal(n.attr_f(k)); };
+  if (op == "relu") return "(" + x + " > 0.f ? " + x + " : 0.f)";
+  if (op == "sigmoid") return "kf_sigmoid(" + x + ")";
+  if (op == "tanh") return "tanhf(" + x + ")";
+  if (op == "exp") return "expf(" + x + ")";
+  if (op == "log") return "logf(" + x + ")";
+  if (op == "abs") return n.type.dtype == DType::f32 ? "fabsf(" + x + ")" : "(" + x + " < 0 ? -" + x + " : " + x + ")";
+  if (op == "neg") return "(-" + x + ")";
+  if (op == "sqrt") return "sqrtf(" + x + ")";
+  if (op == "rsqrt") return "rsqrtf(" + x + ")";
+  if (op == "erf") return "erff(" + x + ")";
+  if (op == "sin") return "sinf(" + x + ")";
+  if (op == "cos") return "cosf(" + x + ")";
+  if (op == "reciprocal") return "(1.f / " + x + ")";
+  if (op == "square") return "(" + x + " * " + x + ")";
+  if (op == "sign") return "kf_sign(" + x + ")";
+  if (op == "silu") return "(" + x + " * kf_sigmoid(" + x + "))";
+  if (op == "softsign") return "(" + x + " / (1.f + fabsf(" + x + ")))";
+  if (op == "selu") return "kf_selu(" + x + ")";
+  if (op == "hardsigmoid") return "fminf(fmaxf(" + x + " / 6.f + 0.5f, 0.f), 1.f)";
+  if (op == "hardswish") return "(" + x + " * fminf(fmaxf(" + x + " + 3.f, 0.f), 6.f) / 6.f)";
+  if (op == "mish") return "(" + x + " * tanhf(kf_softplus(" + x + ", 1.f, 20.f)))";
+  if (op == "gelu")
+    return n.attrs.value("approximate", "none") == "tanh" ? "kf_gelu_tanh(" + x + ")" : "kf_gelu(" + x + ")";
+  if (op == "leaky_relu") return "(" + x + " > 0.f ? " + x + " : " + x + " * " + f("negative_slope") + ")";
+  if (op == "elu") return "(" + x + " > 0.f ? " + x + " : " + f("alpha") + " * expm1f(" + x + "))";
+  if (op == "hardtanh") return "fminf(fmaxf(" + x + ", " + f("min_val") + "), " + f("max_val") + ")";
+  if (op == "softplus") return "kf_softplus(" + x + ", " + f("beta") + ", " + f("threshold") + ")";
+  if (op == "clamp") {
+    std::string e = x;
+    if (n.has_attr("min")) e = "fmaxf(" + e + ", " + f("min") + ")";
+    if (n.has_attr("max")) e = "fminf(" + e + ", " + f("max") + ")";
+    return e;
+  }
+  if (op == "pow_scalar") {
+    double e = n.attr_f("exponent");
+    if (e == 2) return "(" + x + " * " + x + ")";
+    if (e == 1) return x;
+    if (e == 0.5) return "sqrtf(" + x + ")";
+    return "powf(" + x + ", " + float_literal(e) + ")";
+  }
+  if (op == "cast") {
+    const char* t = n.type.dtype == DType::f32 ? "float" : n.type.dtype == DType::i64 ? "i64" : "bool";
+    return std::string("((") + t + ")(" + x + "))";
+  }
+  throw InternalError("codegen: no CUDA form for unary op '" + op + "'");
+}
+
+std::string KernelWriter::value(int id) {
+  if (auto it = bound_.find(id); it != bound_.end()) return it->second;
+  if (auto it = memo_.find(id); it != memo_.end()) return it->second;
+  const Node& n = g_.at(id);
+  bool inline_here = !p_.stored[id] || (members_.count(id) && n.op != "reduce" && n.op != "scan" && n.op != "pool");
+  if (n.op == "const") {
+    if (n.type.dtype == DType::f32) return float_literal(n.attr_f("value"));
+    return "((" + ctype(id) + ")" + std::to_string(int64_t(n.attr_f("value"))) + ")";
+  }
+  if (!inline_here || !is_elementwise_op(n.op)) {
+    if (is_readable(p_, id)) return load(id);
+    throw InternalError("codegen: '" + n.name + "' (" + n.op + ") is neither computable here nor stored");
+  }
+  std::string e;
+  if (n.op == "gather") {
+    e = gather(n);
+  } else if (n.op == "where") {
+    e = "(" + value(n.args[0]) + " ? " + value(n.args[1]) + " : " + value(n.args[2]) + ")";
+  } else if (is_binary_op(n.op)) {
+    std::string a = value(n.args[0]), b = value(n.args[1]);
+    static const std::map<std::string, std::string> infix = {
+        {"add", "+"}, {"sub", "-"}, {"mul", "*"}, {"div", "/"}, {"gt", ">"}, {"lt", "<"},
+        {"ge", ">="}, {"le", "<="}, {"eq", "=="}, {"ne", "!="}};
+    if (auto it = infix.find(n.op); it != infix.end()) e = "(" + a + " " + it->second + " " + b + ")";
+    else if (n.op == "maximum") e = "kf_max(" + a + ", " + b + ")";
+    else if (n.op == "minimum") e = "kf_min(" + a + ", " + b + ")";
+    else e = "powf(" + a + ", " + b + ")";
+  } else {
+    e = unary(n, value(n.args[0]));
+  }
+  std::string var = "v" + std::to_string(counter_++);
+  body_ << indent_ << "const " << ctype(id) << " " << var << " = " << e << ";  // " << n.name << "\n";
+  memo_[id] = var;
+  return var;
+}
+
+}  // namespace kforge

@@ -1,0 +1,72 @@
+// KernelWriter turns the elementwise expressions of one kernel group into CUDA statements.
+//
+// A kernel template (emit_*.cpp) sets the coordinate of every dim of the group's iteration shape S as a
+// C expression, then asks for values: stored values become strided loads, statistics become the
+// variables the template bound, and elementwise nodes become local variables computed once per site.
+#pragma once
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "codegen/access.h"
+#include "codegen/partition.h"
+
+namespace kforge {
+
+class KernelWriter {
+ public:
+  KernelWriter(const Partition& p, const KernelGroup& k, const std::map<int, int>& buffer_of_owner);
+
+  // Starts a new evaluation site (a loop body): forgets computed locals, sets coordinates of S.
+  // `linear`, when not empty, is the row-major index into S (used for contiguous reads and writes).
+  void begin_site(std::vector<std::string> coords, std::string linear, std::string indent);
+  void bind(int node, const std::string& var) { bound_[node] = var; }
+  void unbind(int node) { bound_.erase(node); }
+  // A contiguous f32 read of buffer b at the site's linear index is served by `expr` (vector loads).
+  void set_vector_source(int buffer, const std::string& expr) { vector_src_[buffer] = expr; }
+  void clear_vector_sources() { vector_src_.clear(); }
+  // Buffers whose contiguous reads the last sites made (candidates for vector loads).
+  const std::set<int>& contiguous_reads() const { return contiguous_reads_; }
+
+  std::string value(int node);      // emits what is needed; returns an expression
+  std::string out_index(int node);  // index at which stored value `node` is written at this site
+  std::string buf(int node);        // parameter name of the buffer owning `node`
+  int buffer_id(int node) const;
+  std::string take();               // statements emitted so far (and clears them)
+  std::string ctype(int node) const;
+
+  std::string params() const;       // parameter list of every buffer used (used_ order)
+  std::vector<int> used_buffers() const { return used_; }
+  void use_buffer(int buffer_id, bool writable);
+  // A buffer that belongs to no node (split partials), with its element type.
+  void declare_buffer(int buffer_id, const std::string& ctype, bool writable);
+
+ private:
+  std::string load(int node);
+  std::string gather(const Node& n);
+  std::string unary(const Node& n, const std::string& x);
+  std::string offset_expr(const Access& a, const Shape& s);
+  std::string coord_of(size_t dim_in_value, size_t value_rank) const;
+
+  const Partition& p_;
+  const Graph& g_;
+  const KernelGroup& k_;
+  const std::map<int, int>& buffer_of_owner_;
+  std::set<int> members_;
+  std::map<int, std::string> bound_, memo_;
+  std::map<int, std::string> vector_src_;
+  std::set<int> contiguous_reads_;
+  std::vector<std::string> coords_;
+  std::string linear_, indent_;
+  std::ostringstream body_;
+  int counter_ = 0;
+  std::vector<int> used_;
+  std::map<int, bool> writable_;
+  std::map<int, std::string> declared_type_;
+};
+
+std::string float_literal(double v);
+
+}  // namespace kforge

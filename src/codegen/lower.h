@@ -1,0 +1,23 @@
+// The pipeline from graph to plan, in order (Halide's Lower.cpp):
+//   decompose (ir/decompose) -> partition (stored values, kernel groups, row fusion)
+//   -> buffers -> one template per group under its schedule (emit_*.cpp) -> Plan.
+#pragma once
+#include "codegen/plan.h"
+#include "ir/graph.h"
+
+namespace kforge {
+
+struct LowerOptions {
+  bool dump_ir = false;  // print the primitive graph and the groups to stderr
+};
+
+// `graph` may hold high-level ops; it is decomposed first.
+Plan lower(const Graph& graph, const Schedule& schedule, const LowerOptions& opts = {});
+
+// The kernel groups `graph` splits into under `fuse_rows` (for search: each group's schedule space).
+std::vector<KernelGroup> kernel_groups(const Graph& graph, bool fuse_rows);
+
+// Stable 64-bit FNV-1a hash of a string, as 16 hex digits (graph and source keys).
+std::string stable_hash(const std::string& s);
+
+}  // namespace kforge

@@ -1,0 +1,246 @@
+#include "codegen/partition.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "ir/error.h"
+#include "ir/ops.h"
+#include "ir/shape_rules.h"
+
+namespace kforge {
+
+namespace {
+
+bool is_source(const Node& n) { return n.op == "input" || n.op == "param"; }
+
+struct Partitioner {
+  const Graph& g;
+  bool fuse_rows;
+  Partition p;
+  std::vector<bool> reachable;
+  std::vector<std::vector<bool>> depends;  // depends[a][b]: a reads b, directly or not
+  std::vector<int> group_of;               // root node -> index into p.groups, -1 otherwise
+
+  Partitioner(const Graph& graph, bool fuse) : g(graph), fuse_rows(fuse) {}
+
+  void mark_reachable() {
+    reachable.assign(g.nodes.size(), false);
+    std::vector<int> stack(g.outputs.begin(), g.outputs.end());
+    while (!stack.empty()) {
+      int id = stack.back();
+      stack.pop_back();
+      if (id < 0 || reachable[id]) continue;
+      reachable[id] = true;
+      for (int a : g.at(id).args) stack.push_back(a);
+    }
+  }
+
+  void compute_dependencies() {
+    size_t n = g.nodes.size();
+    depends.assign(n, std::vector<bool>(n, false));
+    for (size_t i = 0; i < n; ++i)
+      for (int a : g.nodes[i].args) {
+        if (a < 0) continue;
+        depends[i][a] = true;
+        for (size_t k = 0; k < n; ++k)
+          if (depends[a][k]) depends[i][k] = true;
+      }
+  }
+
+  void mark_stored() {
+    size_t n = g.nodes.size();
+    p.stored.assign(n, false);
+    p.storage.resize(n);
+    for (size_t i = 0; i < n; ++i) p.storage[i] = int(i);
+    for (int o : g.outputs) p.stored[o] = true;
+    for (size_t i = 0; i < n; ++i) {
+      const Node& nd = g.nodes[i];
+      if (!reachable[i]) continue;
+      if (is_source(nd) || nd.op == "reduce" || nd.op == "scan" || nd.op == "pool") p.stored[i] = true;
+      // A gather reads its table and a pool its window at computed positions: both need memory.
+      if ((nd.op == "gather" || nd.op == "pool") && !is_view_op(g.at(nd.args[0]).op)) p.stored[nd.args[0]] = true;
+      // Views are folded into strided reads of stored values only; a view of a computed value stores it.
+      if (is_view_op(nd.op)) {
+        const Node& src = g.at(nd.args[0]);
+        if (!is_view_op(src.op) || (nd.op == "reshape" && src.op != "reshape")) p.stored[nd.args[0]] = true;
+      }
+    }
+    // A reshape of a stored value is an alias of its memory; stored reshapes own nothing.
+    for (size_t i = 0; i < n; ++i) {
+      const Node& nd = g.nodes[i];
+      if (!reachable[i] || nd.op != "reshape") continue;
+      int src = nd.args[0];
+      if (p.stored[src]) {
+        p.storage[i] = p.storage[src];
+        p.stored[i] = true;
+      }
+    }
+    for (int o : g.outputs) {
+      const Node& src = g.at(p.storage[o]);
+      if (is_source(src))
+        throw UserError("graph output '" + g.at(o).name + "' is an unchanged input or parameter ('" +
+                        src.name + "'); kforge needs every output to be computed");
+      if (g.at(o).op == "const") throw UserError("graph output '" + g.at(o).name + "' is a constant");
+    }
+  }
+
+  bool is_root(int id) const {
+    return reachable[id] && p.stored[id] && p.storage[id] == id && !is_source(g.at(id));
+  }
+
+  // Stored values an expression rooted at `id` reads (stopping at stored values).
+  void refs(int id, std::set<int>& out, bool top = true) const {
+    if (!top && p.stored[id]) {
+      out.insert(id);
+      return;
+    }
+    for (int a : g.at(id).args)
+      if (a >= 0) refs(a, out, false);
+  }
+
+  KernelGroup new_group(int root) {
+    const Node& n = g.at(root);
+    KernelGroup k;
+    k.key = n.name;
+    if (n.op == "reduce") {
+      k.kind = GroupKind::row;
+      k.shape = g.at(n.args[0]).type.shape;
+      k.axes = n.attr_ints("dims");
+      k.stats = {root};
+    } else if (n.op == "scan") {
+      k.kind = GroupKind::scan;
+      k.shape = n.type.shape;
+      k.axes = {n.attr_i("dim")};
+      k.anchor = root;
+      k.elem_outputs = {root};
+    } else if (n.op == "pool") {
+      k.kind = GroupKind::pool;
+      k.shape = n.type.shape;
+      k.anchor = root;
+      k.elem_outputs = {root};
+    } else {
+      k.kind = GroupKind::pointwise;
+      k.shape = n.type.shape;
+      k.elem_outputs = {root};
+    }
+    return k;
+  }
+
+  std::vector<int> members(const KernelGroup& k) const {
+    std::vector<int> m = k.stats;
+    m.insert(m.end(), k.elem_outputs.begin(), k.elem_outputs.end());
+    m.insert(m.end(), k.row_outputs.begin(), k.row_outputs.end());
+    return m;
+  }
+
+  // Whether root `id` may join group `gi`: no value it reads from outside the group may depend on a
+  // member (that would be a cycle), and no read may go through an alias of a member (a race).
+  bool can_join(int id, int gi) const {
+    auto mem = members(p.groups[gi]);
+    std::set<int> r;
+    refs(id, r);
+    for (int x : r) {
+      bool member = std::find(mem.begin(), mem.end(), x) != mem.end();
+      if (member) continue;
+      for (int m : mem)
+        if (x == m || p.storage[x] == m || depends[x][m]) return false;
+    }
+    return true;
+  }
+
+  // Row shape of a row group (S with the reduced axes set to 1).
+  static Shape row_shape(const KernelGroup& k) { return reduced_shape(k.shape, k.axes, true); }
+
+  void try_fuse(int id) {
+    const Node& n = g.at(id);
+    std::set<int> r;
+    refs(id, r);
+    for (int x : r) {
+      int gi = group_of[x];
+      if (gi < 0) continue;
+      KernelGroup& k = p.groups[gi];
+      bool ok = false;
+      if (k.kind == GroupKind::row && fuse_rows) {
+        if (n.op == "reduce") ok = g.at(n.args[0]).type.shape == k.shape && n.attr_ints("dims") == k.axes;
+        else if (is_elementwise_op(n.op)) ok = n.type.shape == k.shape || n.type.shape == row_shape(k);
+      } else if (k.kind == GroupKind::scan || k.kind == GroupKind::pool) {
+        ok = is_elementwise_op(n.op) && n.type.shape == k.shape && x == k.anchor;
+      }
+      if (!ok || !can_join(id, gi)) continue;
+      if (n.op == "reduce") k.stats.push_back(id);
+      else if (n.type.shape == k.shape) k.elem_outputs.push_back(id);
+      else k.row_outputs.push_back(id);
+      group_of[id] = gi;
+      return;
+    }
+    group_of[id] = int(p.groups.size());
+    p.groups.push_back(new_group(id));
+  }
+
+  // A statistic is written to memory when a graph output is it or another group's expressions read it.
+  void add_stat_outputs() {
+    std::vector<std::set<int>> read_by(p.groups.size());
+    for (size_t gi = 0; gi < p.groups.size(); ++gi)
+      for (int m : members(p.groups[gi])) refs(m, read_by[gi]);
+    for (size_t gi = 0; gi < p.groups.size(); ++gi) {
+      auto& k = p.groups[gi];
+      for (int s : k.stats) {
+        bool external = std::find(g.outputs.begin(), g.outputs.end(), s) != g.outputs.end();
+        for (size_t other = 0; other < p.groups.size() && !external; ++other)
+          if (other != gi)
+            for (int x : read_by[other]) external = external || p.storage[x] == s;
+        if (external && std::find(k.row_outputs.begin(), k.row_outputs.end(), s) == k.row_outputs.end())
+          k.row_outputs.insert(k.row_outputs.begin(), s);
+      }
+    }
+  }
+
+  void order_groups() {
+    size_t ng = p.groups.size();
+    std::vector<std::set<size_t>> deps(ng);
+    for (size_t gi = 0; gi < ng; ++gi)
+      for (int m : members(p.groups[gi])) {
+        std::set<int> r;
+        refs(m, r);
+        for (int x : r) {
+          int owner = group_of[p.storage[x]];
+          if (owner >= 0 && size_t(owner) != gi) deps[gi].insert(size_t(owner));
+        }
+      }
+    std::vector<KernelGroup> ordered;
+    std::vector<bool> done(ng, false);
+    while (ordered.size() < ng) {
+      bool progress = false;
+      for (size_t gi = 0; gi < ng; ++gi) {
+        if (done[gi]) continue;
+        if (std::all_of(deps[gi].begin(), deps[gi].end(), [&](size_t d) { return done[d]; })) {
+          done[gi] = true;
+          ordered.push_back(p.groups[gi]);
+          progress = true;
+        }
+      }
+      KF_ASSERT(progress, "kernel groups form a cycle");
+    }
+    p.groups = std::move(ordered);
+  }
+
+  Partition run() {
+    p.graph = &g;
+    mark_reachable();
+    compute_dependencies();
+    mark_stored();
+    group_of.assign(g.nodes.size(), -1);
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      if (is_root(int(i))) try_fuse(int(i));
+    add_stat_outputs();
+    order_groups();
+    return std::move(p);
+  }
+};
+
+}  // namespace
+
+Partition partition(const Graph& g, bool fuse_rows) { return Partitioner(g, fuse_rows).run(); }
+
+}  // namespace kforge

@@ -1,0 +1,41 @@
+// Partition: decides which values live in device memory and groups the rest into kernels.
+//
+// Elementwise values are never stored: each kernel recomputes the elementwise expressions it needs from
+// stored values (tinygrad's rule; recomputing arithmetic is cheaper than a round trip through memory on
+// a memory-bound chip). Stored values are graph inputs, params and outputs, reductions, scans and pools,
+// and any value a reshape must see contiguous. Reshapes of stored values are free aliases.
+//
+// Row fusion: a reduction and the elementwise outputs of the same iteration shape that use it (softmax's
+// max, sum and division; LayerNorm's two statistics and its output) become one kernel that walks each row
+// once per statistic and once more for the outputs. It is a schedule choice (Schedule::fuse_rows).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace kforge {
+
+enum class GroupKind { pointwise, row, scan, pool };
+
+struct KernelGroup {
+  GroupKind kind;
+  std::string key;              // stable name for schedules: the name of the group's first root
+  Shape shape;                  // iteration shape S (row: the reduce input shape)
+  std::vector<int64_t> axes;    // row: reduced dims of S; scan: {dim}
+  std::vector<int> stats;       // row: reduce nodes in evaluation order
+  std::vector<int> elem_outputs;// stored values computed at every point of S
+  std::vector<int> row_outputs; // row: stored values of the reduced shape (reduces and their epilogues)
+  int anchor = -1;              // scan / pool: the scan or pool node
+};
+
+struct Partition {
+  const Graph* graph = nullptr;
+  std::vector<bool> stored;     // per node: owns or aliases device memory
+  std::vector<int> storage;     // per node: the node whose buffer holds it (itself, or a reshape's source)
+  std::vector<KernelGroup> groups;  // in a valid launch order
+};
+
+Partition partition(const Graph& primitive_graph, bool fuse_rows);
+
+}  // namespace kforge

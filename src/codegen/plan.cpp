@@ -1,0 +1,66 @@
+#include "codegen/plan.h"
+
+#include "ir/error.h"
+
+namespace kforge {
+
+std::string to_string(BufferRole r) {
+  switch (r) {
+    case BufferRole::input: return "input";
+    case BufferRole::param: return "param";
+    case BufferRole::output: return "output";
+    case BufferRole::temp: return "temp";
+  }
+  return "?";
+}
+
+namespace {
+BufferRole role_from_string(const std::string& s) {
+  for (auto r : {BufferRole::input, BufferRole::param, BufferRole::output, BufferRole::temp})
+    if (to_string(r) == s) return r;
+  throw UserError("plan: unknown buffer role '" + s + "'");
+}
+}  // namespace
+
+int64_t Plan::min_bytes() const {
+  int64_t b = 0;
+  for (auto& buf : buffers)
+    if (buf.role != BufferRole::temp) b += buf.bytes();
+  return b;
+}
+
+nlohmann::json Plan::to_json() const {
+  nlohmann::json j = {{"graph_hash", graph_hash}, {"schedule", kforge::to_json(schedule)},
+                      {"buffers", nlohmann::json::array()}, {"kernels", nlohmann::json::array()}};
+  for (auto& b : buffers)
+    j["buffers"].push_back({{"role", to_string(b.role)}, {"index", b.index}, {"name", b.name},
+                            {"dtype", to_string(b.dtype)}, {"shape", b.shape}});
+  for (auto& k : kernels)
+    j["kernels"].push_back({{"name", k.name}, {"group", k.group}, {"source", k.source}, {"args", k.args},
+                            {"grid", k.grid}, {"block", k.block}, {"schedule", k.schedule}});
+  return j;
+}
+
+Plan Plan::from_json(const nlohmann::json& j) {
+  Plan p;
+  try {
+    p.graph_hash = j.value("graph_hash", "");
+    p.schedule = schedule_from_json(j.value("schedule", nlohmann::json::object()));
+    for (auto& b : j.at("buffers"))
+      p.buffers.push_back({role_from_string(b.at("role")), b.at("index").get<int>(), b.at("name"),
+                           dtype_from_string(b.at("dtype")), b.at("shape").get<Shape>()});
+    for (auto& k : j.at("kernels")) {
+      PlanKernel pk{k.at("name"), k.value("group", ""), k.at("source"), k.at("args").get<std::vector<int>>(),
+                    k.at("grid").get<int64_t>(), k.at("block").get<int>(), k.value("schedule", nlohmann::json())};
+      for (int a : pk.args)
+        if (a < 0 || a >= int(p.buffers.size()))
+          throw UserError("plan: kernel '" + pk.name + "' uses buffer " + std::to_string(a) + ", which does not exist");
+      p.kernels.push_back(std::move(pk));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(std::string("plan JSON is malformed: ") + e.what());
+  }
+  return p;
+}
+
+}  // namespace kforge

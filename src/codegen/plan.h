@@ -1,0 +1,47 @@
+// A plan: the kernels of one lowered graph under one schedule, in launch order, with their CUDA source,
+// launch geometry and the buffers they use. It is what the runtime loads and what the database stores.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "codegen/schedule.h"
+#include "ir/types.h"
+
+namespace kforge {
+
+enum class BufferRole { input, param, output, temp };
+
+struct PlanBuffer {
+  BufferRole role;
+  int index = -1;  // position among the graph's inputs / params / outputs; -1 for temps
+  std::string name;
+  DType dtype;
+  Shape shape;
+  int64_t bytes() const { return numel(shape) * int64_t(dtype_size(dtype)); }
+};
+
+struct PlanKernel {
+  std::string name;    // entry point (extern "C")
+  std::string group;   // KernelGroup::key
+  std::string source;  // complete CUDA source: prelude + kernel
+  std::vector<int> args;  // buffer ids, in parameter order
+  int64_t grid = 1;
+  int block = 256;
+  nlohmann::json schedule;
+};
+
+struct Plan {
+  std::vector<PlanBuffer> buffers;
+  std::vector<PlanKernel> kernels;
+  Schedule schedule;
+  std::string graph_hash;
+  // Bytes the graph must move at least: every input and param read once, every output written once.
+  int64_t min_bytes() const;
+  nlohmann::json to_json() const;
+  static Plan from_json(const nlohmann::json& j);
+};
+
+std::string to_string(BufferRole r);
+
+}  // namespace kforge

@@ -1,0 +1,168 @@
+#include "codegen/schedule.h"
+
+#include "ir/error.h"
+#include "ir/types.h"
+
+namespace kforge {
+
+std::string to_string(Strategy s) {
+  switch (s) {
+    case Strategy::flat: return "flat";
+    case Strategy::thread: return "thread";
+    case Strategy::warp: return "warp";
+    case Strategy::block: return "block";
+    case Strategy::split: return "split";
+  }
+  return "?";
+}
+
+Strategy strategy_from_string(const std::string& s) {
+  for (auto st : {Strategy::flat, Strategy::thread, Strategy::warp, Strategy::block, Strategy::split})
+    if (to_string(st) == s) return st;
+  throw UserError("unknown strategy '" + s + "' (flat, thread, warp, block or split)");
+}
+
+nlohmann::json to_json(const Schedule& s) {
+  nlohmann::json k = nlohmann::json::object();
+  for (auto& [key, ks] : s.kernels)
+    k[key] = {{"strategy", to_string(ks.strategy)}, {"block", ks.block}, {"vec", ks.vec},
+              {"items", ks.items}, {"chunks", ks.chunks}};
+  return {{"fuse_rows", s.fuse_rows}, {"cuda_graph", s.cuda_graph}, {"kernels", k}};
+}
+
+Schedule schedule_from_json(const nlohmann::json& j) {
+  Schedule s;
+  s.fuse_rows = j.value("fuse_rows", true);
+  s.cuda_graph = j.value("cuda_graph", true);
+  const nlohmann::json kernels = j.value("kernels", nlohmann::json::object());  // kept alive for items()
+  for (auto& [key, v] : kernels.items()) {
+    KernelSchedule ks;
+    ks.strategy = strategy_from_string(v.value("strategy", "flat"));
+    ks.block = v.value("block", 256);
+    ks.vec = v.value("vec", 1);
+    ks.items = v.value("items", 1);
+    ks.chunks = v.value("chunks", 1);
+    s.kernels[key] = ks;
+  }
+  return s;
+}
+
+int64_t rows_of(const KernelGroup& g) {
+  if (g.kind == GroupKind::pointwise || g.kind == GroupKind::pool) return numel(g.shape);
+  int64_t r = row_length(g);
+  return r == 0 ? 0 : numel(g.shape) / r;
+}
+
+int64_t row_length(const KernelGroup& g) {
+  int64_t r = 1;
+  if (g.kind == GroupKind::row || g.kind == GroupKind::scan)
+    for (auto a : g.axes) r *= g.shape[a];
+  return r;
+}
+
+namespace {
+[[noreturn]] void illegal(const KernelGroup& g, const std::string& field, const std::string& why) {
+  throw UserError("schedule of kernel '" + g.key + "': " + field + " " + why);
+}
+}  // namespace
+
+void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
+  if (ks.block < 32 || ks.block > 1024 || ks.block % 32) illegal(g, "block", "must be a multiple of 32 in [32, 1024]");
+  if (ks.vec != 1 && ks.vec != 2 && ks.vec != 4) illegal(g, "vec", "must be 1, 2 or 4");
+  if (ks.items < 1 || ks.items > 64) illegal(g, "items", "must be in [1, 64]");
+  switch (g.kind) {
+    case GroupKind::pointwise:
+      if (ks.strategy != Strategy::flat) illegal(g, "strategy", "must be flat for a pointwise kernel");
+      if (numel(g.shape) % ks.vec) illegal(g, "vec", "must divide the element count " + std::to_string(numel(g.shape)));
+      break;
+    case GroupKind::pool:
+      if (ks.strategy != Strategy::flat || ks.vec != 1) illegal(g, "strategy", "must be flat with vec 1 for pooling");
+      break;
+    case GroupKind::scan:
+      if (ks.strategy != Strategy::thread && ks.strategy != Strategy::block)
+        illegal(g, "strategy", "must be thread or block for a scan");
+      if (ks.vec != 1) illegal(g, "vec", "must be 1 for a scan");
+      break;
+    case GroupKind::row:
+      if (ks.strategy == Strategy::flat) illegal(g, "strategy", "cannot be flat for a reduction");
+      if (ks.vec != 1) illegal(g, "vec", "must be 1 for a reduction");
+      if (ks.strategy == Strategy::split) {
+        if (g.stats.size() != 1 || !g.elem_outputs.empty())
+          illegal(g, "strategy", "split needs a single reduction with no elementwise outputs");
+        if (ks.chunks < 2 || ks.chunks > 1024) illegal(g, "chunks", "must be in [2, 1024] for split");
+      }
+      break;
+  }
+}
+
+KernelSchedule default_schedule(const KernelGroup& g) {
+  KernelSchedule ks;
+  int64_t n = numel(g.shape);
+  switch (g.kind) {
+    case GroupKind::pointwise:
+      ks.vec = n % 4 == 0 ? 4 : n % 2 == 0 ? 2 : 1;
+      ks.items = 4;
+      break;
+    case GroupKind::pool: ks.items = 1; break;
+    case GroupKind::scan: {
+      bool innermost = g.axes[0] == int64_t(g.shape.size()) - 1;
+      ks.strategy = innermost ? Strategy::block : Strategy::thread;
+      ks.block = innermost ? 512 : 128;
+      ks.items = innermost ? 4 : 1;
+      break;
+    }
+    case GroupKind::row: {
+      int64_t R = row_length(g), K = rows_of(g);
+      bool innermost_kept = g.axes.back() != int64_t(g.shape.size()) - 1;
+      if (innermost_kept && K >= 4096) ks.strategy = Strategy::thread, ks.block = 128;
+      else if (R <= 1024 && K >= 1024) ks.strategy = Strategy::warp, ks.block = 256;
+      else if (K < 264 && R >= 65536 && g.stats.size() == 1 && g.elem_outputs.empty())
+        ks.strategy = Strategy::split, ks.chunks = int(std::min<int64_t>(1024, 1056 / std::max<int64_t>(K, 1) + 1)), ks.block = 512;
+      else ks.strategy = Strategy::block, ks.block = R >= 8192 ? 1024 : 256;
+      if (ks.strategy == Strategy::split && ks.chunks < 2) ks.chunks = 2;
+      break;
+    }
+  }
+  return ks;
+}
+
+std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
+  std::vector<KernelSchedule> out;
+  auto keep = [&](KernelSchedule ks) {
+    try {
+      check_schedule(g, ks);
+      out.push_back(ks);
+    } catch (const UserError&) {
+    }
+  };
+  switch (g.kind) {
+    case GroupKind::pointwise:
+    case GroupKind::pool:
+      for (int b : {128, 256, 512, 1024})
+        for (int v : {1, 2, 4})
+          for (int it : {1, 2, 4, 8}) keep({Strategy::flat, b, v, it, 1});
+      break;
+    case GroupKind::scan:
+      for (int b : {64, 128, 256, 512}) keep({Strategy::thread, b, 1, 1, 1});
+      for (int b : {128, 256, 512, 1024})
+        for (int it : {1, 2, 4, 8}) keep({Strategy::block, b, 1, it, 1});
+      break;
+    case GroupKind::row:
+      for (int b : {64, 128, 256}) keep({Strategy::thread, b, 1, 1, 1});
+      for (int b : {128, 256, 512}) keep({Strategy::warp, b, 1, 1, 1});
+      for (int b : {128, 256, 512, 1024}) keep({Strategy::block, b, 1, 1, 1});
+      for (int b : {256, 512, 1024})
+        for (int c : {8, 32, 128, 512}) keep({Strategy::split, b, 1, 1, c});
+      break;
+  }
+  return out;
+}
+
+KernelSchedule schedule_for(const Schedule& s, const KernelGroup& g) {
+  auto it = s.kernels.find(g.key);
+  KernelSchedule ks = it == s.kernels.end() ? default_schedule(g) : it->second;
+  check_schedule(g, ks);
+  return ks;
+}
+
+}  // namespace kforge

@@ -1,0 +1,56 @@
+// A schedule is plain data: every choice the generator makes that does not change what is computed.
+// These are the actions that search (and later learning) take. The graph never depends on a schedule;
+// the same graph lowered under any legal schedule computes the same function.
+#pragma once
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "codegen/partition.h"
+
+namespace kforge {
+
+// How a kernel maps work to threads.
+//   flat:   pointwise; each thread handles `vec` consecutive elements, `items` times (grid-stride).
+//   thread: one thread per row (coalesced when the innermost dim is kept, e.g. reducing dim 1 of [B, R, I]).
+//   warp:   one warp per row, shuffles only (short rows).
+//   block:  one block per row (long rows).
+//   split:  rows cut into `chunks` pieces reduced by separate blocks, then combined (few, very long rows).
+enum class Strategy { flat, thread, warp, block, split };
+
+struct KernelSchedule {
+  Strategy strategy = Strategy::flat;
+  int block = 256;   // threads per block, a multiple of 32 in [32, 1024]
+  int vec = 1;       // elements per 16-byte-or-narrower access (1, 2 or 4); flat only
+  int items = 1;     // grid-stride iterations per thread (flat) or elements per thread (scan block)
+  int chunks = 1;    // split only
+  bool operator==(const KernelSchedule&) const = default;
+};
+
+struct Schedule {
+  bool fuse_rows = true;   // fuse reductions with the elementwise work that uses them (partition.h)
+  bool cuda_graph = true;  // replay the plan as one CUDA graph where the caller's buffers are fixed
+  std::map<std::string, KernelSchedule> kernels;  // by KernelGroup::key; absent = default_schedule
+  bool operator==(const Schedule&) const = default;
+};
+
+std::string to_string(Strategy s);
+Strategy strategy_from_string(const std::string& s);
+nlohmann::json to_json(const Schedule& s);
+Schedule schedule_from_json(const nlohmann::json& j);
+
+// Throws UserError naming the kernel and the field when `ks` is illegal for `group`.
+void check_schedule(const KernelGroup& group, const KernelSchedule& ks);
+// The hand-written default (tinygrad's heuristic.py): a sensible choice from sizes alone.
+KernelSchedule default_schedule(const KernelGroup& group);
+// Every legal schedule of a group that search considers.
+std::vector<KernelSchedule> schedule_space(const KernelGroup& group);
+// The schedule a group gets under `s`.
+KernelSchedule schedule_for(const Schedule& s, const KernelGroup& group);
+
+// Row geometry of a group: kept elements K and reduced elements R (R = 1 for pointwise).
+int64_t rows_of(const KernelGroup& g);
+int64_t row_length(const KernelGroup& g);
+
+}  // namespace kforge

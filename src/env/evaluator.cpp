@@ -1,0 +1,105 @@
+#include "env/evaluator.h"
+
+#include "ir/error.h"
+#include "runtime/driver.h"
+
+namespace kforge {
+
+namespace {
+int64_t bytes_of(const Node& n) { return numel(n.type.shape) * int64_t(dtype_size(n.type.dtype)); }
+
+DeviceBuffer upload(const std::string& bytes) {
+  DeviceBuffer b(bytes.size());
+  if (!bytes.empty()) b.upload(bytes.data(), bytes.size());
+  return b;
+}
+}  // namespace
+
+DeviceTask::DeviceTask(const Bundle& b) {
+  const Graph& g = b.graph;
+  for (size_t i = 0; i < g.params.size(); ++i) params_.push_back(upload(b.param_bytes(int(i))));
+  for (int s = 0; s < b.num_sets(); ++s) {
+    inputs_.emplace_back();
+    refs_.emplace_back();
+    for (size_t i = 0; i < g.inputs.size(); ++i) inputs_.back().push_back(upload(b.input_bytes(s, int(i))));
+    for (size_t j = 0; j < g.outputs.size(); ++j) refs_.back().push_back(upload(b.output_bytes(s, int(j))));
+  }
+  for (int o : g.outputs) outputs_.emplace_back(size_t(bytes_of(g.at(o))));
+}
+
+Bindings DeviceTask::bindings(int set) const {
+  Bindings b;
+  for (auto& x : inputs_.at(set)) b.inputs.push_back(x.get());
+  for (auto& p : params_) b.params.push_back(p.get());
+  for (auto& o : outputs_) b.outputs.push_back(o.get());
+  return b;
+}
+
+namespace {
+// Runs set `s` with poisoned outputs and compares every output; returns false on the first failure.
+bool check_set(const Bundle& bundle, DeviceTask& task, LoadedPlan& lp, Verifier& v, const EvalOptions& o,
+               CUstream stream, int s, EvalResult& r, bool& strict) {
+  const Graph& g = bundle.graph;
+  for (int j = 0; j < task.num_outputs(); ++j) Verifier::poison(task.output(j), task.output_bytes(j), stream);
+  lp.run(task.bindings(s), stream);
+  KF_CU(driver().cuStreamSynchronize(stream));
+  bool relaxed = true;
+  for (int j = 0; j < task.num_outputs(); ++j) {
+    const Node& out = g.at(g.outputs[j]);
+    CompareResult c = v.compare(task.output(j), task.reference(s, j), numel(out.type.shape), out.type.dtype, o.tol, stream);
+    if (!c.strict()) r.log += "set " + std::to_string(s) + ": " + c.describe(out.name) + "\n";
+    strict = strict && c.strict();
+    relaxed = relaxed && c.relaxed();
+  }
+  return relaxed;
+}
+}  // namespace
+
+EvalResult evaluate(const Bundle& bundle, DeviceTask& task, const Plan& plan, const Compiler& compiler,
+                    Verifier& verifier, const EvalOptions& o, CUstream stream) {
+  EvalResult r;
+  std::unique_ptr<LoadedPlan> lp;
+  try {
+    lp = std::make_unique<LoadedPlan>(plan, compiler);
+  } catch (const UserError& e) {
+    r.log = e.what();
+    return r;
+  }
+  r.compiled = true;
+  r.compile_ms = lp->compile_ms;
+  bool strict = true, relaxed = true;
+  for (int s = 0; s < task.num_sets() && relaxed; ++s) relaxed = check_set(bundle, task, *lp, verifier, o, stream, s, r, strict);
+  if (!relaxed) return r;
+
+  Bindings b0 = task.bindings(0);
+  bool graph = plan.schedule.cuda_graph;
+  if (graph) lp->capture(b0, stream);
+  TimingResult t = time_on_gpu([&](CUstream st) { graph ? lp->replay(st) : lp->run(b0, st); }, stream, o.timing);
+  r.native = t.stats;
+  r.wall_ms = t.wall_ms_per_trial;
+  // Re-verify after timing, on the last set: the plan must still be right once nobody is checking.
+  bool strict_after = true;
+  if (!check_set(bundle, task, *lp, verifier, o, stream, task.num_sets() - 1, r, strict_after)) {
+    r.log += "wrong after timing\n";
+    return r;
+  }
+  r.strict = strict && strict_after;
+  r.relaxed = true;
+  double floor_ms = o.copy_gbs > 0 ? double(plan.min_bytes()) / (o.copy_gbs * 1e9) * 1e3 : 0;
+  r.reward = compute_reward({true, r.native.median_ms, bundle.eager.median_ms, bundle.compile.median_ms, floor_ms});
+  return r;
+}
+
+double measure_copy_bandwidth(CUstream stream) {
+  const size_t bytes = 1ull << 30;
+  DeviceBuffer a(bytes), b(bytes);
+  const Driver& d = driver();
+  KF_CU(d.cuMemsetD32Async(a.get(), 1, bytes / 4, stream));
+  TimingOptions o;
+  o.trials = 10;
+  o.flush_bytes = 64 << 20;
+  TimingResult t = time_on_gpu([&](CUstream s) { KF_CU(d.cuMemcpyDtoDAsync(b.get(), a.get(), bytes, s)); }, stream, o);
+  return 2.0 * double(bytes) / (t.stats.median_ms * 1e-3) / 1e9;
+}
+
+}  // namespace kforge

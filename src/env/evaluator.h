@@ -1,0 +1,56 @@
+// The environment's evaluation of one candidate plan: compile, run on every hidden input set with
+// poisoned outputs, verify every element in both tiers, time (native protocol), verify again after
+// timing (a candidate must not turn wrong once it is no longer checked), and pay the reward.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/plan.h"
+#include "env/bundle.h"
+#include "env/reward.h"
+#include "env/timing.h"
+#include "env/verify.h"
+#include "runtime/executor.h"
+
+namespace kforge {
+
+// The bundle's data on the device: params, every input set and reference, and output buffers.
+class DeviceTask {
+ public:
+  explicit DeviceTask(const Bundle& b);
+  Bindings bindings(int set) const;
+  CUdeviceptr reference(int set, int output) const { return refs_.at(set).at(output).get(); }
+  CUdeviceptr output(int j) const { return outputs_.at(j).get(); }
+  size_t output_bytes(int j) const { return outputs_.at(j).bytes(); }
+  int num_sets() const { return int(inputs_.size()); }
+  int num_outputs() const { return int(outputs_.size()); }
+
+ private:
+  std::vector<DeviceBuffer> params_, outputs_;
+  std::vector<std::vector<DeviceBuffer>> inputs_, refs_;
+};
+
+struct EvalOptions {
+  Tolerance tol;
+  TimingOptions timing;
+  double copy_gbs = 0;  // measured device-to-device copy bandwidth (read + write), for the roofline floor
+};
+
+struct EvalResult {
+  bool compiled = false, strict = false, relaxed = false;
+  std::string log;      // compile errors or the first verification failures
+  Stats native;         // native protocol, valid when relaxed
+  double wall_ms = 0;   // host clock per trial
+  double compile_ms = 0;
+  RewardResult reward;
+  std::string tier() const { return strict ? "strict" : relaxed ? "relaxed" : "failed"; }
+};
+
+EvalResult evaluate(const Bundle& bundle, DeviceTask& task, const Plan& plan, const Compiler& compiler,
+                    Verifier& verifier, const EvalOptions& opts, CUstream stream);
+
+// Device-to-device copy bandwidth in GB/s (bytes read + bytes written), over a 1 GiB buffer.
+double measure_copy_bandwidth(CUstream stream);
+
+}  // namespace kforge

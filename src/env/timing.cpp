@@ -1,0 +1,55 @@
+#include "env/timing.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include "runtime/driver.h"
+
+namespace kforge {
+
+Stats summarize(std::vector<double> ms) {
+  Stats s;
+  if (ms.empty()) return s;
+  s.trials = int(ms.size());
+  s.mean_ms = std::accumulate(ms.begin(), ms.end(), 0.0) / double(ms.size());
+  double var = 0;
+  for (double m : ms) var += (m - s.mean_ms) * (m - s.mean_ms);
+  s.std_ms = std::sqrt(var / double(ms.size()));
+  std::sort(ms.begin(), ms.end());
+  s.min_ms = ms.front();
+  s.median_ms = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+  return s;
+}
+
+TimingResult time_on_gpu(const std::function<void(CUstream)>& fn, CUstream stream, const TimingOptions& o) {
+  const Driver& d = driver();
+  DeviceBuffer flush(o.flush_bytes);
+  CUevent start, stop;
+  KF_CU(d.cuEventCreate(&start, CU_EVENT_DEFAULT));
+  KF_CU(d.cuEventCreate(&stop, CU_EVENT_DEFAULT));
+  for (int i = 0; i < o.warmup; ++i) fn(stream);
+  KF_CU(d.cuStreamSynchronize(stream));
+  std::vector<double> ms;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < o.trials + 1; ++i) {
+    KF_CU(d.cuMemsetD32Async(flush.get(), uint32_t(i), o.flush_bytes / 4, stream));
+    KF_CU(d.cuEventRecord(start, stream));
+    fn(stream);
+    KF_CU(d.cuEventRecord(stop, stream));
+    KF_CU(d.cuEventSynchronize(stop));
+    float t = 0;
+    KF_CU(d.cuEventElapsedTime(&t, start, stop));
+    if (i > 0) ms.push_back(t);
+  }
+  auto wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  d.cuEventDestroy(start);
+  d.cuEventDestroy(stop);
+  TimingResult r;
+  r.stats = summarize(ms);
+  r.wall_ms_per_trial = wall / double(o.trials + 1);
+  return r;
+}
+
+}  // namespace kforge

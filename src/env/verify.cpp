@@ -1,0 +1,117 @@
+#include "env/verify.h"
+
+#include <cstring>
+
+#include "ir/error.h"
+#include "runtime/driver.h"
+
+namespace kforge {
+
+namespace {
+// result[0..5]: bad_strict, bad_relaxed, nonfinite, first_bad (min), max_abs_err bits, count
+const char* kCompareSource = R"CUDA(
+typedef unsigned long long u64;
+extern "C" __global__ void kf_compare_f32(const float* __restrict__ out, const float* __restrict__ ref, long long n,
+                                          float tol_strict, float tol_relaxed, u64* result) {
+  u64 bad_s = 0, bad_r = 0, nonfinite = 0; long long first = n; float max_err = 0.f;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    float o = out[i], r = ref[i];
+    if (!isfinite(o) || !isfinite(r)) {
+      if (!(isinf(o) && isinf(r) && o == r)) { ++nonfinite; if (i < first) first = i; }
+      continue;
+    }
+    float err = fabsf(o - r);
+    max_err = fmaxf(max_err, err);
+    if (err > tol_strict + tol_strict * fabsf(r)) { ++bad_s; if (i < first) first = i; }
+    if (err > tol_relaxed + tol_relaxed * fabsf(r)) ++bad_r;
+  }
+  if (bad_s) atomicAdd(&result[0], bad_s);
+  if (bad_r) atomicAdd(&result[1], bad_r);
+  if (nonfinite) atomicAdd(&result[2], nonfinite);
+  if (first < n) atomicMin(&result[3], (u64)first);
+  atomicMax(&result[4], (u64)__float_as_uint(max_err));  // non-negative floats order like their bits
+}
+extern "C" __global__ void kf_compare_exact(const unsigned char* __restrict__ out, const unsigned char* __restrict__ ref,
+                                            long long n, int elem_bytes, u64* result) {
+  u64 bad = 0; long long first = n;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    bool same = true;
+    for (int b = 0; b < elem_bytes; ++b) same = same && out[i * elem_bytes + b] == ref[i * elem_bytes + b];
+    if (!same) { ++bad; if (i < first) first = i; }
+  }
+  if (bad) { atomicAdd(&result[0], bad); atomicAdd(&result[1], bad); }
+  if (first < n) atomicMin(&result[3], (u64)first);
+}
+)CUDA";
+}  // namespace
+
+std::string CompareResult::describe(const std::string& name) const {
+  if (strict()) return name + ": all " + std::to_string(count) + " elements match (max abs err " + std::to_string(max_abs_err) + ")";
+  std::string s = name + ": " + std::to_string(bad_strict) + " of " + std::to_string(count) + " elements outside 1e-4, " +
+                  std::to_string(bad_relaxed) + " outside 1e-2, " + std::to_string(nonfinite) + " NaN/Inf";
+  if (first_bad >= 0)
+    s += "; first at index " + std::to_string(first_bad) + ": got " + std::to_string(got) + ", expected " + std::to_string(expected);
+  return s;
+}
+
+Verifier::Verifier(const Compiler& compiler) {
+  const Driver& d = driver();
+  ensure_context();
+  CompileResult r = compiler.compile(kCompareSource, "kf_compare");
+  if (!r.ok) throw InternalError("verification kernel does not compile:\n" + r.log);
+  KF_CU(d.cuModuleLoadData(&module_, r.cubin.data()));
+  KF_CU(d.cuModuleGetFunction(&f32_, module_, "kf_compare_f32"));
+  KF_CU(d.cuModuleGetFunction(&exact_, module_, "kf_compare_exact"));
+  KF_CU(d.cuMemAlloc(&result_, 6 * sizeof(uint64_t)));
+}
+
+Verifier::~Verifier() {
+  if (!driver_available()) return;
+  if (result_) driver().cuMemFree(result_);
+  if (module_) driver().cuModuleUnload(module_);
+}
+
+void Verifier::poison(CUdeviceptr p, size_t bytes, CUstream stream) { KF_CU(driver().cuMemsetD8Async(p, 0xFF, bytes, stream)); }
+
+CompareResult Verifier::compare(CUdeviceptr out, CUdeviceptr ref, int64_t n, DType dtype, const Tolerance& tol, CUstream stream) {
+  const Driver& d = driver();
+  uint64_t init[6] = {0, 0, 0, uint64_t(n), 0, uint64_t(n)};
+  KF_CU(d.cuStreamSynchronize(stream));
+  KF_CU(d.cuMemcpyHtoD(result_, init, sizeof init));
+  long long count = n;
+  unsigned grid = unsigned(std::min<int64_t>(132 * 8, (n + 255) / 256 + 1));
+  if (dtype == DType::f32) {
+    float ts = float(tol.strict), tr = float(tol.relaxed);
+    void* args[] = {&out, &ref, &count, &ts, &tr, &result_};
+    KF_CU(d.cuLaunchKernel(f32_, grid, 1, 1, 256, 1, 1, 0, stream, args, nullptr));
+  } else {
+    int eb = int(dtype_size(dtype));
+    void* args[] = {&out, &ref, &count, &eb, &result_};
+    KF_CU(d.cuLaunchKernel(exact_, grid, 1, 1, 256, 1, 1, 0, stream, args, nullptr));
+  }
+  KF_CU(d.cuStreamSynchronize(stream));
+  uint64_t res[6];
+  KF_CU(d.cuMemcpyDtoH(res, result_, sizeof res));
+  CompareResult c;
+  c.count = n;
+  c.bad_strict = int64_t(res[0]);
+  c.bad_relaxed = int64_t(res[1]);
+  c.nonfinite = int64_t(res[2]);
+  float me;
+  uint32_t bits = uint32_t(res[4]);
+  std::memcpy(&me, &bits, 4);
+  c.max_abs_err = me;
+  if (int64_t(res[3]) < n) {
+    c.first_bad = int64_t(res[3]);
+    if (dtype == DType::f32) {
+      float g = 0, e = 0;
+      KF_CU(d.cuMemcpyDtoH(&g, out + c.first_bad * 4, 4));
+      KF_CU(d.cuMemcpyDtoH(&e, ref + c.first_bad * 4, 4));
+      c.got = g;
+      c.expected = e;
+    }
+  }
+  return c;
+}
+
+}  // namespace kforge

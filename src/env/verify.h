@@ -1,0 +1,44 @@
+// Verification on the GPU: every element of an output against the reference, in both tiers at once,
+// with NaN/Inf counted as failures (torch.allclose with equal_nan=False, as KernelBench checks).
+// Outputs are poisoned with NaN bytes before each run, so an element the candidate never wrote fails.
+#pragma once
+#include <cuda.h>
+
+#include <string>
+
+#include "ir/types.h"
+#include "runtime/compiler.h"
+
+namespace kforge {
+
+struct Tolerance {
+  double strict = 1e-4, relaxed = 1e-2;  // atol = rtol, per tier (DESIGN.md)
+};
+
+struct CompareResult {
+  int64_t count = 0;
+  int64_t bad_strict = 0, bad_relaxed = 0, nonfinite = 0;
+  int64_t first_bad = -1;  // first index failing the strict tier
+  double max_abs_err = 0;
+  double got = 0, expected = 0;  // at first_bad
+  bool strict() const { return bad_strict == 0 && nonfinite == 0; }
+  bool relaxed() const { return bad_relaxed == 0 && nonfinite == 0; }
+  std::string describe(const std::string& output_name) const;
+};
+
+class Verifier {
+ public:
+  explicit Verifier(const Compiler& compiler);
+  ~Verifier();
+  CompareResult compare(CUdeviceptr out, CUdeviceptr ref, int64_t count, DType dtype, const Tolerance& tol,
+                        CUstream stream);
+  // Fills `bytes` at `p` with 0xFF (a NaN pattern for f32, -1 for i64, true for bool).
+  static void poison(CUdeviceptr p, size_t bytes, CUstream stream);
+
+ private:
+  CUmodule module_ = nullptr;
+  CUfunction f32_ = nullptr, exact_ = nullptr;
+  CUdeviceptr result_ = 0;
+};
+
+}  // namespace kforge

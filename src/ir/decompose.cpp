@@ -1,0 +1,254 @@
+#include "ir/decompose.h"
+
+#include <functional>
+#include <map>
+
+#include "ir/builder.h"
+#include "ir/error.h"
+#include "ir/ops.h"
+#include "ir/shape_rules.h"
+
+namespace kforge {
+
+namespace {
+
+std::vector<int64_t> range(int64_t lo, int64_t hi) {
+  std::vector<int64_t> v;
+  for (int64_t i = lo; i < hi; ++i) v.push_back(i);
+  return v;
+}
+
+int64_t count_over(const Shape& s, const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (auto d : dims) n *= s[d];
+  return n;
+}
+
+struct Lowering {
+  GraphBuilder& b;
+  const Node& n;
+  std::vector<int> args;  // already mapped into the new graph (-1 = absent)
+
+  const Shape& shape(int id) const { return b.type(id).shape; }
+  std::vector<int64_t> dims_attr(int x) const {
+    auto d = n.attr_ints("dims");
+    return d.empty() ? range(0, int64_t(shape(x).size())) : d;
+  }
+  int finish_reduce(int r, int x, const std::vector<int64_t>& dims, bool keepdim) {
+    return keepdim ? r : b.reshape(r, reduced_shape(shape(x), dims, false));
+  }
+  int mean(int x, const std::vector<int64_t>& dims) {
+    return b.scale(b.reduce("sum", x, dims), 1.0 / double(count_over(shape(x), dims)));
+  }
+  // Per-channel weight or bias [C] viewed so it broadcasts against [N, C, *rest].
+  int channel_view(int p, size_t rank) {
+    Shape s(rank - 1, 1);
+    s[0] = shape(p)[0];
+    return b.reshape(p, s);
+  }
+  // (x - mean) * rsqrt(var + eps) over dims, two-pass variance (stable for inputs with a large mean).
+  int normalize(int x, const std::vector<int64_t>& dims, double eps) {
+    int xc = b.sub(x, mean(x, dims));
+    int var = mean(b.mul(xc, xc), dims);
+    return b.mul(xc, b.un("rsqrt", b.add(var, b.cst(eps))));
+  }
+  int affine(int y, int w, int bias) {
+    if (w >= 0) y = b.mul(y, w);
+    if (bias >= 0) y = b.add(y, bias);
+    return y;
+  }
+  int apply_reduction(int per_element) {
+    std::string r = n.attr_s("reduction");
+    if (r == "none") return per_element;
+    int s = b.reduce("sum", per_element, {});
+    if (r == "mean") s = b.scale(s, 1.0 / double(numel(shape(per_element))));
+    if (r == "batchmean") s = b.scale(s, 1.0 / double(shape(per_element).empty() ? 1 : shape(per_element)[0]));
+    return b.reshape(s, {});
+  }
+  int norm2(int x, int64_t dim) { return b.un("sqrt", b.reduce("sum", b.mul(x, x), {dim})); }
+
+  int lower() {
+    const std::string& op = n.op;
+    int x = args.empty() ? -1 : args[0];
+    auto arg = [&](size_t i) { return i < args.size() ? args[i] : -1; };
+    if (op == "contiguous") return x;
+    if (op == "sum" || op == "amax" || op == "amin" || op == "prod") {
+      static const std::map<std::string, std::string> kind = {
+          {"sum", "sum"}, {"amax", "max"}, {"amin", "min"}, {"prod", "prod"}};
+      auto dims = dims_attr(x);
+      return finish_reduce(b.reduce(kind.at(op), x, dims), x, dims, n.attr_b("keepdim"));
+    }
+    if (op == "mean") {
+      auto dims = dims_attr(x);
+      return finish_reduce(mean(x, dims), x, dims, n.attr_b("keepdim"));
+    }
+    if (op == "argmax" || op == "argmin") {
+      std::vector<int64_t> dims = {n.attr_i("dim")};
+      return finish_reduce(b.reduce(op, x, dims), x, dims, n.attr_b("keepdim"));
+    }
+    if (op == "var") {
+      auto dims = dims_attr(x);
+      int xc = b.sub(x, mean(x, dims));
+      double denom = double(count_over(shape(x), dims)) - n.attr_f("correction");
+      int v = b.scale(b.reduce("sum", b.mul(xc, xc), dims), 1.0 / denom);
+      return finish_reduce(v, x, dims, n.attr_b("keepdim"));
+    }
+    if (op == "vector_norm") {
+      auto dims = dims_attr(x);
+      double ord = n.attr_f("ord");
+      int r;
+      if (ord == 1) r = b.reduce("sum", b.un("abs", x), dims);
+      else if (ord == 2) r = b.un("sqrt", b.reduce("sum", b.mul(x, x), dims));
+      else throw UserError("node '" + n.name + "': vector_norm supports ord 1 and 2, got " + std::to_string(ord));
+      return finish_reduce(r, x, dims, n.attr_b("keepdim"));
+    }
+    if (op == "softmax" || op == "log_softmax") {
+      int64_t d = n.attr_i("dim");
+      int shifted = b.sub(x, b.reduce("max", x, {d}));
+      int e = b.un("exp", shifted);
+      int s = b.reduce("sum", e, {d});
+      return op == "softmax" ? b.div(e, s) : b.sub(shifted, b.un("log", s));
+    }
+    if (op == "layer_norm") {
+      int64_t k = n.attr_i("normalized_ndim"), r = int64_t(shape(x).size());
+      return affine(normalize(x, range(r - k, r), n.attr_f("eps")), arg(1), arg(2));
+    }
+    if (op == "rms_norm") {
+      int64_t k = n.attr_i("normalized_ndim"), r = int64_t(shape(x).size());
+      int ms = mean(b.mul(x, x), range(r - k, r));
+      return affine(b.mul(x, b.un("rsqrt", b.add(ms, b.cst(n.attr_f("eps"))))), arg(1), -1);
+    }
+    if (op == "batch_norm" || op == "instance_norm") {
+      size_t rank = shape(x).size();
+      std::vector<int64_t> dims = op == "batch_norm" ? range(2, int64_t(rank)) : range(2, int64_t(rank));
+      if (op == "batch_norm") dims.insert(dims.begin(), 0);
+      int y = normalize(x, dims, n.attr_f("eps"));
+      int w = arg(1) >= 0 ? channel_view(arg(1), rank) : -1;
+      int bias = arg(2) >= 0 ? channel_view(arg(2), rank) : -1;
+      return affine(y, w, bias);
+    }
+    if (op == "group_norm") {
+      // View x [N, C, *sp] as [N, G, C/G, *sp] (free: x is contiguous) and normalise over dims 2..;
+      // the affine runs in that view too, so only the final output is reshaped back.
+      Shape s = shape(x);
+      int64_t G = n.attr_i("groups");
+      Shape s5 = {s[0], G, s[1] / G};
+      s5.insert(s5.end(), s.begin() + 2, s.end());
+      int x5 = b.reshape(x, s5);
+      int y = normalize(x5, range(2, int64_t(s5.size())), n.attr_f("eps"));
+      Shape ws(s5.size() - 1, 1);
+      ws[0] = G;
+      ws[1] = s[1] / G;
+      int w = arg(1) >= 0 ? b.reshape(arg(1), ws) : -1;
+      int bias = arg(2) >= 0 ? b.reshape(arg(2), ws) : -1;
+      return b.reshape(affine(y, w, bias), s);
+    }
+    if (op == "cumsum" || op == "cumprod")
+      return b.op("scan", {x}, {{"kind", op == "cumsum" ? "sum" : "prod"}, {"dim", n.attr_i("dim")},
+                               {"reverse", n.attrs.value("reverse", false)}});
+    if (op == "max_pool" || op == "avg_pool") {
+      json a = n.attrs;
+      a["kind"] = op == "max_pool" ? "max" : "avg";
+      return b.op("pool", {x}, a);
+    }
+    if (op == "mse_loss") {
+      int d = b.sub(x, arg(1));
+      return apply_reduction(b.mul(d, d));
+    }
+    if (op == "huber_loss" || op == "smooth_l1_loss") {
+      int d = b.sub(x, arg(1)), ad = b.un("abs", d);
+      double t = op == "huber_loss" ? n.attr_f("delta") : n.attr_f("beta");
+      if (t == 0) return apply_reduction(ad);
+      int quad = b.scale(b.mul(d, d), op == "huber_loss" ? 0.5 : 0.5 / t);
+      int lin = op == "huber_loss" ? b.scale(b.sub(ad, b.cst(0.5 * t)), t) : b.sub(ad, b.cst(0.5 * t));
+      return apply_reduction(b.op("where", {b.bin("lt", ad, b.cst(t)), quad, lin}));
+    }
+    if (op == "kl_div") {
+      int input = x, target = arg(1), e;
+      if (n.attrs.value("log_target", false)) {
+        e = b.mul(b.un("exp", target), b.sub(target, input));
+      } else {  // xlogy: a zero target contributes 0, not NaN
+        int pos = b.bin("gt", target, b.cst(0));
+        int safe = b.op("where", {pos, target, b.cst(1)});
+        e = b.op("where", {pos, b.mul(target, b.sub(b.un("log", safe), input)), b.cst(0)});
+      }
+      return apply_reduction(e);
+    }
+    if (op == "cross_entropy") {
+      // loss_n = logsumexp(x_n) - x[n, t_n]: no [N, C] log-softmax is materialised.
+      int64_t N = shape(x)[0];
+      int m = b.reduce("max", x, {1});
+      int lse = b.add(m, b.un("log", b.reduce("sum", b.un("exp", b.sub(x, m)), {1})));
+      int picked = b.op("gather", {x, b.reshape(arg(1), {N, 1})}, {{"dim", 1}});
+      int l = b.sub(lse, picked);
+      return apply_reduction(b.reshape(l, {N}));
+    }
+    if (op == "triplet_margin_loss") {
+      if (n.attrs.value("p", 2.0) != 2.0) throw UserError("node '" + n.name + "': triplet_margin_loss supports p=2 only");
+      int64_t N = shape(x)[0];
+      double eps = n.attrs.value("eps", 1e-6);
+      int dp = norm2(b.add(b.sub(x, arg(1)), b.cst(eps)), 1);
+      int dn = norm2(b.add(b.sub(x, arg(2)), b.cst(eps)), 1);
+      int l = b.un("clamp", b.add(b.sub(dp, dn), b.cst(n.attr_f("margin"))), {{"min", 0.0}, {"max", nullptr}});
+      return apply_reduction(b.reshape(l, {N}));
+    }
+    if (op == "cosine_similarity") {
+      int64_t d = n.attr_i("dim");
+      double eps = n.attr_f("eps");
+      json clampmin = {{"min", eps}, {"max", nullptr}};
+      int na = b.un("clamp", norm2(x, d), clampmin), nb = b.un("clamp", norm2(arg(1), d), clampmin);
+      int dot = b.reduce("sum", b.mul(x, arg(1)), {d});
+      int c = b.div(dot, b.mul(na, nb));
+      return b.reshape(c, n.type.shape);
+    }
+    // Primitives pass through unchanged.
+    if (is_primitive_op(op)) return b.op(op, args, n.attrs, n.name);
+    throw UserError("node '" + n.name + "': op '" + op + "' has no decomposition");
+  }
+};
+
+// flip(scan(flip(x, d), d, rev), d) == scan(x, d, !rev): a reverse scan needs no copies.
+int fold_flipped_scan(Graph& g, int id) {
+  const Node& outer = g.at(id);
+  if (outer.op != "flip" || outer.attr_ints("dims").size() != 1) return id;
+  const Node& scan = g.at(outer.args[0]);
+  if (scan.op != "scan") return id;
+  const Node& inner = g.at(scan.args[0]);
+  int64_t d = outer.attr_ints("dims")[0];
+  if (inner.op != "flip" || inner.attr_ints("dims") != std::vector<int64_t>{d} || scan.attr_i("dim") != d) return id;
+  Node n = scan;
+  n.name = outer.name;
+  n.args = {inner.args[0]};
+  n.attrs["reverse"] = !scan.attr_b("reverse");
+  n.type = infer_type(g, n);
+  return g.add(std::move(n));
+}
+
+}  // namespace
+
+Graph decompose(const Graph& hl) {
+  Graph g;
+  GraphBuilder b(g);
+  std::vector<int> map(hl.nodes.size(), -1);
+  for (size_t i = 0; i < hl.nodes.size(); ++i) {
+    const Node& n = hl.nodes[i];
+    if (n.op == "input" || n.op == "param") {
+      map[i] = g.add(n);
+      (n.op == "input" ? g.inputs : g.params).push_back(map[i]);
+      continue;
+    }
+    std::vector<int> args;
+    for (int a : n.args) args.push_back(a < 0 ? -1 : map[a]);
+    b.set_prefix(n.name);
+    Lowering l{b, n, args};
+    int id = l.lower();
+    if (g.at(id).type != n.type)
+      throw InternalError("decomposition of '" + n.name + "' (" + n.op + ") produced type " +
+                          to_string(g.at(id).type.shape) + " instead of " + to_string(n.type.shape));
+    map[i] = fold_flipped_scan(g, id);
+  }
+  for (int o : hl.outputs) g.outputs.push_back(map[o]);
+  return g;
+}
+
+}  // namespace kforge

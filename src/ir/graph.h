@@ -1,0 +1,49 @@
+// The op graph. Every value (graph input, parameter, operation) is a Node in one topologically ordered
+// vector; an argument is the index of an earlier node (-1 for an absent optional argument). Ops carry
+// their attributes as JSON so that new ops need no new struct; shape_rules.cpp gives each op its meaning.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/types.h"
+
+namespace kforge {
+
+using json = nlohmann::json;
+
+struct Node {
+  std::string name;
+  std::string op;  // "input", "param", or an op of docs/interfaces.md / primitives.h
+  std::vector<int> args;
+  json attrs = json::object();
+  TensorType type;
+
+  // Typed attribute access; a missing or mistyped attribute is a UserError naming node and key.
+  double attr_f(const std::string& key) const;
+  int64_t attr_i(const std::string& key) const;
+  bool attr_b(const std::string& key) const;
+  std::string attr_s(const std::string& key) const;
+  std::vector<int64_t> attr_ints(const std::string& key) const;
+  bool has_attr(const std::string& key) const;
+  // An optional numeric attribute: nullopt when absent or null.
+  std::optional<double> attr_opt_f(const std::string& key) const;
+};
+
+struct Graph {
+  std::vector<Node> nodes;
+  std::vector<int> inputs, params, outputs;
+
+  int find(const std::string& name) const;  // -1 when absent
+  const Node& at(int id) const { return nodes.at(id); }
+  // Appends a node whose type the caller has set; returns its id.
+  int add(Node n);
+  // Number of uses of each node by other nodes and by the outputs.
+  std::vector<int> use_counts() const;
+};
+
+Graph graph_from_json(const json& j);  // checks names and argument order, then infers types
+json graph_to_json(const Graph& g);
+
+}  // namespace kforge

@@ -1,0 +1,225 @@
+#include "ir/interpreter.h"
+
+#include <cmath>
+#include <limits>
+
+#include "ir/error.h"
+#include "ir/ops.h"
+#include "ir/scalar_math.h"
+
+namespace kforge {
+
+namespace {
+
+// Iterates the coordinates of a shape in row-major order.
+struct CoordIter {
+  Shape shape;
+  std::vector<int64_t> c;
+  explicit CoordIter(const Shape& s) : shape(s), c(s.size(), 0) {}
+  void next() {
+    for (int i = int(c.size()) - 1; i >= 0; --i) {
+      if (++c[i] < shape[i]) return;
+      c[i] = 0;
+    }
+  }
+};
+
+// Strides of `in` read at the coordinates of `out` under numpy broadcasting (0 on broadcast dims).
+std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
+  auto cs = contiguous_strides(in);
+  std::vector<int64_t> s(out.size(), 0);
+  size_t off = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i) s[off + i] = in[i] == 1 ? 0 : cs[i];
+  return s;
+}
+
+int64_t dot(const std::vector<int64_t>& c, const std::vector<int64_t>& s) {
+  int64_t o = 0;
+  for (size_t i = 0; i < c.size(); ++i) o += c[i] * s[i];
+  return o;
+}
+
+HostTensor elementwise(const Node& n, const std::vector<const HostTensor*>& a) {
+  HostTensor out{n.type, std::vector<double>(numel(n.type.shape))};
+  std::vector<std::vector<int64_t>> strides;
+  for (auto* t : a) strides.push_back(broadcast_strides(t->type.shape, n.type.shape));
+  CoordIter it(n.type.shape);
+  for (size_t i = 0; i < out.data.size(); ++i, it.next()) {
+    auto v = [&](size_t k) { return a[k]->data[dot(it.c, strides[k])]; };
+    double r;
+    if (n.op == "where") r = v(0) != 0 ? v(1) : v(2);
+    else if (a.size() == 2) r = eval_binary(n.op, v(0), v(1));
+    else r = eval_unary(n, v(0));
+    if (n.type.dtype == DType::i64) r = std::trunc(r);
+    if (n.type.dtype == DType::boolean) r = r != 0;
+    out.data[i] = r;
+  }
+  return out;
+}
+
+HostTensor reduce(const Node& n, const HostTensor& x) {
+  std::string kind = n.attr_s("kind");
+  auto dims = n.attr_ints("dims");
+  Shape kept = x.type.shape;
+  for (auto d : dims) kept[d] = 1;
+  HostTensor out{{n.type.dtype, kept}, {}};
+  double init = kind == "sum" ? 0 : kind == "prod" ? 1
+                : (kind == "max" || kind == "argmax") ? -std::numeric_limits<double>::infinity()
+                                                      : std::numeric_limits<double>::infinity();
+  out.data.assign(numel(kept), init);
+  std::vector<double> best(numel(kept), init);
+  auto ostrides = broadcast_strides(kept, x.type.shape);
+  bool is_arg = kind == "argmax" || kind == "argmin";
+  if (is_arg) std::fill(out.data.begin(), out.data.end(), 0.0);
+  std::vector<bool> seen(numel(kept), false);
+  CoordIter it(x.type.shape);
+  for (size_t i = 0; i < x.data.size(); ++i, it.next()) {
+    int64_t o = dot(it.c, ostrides);
+    double v = x.data[i];
+    if (kind == "sum") out.data[o] += v;
+    else if (kind == "prod") out.data[o] *= v;
+    else if (kind == "max") out.data[o] = std::isnan(v) || v > out.data[o] ? v : out.data[o];
+    else if (kind == "min") out.data[o] = std::isnan(v) || v < out.data[o] ? v : out.data[o];
+    else {  // first index of the extreme value, as PyTorch returns
+      bool better = kind == "argmax" ? v > best[o] : v < best[o];
+      if (!seen[o] || better) {
+        best[o] = v;
+        out.data[o] = double(it.c[dims[0]]);
+        seen[o] = true;
+      }
+    }
+  }
+  out.type = n.type;  // keepdim=false shapes have the same row-major data
+  return out;
+}
+
+HostTensor scan(const Node& n, const HostTensor& x) {
+  int64_t d = n.attr_i("dim");
+  bool prod = n.attr_s("kind") == "prod", rev = n.attr_b("reverse");
+  const Shape& s = x.type.shape;
+  int64_t inner = contiguous_strides(s)[d], len = s[d], outer = numel(s) / (len * inner);
+  HostTensor out{n.type, std::vector<double>(x.data.size())};
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      double acc = prod ? 1 : 0;
+      for (int64_t k = 0; k < len; ++k) {
+        int64_t kk = rev ? len - 1 - k : k, idx = (o * len + kk) * inner + i;
+        acc = prod ? acc * x.data[idx] : acc + x.data[idx];
+        out.data[idx] = acc;
+      }
+    }
+  return out;
+}
+
+HostTensor pool(const Node& n, const HostTensor& x) {
+  bool is_max = n.attr_s("kind") == "max";
+  int64_t nd = n.attr_i("nd");
+  auto k = n.attr_ints("kernel"), st = n.attr_ints("stride"), p = n.attr_ints("padding");
+  auto dil = n.has_attr("dilation") ? n.attr_ints("dilation") : std::vector<int64_t>(nd, 1);
+  bool include_pad = n.attrs.value("count_include_pad", true);
+  const Shape& is = x.type.shape;
+  auto istr = contiguous_strides(is);
+  HostTensor out{n.type, std::vector<double>(numel(n.type.shape))};
+  CoordIter it(n.type.shape);
+  for (size_t i = 0; i < out.data.size(); ++i, it.next()) {
+    double acc = is_max ? -std::numeric_limits<double>::infinity() : 0;
+    int64_t count = 0, padded_count = 1;
+    for (int64_t s = 0; s < nd; ++s) {  // PyTorch divides by the window clipped to the padded input
+      int64_t start = it.c[2 + s] * st[s] - p[s];
+      int64_t end = std::min(start + k[s], is[2 + s] + p[s]);
+      padded_count *= end - start;
+    }
+    CoordIter w(Shape(k.begin(), k.end()));
+    for (int64_t j = 0; j < numel(Shape(k.begin(), k.end())); ++j, w.next()) {
+      int64_t off = it.c[0] * istr[0] + it.c[1] * istr[1];
+      bool inside = true;
+      for (int64_t s = 0; s < nd; ++s) {
+        int64_t pos = it.c[2 + s] * st[s] - p[s] + w.c[s] * dil[s];
+        inside = inside && pos >= 0 && pos < is[2 + s];
+        off += pos * istr[2 + s];
+      }
+      if (!inside) continue;
+      double v = x.data[off];
+      if (is_max) acc = std::isnan(v) || v > acc ? v : acc;
+      else acc += v;
+      ++count;
+    }
+    out.data[i] = is_max ? acc : acc / double(include_pad ? padded_count : count);
+  }
+  return out;
+}
+
+HostTensor view(const Node& n, const HostTensor& x) {
+  if (n.op == "reshape") return {n.type, x.data};
+  HostTensor out{n.type, std::vector<double>(numel(n.type.shape))};
+  auto xs = contiguous_strides(x.type.shape);
+  CoordIter it(n.type.shape);
+  for (size_t i = 0; i < out.data.size(); ++i, it.next()) {
+    std::vector<int64_t> src(x.type.shape.size());
+    if (n.op == "permute") {
+      auto p = n.attr_ints("dims");
+      for (size_t j = 0; j < p.size(); ++j) src[p[j]] = it.c[j];
+    } else if (n.op == "expand") {
+      size_t off = it.c.size() - src.size();
+      for (size_t j = 0; j < src.size(); ++j) src[j] = x.type.shape[j] == 1 ? 0 : it.c[off + j];
+    } else {  // flip
+      src = it.c;
+      for (auto d : n.attr_ints("dims")) src[d] = x.type.shape[d] - 1 - src[d];
+    }
+    out.data[i] = x.data[dot(src, xs)];
+  }
+  return out;
+}
+
+HostTensor gather(const Node& n, const HostTensor& x, const HostTensor& idx) {
+  int64_t d = n.attr_i("dim");
+  auto xs = contiguous_strides(x.type.shape);
+  HostTensor out{n.type, std::vector<double>(idx.data.size())};
+  CoordIter it(idx.type.shape);
+  for (size_t i = 0; i < out.data.size(); ++i, it.next()) {
+    auto c = it.c;
+    int64_t j = int64_t(idx.data[i]);
+    if (j < 0 || j >= x.type.shape[d])
+      throw UserError("gather '" + n.name + "': index " + std::to_string(j) + " out of range");
+    c[d] = j;
+    out.data[i] = x.data[dot(c, xs)];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>& inputs,
+                                  const std::vector<HostTensor>& params) {
+  if (inputs.size() != g.inputs.size() || params.size() != g.params.size())
+    throw UserError("interpret: graph takes " + std::to_string(g.inputs.size()) + " inputs and " +
+                    std::to_string(g.params.size()) + " params, got " + std::to_string(inputs.size()) +
+                    " and " + std::to_string(params.size()));
+  std::vector<HostTensor> vals(g.nodes.size());
+  for (size_t i = 0; i < g.inputs.size(); ++i) vals[g.inputs[i]] = inputs[i];
+  for (size_t i = 0; i < g.params.size(); ++i) vals[g.params[i]] = params[i];
+  for (size_t id = 0; id < g.nodes.size(); ++id) {
+    const Node& n = g.nodes[id];
+    if (n.op == "input" || n.op == "param") {
+      if (vals[id].type.shape != n.type.shape || vals[id].data.size() != size_t(numel(n.type.shape)))
+        throw UserError("interpret: value '" + n.name + "' should have shape " + to_string(n.type.shape) +
+                        ", got " + to_string(vals[id].type.shape));
+      continue;
+    }
+    std::vector<const HostTensor*> a;
+    for (int x : n.args) a.push_back(&vals[x]);
+    if (n.op == "const") vals[id] = {n.type, {n.attr_f("value")}};
+    else if (n.op == "gather") vals[id] = gather(n, *a[0], *a[1]);
+    else if (is_elementwise_op(n.op)) vals[id] = elementwise(n, a);
+    else if (n.op == "reduce") vals[id] = reduce(n, *a[0]);
+    else if (n.op == "scan") vals[id] = scan(n, *a[0]);
+    else if (n.op == "pool") vals[id] = pool(n, *a[0]);
+    else if (is_view_op(n.op)) vals[id] = view(n, *a[0]);
+    else throw UserError("interpret: '" + n.name + "' is a high-level op (" + n.op + "); decompose the graph first");
+  }
+  std::vector<HostTensor> out;
+  for (int o : g.outputs) out.push_back(vals[o]);
+  return out;
+}
+
+}  // namespace kforge

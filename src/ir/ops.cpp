@@ -1,0 +1,30 @@
+#include "ir/ops.h"
+
+#include <set>
+
+namespace kforge {
+
+namespace {
+const std::set<std::string> kUnary = {
+    "relu", "sigmoid", "tanh", "exp", "log", "abs", "neg", "sqrt", "rsqrt", "erf", "sin", "cos",
+    "reciprocal", "sign", "silu", "softsign", "selu", "hardsigmoid", "hardswish", "mish", "gelu",
+    "leaky_relu", "elu", "hardtanh", "softplus", "clamp", "pow_scalar", "cast", "square"};
+const std::set<std::string> kComparison = {"gt", "lt", "ge", "le", "eq", "ne"};
+const std::set<std::string> kBinary = {"add", "sub", "mul", "div", "maximum", "minimum", "pow",
+                                       "gt", "lt", "ge", "le", "eq", "ne"};
+const std::set<std::string> kView = {"reshape", "permute", "expand", "flip"};
+}  // namespace
+
+bool is_unary_op(const std::string& op) { return kUnary.count(op) > 0; }
+bool is_binary_op(const std::string& op) { return kBinary.count(op) > 0; }
+bool is_comparison_op(const std::string& op) { return kComparison.count(op) > 0; }
+bool is_elementwise_op(const std::string& op) {
+  return is_unary_op(op) || is_binary_op(op) || op == "where" || op == "const" || op == "gather";
+}
+bool is_view_op(const std::string& op) { return kView.count(op) > 0; }
+bool is_primitive_op(const std::string& op) {
+  return op == "input" || op == "param" || is_elementwise_op(op) || is_view_op(op) ||
+         op == "reduce" || op == "scan" || op == "pool";
+}
+
+}  // namespace kforge

@@ -1,0 +1,65 @@
+#include "ir/types.h"
+
+#include <algorithm>
+
+#include "ir/error.h"
+
+namespace kforge {
+
+int64_t numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::vector<int64_t> contiguous_strides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int i = int(shape.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+size_t dtype_size(DType d) {
+  switch (d) {
+    case DType::f32: return 4;
+    case DType::i64: return 8;
+    case DType::boolean: return 1;
+  }
+  return 0;
+}
+
+std::string to_string(DType d) {
+  switch (d) {
+    case DType::f32: return "f32";
+    case DType::i64: return "i64";
+    case DType::boolean: return "bool";
+  }
+  return "?";
+}
+
+DType dtype_from_string(const std::string& s) {
+  if (s == "f32") return DType::f32;
+  if (s == "i64") return DType::i64;
+  if (s == "bool") return DType::boolean;
+  throw UserError("unknown dtype '" + s + "' (kforge supports f32, i64 and bool)");
+}
+
+std::string to_string(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      throw UserError("shapes " + to_string(a) + " and " + to_string(b) + " do not broadcast");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+}  // namespace kforge

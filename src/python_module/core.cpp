@@ -1,0 +1,97 @@
+// kforge._core: the C++ library seen from Python. The bridge uses it for the CPU interpreter (tests),
+// and the kb protocol and exported ModelNew files use Runner to call a plan on PyTorch's tensors, on
+// PyTorch's current stream, in PyTorch's process.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "codegen/lower.h"
+#include "ir/decompose.h"
+#include "ir/error.h"
+#include "ir/interpreter.h"
+#include "runtime/driver.h"
+#include "runtime/executor.h"
+
+namespace py = pybind11;
+using namespace kforge;
+
+namespace {
+
+HostTensor to_host(const py::array& a, const TensorType& want, const std::string& what) {
+  HostTensor t{want, std::vector<double>(size_t(numel(want.shape)))};
+  py::array_t<double, py::array::c_style | py::array::forcecast> d(a);
+  if (size_t(d.size()) != t.data.size())
+    throw UserError(what + " has " + std::to_string(d.size()) + " elements, expected shape " + to_string(want.shape));
+  std::copy(d.data(), d.data() + d.size(), t.data.begin());
+  return t;
+}
+
+py::array from_host(const HostTensor& t) {
+  std::vector<py::ssize_t> shape(t.type.shape.begin(), t.type.shape.end());
+  auto fill = [&](auto arr) {
+    auto* p = arr.mutable_data();
+    for (size_t i = 0; i < t.data.size(); ++i) p[i] = static_cast<std::remove_pointer_t<decltype(p)>>(t.data[i]);
+    return py::array(arr);
+  };
+  switch (t.type.dtype) {
+    case DType::f32: return fill(py::array_t<float>(shape));
+    case DType::i64: return fill(py::array_t<int64_t>(shape));
+    case DType::boolean: return fill(py::array_t<bool>(shape));
+  }
+  return py::array();
+}
+
+class Runner {
+ public:
+  explicit Runner(const std::string& plan_json, const std::string& cache_dir)
+      : plan_(std::make_unique<LoadedPlan>(Plan::from_json(nlohmann::json::parse(plan_json)),
+                                           Compiler({"sm_90", cache_dir.empty() ? default_cache_dir() : cache_dir, {}}))) {}
+  void run(const std::vector<uintptr_t>& in, const std::vector<uintptr_t>& params, const std::vector<uintptr_t>& out,
+           uintptr_t stream) {
+    Bindings b;
+    for (auto p : in) b.inputs.push_back(CUdeviceptr(p));
+    for (auto p : params) b.params.push_back(CUdeviceptr(p));
+    for (auto p : out) b.outputs.push_back(CUdeviceptr(p));
+    plan_->run(b, reinterpret_cast<CUstream>(stream));
+  }
+  std::vector<std::pair<std::string, std::vector<int64_t>>> output_specs() const {
+    std::vector<std::pair<std::string, std::vector<int64_t>>> specs;
+    std::vector<const PlanBuffer*> outs;
+    for (auto& b : plan_->plan().buffers)
+      if (b.role == BufferRole::output) outs.push_back(&b);
+    std::sort(outs.begin(), outs.end(), [](auto* a, auto* b) { return a->index < b->index; });
+    for (auto* b : outs) specs.push_back({to_string(b->dtype), b->shape});
+    return specs;
+  }
+
+ private:
+  std::unique_ptr<LoadedPlan> plan_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "kforge core: IR, interpreter, code generation and plan runner";
+  py::register_exception<UserError>(m, "KforgeError", PyExc_ValueError);
+  m.def("version", [] { return std::string("0.1.0"); });
+  m.def("check_graph", [](const std::string& j) { return graph_to_json(graph_from_json(nlohmann::json::parse(j))).dump(); });
+  m.def("decompose", [](const std::string& j) { return graph_to_json(decompose(graph_from_json(nlohmann::json::parse(j)))).dump(); });
+  m.def("lower", [](const std::string& j, const std::string& schedule) {
+    Graph g = graph_from_json(nlohmann::json::parse(j));
+    Schedule s = schedule.empty() ? Schedule{} : schedule_from_json(nlohmann::json::parse(schedule));
+    return lower(g, s).to_json().dump();
+  }, py::arg("graph_json"), py::arg("schedule_json") = "");
+  m.def("interpret", [](const std::string& j, const std::vector<py::array>& inputs, const std::vector<py::array>& params) {
+    Graph g = decompose(graph_from_json(nlohmann::json::parse(j)));
+    std::vector<HostTensor> in, pa;
+    for (size_t i = 0; i < inputs.size() && i < g.inputs.size(); ++i) in.push_back(to_host(inputs[i], g.at(g.inputs[i]).type, "input " + std::to_string(i)));
+    for (size_t i = 0; i < params.size() && i < g.params.size(); ++i) pa.push_back(to_host(params[i], g.at(g.params[i]).type, "param " + std::to_string(i)));
+    std::vector<py::array> out;
+    for (auto& t : interpret(g, in, pa)) out.push_back(from_host(t));
+    return out;
+  });
+  py::class_<Runner>(m, "Runner")
+      .def(py::init<const std::string&, const std::string&>(), py::arg("plan_json"), py::arg("cache_dir") = "")
+      .def("run", &Runner::run, py::arg("inputs"), py::arg("params"), py::arg("outputs"), py::arg("stream"))
+      .def("output_specs", &Runner::output_specs);
+}

@@ -1,0 +1,120 @@
+#include "runtime/executor.h"
+
+#include "ir/error.h"
+#include "runtime/driver.h"
+
+namespace kforge {
+
+LoadedPlan::LoadedPlan(Plan plan, const Compiler& compiler) : plan_(std::move(plan)) {
+  const Driver& d = driver();
+  ensure_context();
+  for (auto& k : plan_.kernels) {
+    CompileResult r = compiler.compile(k.source, k.name);
+    if (!r.ok) throw UserError("kernel '" + k.name + "' does not compile:\n" + r.log);
+    compile_ms += r.millis;
+    cache_hits += r.cache_hit;
+    CUmodule m;
+    KF_CU(d.cuModuleLoadData(&m, r.cubin.data()));
+    modules_.push_back(m);
+    CUfunction f;
+    KF_CU(d.cuModuleGetFunction(&f, m, k.name.c_str()));
+    functions_.push_back(f);
+  }
+  temps_.assign(plan_.buffers.size(), 0);
+  for (size_t i = 0; i < plan_.buffers.size(); ++i)
+    if (plan_.buffers[i].role == BufferRole::temp)
+      KF_CU(d.cuMemAlloc(&temps_[i], std::max<size_t>(16, size_t(plan_.buffers[i].bytes()))));
+}
+
+LoadedPlan::~LoadedPlan() {
+  if (!driver_available()) return;
+  const Driver& d = driver();
+  if (graph_exec_) d.cuGraphExecDestroy(graph_exec_);
+  for (auto t : temps_)
+    if (t) d.cuMemFree(t);
+  for (auto m : modules_) d.cuModuleUnload(m);
+}
+
+CUdeviceptr LoadedPlan::pointer_of(int buffer, const Bindings& b) const {
+  const PlanBuffer& pb = plan_.buffers.at(buffer);
+  switch (pb.role) {
+    case BufferRole::input: return b.inputs.at(pb.index);
+    case BufferRole::param: return b.params.at(pb.index);
+    case BufferRole::output: return b.outputs.at(pb.index);
+    case BufferRole::temp: return temps_.at(buffer);
+  }
+  return 0;
+}
+
+void LoadedPlan::run(const Bindings& b, CUstream stream) {
+  size_t ni = 0, np = 0, no = 0;
+  for (auto& pb : plan_.buffers) {
+    ni += pb.role == BufferRole::input;
+    np += pb.role == BufferRole::param;
+    no += pb.role == BufferRole::output;
+  }
+  if (b.inputs.size() < ni || b.params.size() < np || b.outputs.size() != no)
+    throw UserError("plan run: expected " + std::to_string(ni) + " inputs, " + std::to_string(np) + " params and " +
+                    std::to_string(no) + " outputs, got " + std::to_string(b.inputs.size()) + ", " +
+                    std::to_string(b.params.size()) + " and " + std::to_string(b.outputs.size()));
+  for (auto* v : {&b.inputs, &b.params, &b.outputs})
+    for (auto p : *v)
+      if (p % 16) throw UserError("plan run: device pointer " + std::to_string(p) + " is not 16-byte aligned");
+  const Driver& d = driver();
+  for (size_t i = 0; i < plan_.kernels.size(); ++i) {
+    const PlanKernel& k = plan_.kernels[i];
+    std::vector<CUdeviceptr> ptrs;
+    for (int a : k.args) ptrs.push_back(pointer_of(a, b));
+    std::vector<void*> params;
+    for (auto& p : ptrs) params.push_back(&p);
+    KF_CU(d.cuLaunchKernel(functions_[i], unsigned(k.grid), 1, 1, unsigned(k.block), 1, 1, 0, stream,
+                           params.data(), nullptr));
+  }
+}
+
+void LoadedPlan::capture(const Bindings& b, CUstream stream) {
+  const Driver& d = driver();
+  if (graph_exec_) d.cuGraphExecDestroy(graph_exec_), graph_exec_ = nullptr;
+  KF_CU(d.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  try {
+    run(b, stream);
+  } catch (...) {
+    CUgraph g;
+    d.cuStreamEndCapture(stream, &g);
+    throw;
+  }
+  CUgraph graph;
+  KF_CU(d.cuStreamEndCapture(stream, &graph));
+  KF_CU(d.cuGraphInstantiate(&graph_exec_, graph, 0));
+  d.cuGraphDestroy(graph);
+}
+
+void LoadedPlan::replay(CUstream stream) {
+  KF_ASSERT(graph_exec_, "replay before capture");
+  KF_CU(driver().cuGraphLaunch(graph_exec_, stream));
+}
+
+DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
+  ensure_context();
+  KF_CU(driver().cuMemAlloc(&ptr_, std::max<size_t>(bytes, 16)));
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_ && driver_available()) driver().cuMemFree(ptr_);
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_ && driver_available()) driver().cuMemFree(ptr_);
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    o.ptr_ = 0;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+void DeviceBuffer::upload(const void* host, size_t bytes) { KF_CU(driver().cuMemcpyHtoD(ptr_, host, bytes)); }
+void DeviceBuffer::download(void* host, size_t bytes) const { KF_CU(driver().cuMemcpyDtoH(host, ptr_, bytes)); }
+
+}  // namespace kforge

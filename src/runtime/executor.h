@@ -1,0 +1,63 @@
+// Loads a plan onto the GPU (compile through the cache, load modules, allocate temporaries) and runs
+// it on a stream, directly or as a captured CUDA graph. The caller owns inputs, params and outputs.
+#pragma once
+#include <cuda.h>
+
+#include <vector>
+
+#include "codegen/plan.h"
+#include "runtime/compiler.h"
+
+namespace kforge {
+
+struct Bindings {
+  std::vector<CUdeviceptr> inputs, params, outputs;
+};
+
+class LoadedPlan {
+ public:
+  LoadedPlan(Plan plan, const Compiler& compiler);
+  ~LoadedPlan();
+  LoadedPlan(const LoadedPlan&) = delete;
+  LoadedPlan& operator=(const LoadedPlan&) = delete;
+
+  // Launches every kernel in order on `stream`. Checks the bindings' counts and 16-byte alignment.
+  void run(const Bindings& b, CUstream stream);
+  // Captures run(b) as a graph (bindings fixed from now on) and replays it with replay().
+  void capture(const Bindings& b, CUstream stream);
+  void replay(CUstream stream);
+  bool captured() const { return graph_exec_ != nullptr; }
+
+  const Plan& plan() const { return plan_; }
+  double compile_ms = 0;  // NVRTC time spent on this plan (0 when every kernel was cached)
+  int cache_hits = 0;
+
+ private:
+  CUdeviceptr pointer_of(int buffer, const Bindings& b) const;
+
+  Plan plan_;
+  std::vector<CUmodule> modules_;
+  std::vector<CUfunction> functions_;
+  std::vector<CUdeviceptr> temps_;  // per buffer (0 for non-temps)
+  CUgraphExec graph_exec_ = nullptr;
+};
+
+// RAII device memory.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = 0; o.bytes_ = 0; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  CUdeviceptr get() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+  void upload(const void* host, size_t bytes);
+  void download(void* host, size_t bytes) const;
+
+ private:
+  CUdeviceptr ptr_ = 0;
+  size_t bytes_ = 0;
+};
+
+}  // namespace kforge

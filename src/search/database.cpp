@@ -1,0 +1,98 @@
+#include "search/database.h"
+
+#include "ir/error.h"
+
+namespace kforge {
+
+namespace {
+// Prepared statement with automatic finalize.
+struct Stmt {
+  sqlite3_stmt* s = nullptr;
+  Stmt(sqlite3* db, const std::string& sql) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) != SQLITE_OK)
+      throw InternalError(std::string("sqlite prepare failed: ") + sqlite3_errmsg(db) + " in: " + sql);
+  }
+  ~Stmt() { sqlite3_finalize(s); }
+  void text(int i, const std::string& v) { sqlite3_bind_text(s, i, v.c_str(), int(v.size()), SQLITE_TRANSIENT); }
+  void real(int i, double v) { sqlite3_bind_double(s, i, v); }
+  void integer(int i, int64_t v) { sqlite3_bind_int64(s, i, v); }
+  std::string col_text(int i) { auto* p = sqlite3_column_text(s, i); return p ? reinterpret_cast<const char*>(p) : ""; }
+};
+}  // namespace
+
+MeasurementDB::MeasurementDB(const std::string& path) : path_(path) {
+  if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK)
+    throw UserError("cannot open measurement database " + path + ": " + sqlite3_errmsg(db_));
+  sqlite3_busy_timeout(db_, 10000);  // several kforge processes may share one database
+  exec("PRAGMA journal_mode=WAL");
+  exec(R"SQL(CREATE TABLE IF NOT EXISTS measurements (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created TEXT DEFAULT (datetime('now')),
+    task TEXT NOT NULL, graph_hash TEXT NOT NULL, schedule TEXT NOT NULL,
+    compiled INTEGER, strict INTEGER, relaxed INTEGER,
+    protocol TEXT, median_ms REAL, mean_ms REAL, reward REAL, speedup_best REAL,
+    gpu TEXT, versions TEXT, log TEXT))SQL");
+  exec("CREATE INDEX IF NOT EXISTS by_graph ON measurements(graph_hash, gpu)");
+}
+
+MeasurementDB::~MeasurementDB() { sqlite3_close(db_); }
+
+void MeasurementDB::exec(const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string e = err ? err : "unknown";
+    sqlite3_free(err);
+    throw UserError("measurement database " + path_ + ": " + e);
+  }
+}
+
+int64_t MeasurementDB::record(const Measurement& m) {
+  Stmt st(db_, "INSERT INTO measurements (task, graph_hash, schedule, compiled, strict, relaxed, protocol, median_ms, "
+               "mean_ms, reward, speedup_best, gpu, versions, log) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  st.text(1, m.task);
+  st.text(2, m.graph_hash);
+  st.text(3, m.schedule_json);
+  st.integer(4, m.compiled);
+  st.integer(5, m.strict);
+  st.integer(6, m.relaxed);
+  st.text(7, m.protocol);
+  st.real(8, m.median_ms);
+  st.real(9, m.mean_ms);
+  st.real(10, m.reward);
+  st.real(11, m.speedup_best);
+  st.text(12, m.gpu);
+  st.text(13, m.versions);
+  st.text(14, m.log.substr(0, 20000));
+  if (sqlite3_step(st.s) != SQLITE_DONE) throw UserError(std::string("measurement database insert failed: ") + sqlite3_errmsg(db_));
+  return sqlite3_last_insert_rowid(db_);
+}
+
+std::optional<Measurement> MeasurementDB::best(const std::string& graph_hash, const std::string& gpu) {
+  Stmt st(db_, "SELECT task, schedule, median_ms, mean_ms, reward, strict, speedup_best FROM measurements "
+               "WHERE graph_hash = ? AND gpu = ? AND relaxed = 1 ORDER BY median_ms ASC LIMIT 1");
+  st.text(1, graph_hash);
+  st.text(2, gpu);
+  if (sqlite3_step(st.s) != SQLITE_ROW) return std::nullopt;
+  Measurement m;
+  m.task = st.col_text(0);
+  m.graph_hash = graph_hash;
+  m.schedule_json = st.col_text(1);
+  m.median_ms = sqlite3_column_double(st.s, 2);
+  m.mean_ms = sqlite3_column_double(st.s, 3);
+  m.reward = sqlite3_column_double(st.s, 4);
+  m.strict = sqlite3_column_int(st.s, 5);
+  m.relaxed = true;
+  m.compiled = true;
+  m.speedup_best = sqlite3_column_double(st.s, 6);
+  m.gpu = gpu;
+  return m;
+}
+
+int64_t MeasurementDB::count(const std::string& graph_hash) {
+  Stmt st(db_, graph_hash.empty() ? "SELECT COUNT(*) FROM measurements" : "SELECT COUNT(*) FROM measurements WHERE graph_hash = ?");
+  if (!graph_hash.empty()) st.text(1, graph_hash);
+  sqlite3_step(st.s);
+  return sqlite3_column_int64(st.s, 0);
+}
+
+}  // namespace kforge

@@ -1,0 +1,32 @@
+// The search loop on one task: propose a schedule, lower it, evaluate it in the environment, record the
+// measurement, keep the fastest correct plan. Prints a progress bar (candidates, best speedup, time left).
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "codegen/plan.h"
+#include "env/evaluator.h"
+#include "search/database.h"
+
+namespace kforge {
+
+struct OptimizeOptions {
+  int budget = 32;
+  uint64_t seed = 1;
+  bool progress = true;
+  EvalOptions eval;
+  std::string versions;  // recorded with every measurement
+};
+
+struct OptimizeResult {
+  std::optional<Plan> best;
+  EvalResult best_eval;
+  int candidates = 0, compiled = 0, correct = 0, strict = 0;
+  double copy_gbs = 0;
+  std::string gpu;
+};
+
+OptimizeResult optimize(const Bundle& bundle, MeasurementDB& db, const Compiler& compiler, const OptimizeOptions& opts);
+
+}  // namespace kforge

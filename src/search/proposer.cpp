@@ -1,0 +1,45 @@
+#include "search/proposer.h"
+
+#include "codegen/lower.h"
+
+namespace kforge {
+
+ScheduleProposer::ScheduleProposer(const Graph& graph, uint64_t seed)
+    : graph_(graph), rng_(seed), fused_(kernel_groups(graph, true)), unfused_(kernel_groups(graph, false)) {}
+
+bool ScheduleProposer::mark(const Schedule& s) { return tried_.insert(to_json(s).dump()).second; }
+
+size_t ScheduleProposer::space_size() const {
+  size_t total = 0;
+  for (auto* groups : {&fused_, &unfused_}) {
+    size_t n = 1;
+    for (auto& g : *groups) n = std::min<size_t>(n * schedule_space(g).size(), size_t(1) << 40);
+    total += n;
+  }
+  return total;
+}
+
+std::optional<Schedule> ScheduleProposer::next(const Schedule& best) {
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    Schedule s = best;
+    // Mostly edit one kernel; sometimes flip fusion (which changes the groups) or take several steps.
+    if (std::uniform_int_distribution<int>(0, 9)(rng_) == 0) {
+      s.fuse_rows = !s.fuse_rows;
+      s.kernels.clear();
+    }
+    const auto& groups = s.fuse_rows ? fused_ : unfused_;
+    if (groups.empty()) return std::nullopt;
+    int steps = 1 + std::uniform_int_distribution<int>(0, 3)(rng_) / 3;
+    for (int k = 0; k < steps; ++k) {
+      const KernelGroup& g = groups[std::uniform_int_distribution<size_t>(0, groups.size() - 1)(rng_)];
+      auto space = schedule_space(g);
+      if (space.empty()) continue;
+      s.kernels[g.key] = space[std::uniform_int_distribution<size_t>(0, space.size() - 1)(rng_)];
+    }
+    if (std::uniform_int_distribution<int>(0, 7)(rng_) == 0) s.cuda_graph = !s.cuda_graph;
+    if (mark(s)) return s;
+  }
+  return std::nullopt;
+}
+
+}  // namespace kforge

@@ -1,0 +1,30 @@
+// Proposes schedules for search: the hand-written default first, then edits of the best schedule so far
+// by one small action (tinygrad's search.py): replace one kernel group's schedule with another point of
+// its space, or toggle row fusion. Never proposes the same schedule twice.
+#pragma once
+#include <random>
+#include <set>
+#include <string>
+
+#include "codegen/schedule.h"
+#include "ir/graph.h"
+
+namespace kforge {
+
+class ScheduleProposer {
+ public:
+  ScheduleProposer(const Graph& graph, uint64_t seed);
+  // Next untried schedule near `best`; std::nullopt when the space is exhausted.
+  std::optional<Schedule> next(const Schedule& best);
+  // Marks a schedule as tried (e.g. the default, or the database's best).
+  bool mark(const Schedule& s);
+  size_t space_size() const;
+
+ private:
+  const Graph& graph_;
+  std::mt19937_64 rng_;
+  std::set<std::string> tried_;
+  std::vector<KernelGroup> fused_, unfused_;
+};
+
+}  // namespace kforge

@@ -1,0 +1,128 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "codegen/lower.h"
+#include "common/sample_graphs.h"
+#include "ir/error.h"
+#include "runtime/compiler.h"
+
+namespace kforge {
+namespace {
+
+// Schedules worth compiling per graph: the default, no fusion, and each strategy of each group once.
+std::vector<Schedule> schedules_of(const Graph& g) {
+  std::vector<Schedule> out = {Schedule{}};
+  Schedule unfused;
+  unfused.fuse_rows = false;
+  out.push_back(unfused);
+  for (auto& grp : kernel_groups(g, true)) {
+    std::set<std::string> seen;
+    for (auto& ks : schedule_space(grp)) {
+      std::string key = to_string(ks.strategy) + std::to_string(ks.vec);
+      if (!seen.insert(key).second) continue;
+      Schedule s;
+      s.kernels[grp.key] = ks;
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+TEST(Codegen, EveryKernelOfEverySampleCompilesForSm90) {
+  Compiler c({"sm_90", "", {}});
+  std::set<std::string> compiled;
+  int kernels = 0;
+  for (auto& sample : testing::sample_graphs()) {
+    Graph g = graph_from_json(sample.graph);
+    for (auto& s : schedules_of(g)) {
+      Plan p = lower(g, s);
+      ASSERT_FALSE(p.kernels.empty()) << sample.name;
+      for (auto& k : p.kernels) {
+        if (!compiled.insert(k.source).second) continue;
+        CompileResult r = c.compile(k.source, k.name);
+        ASSERT_TRUE(r.ok) << sample.name << " schedule " << to_json(s).dump() << "\n" << r.log << "\n" << k.source;
+        ++kernels;
+      }
+    }
+  }
+  EXPECT_GT(kernels, 150);
+}
+
+int kernels_for(const nlohmann::json& graph, bool fuse) {
+  Schedule s;
+  s.fuse_rows = fuse;
+  return int(lower(graph_from_json(graph), s).kernels.size());
+}
+
+nlohmann::json sample(const std::string& name) {
+  for (auto& s : testing::sample_graphs())
+    if (s.name == name) return s.graph;
+  throw std::runtime_error("no sample " + name);
+}
+
+TEST(Partition, SoftmaxAndNormsFuseIntoOneKernel) {
+  EXPECT_EQ(kernels_for(sample("softmax"), true), 1);
+  EXPECT_EQ(kernels_for(sample("layer_norm"), true), 1);
+  EXPECT_EQ(kernels_for(sample("rms_norm"), true), 1);
+  EXPECT_EQ(kernels_for(sample("group_norm"), true), 1);
+  // Without row fusion every statistic is its own kernel and the output one more.
+  EXPECT_EQ(kernels_for(sample("softmax"), false), 3);
+  EXPECT_EQ(kernels_for(sample("layer_norm"), false), 3);
+}
+
+TEST(Partition, ScanEpiloguesAndProloguesFuse) {
+  EXPECT_EQ(kernels_for(sample("exclusive_cumsum"), true), 1);
+  EXPECT_EQ(kernels_for(sample("masked_cumsum"), true), 1);
+  EXPECT_EQ(kernels_for(sample("flip_cumsum_flip"), true), 1);  // a reverse scan, no flip copies
+}
+
+TEST(Partition, ElementwiseChainsAreOneKernel) {
+  EXPECT_EQ(kernels_for(sample("chain_broadcast"), true), 1);
+  EXPECT_EQ(kernels_for(sample("permute_copy"), true), 1);
+}
+
+TEST(Schedule, IllegalSchedulesNameKernelAndField) {
+  Graph g = graph_from_json(sample("softmax"));
+  auto groups = kernel_groups(g, true);
+  ASSERT_EQ(groups.size(), 1u);
+  KernelSchedule ks;
+  ks.strategy = Strategy::split;
+  ks.chunks = 8;
+  try {
+    check_schedule(groups[0], ks);
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("schedule of kernel 'y.reduce0': strategy split needs a single reduction"), std::string::npos) << e.what();
+  }
+  ks = {Strategy::block, 100};
+  EXPECT_THROW(check_schedule(groups[0], ks), UserError);
+}
+
+TEST(Schedule, JsonRoundTrip) {
+  Schedule s;
+  s.fuse_rows = false;
+  s.kernels["k"] = {Strategy::warp, 128, 1, 2, 1};
+  EXPECT_EQ(schedule_from_json(to_json(s)), s);
+  Plan p = lower(graph_from_json(sample("softmax")), Schedule{});
+  Plan back = Plan::from_json(p.to_json());
+  EXPECT_EQ(back.kernels.size(), p.kernels.size());
+  EXPECT_EQ(back.kernels[0].source, p.kernels[0].source);
+  EXPECT_EQ(back.min_bytes(), p.min_bytes());
+}
+
+TEST(Compiler, ReportsErrorsWithTheLogAndCachesSuccesses) {
+  std::string dir = ::testing::TempDir() + "/kforge-cache-test";
+  Compiler c({"sm_90", dir, {}});
+  CompileResult bad = c.compile("extern \"C\" __global__ void k() { undefined_thing(); }", "bad");
+  EXPECT_FALSE(bad.ok);
+  EXPECT_NE(bad.log.find("undefined_thing"), std::string::npos) << bad.log;
+  std::string src = "extern \"C\" __global__ void k(float* x) { x[threadIdx.x] = 1.f; }";
+  CompileResult first = c.compile(src, "good"), second = c.compile(src, "good");
+  EXPECT_TRUE(first.ok);
+  EXPECT_TRUE(second.cache_hit);
+  EXPECT_EQ(first.cubin, second.cubin);
+}
+
+}  // namespace
+}  // namespace kforge

@@ -1,0 +1,100 @@
+#include "common/sample_graphs.h"
+
+namespace kforge::testing {
+
+namespace {
+using nlohmann::json;
+
+json input(const std::string& name, std::vector<int64_t> shape, const std::string& dtype = "f32") {
+  return {{"name", name}, {"shape", shape}, {"dtype", dtype}};
+}
+json node(const std::string& name, const std::string& op, std::vector<std::string> args, json attrs = json::object()) {
+  return {{"name", name}, {"op", op}, {"args", args}, {"attrs", attrs}};
+}
+// One op applied to x of `shape`.
+SampleGraph unary(const std::string& op, std::vector<int64_t> shape, json attrs = json::object()) {
+  return {op, {{"inputs", {input("x", shape)}}, {"nodes", {node("y", op, {"x"}, attrs)}}, {"outputs", {"y"}}}};
+}
+}  // namespace
+
+std::vector<SampleGraph> sample_graphs() {
+  std::vector<SampleGraph> g;
+  for (auto op : {"relu", "sigmoid", "tanh", "silu", "softsign", "selu", "hardsigmoid", "hardswish", "mish", "exp", "abs"})
+    g.push_back(unary(op, {3, 37, 5}));
+  g.push_back(unary("gelu", {4, 1001}, {{"approximate", "none"}}));
+  g.back().name = "gelu";
+  g.push_back(unary("gelu", {4, 1001}, {{"approximate", "tanh"}}));
+  g.back().name = "gelu_tanh";
+  g.push_back(unary("leaky_relu", {1000}, {{"negative_slope", 0.02}}));
+  g.push_back(unary("elu", {1000}, {{"alpha", 0.7}}));
+  g.push_back(unary("hardtanh", {1000}, {{"min_val", -0.5}, {"max_val", 0.75}}));
+  g.push_back(unary("softplus", {1000}, {{"beta", 2.0}, {"threshold", 10.0}}));
+  g.push_back(unary("clamp", {1000}, {{"min", -0.3}, {"max", nullptr}}));
+  for (auto op : {"sum", "mean", "amax", "amin", "prod"}) {
+    g.push_back(unary(op, {6, 129, 7}, {{"dims", {1}}, {"keepdim", false}}));
+    g.back().name = std::string(op) + "_middle";
+    g.push_back(unary(op, {33, 515}, {{"dims", {1}}, {"keepdim", true}}));
+    g.back().name = std::string(op) + "_last";
+  }
+  g.push_back(unary("sum", {40, 3000}, {{"dims", json::array()}, {"keepdim", false}}));
+  g.back().name = "sum_all";
+  g.push_back(unary("argmax", {9, 301}, {{"dim", 1}, {"keepdim", false}}));
+  g.push_back(unary("argmin", {5, 77, 6}, {{"dim", 1}, {"keepdim", false}}));
+  g.push_back(unary("softmax", {17, 1023}, {{"dim", 1}}));
+  g.push_back(unary("log_softmax", {3, 19, 11}, {{"dim", 1}}));
+  g.push_back(unary("vector_norm", {12, 50}, {{"ord", 2}, {"dims", {1}}, {"keepdim", true}}));
+  g.push_back(unary("var", {12, 50}, {{"dims", {1}}, {"keepdim", false}, {"correction", 1}}));
+  g.push_back(unary("cumsum", {7, 1500}, {{"dim", 1}, {"reverse", false}}));
+  g.back().name = "cumsum_last";
+  g.push_back(unary("cumsum", {4, 300, 5}, {{"dim", 1}, {"reverse", true}}));
+  g.back().name = "cumsum_reverse_middle";
+  g.push_back(unary("cumprod", {5, 200}, {{"dim", 1}, {"reverse", false}}));
+  g.push_back(unary("max_pool", {2, 3, 17, 19}, {{"nd", 2}, {"kernel", {3, 2}}, {"stride", {2, 2}}, {"padding", {1, 1}}, {"dilation", {1, 2}}}));
+  g.push_back(unary("avg_pool", {2, 3, 9, 8, 7}, {{"nd", 3}, {"kernel", {3, 3, 2}}, {"stride", {2, 1, 2}}, {"padding", {1, 0, 1}}, {"count_include_pad", true}}));
+  g.push_back(unary("avg_pool", {2, 3, 31}, {{"nd", 1}, {"kernel", {4}}, {"stride", {3}}, {"padding", {2}}, {"count_include_pad", false}}));
+  g.back().name = "avg_pool1d_exclude_pad";
+  // Norms with affine parameters.
+  g.push_back({"layer_norm", {{"inputs", {input("x", {6, 7, 33})}}, {"params", {input("w", {7, 33}), input("b", {7, 33})}},
+                              {"nodes", {node("y", "layer_norm", {"x", "w", "b"}, {{"normalized_ndim", 2}, {"eps", 1e-5}})}}, {"outputs", {"y"}}}});
+  g.push_back({"batch_norm", {{"inputs", {input("x", {4, 6, 5, 7})}}, {"params", {input("w", {6}), input("b", {6})}},
+                              {"nodes", {node("y", "batch_norm", {"x", "w", "b"}, {{"eps", 1e-5}})}}, {"outputs", {"y"}}}});
+  g.push_back({"group_norm", {{"inputs", {input("x", {3, 8, 5, 6})}}, {"params", {input("w", {8}), input("b", {8})}},
+                              {"nodes", {node("y", "group_norm", {"x", "w", "b"}, {{"groups", 4}, {"eps", 1e-5}})}}, {"outputs", {"y"}}}});
+  g.push_back({"instance_norm", {{"inputs", {input("x", {3, 4, 9, 10})}},
+                                 {"nodes", {node("y", "instance_norm", {"x", "", ""}, {{"eps", 1e-5}})}}, {"outputs", {"y"}}}});
+  g.push_back({"rms_norm", {{"inputs", {input("x", {5, 64})}}, {"params", {input("w", {64})}},
+                            {"nodes", {node("y", "rms_norm", {"x", "w"}, {{"normalized_ndim", 1}, {"eps", 1e-6}})}}, {"outputs", {"y"}}}});
+  // Losses.
+  auto two = [&](const std::string& op, std::vector<int64_t> shape, json attrs) {
+    return SampleGraph{op, {{"inputs", {input("a", shape), input("b", shape)}}, {"nodes", {node("y", op, {"a", "b"}, attrs)}}, {"outputs", {"y"}}}};
+  };
+  g.push_back(two("mse_loss", {30, 41}, {{"reduction", "mean"}}));
+  g.push_back(two("huber_loss", {30, 41}, {{"reduction", "mean"}, {"delta", 0.5}}));
+  g.push_back(two("smooth_l1_loss", {30, 41}, {{"reduction", "sum"}, {"beta", 1.0}}));
+  g.push_back(two("cosine_similarity", {30, 41}, {{"dim", 1}, {"eps", 1e-8}}));
+  g.push_back({"cross_entropy", {{"inputs", {input("x", {13, 29}), input("t", {13}, "i64")}},
+                                 {"nodes", {node("y", "cross_entropy", {"x", "t"}, {{"reduction", "mean"}})}}, {"outputs", {"y"}}}});
+  g.push_back({"triplet", {{"inputs", {input("a", {11, 20}), input("p", {11, 20}), input("n", {11, 20})}},
+                           {"nodes", {node("y", "triplet_margin_loss", {"a", "p", "n"}, {{"reduction", "mean"}, {"margin", 1.0}, {"p", 2.0}, {"eps", 1e-6}})}}, {"outputs", {"y"}}}});
+  // Fusion chains and broadcasts.
+  g.push_back({"chain_broadcast", {{"inputs", {input("x", {4, 6, 5, 7}), input("gate", {6, 1, 1})}},
+                                   {"nodes", {node("two", "const", {}, {{"value", 2.0}}), node("m", "mul", {"x", "two"}),
+                                              node("s", "sigmoid", {"gate"}), node("p", "mul", {"m", "s"}),
+                                              node("y", "tanh", {"p"})}}, {"outputs", {"y"}}}});
+  g.push_back({"masked_cumsum", {{"inputs", {input("x", {6, 99}), input("mask", {6, 99}, "bool")}},
+                                 {"nodes", {node("xf", "cast", {"mask"}, {{"dtype", "f32"}}), node("m", "mul", {"x", "xf"}),
+                                            node("y", "cumsum", {"m"}, {{"dim", 1}, {"reverse", false}})}}, {"outputs", {"y"}}}});
+  g.push_back({"exclusive_cumsum", {{"inputs", {input("x", {5, 130})}},
+                                    {"nodes", {node("c", "cumsum", {"x"}, {{"dim", 1}, {"reverse", false}}), node("y", "sub", {"c", "x"})}}, {"outputs", {"y"}}}});
+  g.push_back({"permute_copy", {{"inputs", {input("x", {5, 6, 7})}},
+                                {"nodes", {node("p", "permute", {"x"}, {{"dims", {2, 0, 1}}}), node("y", "relu", {"p"})}}, {"outputs", {"y"}}}});
+  g.push_back({"frobenius", {{"inputs", {input("x", {8, 33})}},
+                             {"nodes", {node("n", "vector_norm", {"x"}, {{"ord", 2}, {"dims", json::array()}, {"keepdim", false}}),
+                                        node("y", "div", {"x", "n"})}}, {"outputs", {"y"}}}});
+  g.push_back({"flip_cumsum_flip", {{"inputs", {input("x", {4, 50})}},
+                                    {"nodes", {node("f", "flip", {"x"}, {{"dims", {1}}}), node("c", "cumsum", {"f"}, {{"dim", 1}, {"reverse", false}}),
+                                               node("y", "flip", {"c"}, {{"dims", {1}}})}}, {"outputs", {"y"}}}});
+  return g;
+}
+
+}  // namespace kforge::testing

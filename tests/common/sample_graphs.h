@@ -1,0 +1,18 @@
+// Small graphs covering every op family the generator supports, shared by the codegen, interpreter and
+// GPU tests. Shapes are small and odd on purpose (tails, broadcasts, middle-dim reductions).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace kforge::testing {
+
+struct SampleGraph {
+  std::string name;
+  nlohmann::json graph;
+};
+
+std::vector<SampleGraph> sample_graphs();
+
+}  // namespace kforge::testing

@@ -1,0 +1,111 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/random_inputs.h"
+#include "common/sample_graphs.h"
+#include "ir/decompose.h"
+#include "ir/error.h"
+#include "ir/interpreter.h"
+
+namespace kforge {
+namespace {
+
+using nlohmann::json;
+
+TEST(GraphJson, EverySampleRoundTrips) {
+  for (auto& s : testing::sample_graphs()) {
+    Graph g = graph_from_json(s.graph);
+    Graph back = graph_from_json(graph_to_json(g));
+    ASSERT_EQ(g.nodes.size(), back.nodes.size()) << s.name;
+    for (size_t i = 0; i < g.nodes.size(); ++i) EXPECT_EQ(g.nodes[i].type, back.nodes[i].type) << s.name << " node " << i;
+  }
+}
+
+TEST(GraphJson, DecompositionKeepsOutputTypes) {
+  for (auto& s : testing::sample_graphs()) {
+    Graph g = graph_from_json(s.graph);
+    Graph p = decompose(g);
+    ASSERT_EQ(p.outputs.size(), g.outputs.size());
+    for (size_t i = 0; i < g.outputs.size(); ++i) EXPECT_EQ(p.at(p.outputs[i]).type, g.at(g.outputs[i]).type) << s.name;
+  }
+}
+
+void expect_error(const json& graph, const std::string& fragment) {
+  try {
+    graph_from_json(graph);
+    FAIL() << "expected an error containing '" << fragment << "'";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(ShapeRules, BadGraphsNameTheCause) {
+  json x = {{"name", "x"}, {"shape", {4, 5}}};
+  json y = {{"name", "y"}, {"shape", {3, 5}}};
+  expect_error({{"inputs", {x, y}}, {"nodes", {{{"name", "s"}, {"op", "add"}, {"args", {"x", "y"}}}}}, {"outputs", {"s"}}},
+               "node 's' (op add): shapes [4, 5] and [3, 5] do not broadcast");
+  expect_error({{"inputs", {x}}, {"nodes", {{{"name", "f"}, {"op", "fft"}, {"args", {"x"}}}}}, {"outputs", {"f"}}}, "unknown op");
+  expect_error({{"inputs", {x}}, {"nodes", {{{"name", "r"}, {"op", "relu"}, {"args", {"z"}}}}}, {"outputs", {"r"}}},
+               "uses 'z', which is not defined before it");
+  expect_error({{"inputs", {x}}, {"nodes", {{{"name", "s"}, {"op", "sum"}, {"args", {"x"}}, {"attrs", {{"dims", {2}}, {"keepdim", false}}}}}},
+                {"outputs", {"s"}}}, "dim 2 is out of range for rank 2");
+  expect_error({{"inputs", {x}}, {"nodes", json::array()}, {"outputs", json::array()}}, "graph has no outputs");
+  expect_error({{"inputs", {x, x}}, {"outputs", {"x"}}}, "defined twice");
+}
+
+HostTensor tensor(Shape s, std::vector<double> v) { return {{DType::f32, std::move(s)}, std::move(v)}; }
+
+std::vector<HostTensor> run(const json& graph, std::vector<HostTensor> in, std::vector<HostTensor> params = {}) {
+  return interpret(decompose(graph_from_json(graph)), in, params);
+}
+
+json one_op(const std::string& op, Shape shape, json attrs) {
+  return {{"inputs", {{{"name", "x"}, {"shape", shape}}}},
+          {"nodes", {{{"name", "y"}, {"op", op}, {"args", {"x"}}, {"attrs", attrs}}}},
+          {"outputs", {"y"}}};
+}
+
+TEST(Interpreter, SoftmaxRowsSumToOne) {
+  auto out = run(one_op("softmax", {2, 3}, {{"dim", 1}}), {tensor({2, 3}, {1, 2, 3, -1, 0, 5})});
+  EXPECT_NEAR(out[0].data[0] + out[0].data[1] + out[0].data[2], 1.0, 1e-12);
+  EXPECT_NEAR(out[0].data[2], std::exp(3.0) / (std::exp(1.0) + std::exp(2.0) + std::exp(3.0)), 1e-12);
+}
+
+TEST(Interpreter, ArgmaxTakesTheFirstOfEqualMaxima) {
+  auto out = run(one_op("argmax", {1, 4}, {{"dim", 1}, {"keepdim", false}}), {tensor({1, 4}, {1, 7, 7, 2})});
+  EXPECT_EQ(out[0].type.dtype, DType::i64);
+  EXPECT_EQ(out[0].data[0], 1);
+}
+
+TEST(Interpreter, ReverseAndExclusiveScans) {
+  auto rev = run(one_op("cumsum", {1, 4}, {{"dim", 1}, {"reverse", true}}), {tensor({1, 4}, {1, 2, 3, 4})});
+  EXPECT_EQ(rev[0].data, (std::vector<double>{10, 9, 7, 4}));
+}
+
+TEST(Interpreter, AvgPoolDividesByTheWindowClippedToThePaddedInput) {
+  // 1D, length 3, kernel 2, stride 2, padding 1: windows [-1, 0] and [1, 2].
+  json a = {{"nd", 1}, {"kernel", {2}}, {"stride", {2}}, {"padding", {1}}, {"count_include_pad", true}};
+  auto out = run(one_op("avg_pool", {1, 1, 3}, a), {tensor({1, 1, 3}, {2, 4, 6})});
+  EXPECT_EQ(out[0].data, (std::vector<double>{1, 5}));
+  a["count_include_pad"] = false;
+  out = run(one_op("avg_pool", {1, 1, 3}, a), {tensor({1, 1, 3}, {2, 4, 6})});
+  EXPECT_EQ(out[0].data, (std::vector<double>{2, 5}));
+}
+
+TEST(Interpreter, BatchNormUsesBatchStatistics) {
+  json g = {{"inputs", {{{"name", "x"}, {"shape", {2, 1, 2}}}}},
+            {"nodes", {{{"name", "y"}, {"op", "batch_norm"}, {"args", {"x", "", ""}}, {"attrs", {{"eps", 0.0}}}}}},
+            {"outputs", {"y"}}};
+  auto out = run(g, {tensor({2, 1, 2}, {1, 2, 3, 4})});  // mean 2.5, biased var 1.25
+  EXPECT_NEAR(out[0].data[0], (1 - 2.5) / std::sqrt(1.25), 1e-12);
+}
+
+TEST(Interpreter, RejectsHighLevelOpsAndWrongInputCounts) {
+  Graph g = graph_from_json(one_op("softmax", {2, 3}, {{"dim", 1}}));
+  EXPECT_THROW(interpret(g, {tensor({2, 3}, std::vector<double>(6))}, {}), UserError);
+  EXPECT_THROW(interpret(decompose(g), {}, {}), UserError);
+}
+
+}  // namespace
+}  // namespace kforge

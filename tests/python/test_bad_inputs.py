@@ -1,0 +1,83 @@
+"""Problems the bridge must refuse: a message naming the file, the node and op, non-zero exit, and no bundle
+(nor a temporary folder) left behind."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kforge import bridge
+from op_cases import Case
+from conftest import REPO
+
+
+def refuse(tmp_path, source):
+    """Import `source` in-process; return (exit code, stderr) and check nothing was left in tmp_path."""
+    path = tmp_path / "bad.py"
+    path.write_text(source)
+    return path, tmp_path / "bundle"
+
+
+def assert_nothing_written(folder):
+    assert sorted(p.name for p in folder.iterdir()) == ["bad.py"]
+
+
+REFUSED = [
+    ("untraceable", Case("x", "return x.relu() if x.sum() > 0 else x", []).source(),
+     ["cannot trace", "control flow"]),
+    ("fft", Case("x", "torch.fft.fft(x).real", []).source(), ["node 'fft_fft'", "fft", "not an op of kforge's IR"]),
+    ("dropout", Case("x", "self.d(x)", [], init="self.d = nn.Dropout(0.5)").source(),
+     ["Dropout module 'd'", "dropout is random: kforge cannot verify it yet"]),
+    ("dropout_functional", Case("x", "F.dropout(x, 0.1)", []).source(), ["dropout is random"]),
+    ("ceil_mode", Case("x", "F.max_pool2d(x, 2, ceil_mode=True)", [], inputs="torch.randn(1, 2, 5, 5)").source(),
+     ["max_pool2d", "ceil_mode=True is not supported"]),
+    ("batchnorm_eval", Case("x", "self.bn(x)", [], init="self.bn = nn.BatchNorm1d(8)\nself.eval()").source(),
+     ["BatchNorm1d module 'bn'", "eval mode with running statistics"]),
+    ("indexing", Case("x", "x[:, 0]", []).source(), ["getitem", "tensor indexing and slicing are not supported"]),
+    ("inplace_read_elsewhere", Case("x", "return F.relu(x, inplace=True) + x", []).source(),
+     ["node 'relu'", "in-place op on a value that is read elsewhere"]),
+    ("inplace_through_view", Case("x", "y = x.view(-1)\nreturn torch.relu_(y), x", []).source(),
+     ["relu_", "not an op of kforge's IR"]),
+    ("matmul", Case("x", "x @ x.T", []).source(), ["matmul", "not an op of kforge's IR"]),
+    ("float64", Case("x", "x.relu()", [], inputs="torch.randn(4, 8, dtype=torch.float64)").source(),
+     ["node 'x'", "dtype torch.float64 is not supported"]),
+    ("norm_inf", Case("x", "torch.linalg.vector_norm(x, ord=float('inf'))", []).source(),
+     ["norm of order inf is not supported"]),
+    ("data_dependent_item", Case("x", "x * x.sum().item()", []).source(), ["node 'item' (Tensor.item)"]),
+    ("non_scalar_tensor_constant", Case("x", "x * torch.ones(8)", []).source(),
+     ["neither a parameter nor a buffer"]),
+    ("no_model", "import torch\ndef get_inputs(): return []\ndef get_init_inputs(): return []\n",
+     ["defines no Model"]),
+    ("syntax_error", "class Model(:\n", ["syntax error at line 1"]),
+]
+
+
+@pytest.mark.parametrize("name, source, expected", REFUSED, ids=[r[0] for r in REFUSED])
+def test_refused_in_process(tmp_path, capsys, name, source, expected):
+    path, out = refuse(tmp_path, source)
+    assert bridge.main(["import", str(path), "-o", str(out), "--device", "cpu", "--no-baselines"]) == 1
+    err = capsys.readouterr().err
+    assert str(path) in err
+    for text in expected:
+        assert text in err, err
+    assert_nothing_written(tmp_path)
+
+
+def test_inplace_through_a_view_is_refused(tmp_path, capsys):
+    """Writing into a view writes the tensor it views: x is returned too, so relu must not run in place."""
+    path, out = refuse(tmp_path, Case("x", "y = x.view(-1)\nreturn F.relu(y, inplace=True), x * 1", []).source())
+    assert bridge.main(["import", str(path), "-o", str(out), "--device", "cpu", "--no-baselines"]) == 1
+    assert "in-place op on a value that is read elsewhere" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name, source, expected", [REFUSED[1], REFUSED[-1]], ids=["fft", "syntax_error"])
+def test_refused_on_the_command_line(tmp_path, name, source, expected):
+    path, out = refuse(tmp_path, source)
+    result = subprocess.run(
+        [sys.executable, "-m", "kforge.bridge", "import", str(path), "-o", str(out), "--device", "cpu",
+         "--no-baselines"], capture_output=True, text=True, cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO / "python")})
+    assert result.returncode != 0
+    assert str(path) in result.stderr and all(text in result.stderr for text in expected), result.stderr
+    assert "Traceback" not in result.stderr  # a user error is a message, not a crash
+    assert_nothing_written(tmp_path)

@@ -1,0 +1,34 @@
+"""kbtime's correctness check (the timing itself needs a GPU and kforge._core)."""
+import math
+
+import torch
+
+from kforge.kbtime import compare
+
+TIERS = {"strict": 1e-4, "relaxed": 1e-2}
+
+
+def test_exact_match_passes_both_tiers():
+    x = torch.randn(8, 8)
+    assert compare([x.clone()], [x], TIERS) == {"strict": True, "relaxed": True, "max_abs_err": 0.0}
+
+
+def test_small_error_passes_relaxed_only():
+    x = torch.zeros(8, 8)
+    result = compare([x + 1e-3], [x], TIERS)
+    assert result["strict"] is False and result["relaxed"] is True
+    assert math.isclose(result["max_abs_err"], 1e-3, rel_tol=1e-3)
+
+
+def test_nan_and_wrong_shape_fail():
+    x = torch.zeros(4)
+    got = x.clone()
+    got[2] = math.nan
+    assert compare([got], [x], TIERS) == {"strict": False, "relaxed": False, "max_abs_err": None}
+    assert compare([torch.zeros(5)], [x], TIERS) == {"strict": False, "relaxed": False, "max_abs_err": None}
+    assert compare([x.long()], [x], TIERS)["strict"] is False
+
+
+def test_every_output_counts():
+    x = torch.ones(3)
+    assert compare([x, x], [x, x * 2], TIERS)["relaxed"] is False

@@ -1,0 +1,61 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/sample_graphs.h"
+#include "codegen/lower.h"
+#include "search/database.h"
+#include "search/proposer.h"
+
+namespace kforge {
+namespace {
+
+TEST(MeasurementDB, RecordsAndFindsTheFastestCorrect) {
+  std::string path = ::testing::TempDir() + "/kforge-test.db";
+  std::filesystem::remove(path);
+  {
+    MeasurementDB db(path);
+    Measurement wrong{"t", "h", "{\"a\":1}", "H200"};
+    wrong.median_ms = 0.1;  // fast but wrong: never the best
+    db.record(wrong);
+    Measurement slow{"t", "h", "{\"a\":2}", "H200"};
+    slow.relaxed = slow.compiled = true;
+    slow.median_ms = 2.0;
+    db.record(slow);
+    Measurement fast = slow;
+    fast.schedule_json = "{\"a\":3}";
+    fast.median_ms = 1.0;
+    db.record(fast);
+    EXPECT_EQ(db.count("h"), 3);
+  }
+  MeasurementDB reopened(path);  // survives a restart
+  auto best = reopened.best("h", "H200");
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->schedule_json, "{\"a\":3}");
+  EXPECT_FALSE(reopened.best("h", "other GPU"));
+  EXPECT_FALSE(reopened.best("other", "H200"));
+}
+
+TEST(MeasurementDB, UnwritablePathIsAClearError) {
+  EXPECT_THROW(MeasurementDB("/nonexistent-dir/x/y.db"), std::exception);
+}
+
+TEST(Proposer, NeverRepeatsAndStaysLegal) {
+  for (auto& sample : testing::sample_graphs()) {
+    Graph g = graph_from_json(sample.graph);
+    ScheduleProposer p(g, 7);
+    EXPECT_TRUE(p.mark(Schedule{}));
+    EXPECT_FALSE(p.mark(Schedule{}));
+    std::set<std::string> seen;
+    Schedule best;
+    for (int i = 0; i < 20; ++i) {
+      auto s = p.next(best);
+      if (!s) break;
+      EXPECT_TRUE(seen.insert(to_json(*s).dump()).second);
+      for (auto& grp : kernel_groups(g, s->fuse_rows)) EXPECT_NO_THROW(schedule_for(*s, grp)) << sample.name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kforge
