@@ -21,8 +21,6 @@ buffers; only forward differs: it launches kforge's generated kernels (no PyTorc
 outputs with torch.empty)."""
 import json
 
-import torch
-
 _PROBLEM_SOURCE = {problem_source}
 _PLAN_JSON = {plan_json}
 # The graph's inputs and params (name, dtype, shape): params are passed to the plan in this order.

@@ -15,10 +15,10 @@ from torch.fx.node import _get_qualified_name
 from torch.fx.passes.shape_prop import ShapeProp
 
 from kforge import fx_ops
-from kforge.fx_ops import ALIAS, STATIC
 from kforge.errors import ImportProblemError
+from kforge.fx_ops import ALIAS, STATIC
 from kforge.graph_builder import GraphBuilder, Val
-
+from kforge.problem import load_problem
 
 
 def is_static(v) -> bool:
@@ -45,12 +45,21 @@ class _StaticShapeProp(ShapeProp):
         return result
 
 
+class _Tracer(torch.fx.Tracer):
+    """torch.fx.symbolic_trace's tracer, but buffers become graph values like parameters do. By default FX runs
+    an op on a buffer alone (self.scale.exp()) while tracing and bakes its result in as a constant the model does
+    not have, or lets an in-place op on a buffer happen once at trace time instead of at every call."""
+    proxy_buffer_attributes = True
+
+
 def trace(model, file) -> torch.fx.GraphModule:
+    tracer = _Tracer()
     try:
-        return torch.fx.symbolic_trace(model)
+        graph = tracer.trace(model)
     except Exception as e:
         hint = " (data-dependent control flow?)" if "control flow" in str(e) else ""
         raise ImportProblemError(file, f"torch.fx cannot trace Model.forward{hint}: {type(e).__name__}: {e}") from e
+    return torch.fx.GraphModule(tracer.root, graph, type(model).__name__)
 
 
 def propagate(gm, example_inputs, file) -> None:
@@ -140,8 +149,6 @@ def convert(model, example_inputs, file) -> dict:
 
 
 def main(argv=None) -> int:
-    from kforge.problem import load_problem  # only the command line needs a problem file
-
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
         print("usage: python -m kforge.fx_to_ir PROBLEM.py", file=sys.stderr)

@@ -27,8 +27,8 @@ class GraphBuilder:
     def __init__(self, file, reserved):
         self.file = file
         self.used = set(reserved)  # every FX node name and param name, so fresh names never collide
-        self.inputs, self.params, self.nodes, self.outputs = [], [], [], []
-        self._params = {}
+        self.inputs, self.nodes, self.outputs = [], [], []
+        self.params = {}  # qualified name -> Val, in first-use order
         self.node = None  # the FX node being converted: names the final IR node and errors
         self.op = None    # how errors name that node's target
 
@@ -58,12 +58,12 @@ class GraphBuilder:
 
     def param(self, qualname: str, dtype, shape) -> Val:
         """A parameter or buffer under its qualified name in the model; registered once, in first-use order."""
-        if qualname not in self._params:
+        if qualname not in self.params:
             if any(i["name"] == qualname for i in self.inputs):
                 self.refuse(f"parameter '{qualname}' has the same name as a forward argument; rename one")
-            self.params.append({"name": qualname, "dtype": self.ir_dtype(dtype), "shape": list(shape)})
-            self._params[qualname] = Val(qualname, dtype, tuple(shape))
-        return self._params[qualname]
+            self.ir_dtype(dtype)  # refuse a float64 weight here, where the node that reads it is known
+            self.params[qualname] = Val(qualname, dtype, tuple(shape))
+        return self.params[qualname]
 
     def fresh(self, base: str) -> str:
         name, i = base, 1
@@ -108,6 +108,7 @@ class GraphBuilder:
         """The IR graph. Params that no node reads are dropped: a buffer that forward only updates as a side
         effect (BatchNorm's running stats in training mode) is not an input of the computation."""
         read = {a for n in self.nodes for a in n["args"]} | set(self.outputs)
-        params = [p for p in self.params if p["name"] in read]
+        params = [{"name": p.name, "dtype": self.ir_dtype(p.dtype), "shape": list(p.shape)}
+                  for p in self.params.values() if p.name in read]
         return {"version": 1, "inputs": self.inputs, "params": params, "nodes": self.nodes,
                 "outputs": self.outputs}

@@ -52,7 +52,7 @@ def kbtime(bundle, plan_path) -> dict:
             raise RuntimeError(f"param {p['name']} differs from the bundle: {task['source']} changed since import")
     kforge = KforgeFunction(core.Runner(Path(plan_path).read_text()), graph)
 
-    fresh = problem.draw_inputs(random_seed(), "cuda")
+    fresh = [t.contiguous() for t in problem.draw_inputs(random_seed(), "cuda")]  # the plan reads dense memory
     with torch.no_grad():
         expected = as_list(model(*[t.clone() for t in fresh]))
     check = compare(kforge(fresh, params, out=poisoned(kforge)), expected, task["tolerance"])

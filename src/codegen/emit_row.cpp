@@ -7,6 +7,7 @@
 
 #include "codegen/emitters.h"
 #include "ir/error.h"
+#include "ir/graph.h"
 
 namespace kforge {
 
@@ -221,6 +222,10 @@ std::vector<PlanKernel> emit_split(EmitContext& cx, const KernelGroup& g, const 
 std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
   const Graph& gr = *cx.partition.graph;
   RowShape rs = row_shape_of(g);
+  for (int s : g.stats)
+    if (gr.at(s).type.dtype != DType::f32 && !is_arg(gr.at(s).attr_s("kind")))
+      throw UserError("reduction '" + gr.at(s).name + "' over " + to_string(gr.at(gr.at(s).args[0]).type.dtype) +
+                      " values: kforge generates float reductions only (accumulating integers in float would round)");
   if (ks.strategy == Strategy::split) return emit_split(cx, g, ks, name, rs);
   Skeleton sk = skeleton(ks, rs);
   KernelWriter w(cx.partition, g, cx.buffer_of_owner);

@@ -186,7 +186,8 @@ struct Partitioner {
     for (size_t gi = 0; gi < p.groups.size(); ++gi) {
       auto& k = p.groups[gi];
       for (int s : k.stats) {
-        bool external = std::find(g.outputs.begin(), g.outputs.end(), s) != g.outputs.end();
+        bool external = false;
+        for (int o : g.outputs) external = external || p.storage[o] == s;  // also through a reshape alias
         for (size_t other = 0; other < p.groups.size() && !external; ++other)
           if (other != gi)
             for (int x : read_by[other]) external = external || p.storage[x] == s;

@@ -184,11 +184,16 @@ struct Lowering {
       return apply_reduction(b.reshape(l, {N}));
     }
     if (op == "triplet_margin_loss") {
-      if (n.attrs.value("p", 2.0) != 2.0) throw UserError("node '" + n.name + "': triplet_margin_loss supports p=2 only");
+      double p = n.attrs.value("p", 2.0);
+      if (p != 1.0 && p != 2.0) throw UserError("node '" + n.name + "': triplet_margin_loss supports p=1 and p=2");
       int64_t N = shape(x)[0];
       double eps = n.attrs.value("eps", 1e-6);
-      int dp = norm2(b.add(b.sub(x, arg(1)), b.cst(eps)), 1);
-      int dn = norm2(b.add(b.sub(x, arg(2)), b.cst(eps)), 1);
+      // pairwise_distance(a, b) = ||a - b + eps||_p over the feature dim
+      auto dist = [&](int other) {
+        int d = b.add(b.sub(x, other), b.cst(eps));
+        return p == 2.0 ? norm2(d, 1) : b.reduce("sum", b.un("abs", d), {1});
+      };
+      int dp = dist(arg(1)), dn = dist(arg(2));
       int l = b.un("clamp", b.add(b.sub(dp, dn), b.cst(n.attr_f("margin"))), {{"min", 0.0}, {"max", nullptr}});
       return apply_reduction(b.reshape(l, {N}));
     }

@@ -209,8 +209,11 @@ TensorType infer_type(const Graph& g, const Node& n) {
     if (k != "sum" && k != "prod" && k != "max" && k != "min") fail(n, "unknown reduce kind '" + k + "'");
     return reduction(g, n, arg(g, n, 0).dtype);
   }
-  if (op == "sum" || op == "mean" || op == "amax" || op == "amin" || op == "prod" || op == "var" ||
-      op == "vector_norm") {
+  if (op == "sum" || op == "amax" || op == "amin" || op == "prod") {  // integers reduce exactly, as in torch
+    DType in = arg(g, n, 0).dtype;
+    return reduction(g, n, in == DType::f32 ? DType::f32 : (op == "sum" || op == "prod") ? DType::i64 : in);
+  }
+  if (op == "mean" || op == "var" || op == "vector_norm") {
     need_float(n, arg(g, n, 0), "input");
     return reduction(g, n, DType::f32);
   }

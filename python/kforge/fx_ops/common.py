@@ -68,6 +68,8 @@ def check_inplace(b, inplace):
     while inplace:
         if len([u for u in src.users if STATIC not in u.meta]) > 1:  # x.size(0) reads no data
             b.refuse("in-place op on a value that is read elsewhere (the IR has no mutation); use inplace=False")
+        if src.op == "get_attr":
+            b.refuse("in-place op on a parameter or buffer: it would change the model for later calls")
         if not src.meta.get(ALIAS):
             return
         src = src.all_input_nodes[0]
@@ -87,6 +89,7 @@ def module_param(b, m, field):
 
 
 def unary(b, op, x, attrs=None) -> Val:
+    """The op on x cast to PyTorch's result dtype first (the sigmoid of an int tensor is a float)."""
     return b.emit(op, [b.cast(tensor(b, x), b.out_dtype)], attrs)
 
 

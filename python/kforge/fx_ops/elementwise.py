@@ -5,8 +5,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from kforge.graph_builder import Val
 from kforge.fx_ops.common import as_dtype, binary, check_inplace, on, on_module, probe, tensor, unary
+from kforge.graph_builder import Val
 
 
 def simple_unary(op):
@@ -137,7 +137,8 @@ for _op, _targets in {
     "mul": (operator.mul, torch.mul, torch.multiply, "mul", "multiply"),
     "div": (operator.truediv, torch.div, torch.divide, torch.true_divide, "div", "divide", "true_divide"),
     "maximum": (torch.maximum, "maximum"), "minimum": (torch.minimum, "minimum"),
-    "gt": (operator.gt, torch.gt, torch.greater, "gt", "greater"), "lt": (operator.lt, torch.lt, torch.less, "lt", "less"),
+    "gt": (operator.gt, torch.gt, torch.greater, "gt", "greater"),
+    "lt": (operator.lt, torch.lt, torch.less, "lt", "less"),
     "ge": (operator.ge, torch.ge, torch.greater_equal, "ge", "greater_equal"),
     "le": (operator.le, torch.le, torch.less_equal, "le", "less_equal"),
     "eq": (operator.eq, torch.eq, "eq"), "ne": (operator.ne, torch.ne, torch.not_equal, "ne", "not_equal"),

@@ -3,8 +3,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from kforge.graph_builder import Val
 from kforge.fx_ops.common import legacy_reduction, norm_dim, on, on_module, tensor
+from kforge.graph_builder import Val
 
 
 def loss(b, op, args, attrs) -> Val:

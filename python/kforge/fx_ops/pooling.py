@@ -2,8 +2,8 @@
 import torch.nn as nn
 import torch.nn.functional as F
 
-from kforge.graph_builder import Val
 from kforge.fx_ops.common import on, on_module, tensor
+from kforge.graph_builder import Val
 
 
 def ntuple(v, nd) -> list[int]:

@@ -1,9 +1,11 @@
 """Reductions: sum/mean/amax/amin/prod, torch.max/min in all three forms, argmax/argmin, norms, var/std."""
+import math
+
 import torch
 import torch.nn.functional as F
 
-from kforge.graph_builder import Val
 from kforge.fx_ops.common import Multi, binary, norm_dim, norm_dims, on, tensor
+from kforge.graph_builder import Val
 
 
 def reduce_op(b, op, input, dim, keepdim) -> Val:
@@ -16,9 +18,7 @@ def arg_reduce(b, op, input, dim, keepdim) -> Val:
     if dim is not None:
         return b.emit(op, [x], {"dim": norm_dim(dim, x.ndim), "keepdim": bool(keepdim)})
     # dim=None: PyTorch takes the index into the flattened tensor.
-    numel = 1
-    for s in x.shape:
-        numel *= s
+    numel = math.prod(x.shape)
     flat = b.emit_tmp("reshape", [x], {"shape": [numel]}, x.dtype, (numel,))
     if not keepdim:
         return b.emit(op, [flat], {"dim": 0, "keepdim": False})

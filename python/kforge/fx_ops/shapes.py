@@ -4,8 +4,8 @@ import operator
 import torch
 import torch.nn as nn
 
-from kforge.graph_builder import Val
 from kforge.fx_ops.common import Multi, norm_dim, on, on_module, tensor, varargs
+from kforge.graph_builder import Val
 
 
 @on(operator.getitem)
@@ -22,8 +22,10 @@ def getattr_(b, obj, name, *default):
     if isinstance(obj, Multi) and name in obj.fields:
         return obj.parts[obj.fields.index(name)]()
     if isinstance(obj, Val) and name in ("T", "mT"):
-        perm = list(range(obj.ndim))[::-1] if name == "T" else list(range(obj.ndim - 2)) + [obj.ndim - 1, obj.ndim - 2]
-        return obj if obj.ndim < 2 else b.emit("permute", [obj], {"dims": perm})
+        if obj.ndim < 2:
+            return obj  # x.T of a vector is x
+        dims = list(range(obj.ndim))
+        return b.emit("permute", [obj], {"dims": dims[::-1] if name == "T" else dims[:-2] + [dims[-1], dims[-2]]})
     b.refuse(f"attribute .{name} is not supported")
 
 
