@@ -40,6 +40,9 @@ def parse_args(argv=None):
     p.add_argument("--workdir", default=None, help="where task bundles go (default OUT/bundles)")
     p.add_argument("--filter", default=None, help="only problems whose file name contains this substring")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per problem (default %(default)s)")
+    p.add_argument("--in-process", action="store_true",
+                   help="optimize every problem in one `python -m kforge.session` process (torch imported and "
+                        "inductor warmed once; a problem that corrupts the CUDA context can fail the ones after it)")
     p.add_argument("--keep-sets", action="store_true", help="keep each bundle's sets/ folder (default: delete it)")
     p.add_argument("--extra", action="append", default=[],
                    help="extra argument passed to `kforge optimize` (repeatable, e.g. --extra=--export=x.py)")
@@ -237,6 +240,8 @@ def main(argv=None):
     meta = {"kforge": str(kforge), "problems_glob": args.problems, "filter": args.filter, "budget": args.budget,
             "timeout_s": args.timeout, "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
     rows = []
+    if args.in_process:
+        return run_in_process(args, problems, out, workdir, meta)
     for i, problem in enumerate(problems, 1):
         name = problem.stem
         report_path = out / "reports" / f"{name}.json"
@@ -265,6 +270,31 @@ def main(argv=None):
     summary = summarise(rows)
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     write_json(out / "suite.json", {"meta": meta, "rows": rows, "summary": summary, "complete": True})
+    text = table(rows, summary)
+    (out / "suite.md").write_text(text + "\n")
+    print(text)
+    return 0
+
+
+def run_in_process(args, problems, out, workdir, meta):
+    """All problems in one kforge.session process; rows come from the reports it writes."""
+    for problem in problems:
+        (out / "reports" / f"{problem.stem}.json").unlink(missing_ok=True)
+    env_path = str(REPO_ROOT / "python") + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
+    os.environ["PYTHONPATH"] = env_path
+    cmd = [sys.executable, "-m", "kforge.session", *problems, "--budget", str(args.budget), "--db", out / "kforge.db",
+           "--reports", out / "reports", "--workdir", workdir, "--no-progress"]
+    log_path = out / "logs" / "session.log"
+    rc, timed_out, seconds, start_error = run_one(cmd, log_path, args.timeout * len(problems))
+    rows = []
+    for problem in problems:
+        report_path = out / "reports" / f"{problem.stem}.json"
+        report = json.loads(report_path.read_text()) if report_path.exists() else None
+        rows.append(make_row(problem.stem, problem, report, 0 if report else rc, timed_out and report is None,
+                             (report or {}).get("seconds", 0.0), start_error, log_path, args.timeout))
+    summary = summarise(rows)
+    meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+    write_json(out / "suite.json", {"meta": meta, "rows": rows, "summary": summary, "complete": not timed_out})
     text = table(rows, summary)
     (out / "suite.md").write_text(text + "\n")
     print(text)

@@ -70,9 +70,20 @@ int cmd_optimize(const OptimizeArgs& a) {
   std::string bundle_dir = a.problem;
   std::string name = fs::path(a.problem).stem().string();
   if (!fs::is_directory(a.problem)) {
+    // A problem file: PyTorch hosts the loop in one process (python/kforge/session.py), the search is
+    // libkforge's; the hidden sets stay on the GPU and the baselines are timed beside the plan.
     bundle_dir = a.bundle.empty() ? "kforge_out/" + name : a.bundle;
-    std::cerr << "importing " << a.problem << " -> " << bundle_dir << "\n";
-    run_python("bridge", {"import", a.problem, "-o", bundle_dir, "--sets", std::to_string(a.sets)});
+    std::vector<std::string> args = {a.problem, "--budget", std::to_string(a.budget), "--db", a.db,
+                                     "--workdir", fs::path(bundle_dir).parent_path().string(),
+                                     "--sets", std::to_string(a.sets), "--seed", std::to_string(a.seed)};
+    if (fs::path(bundle_dir).filename() != name)
+      throw UserError("--bundle must end in the problem's name ('" + name + "'), got " + bundle_dir);
+    if (fs::path(bundle_dir).parent_path().empty()) args[6] = ".";
+    if (!a.report.empty()) args.insert(args.end(), {"--report", a.report});
+    if (a.no_progress) args.push_back("--no-progress");
+    run_python("session", args);
+    if (!a.export_path.empty()) run_python("export", {bundle_dir, bundle_dir + "/best_plan.json", "-o", a.export_path});
+    return 0;
   }
   Bundle bundle = load_bundle(bundle_dir);
   MeasurementDB db(a.db);
@@ -82,7 +93,9 @@ int cmd_optimize(const OptimizeArgs& a) {
   opts.seed = a.seed;
   opts.progress = !a.no_progress;
   opts.versions = "kforge 0.1.0; torch " + bundle.task.value("torch_version", "?");
-  OptimizeResult r = optimize(bundle, db, compiler, opts);
+  ensure_context();
+  DeviceTask task(bundle);
+  OptimizeResult r = optimize(bundle.spec(), task, db, compiler, opts);
 
   nlohmann::json report = {{"name", bundle.name()}, {"source", bundle.task.value("source", "")}, {"gpu", r.gpu},
                            {"torch_version", bundle.task.value("torch_version", "")}, {"protocol", "kb"},

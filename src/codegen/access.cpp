@@ -13,10 +13,10 @@ bool is_readable(const Partition& p, int id) {
   return is_view_op(n.op) && n.op != "reshape" && is_readable(p, n.args[0]);
 }
 
-Access access_of(const Partition& p, int id) {
+Access access_of(const Partition& p, int id, bool through_self) {
   const Graph& g = *p.graph;
   const Node& n = g.at(id);
-  if (p.stored[id]) {
+  if (p.stored[id] && !(through_self && is_view_op(n.op) && n.op != "reshape")) {
     Access a;
     a.owner = p.storage[id];
     a.shape = n.type.shape;

@@ -16,8 +16,10 @@ struct Access {
   bool contiguous() const;  // offset 0 and row-major strides of `shape`
 };
 
-// The access of node `id`, which must be stored or a chain of views over a stored value.
-Access access_of(const Partition& p, int id);
+// The access of node `id`, which must be stored or a chain of views over a stored value. With
+// `through_self`, a stored view is read through its source (the kernel that stores the view uses this:
+// its own buffer is what it writes, not what it reads).
+Access access_of(const Partition& p, int id, bool through_self = false);
 
 // Whether `id` can be read by an Access (stored, or views over stored).
 bool is_readable(const Partition& p, int id);

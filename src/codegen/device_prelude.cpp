@@ -32,6 +32,8 @@ struct KfMin  { __device__ static float init() { return KF_INF; } __device__ sta
 struct KfArg { float v; i64 i; };
 template <bool IS_MAX> __device__ __forceinline__ KfArg kf_arg_combine(KfArg a, KfArg b) {
   bool take_b = IS_MAX ? (b.v > a.v || (b.v == a.v && b.i < a.i)) : (b.v < a.v || (b.v == a.v && b.i < a.i));
+  bool a_nan = a.v != a.v, b_nan = b.v != b.v;  // NaN wins, first NaN first, as torch.argmax
+  if (a_nan || b_nan) take_b = b_nan && (!a_nan || b.i < a.i);
   if (a.i < 0) take_b = true;
   if (b.i < 0) take_b = false;
   return take_b ? b : a;

@@ -180,14 +180,16 @@ std::vector<PlanKernel> emit_split(EmitContext& cx, const KernelGroup& g, const 
   std::string k1 = kernel_header(cx.partition, g, ks, n1);
   k1 += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + n1 + "(" + w1.params() + ") {\n";
   k1 += "  __shared__ float kf_scratch[32];\n  __shared__ KfArg kf_ascratch[32];\n";
-  k1 += "  const i64 k = blockIdx.x / " + std::to_string(C) + ", chunk = blockIdx.x % " + std::to_string(C) + ";\n";
+  // Grid-stride over (row, chunk) pairs: the grid is clamped (clamp_grid), the pairs are not.
+  k1 += "  for (i64 bid = blockIdx.x; bid < " + std::to_string(rs.K * C) + "LL; bid += gridDim.x) {\n";
+  k1 += "  const i64 k = bid / " + std::to_string(C) + ", chunk = bid % " + std::to_string(C) + ";\n";
   k1 += pass;
   if (is_arg(kind)) {
     k1 += "  " + acc + " = kf_block_arg_reduce<" + is_max(kind) + ">(" + acc + ", kf_ascratch);\n";
-    k1 += "  if (threadIdx.x == 0) { " + P + "[blockIdx.x] = " + acc + ".v; " + PI + "[blockIdx.x] = " + acc + ".i; }\n}\n";
+    k1 += "  if (threadIdx.x == 0) { " + P + "[bid] = " + acc + ".v; " + PI + "[bid] = " + acc + ".i; }\n  }\n}\n";
   } else {
     k1 += "  " + acc + " = kf_block_reduce<" + op_struct(kind) + ">(" + acc + ", kf_scratch);\n";
-    k1 += "  if (threadIdx.x == 0) " + P + "[blockIdx.x] = " + acc + ";\n}\n";
+    k1 += "  if (threadIdx.x == 0) " + P + "[bid] = " + acc + ";\n  }\n}\n";
   }
   std::vector<PlanKernel> out = {make_kernel(g, ks, n1, k1, w1, rs.K * C, ks.block)};
 

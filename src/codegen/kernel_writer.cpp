@@ -98,12 +98,13 @@ std::string KernelWriter::out_index(int node) {
   return offset_expr(a, k_.shape);
 }
 
-std::string KernelWriter::load(int node) {
-  Access a = access_of(p_, node);
+std::string KernelWriter::load(int node, bool through_self) {
+  Access a = access_of(p_, node, through_self);
   int b = buffer_id(a.owner);
   use_buffer(b, false);
   std::string off = offset_expr(a, k_.shape);
-  if (off == linear_ && !linear_.empty()) {
+  // Vector loads serve f32 buffers only: a bool or i64 buffer has other element sizes.
+  if (off == linear_ && !linear_.empty() && g_.at(a.owner).type.dtype == DType::f32) {
     contiguous_reads_.insert(b);
     if (auto it = vector_src_.find(b); it != vector_src_.end()) return it->second;
   }
@@ -129,7 +130,7 @@ std::string KernelWriter::gather(const Node& n) {
 std::string KernelWriter::unary(const Node& n, const std::string& x) {
   const std::string& op = n.op;
   auto f = [&](const std::string& k) { return float_literal(n.attr_f(k)); };
-  if (op == "relu") return "(" + x + " > 0.f ? " + x + " : 0.f)";
+  if (op == "relu") return "(" + x + " > 0.f || " + x + " != " + x + " ? " + x + " : 0.f)";  // NaN stays NaN
   if (op == "sigmoid") return "kf_sigmoid(" + x + ")";
   if (op == "tanh") return "tanhf(" + x + ")";
   if (op == "exp") return "expf(" + x + ")";
@@ -185,6 +186,7 @@ std::string KernelWriter::value(int id) {
     if (n.type.dtype == DType::f32) return float_literal(n.attr_f("value"));
     return "((" + ctype(id) + ")" + std::to_string(int64_t(n.attr_f("value"))) + ")";
   }
+  if (members_.count(id) && is_view_op(n.op)) return load(id, true);  // a stored view reads its source
   if (!inline_here || !is_elementwise_op(n.op)) {
     if (is_readable(p_, id)) return load(id);
     throw InternalError("codegen: '" + n.name + "' (" + n.op + ") is neither computable here nor stored");

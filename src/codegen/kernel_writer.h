@@ -44,7 +44,7 @@ class KernelWriter {
   void declare_buffer(int buffer_id, const std::string& ctype, bool writable);
 
  private:
-  std::string load(int node);
+  std::string load(int node, bool through_self = false);
   std::string gather(const Node& n);
   std::string unary(const Node& n, const std::string& x);
   std::string offset_expr(const Access& a, const Shape& s);

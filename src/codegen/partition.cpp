@@ -131,13 +131,43 @@ struct Partitioner {
     std::vector<int> m = k.stats;
     m.insert(m.end(), k.elem_outputs.begin(), k.elem_outputs.end());
     m.insert(m.end(), k.row_outputs.begin(), k.row_outputs.end());
+    if (k.anchor >= 0 && std::find(m.begin(), m.end(), k.anchor) == m.end()) m.push_back(k.anchor);
     return m;
   }
 
+  // Whether the expression of `id` reads a member of `mem` through a view (expand, permute, flip): the
+  // kernel would read the member's memory, which it writes itself (or never, for a statistic).
+  bool reads_through_view(int id, const std::vector<int>& mem, bool under_view = false) const {
+    for (int a : g.at(id).args) {
+      if (a < 0) continue;
+      bool member = std::find(mem.begin(), mem.end(), p.storage[a]) != mem.end();
+      if (member && (under_view || p.storage[a] != a)) return true;
+      if (!p.stored[a] && reads_through_view(a, mem, under_view || is_view_op(g.at(a).op))) return true;
+    }
+    return false;
+  }
+
+  // Whether group `from` reads, directly or through other groups, what group `to` writes.
+  bool group_reaches(int from, int to, std::set<int>& seen) const {
+    if (from == to) return true;
+    if (!seen.insert(from).second) return false;
+    for (int m : members(p.groups[from])) {
+      std::set<int> r;
+      refs(m, r);
+      for (int x : r) {
+        int owner = group_of[p.storage[x]];
+        if (owner >= 0 && owner != from && group_reaches(owner, to, seen)) return true;
+      }
+    }
+    return false;
+  }
+
   // Whether root `id` may join group `gi`: no value it reads from outside the group may depend on a
-  // member (that would be a cycle), and no read may go through an alias of a member (a race).
+  // member, directly or through other groups (a cycle), and no read may go through an alias or a view
+  // of a member (a race).
   bool can_join(int id, int gi) const {
     auto mem = members(p.groups[gi]);
+    if (reads_through_view(id, mem)) return false;
     std::set<int> r;
     refs(id, r);
     for (int x : r) {
@@ -145,6 +175,9 @@ struct Partitioner {
       if (member) continue;
       for (int m : mem)
         if (x == m || p.storage[x] == m || depends[x][m]) return false;
+      std::set<int> seen;
+      int owner = group_of[p.storage[x]];
+      if (owner >= 0 && group_reaches(owner, gi, seen)) return false;
     }
     return true;
   }
@@ -186,15 +219,24 @@ struct Partitioner {
     for (size_t gi = 0; gi < p.groups.size(); ++gi) {
       auto& k = p.groups[gi];
       for (int s : k.stats) {
-        bool external = false;
-        for (int o : g.outputs) external = external || p.storage[o] == s;  // also through a reshape alias
-        for (size_t other = 0; other < p.groups.size() && !external; ++other)
-          if (other != gi)
-            for (int x : read_by[other]) external = external || p.storage[x] == s;
+        bool external = is_external(s, gi, read_by);  // graph outputs count, also through a reshape alias
         if (external && std::find(k.row_outputs.begin(), k.row_outputs.end(), s) == k.row_outputs.end())
           k.row_outputs.insert(k.row_outputs.begin(), s);
       }
+      // A scan or pool whose only reader is its own fused epilogue need not be written.
+      if (k.anchor >= 0 && k.elem_outputs.size() > 1 && !is_external(k.anchor, gi, read_by))
+        k.elem_outputs.erase(std::find(k.elem_outputs.begin(), k.elem_outputs.end(), k.anchor));
     }
+  }
+
+  bool is_external(int s, size_t gi, const std::vector<std::set<int>>& read_by) const {
+    for (int o : g.outputs)
+      if (p.storage[o] == s) return true;
+    for (size_t other = 0; other < p.groups.size(); ++other)
+      if (other != gi)
+        for (int x : read_by[other])
+          if (p.storage[x] == s) return true;
+    return false;
   }
 
   void order_groups() {

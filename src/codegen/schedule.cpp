@@ -105,7 +105,8 @@ KernelSchedule default_schedule(const KernelGroup& g) {
       break;
     case GroupKind::pool: ks.items = 1; break;
     case GroupKind::scan: {
-      bool innermost = g.axes[0] == int64_t(g.shape.size()) - 1;
+      // A block per line pays only when the line fills it; short lines go one thread each.
+      bool innermost = g.axes[0] == int64_t(g.shape.size()) - 1 && row_length(g) >= 2048;
       ks.strategy = innermost ? Strategy::block : Strategy::thread;
       ks.block = innermost ? 512 : 128;
       ks.items = innermost ? 4 : 1;
@@ -114,7 +115,8 @@ KernelSchedule default_schedule(const KernelGroup& g) {
     case GroupKind::row: {
       int64_t R = row_length(g), K = rows_of(g);
       bool innermost_kept = g.axes.back() != int64_t(g.shape.size()) - 1;
-      if (innermost_kept && K >= 4096) ks.strategy = Strategy::thread, ks.block = 128;
+      // Innermost dim kept: a thread per row reads coalesced across the warp.
+      if (innermost_kept && K >= 1024) ks.strategy = Strategy::thread, ks.block = 128;
       else if (R <= 1024 && K >= 1024) ks.strategy = Strategy::warp, ks.block = 256;
       else if (K < 264 && R >= 65536 && g.stats.size() == 1 && g.elem_outputs.empty())
         ks.strategy = Strategy::split, ks.chunks = int(std::min<int64_t>(1024, 1056 / std::max<int64_t>(K, 1) + 1)), ks.block = 512;

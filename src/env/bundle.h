@@ -16,6 +16,13 @@ struct Stats {
 Stats stats_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const Stats& s);
 
+// What the environment needs to know of a task, wherever its data lives.
+struct TaskSpec {
+  std::string name;
+  Graph graph;
+  double eager_ms = 0, compile_ms = 0;  // kb-protocol baselines (0 = not measured)
+};
+
 struct Bundle {
   std::string dir;
   nlohmann::json task;  // task.json as written by the bridge
@@ -24,6 +31,7 @@ struct Bundle {
   int num_sets() const { return task.value("num_sets", 0); }
   Stats eager, compile;  // kb protocol, from import
   bool constant_output = false, near_zero_output = false;
+  TaskSpec spec() const { return {name(), graph, eager.median_ms, compile.median_ms}; }
   // Raw bytes of files in the bundle.
   std::string param_bytes(int i) const;
   std::string input_bytes(int set, int i) const;

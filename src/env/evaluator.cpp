@@ -17,29 +17,49 @@ DeviceBuffer upload(const std::string& bytes) {
 
 DeviceTask::DeviceTask(const Bundle& b) {
   const Graph& g = b.graph;
-  for (size_t i = 0; i < g.params.size(); ++i) params_.push_back(upload(b.param_bytes(int(i))));
+  auto keep = [&](const std::string& bytes) {
+    owned_.push_back(upload(bytes));
+    return owned_.back().get();
+  };
+  for (size_t i = 0; i < g.params.size(); ++i) params_.push_back(keep(b.param_bytes(int(i))));
   for (int s = 0; s < b.num_sets(); ++s) {
     inputs_.emplace_back();
     refs_.emplace_back();
-    for (size_t i = 0; i < g.inputs.size(); ++i) inputs_.back().push_back(upload(b.input_bytes(s, int(i))));
-    for (size_t j = 0; j < g.outputs.size(); ++j) refs_.back().push_back(upload(b.output_bytes(s, int(j))));
+    for (size_t i = 0; i < g.inputs.size(); ++i) inputs_.back().push_back(keep(b.input_bytes(s, int(i))));
+    for (size_t j = 0; j < g.outputs.size(); ++j) refs_.back().push_back(keep(b.output_bytes(s, int(j))));
   }
+  allocate_outputs(g);
+}
+
+DeviceTask::DeviceTask(const Graph& g, std::vector<std::vector<CUdeviceptr>> sets,
+                       std::vector<std::vector<CUdeviceptr>> refs, std::vector<CUdeviceptr> params)
+    : params_(std::move(params)), inputs_(std::move(sets)), refs_(std::move(refs)) {
+  if (inputs_.empty() || inputs_.size() != refs_.size()) throw UserError("device task: need one reference list per input set");
+  for (size_t k = 0; k < inputs_.size(); ++k)
+    if (inputs_[k].size() != g.inputs.size() || refs_[k].size() != g.outputs.size())
+      throw UserError("device task: set " + std::to_string(k) + " has " + std::to_string(inputs_[k].size()) + " inputs and " +
+                      std::to_string(refs_[k].size()) + " references; the graph takes " + std::to_string(g.inputs.size()) +
+                      " and returns " + std::to_string(g.outputs.size()));
+  if (params_.size() != g.params.size()) throw UserError("device task: wrong number of params");
+  allocate_outputs(g);
+}
+
+void DeviceTask::allocate_outputs(const Graph& g) {
   for (int o : g.outputs) outputs_.emplace_back(size_t(bytes_of(g.at(o))));
 }
 
 Bindings DeviceTask::bindings(int set) const {
   Bindings b;
-  for (auto& x : inputs_.at(set)) b.inputs.push_back(x.get());
-  for (auto& p : params_) b.params.push_back(p.get());
+  b.inputs = inputs_.at(set);
+  b.params = params_;
   for (auto& o : outputs_) b.outputs.push_back(o.get());
   return b;
 }
 
 namespace {
 // Runs set `s` with poisoned outputs and compares every output; returns false on the first failure.
-bool check_set(const Bundle& bundle, DeviceTask& task, LoadedPlan& lp, Verifier& v, const EvalOptions& o,
+bool check_set(const Graph& g, DeviceTask& task, LoadedPlan& lp, Verifier& v, const EvalOptions& o,
                CUstream stream, int s, EvalResult& r, bool& strict) {
-  const Graph& g = bundle.graph;
   for (int j = 0; j < task.num_outputs(); ++j) Verifier::poison(task.output(j), task.output_bytes(j), stream);
   lp.run(task.bindings(s), stream);
   KF_CU(driver().cuStreamSynchronize(stream));
@@ -55,7 +75,7 @@ bool check_set(const Bundle& bundle, DeviceTask& task, LoadedPlan& lp, Verifier&
 }
 }  // namespace
 
-EvalResult evaluate(const Bundle& bundle, DeviceTask& task, const Plan& plan, const Compiler& compiler,
+EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, const Plan& plan, const Compiler& compiler,
                     Verifier& verifier, const EvalOptions& o, CUstream stream) {
   EvalResult r;
   std::unique_ptr<LoadedPlan> lp;
@@ -68,7 +88,7 @@ EvalResult evaluate(const Bundle& bundle, DeviceTask& task, const Plan& plan, co
   r.compiled = true;
   r.compile_ms = lp->compile_ms;
   bool strict = true, relaxed = true;
-  for (int s = 0; s < task.num_sets() && relaxed; ++s) relaxed = check_set(bundle, task, *lp, verifier, o, stream, s, r, strict);
+  for (int s = 0; s < task.num_sets() && relaxed; ++s) relaxed = check_set(spec.graph, task, *lp, verifier, o, stream, s, r, strict);
   if (!relaxed) return r;
 
   Bindings b0 = task.bindings(0);
@@ -79,14 +99,14 @@ EvalResult evaluate(const Bundle& bundle, DeviceTask& task, const Plan& plan, co
   r.wall_ms = t.wall_ms_per_trial;
   // Re-verify after timing, on the last set: the plan must still be right once nobody is checking.
   bool strict_after = true;
-  if (!check_set(bundle, task, *lp, verifier, o, stream, task.num_sets() - 1, r, strict_after)) {
+  if (!check_set(spec.graph, task, *lp, verifier, o, stream, task.num_sets() - 1, r, strict_after)) {
     r.log += "wrong after timing\n";
     return r;
   }
   r.strict = strict && strict_after;
   r.relaxed = true;
   double floor_ms = o.copy_gbs > 0 ? double(plan.min_bytes()) / (o.copy_gbs * 1e9) * 1e3 : 0;
-  r.reward = compute_reward({true, r.native.median_ms, bundle.eager.median_ms, bundle.compile.median_ms, floor_ms});
+  r.reward = compute_reward({true, r.native.median_ms, spec.eager_ms, spec.compile_ms, floor_ms});
   return r;
 }
 

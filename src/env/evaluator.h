@@ -15,20 +15,27 @@
 
 namespace kforge {
 
-// The bundle's data on the device: params, every input set and reference, and output buffers.
+// A task's data on the device: params, every hidden input set with its references, and output
+// buffers. Either uploaded from a bundle (owned) or borrowed from the caller (PyTorch's tensors, when the
+// Python side hosts the search: no disk round trip for inputs of several GB).
 class DeviceTask {
  public:
   explicit DeviceTask(const Bundle& b);
+  // Borrowed device pointers: sets[k] are the inputs of set k, refs[k] its reference outputs.
+  DeviceTask(const Graph& g, std::vector<std::vector<CUdeviceptr>> sets, std::vector<std::vector<CUdeviceptr>> refs,
+             std::vector<CUdeviceptr> params);
   Bindings bindings(int set) const;
-  CUdeviceptr reference(int set, int output) const { return refs_.at(set).at(output).get(); }
+  CUdeviceptr reference(int set, int output) const { return refs_.at(set).at(output); }
   CUdeviceptr output(int j) const { return outputs_.at(j).get(); }
   size_t output_bytes(int j) const { return outputs_.at(j).bytes(); }
   int num_sets() const { return int(inputs_.size()); }
   int num_outputs() const { return int(outputs_.size()); }
 
  private:
-  std::vector<DeviceBuffer> params_, outputs_;
-  std::vector<std::vector<DeviceBuffer>> inputs_, refs_;
+  void allocate_outputs(const Graph& g);
+  std::vector<DeviceBuffer> owned_, outputs_;
+  std::vector<CUdeviceptr> params_;
+  std::vector<std::vector<CUdeviceptr>> inputs_, refs_;
 };
 
 struct EvalOptions {
@@ -47,7 +54,7 @@ struct EvalResult {
   std::string tier() const { return strict ? "strict" : relaxed ? "relaxed" : "failed"; }
 };
 
-EvalResult evaluate(const Bundle& bundle, DeviceTask& task, const Plan& plan, const Compiler& compiler,
+EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, const Plan& plan, const Compiler& compiler,
                     Verifier& verifier, const EvalOptions& opts, CUstream stream);
 
 // Device-to-device copy bandwidth in GB/s (bytes read + bytes written), over a 1 GiB buffer.

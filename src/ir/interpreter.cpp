@@ -81,7 +81,7 @@ HostTensor reduce(const Node& n, const HostTensor& x) {
     else if (kind == "max") out.data[o] = std::isnan(v) || v > out.data[o] ? v : out.data[o];
     else if (kind == "min") out.data[o] = std::isnan(v) || v < out.data[o] ? v : out.data[o];
     else {  // first index of the extreme value, as PyTorch returns
-      bool better = kind == "argmax" ? v > best[o] : v < best[o];
+      bool better = !std::isnan(best[o]) && (std::isnan(v) || (kind == "argmax" ? v > best[o] : v < best[o]));
       if (!seen[o] || better) {
         best[o] = v;
         out.data[o] = double(it.c[dims[0]]);

@@ -11,6 +11,7 @@
 #include "ir/interpreter.h"
 #include "runtime/driver.h"
 #include "runtime/executor.h"
+#include "search/optimize.h"
 
 namespace py = pybind11;
 using namespace kforge;
@@ -90,6 +91,45 @@ PYBIND11_MODULE(_core, m) {
     for (auto& t : interpret(g, in, pa)) out.push_back(from_host(t));
     return out;
   });
+  m.def("optimize", [](const std::string& graph_json, const std::string& name,
+                       const std::vector<std::vector<uintptr_t>>& sets, const std::vector<std::vector<uintptr_t>>& refs,
+                       const std::vector<uintptr_t>& params, int budget, const std::string& db_path, double eager_ms,
+                       double compile_ms, uint64_t seed, bool progress, const std::string& versions) {
+    // The search on PyTorch's tensors (device pointers): inputs and references never leave the GPU.
+    TaskSpec spec{name, graph_from_json(nlohmann::json::parse(graph_json)), eager_ms, compile_ms};
+    auto ptrs = [](const std::vector<std::vector<uintptr_t>>& v) {
+      std::vector<std::vector<CUdeviceptr>> out;
+      for (auto& s : v) out.emplace_back(s.begin(), s.end());
+      return out;
+    };
+    OptimizeResult r;
+    {
+      py::gil_scoped_release release;
+      ensure_context();
+      DeviceTask task(spec.graph, ptrs(sets), ptrs(refs), std::vector<CUdeviceptr>(params.begin(), params.end()));
+      MeasurementDB db(db_path);
+      Compiler compiler({"sm_90", default_cache_dir(), {}});
+      OptimizeOptions opts;
+      opts.budget = budget;
+      opts.seed = seed;
+      opts.progress = progress;
+      opts.versions = versions;
+      r = optimize(spec, task, db, compiler, opts);
+    }
+    nlohmann::json out = {{"gpu", r.gpu}, {"copy_gbs", r.copy_gbs}, {"candidates", r.candidates},
+                          {"compiled", r.compiled}, {"correct", r.correct}, {"strict", r.strict},
+                          {"tier", r.best ? r.best_eval.tier() : "failed"}, {"log", r.best ? r.best_eval.log : r.last_failure}};
+    if (r.best) {
+      out["plan"] = r.best->to_json();
+      out["min_bytes"] = r.best->min_bytes();
+      out["native"] = to_json(r.best_eval.native);
+      out["reward"] = r.best_eval.reward.reward;
+      out["kernels"] = r.best->kernels.size();
+    }
+    return out.dump();
+  }, py::arg("graph_json"), py::arg("name"), py::arg("sets"), py::arg("refs"), py::arg("params"), py::arg("budget"),
+     py::arg("db_path"), py::arg("eager_ms") = 0.0, py::arg("compile_ms") = 0.0, py::arg("seed") = 1,
+     py::arg("progress") = true, py::arg("versions") = "");
   py::class_<Runner>(m, "Runner")
       .def(py::init<const std::string&, const std::string&>(), py::arg("plan_json"), py::arg("cache_dir") = "")
       .def("run", &Runner::run, py::arg("inputs"), py::arg("params"), py::arg("outputs"), py::arg("stream"))

@@ -22,11 +22,14 @@ struct OptimizeOptions {
 struct OptimizeResult {
   std::optional<Plan> best;
   EvalResult best_eval;
+  std::string last_failure;  // log of the last candidate that failed, for the report when none passed
   int candidates = 0, compiled = 0, correct = 0, strict = 0;
   double copy_gbs = 0;
   std::string gpu;
 };
 
-OptimizeResult optimize(const Bundle& bundle, MeasurementDB& db, const Compiler& compiler, const OptimizeOptions& opts);
+// Searches on `task`'s device data; the caller keeps the data alive and owns the CUDA context.
+OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& db, const Compiler& compiler,
+                        const OptimizeOptions& opts);
 
 }  // namespace kforge

@@ -94,6 +94,35 @@ std::vector<SampleGraph> sample_graphs() {
   g.push_back({"flip_cumsum_flip", {{"inputs", {input("x", {4, 50})}},
                                     {"nodes", {node("f", "flip", {"x"}, {{"dims", {1}}}), node("c", "cumsum", {"f"}, {{"dim", 1}, {"reverse", false}}),
                                                node("y", "flip", {"c"}, {{"dims", {1}}})}}, {"outputs", {"y"}}}});
+  // Regressions from the first codegen review: stored views, non-f32 operands in vector kernels,
+  // members read through views, a group cycle.
+  auto raw = [&](const std::string& name, const std::string& text) { g.push_back({name, json::parse(text)}); };
+  raw("review_permute_reshape", R"({"inputs": [{"name": "x", "shape": [64, 32]}], "nodes": [
+      {"name": "p", "op": "permute", "args": ["x"], "attrs": {"dims": [1, 0]}},
+      {"name": "r", "op": "reshape", "args": ["p"], "attrs": {"shape": [2048]}},
+      {"name": "y", "op": "relu", "args": ["r"]}], "outputs": ["y"]})");
+  raw("review_flip_output", R"({"inputs": [{"name": "x", "shape": [64, 32]}], "nodes": [
+      {"name": "r", "op": "relu", "args": ["x"]}, {"name": "y", "op": "flip", "args": ["r"], "attrs": {"dims": [1]}}],
+      "outputs": ["y"]})");
+  raw("review_bool_vector", R"({"inputs": [{"name": "x", "shape": [4096]}, {"name": "m", "shape": [4096], "dtype": "bool"}],
+      "nodes": [{"name": "mf", "op": "cast", "args": ["m"], "attrs": {"dtype": "f32"}},
+                {"name": "y", "op": "mul", "args": ["x", "mf"]}], "outputs": ["y"]})");
+  raw("review_argmax_cast", R"({"inputs": [{"name": "x", "shape": [64, 128]}], "nodes": [
+      {"name": "a", "op": "argmax", "args": ["x"], "attrs": {"dim": 1, "keepdim": false}},
+      {"name": "y", "op": "cast", "args": ["a"], "attrs": {"dtype": "f32"}}], "outputs": ["y"]})");
+  raw("review_expand_stat", R"({"inputs": [{"name": "x", "shape": [64, 1024]}], "nodes": [
+      {"name": "s", "op": "sum", "args": ["x"], "attrs": {"dims": [1], "keepdim": true}},
+      {"name": "e", "op": "expand", "args": ["s"], "attrs": {"shape": [64, 1024]}},
+      {"name": "y", "op": "div", "args": ["x", "e"]}], "outputs": ["y"]})");
+  raw("review_flip_scan", R"({"inputs": [{"name": "x", "shape": [8, 1000]}], "nodes": [
+      {"name": "c", "op": "cumsum", "args": ["x"], "attrs": {"dim": 1, "reverse": false}},
+      {"name": "f", "op": "flip", "args": ["c"], "attrs": {"dims": [1]}},
+      {"name": "y", "op": "add", "args": ["c", "f"]}], "outputs": ["y"]})");
+  raw("review_group_cycle", R"({"inputs": [{"name": "x", "shape": [4, 128]}], "nodes": [
+      {"name": "c", "op": "cumsum", "args": ["x"], "attrs": {"dim": 1, "reverse": false}},
+      {"name": "s1", "op": "sum", "args": ["x"], "attrs": {"dims": [1], "keepdim": true}},
+      {"name": "o1", "op": "mul", "args": ["c", "s1"]}, {"name": "t", "op": "add", "args": ["c", "s1"]},
+      {"name": "o2", "op": "sum", "args": ["t"], "attrs": {"dims": [1], "keepdim": true}}], "outputs": ["o1", "o2"]})");
   return g;
 }
 

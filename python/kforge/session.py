@@ -1,0 +1,152 @@
+"""`python -m kforge.session PROBLEM.py [PROBLEM.py ...] --budget N --db DB --reports DIR --workdir DIR`
+
+One process hosts the whole loop for one or many problems: PyTorch traces the problem, draws the hidden input
+sets and computes their references on the GPU, and times eager and torch.compile; the C++ search
+(`kforge._core.optimize`) reads those tensors in place, so inputs of several GB never go through a disk; then
+the best plan is checked on a fresh draw and timed side by side with eager and torch.compile (kb protocol).
+`kforge optimize PROBLEM.py` runs this for one problem; the suite driver runs it for many in one process.
+
+For each problem it writes WORKDIR/NAME/{task.json, best_plan.json, kb.json} (a bundle without sets, enough for
+`kforge export`) and REPORTS/NAME.json (docs/interfaces.md), and prints the table row."""
+import argparse
+import json
+import math
+import sys
+import time
+import traceback
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+from kforge import fx_to_ir, timing
+from kforge.bridge import TOLERANCE, check_outputs, draw_set, flags, run_model
+from kforge.errors import ImportProblemError
+from kforge.fx_to_ir import lookup
+from kforge.kbtime import compare, poisoned
+from kforge.launch import KforgeFunction
+from kforge.problem import load_problem, random_seed
+
+HEADER = ("| problem | eager ms | compile ms | kforge ms | x eager | x compile | x best | tier | protocol |\n"
+          "|---|---|---|---|---|---|---|---|---|")
+
+
+def ptrs(tensors) -> list[int]:
+    return [t.data_ptr() for t in tensors]
+
+
+def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 5, seed: int = 1,
+                     progress: bool = True) -> dict:
+    import kforge._core as core
+
+    problem = load_problem(path)
+    model = problem.build_model().to("cuda")
+    inputs0 = problem.draw_inputs(random_seed(), "cuda")
+    graph = fx_to_ir.convert(model, inputs0, problem.path)
+    params = [lookup(model, p["name"]).detach().clone().contiguous() for p in graph["params"]]
+    sets, refs = [], []
+    for k in range(num_sets):
+        inputs_k, outputs_k = draw_set(problem, model, k, "cuda") if k else (inputs0, run_model(model, inputs0))
+        check_outputs(problem, graph, outputs_k)
+        sets.append([t.contiguous() for t in inputs_k])
+        refs.append([t.contiguous() for t in outputs_k])
+        if k == 0:
+            task_flags = flags(outputs_k)
+    compiled = torch.compile(model)  # inductor, default mode
+    with torch.no_grad():
+        base = timing.time_interleaved({"eager": lambda: model(*inputs0), "compile": lambda: compiled(*inputs0)})
+    torch.cuda.synchronize()  # the search runs on its own stream and reads these tensors
+
+    name = problem.path.stem
+    out_dir = workdir / name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    task = {"name": name, "source": str(problem.path), "graph": graph, "gpu": torch.cuda.get_device_name(),
+            "torch_version": torch.__version__, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "baselines": base, "num_sets": num_sets, "flags": task_flags, "tolerance": TOLERANCE}
+    (out_dir / "task.json").write_text(json.dumps(task, indent=1))
+    result = json.loads(core.optimize(json.dumps(graph), name, [ptrs(s) for s in sets], [ptrs(r) for r in refs],
+                                      ptrs(params), budget, db, base["eager"]["median_ms"],
+                                      base["compile"]["median_ms"], seed, progress, f"torch {torch.__version__}"))
+    report = {"name": name, "source": str(problem.path), "gpu": result["gpu"], "torch_version": torch.__version__,
+              "protocol": "kb", "candidates": result["candidates"], "correct_candidates": result["correct"],
+              "strict_candidates": result["strict"], "copy_bandwidth_gbs": result["copy_gbs"], "flags": task_flags,
+              "eager_ms": base["eager"]["median_ms"], "compile_ms": base["compile"]["median_ms"], "error": None}
+    if "plan" not in result:
+        report.update(tier="failed", error=f"no correct candidate among {result['candidates']}: {result['log'][:2000]}")
+        return report
+    plan_json = json.dumps(result["plan"])
+    (out_dir / "best_plan.json").write_text(plan_json)
+
+    # kb protocol: a fresh draw checked against eager, then eager, torch.compile and kforge side by side.
+    kforge = KforgeFunction(core.Runner(plan_json), graph)
+    fresh = problem.draw_inputs(random_seed(), "cuda")
+    with torch.no_grad():
+        expected = run_model(model, fresh)
+        check = compare(kforge(fresh, params, out=poisoned(kforge)), expected, TOLERANCE)
+        kb = timing.time_interleaved({"eager": lambda: model(*inputs0), "compile": lambda: compiled(*inputs0),
+                                      "kforge": lambda: kforge(inputs0, params)})
+    kb["check"] = check
+    (out_dir / "kb.json").write_text(json.dumps(kb, indent=1))
+    eager, comp, ours = (kb[k]["median_ms"] for k in ("eager", "compile", "kforge"))
+    strict = result["tier"] == "strict" and check["strict"]
+    tier = "strict" if strict else "relaxed" if check["relaxed"] else "failed"
+    native = result["native"]["median_ms"]
+    report.update(tier=tier, eager_ms=eager, compile_ms=comp, kforge_ms=ours, kforge_native_ms=native,
+                  speedup_eager=eager / ours, speedup_compile=comp / ours, speedup_best=min(eager, comp) / ours,
+                  bytes_min=result["min_bytes"], bandwidth_gbs=result["min_bytes"] / (ours * 1e-3) / 1e9,
+                  native_bandwidth_gbs=result["min_bytes"] / (native * 1e-3) / 1e9,
+                  best_schedule=result["plan"]["schedule"], kernels=result["kernels"], reward=result["reward"], kb=kb)
+    if tier == "failed":
+        report["error"] = "the best plan failed the check on a fresh input draw"
+    return report
+
+
+def row(r: dict) -> str:
+    def f(key, spec=".3f"):
+        v = r.get(key)
+        return format(v, spec) if isinstance(v, (int, float)) and math.isfinite(v) and v > 0 else "-"
+    return (f"| {r['name']} | {f('eager_ms')} | {f('compile_ms')} | {f('kforge_ms')} | {f('speedup_eager', '.2f')} | "
+            f"{f('speedup_compile', '.2f')} | {f('speedup_best', '.2f')} | {r.get('tier', 'failed')} | kb |")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kforge.session")
+    parser.add_argument("problems", nargs="+")
+    parser.add_argument("--budget", type=int, default=32)
+    parser.add_argument("--db", default="kforge.db")
+    parser.add_argument("--reports", default=None, help="folder for NAME.json reports")
+    parser.add_argument("--report", default=None, help="report path (one problem)")
+    parser.add_argument("--workdir", default="kforge_out")
+    parser.add_argument("--sets", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("kforge: error: optimize needs a CUDA GPU (none is visible to PyTorch)", file=sys.stderr)
+        return 2
+    failures = 0
+    print(HEADER, flush=True)
+    for path in args.problems:
+        t0 = time.time()
+        try:
+            report = optimize_problem(path, args.budget, args.db, Path(args.workdir), args.sets, args.seed,
+                                      not args.no_progress)
+        except ImportProblemError as e:
+            report = {"name": Path(path).stem, "tier": "failed", "error": str(e)}
+        except Exception as e:  # noqa: BLE001 -- one problem's failure must not end the others
+            traceback.print_exc()
+            report = {"name": Path(path).stem, "tier": "failed", "error": f"{type(e).__name__}: {e}"}
+        report["seconds"] = round(time.time() - t0, 1)
+        failures += report["tier"] == "failed"
+        out = Path(args.report) if args.report and len(args.problems) == 1 else (
+            Path(args.reports) / f"{report['name']}.json" if args.reports else None)
+        if out:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(report, indent=1))
+        print(row(report) + (f"  <- {report['error'][:300]}" if report.get("error") else ""), flush=True)
+        torch.cuda.empty_cache()
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
