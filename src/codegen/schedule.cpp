@@ -61,6 +61,8 @@ int64_t row_length(const KernelGroup& g) {
 }
 
 namespace {
+constexpr int64_t kMaxSerial = 1 << 16;  // elements one thread may walk alone in a reduction or scan
+
 [[noreturn]] void illegal(const KernelGroup& g, const std::string& field, const std::string& why) {
   throw UserError("schedule of kernel '" + g.key + "': " + field + " " + why);
 }
@@ -81,10 +83,17 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
     case GroupKind::scan:
       if (ks.strategy != Strategy::thread && ks.strategy != Strategy::block)
         illegal(g, "strategy", "must be thread or block for a scan");
+      if (ks.strategy == Strategy::thread && row_length(g) > kMaxSerial)
+        illegal(g, "strategy", "thread would scan " + std::to_string(row_length(g)) + " elements serially");
       if (ks.vec != 1) illegal(g, "vec", "must be 1 for a scan");
       break;
     case GroupKind::row:
       if (ks.strategy == Strategy::flat) illegal(g, "strategy", "cannot be flat for a reduction");
+      // A thread (or warp) walking a very long row alone never wins and can take seconds per run.
+      if (ks.strategy == Strategy::thread && row_length(g) > kMaxSerial)
+        illegal(g, "strategy", "thread would walk " + std::to_string(row_length(g)) + " elements serially");
+      if (ks.strategy == Strategy::warp && row_length(g) > 32 * kMaxSerial)
+        illegal(g, "strategy", "warp would walk " + std::to_string(row_length(g) / 32) + " elements per lane");
       if (ks.vec != 1) illegal(g, "vec", "must be 1 for a reduction");
       if (ks.strategy == Strategy::split) {
         if (g.stats.size() != 1 || !g.elem_outputs.empty())

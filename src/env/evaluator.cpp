@@ -1,5 +1,8 @@
 #include "env/evaluator.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "ir/error.h"
 #include "runtime/driver.h"
 
@@ -88,7 +91,16 @@ EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, const Plan& plan, co
   r.compiled = true;
   r.compile_ms = lp->compile_ms;
   bool strict = true, relaxed = true;
-  for (int s = 0; s < task.num_sets() && relaxed; ++s) relaxed = check_set(spec.graph, task, *lp, verifier, o, stream, s, r, strict);
+  double limit = o.run_limit_ms > 0 ? o.run_limit_ms : std::max(250.0, 50.0 * spec.eager_ms);
+  for (int s = 0; s < task.num_sets() && relaxed; ++s) {
+    auto t0 = std::chrono::steady_clock::now();
+    relaxed = check_set(spec.graph, task, *lp, verifier, o, stream, s, r, strict);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (ms > limit) {
+      r.log += "too slow: " + std::to_string(ms) + " ms for one checked run (limit " + std::to_string(limit) + " ms)\n";
+      return r;
+    }
+  }
   if (!relaxed) return r;
 
   Bindings b0 = task.bindings(0);

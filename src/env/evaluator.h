@@ -42,6 +42,9 @@ struct EvalOptions {
   Tolerance tol;
   TimingOptions timing;
   double copy_gbs = 0;  // measured device-to-device copy bandwidth (read + write), for the roofline floor
+  // A candidate whose first checked run takes longer than this is stopped (reward -1): it cannot win
+  // and would hold the GPU. 0 = max(250 ms, 50 x the eager baseline).
+  double run_limit_ms = 0;
 };
 
 struct EvalResult {

@@ -99,6 +99,18 @@ TEST(Schedule, IllegalSchedulesNameKernelAndField) {
   EXPECT_THROW(check_schedule(groups[0], ks), UserError);
 }
 
+TEST(Schedule, NoThreadWalksAHugeRowAlone) {
+  // Regression (device run 1, 47_kl_div_loss): a thread per row over a 100M-element loss took minutes.
+  nlohmann::json big = {{"inputs", {{{"name", "x"}, {"shape", {1024, 1024}}}}},
+                        {"nodes", {{{"name", "y"}, {"op", "sum"}, {"args", {"x"}}, {"attrs", {{"dims", nlohmann::json::array()}, {"keepdim", false}}}}}},
+                        {"outputs", {"y"}}};
+  auto groups = kernel_groups(graph_from_json(big), true);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_THROW(check_schedule(groups[0], {Strategy::thread, 128}), UserError);
+  for (auto& ks : schedule_space(groups[0])) EXPECT_NE(ks.strategy, Strategy::thread);
+  EXPECT_EQ(default_schedule(groups[0]).strategy, Strategy::split);
+}
+
 TEST(Schedule, JsonRoundTrip) {
   Schedule s;
   s.fuse_rows = false;
