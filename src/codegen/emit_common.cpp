@@ -36,7 +36,8 @@ std::string kernel_header(const Partition& p, const KernelGroup& g, const Kernel
   list("elementwise outputs", g.elem_outputs);
   list("row outputs", g.row_outputs);
   s += "// schedule: strategy " + to_string(ks.strategy) + ", block " + std::to_string(ks.block) + ", vec " +
-       std::to_string(ks.vec) + ", items " + std::to_string(ks.items) + ", chunks " + std::to_string(ks.chunks) + "\n";
+       std::to_string(ks.vec) + ", items " + std::to_string(ks.items) + ", chunks " + std::to_string(ks.chunks) +
+       (ks.cache_row ? ", rows cached in shared memory" : "") + "\n";
   return s;
 }
 
@@ -50,7 +51,7 @@ PlanKernel make_kernel(const KernelGroup& g, const KernelSchedule& ks, const std
   k.grid = clamp_grid(grid);
   k.block = block;
   k.schedule = {{"strategy", to_string(ks.strategy)}, {"block", ks.block}, {"vec", ks.vec},
-                {"items", ks.items}, {"chunks", ks.chunks}};
+                {"items", ks.items}, {"chunks", ks.chunks}, {"cache_row", ks.cache_row}};
   return k;
 }
 

@@ -219,6 +219,54 @@ std::vector<PlanKernel> emit_split(EmitContext& cx, const KernelGroup& g, const 
   return out;
 }
 
+// Tile strategy: lane l of every warp owns row k = tile * 32 + l; warp w walks r = w, w + W, ...; the
+// warps' partial statistics meet in shared memory and every thread reads back the row's total.
+std::vector<PlanKernel> emit_tile(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks,
+                                  const std::string& name, const RowShape& rs) {
+  const Graph& gr = *cx.partition.graph;
+  int W = ks.block / 32;
+  std::string Ws = std::to_string(W), K = std::to_string(rs.K) + "LL";
+  std::string loop = "if (active) for (i64 r = warp; r < " + std::to_string(rs.R) + "LL; r += " + Ws + ")";
+  KernelWriter w(cx.partition, g, cx.buffer_of_owner);
+  std::string body;
+  for (int s : g.stats) {
+    std::string kind = gr.at(s).attr_s("kind"), acc = "acc" + std::to_string(s), sv = "s" + std::to_string(s);
+    body += stat_pass(w, gr, g, rs, s, loop, "    ");
+    body += "    __syncthreads();  // the previous statistic's partials have been read\n";
+    if (is_arg(kind)) {
+      body += "    kf_apart[warp][lane] = " + acc + ";\n    __syncthreads();\n";
+      body += "    KfArg t" + std::to_string(s) + " = kf_apart[0][lane];\n";
+      body += "    for (int q = 1; q < " + Ws + "; ++q) t" + std::to_string(s) + " = kf_arg_combine<" + is_max(kind) +
+              ">(t" + std::to_string(s) + ", kf_apart[q][lane]);\n";
+      body += "    const i64 " + sv + " = t" + std::to_string(s) + ".i;\n";
+    } else {
+      std::string op = op_struct(kind);
+      body += "    kf_part[warp][lane] = " + acc + ";\n    __syncthreads();\n";
+      body += "    float " + sv + " = kf_part[0][lane];\n";
+      body += "    for (int q = 1; q < " + Ws + "; ++q) " + sv + " = " + op + "::f(" + sv + ", kf_part[q][lane]);\n";
+    }
+    w.bind(s, sv);
+  }
+  if (!g.row_outputs.empty()) body += row_outputs(w, g, rs, "active && warp == 0", "    ");
+  if (!g.elem_outputs.empty()) {
+    Coords c = coords_at(g, rs, true, "      ");
+    w.begin_site(c.c, c.linear, "      ");
+    std::string writes;
+    for (int o : g.elem_outputs) {
+      std::string v = w.value(o);
+      writes += "      " + w.buf(o) + "[" + w.out_index(o) + "] = " + v + ";\n";
+    }
+    body += "    " + loop + " {\n" + c.stmts + w.take() + writes + "    }\n";
+  }
+  std::string s = kernel_header(cx.partition, g, ks, name);
+  s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + name + "(" + w.params() + ") {\n";
+  s += "  __shared__ float kf_part[" + Ws + "][32];\n  __shared__ KfArg kf_apart[" + Ws + "][32];\n";
+  s += "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n";
+  s += "  for (i64 tile = blockIdx.x; tile * 32 < " + K + "; tile += gridDim.x) {\n";
+  s += "    const i64 k = tile * 32 + lane;\n    const bool active = k < " + K + ";\n" + body + "  }\n}\n";
+  return {make_kernel(g, ks, name, s, w, (rs.K + 31) / 32, ks.block)};
+}
+
 }  // namespace
 
 std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
@@ -229,12 +277,34 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const Ke
       throw UserError("reduction '" + gr.at(s).name + "' over " + to_string(gr.at(gr.at(s).args[0]).type.dtype) +
                       " values: kforge generates float reductions only (accumulating integers in float would round)");
   if (ks.strategy == Strategy::split) return emit_split(cx, g, ks, name, rs);
+  if (ks.strategy == Strategy::tile) return emit_tile(cx, g, ks, name, rs);
   Skeleton sk = skeleton(ks, rs);
   KernelWriter w(cx.partition, g, cx.buffer_of_owner);
   std::string body;
-  for (int s : g.stats) {
+  // Row cache: the row buffers the first pass reads go to shared memory as they are read; later passes
+  // read them there, so each row crosses HBM once however many passes the group makes.
+  std::vector<int> cached;
+  int64_t smem = 0;
+  std::string cache_base = ks.strategy == Strategy::warp ? "(threadIdx.x >> 5) * " : "0 * ";
+  if (ks.cache_row) {
+    stat_pass(w, gr, g, rs, g.stats.at(0), sk.elem_loop, "    ");
+    w.take();
+    cached.assign(w.contiguous_reads().begin(), w.contiguous_reads().end());
+    // As many row buffers as fit; the rest are re-read from memory.
+    cached.resize(std::min<size_t>(cached.size(), size_t(kMaxRowCache / row_cache_bytes(g, ks, 1))));
+    smem = row_cache_bytes(g, ks, int(cached.size()));
+    cache_base += std::to_string(int64_t(cached.size()) * rs.R) + "LL";
+  }
+  auto cache_slot = [&](size_t i) {
+    return "kf_row[" + cache_base + " + " + std::to_string(int64_t(i) * rs.R) + "LL + r]";
+  };
+  for (size_t si = 0; si < g.stats.size(); ++si) {
+    int s = g.stats[si];
+    for (size_t i = 0; i < cached.size(); ++i)
+      w.set_vector_source(cached[i], si == 0 ? "(" + cache_slot(i) + " = b" + std::to_string(cached[i]) + "[lin])" : cache_slot(i));
     body += stat_pass(w, gr, g, rs, s, sk.elem_loop, "    ");
     body += finish_stat(gr, s, sk.reduce_f, sk.reduce_arg, "    ");
+    if (si == 0 && !cached.empty() && ks.strategy == Strategy::warp) body += "    __syncwarp();\n";
     w.bind(s, "s" + std::to_string(s));
   }
   body += row_outputs(w, g, rs, sk.leader, "    ");
@@ -248,11 +318,17 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const Ke
     }
     body += "    " + sk.elem_loop + " {\n" + c.stmts + w.take() + writes + "    }\n";
   }
+  w.clear_vector_sources();
+  if (!cached.empty())  // the next row overwrites the cache: every thread must be done with this one
+    body += ks.strategy == Strategy::warp ? "    __syncwarp();\n" : "    __syncthreads();\n";
   std::string s = kernel_header(cx.partition, g, ks, name);
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + name + "(" + w.params() + ") {\n";
   if (ks.strategy == Strategy::block) s += "  __shared__ float kf_scratch[32];\n  __shared__ KfArg kf_ascratch[32];\n";
+  if (!cached.empty()) s += "  extern __shared__ float kf_row[];  // " + std::to_string(cached.size()) + " cached row buffer(s)\n";
   s += "  " + sk.row_loop + " {\n" + body + "  }\n}\n";
-  return {make_kernel(g, ks, name, s, w, sk.blocks, ks.block)};
+  PlanKernel k = make_kernel(g, ks, name, s, w, sk.blocks, ks.block);
+  k.smem = int(smem);
+  return {k};
 }
 
 }  // namespace kforge

@@ -29,6 +29,7 @@ class KernelWriter {
   void clear_vector_sources() { vector_src_.clear(); }
   // Buffers whose contiguous reads the last sites made (candidates for vector loads).
   const std::set<int>& contiguous_reads() const { return contiguous_reads_; }
+  void clear_contiguous_reads() { contiguous_reads_.clear(); }
 
   std::string value(int node);      // emits what is needed; returns an expression
   std::string out_index(int node);  // index at which stored value `node` is written at this site

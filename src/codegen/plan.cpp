@@ -37,7 +37,7 @@ nlohmann::json Plan::to_json() const {
                             {"dtype", to_string(b.dtype)}, {"shape", b.shape}});
   for (auto& k : kernels)
     j["kernels"].push_back({{"name", k.name}, {"group", k.group}, {"source", k.source}, {"args", k.args},
-                            {"grid", k.grid}, {"block", k.block}, {"schedule", k.schedule}});
+                            {"grid", k.grid}, {"block", k.block}, {"smem", k.smem}, {"schedule", k.schedule}});
   return j;
 }
 
@@ -51,7 +51,8 @@ Plan Plan::from_json(const nlohmann::json& j) {
                            dtype_from_string(b.at("dtype")), b.at("shape").get<Shape>()});
     for (auto& k : j.at("kernels")) {
       PlanKernel pk{k.at("name"), k.value("group", ""), k.at("source"), k.at("args").get<std::vector<int>>(),
-                    k.at("grid").get<int64_t>(), k.at("block").get<int>(), k.value("schedule", nlohmann::json())};
+                    k.at("grid").get<int64_t>(), k.at("block").get<int>(), k.value("smem", 0),
+                    k.value("schedule", nlohmann::json())};
       for (int a : pk.args)
         if (a < 0 || a >= int(p.buffers.size()))
           throw UserError("plan: kernel '" + pk.name + "' uses buffer " + std::to_string(a) + ", which does not exist");

@@ -28,6 +28,7 @@ struct PlanKernel {
   std::vector<int> args;  // buffer ids, in parameter order
   int64_t grid = 1;
   int block = 256;
+  int smem = 0;  // dynamic shared memory bytes (row caches)
   nlohmann::json schedule;
 };
 

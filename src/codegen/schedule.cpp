@@ -12,12 +12,13 @@ std::string to_string(Strategy s) {
     case Strategy::warp: return "warp";
     case Strategy::block: return "block";
     case Strategy::split: return "split";
+    case Strategy::tile: return "tile";
   }
   return "?";
 }
 
 Strategy strategy_from_string(const std::string& s) {
-  for (auto st : {Strategy::flat, Strategy::thread, Strategy::warp, Strategy::block, Strategy::split})
+  for (auto st : {Strategy::flat, Strategy::thread, Strategy::warp, Strategy::block, Strategy::split, Strategy::tile})
     if (to_string(st) == s) return st;
   throw UserError("unknown strategy '" + s + "' (flat, thread, warp, block or split)");
 }
@@ -26,7 +27,7 @@ nlohmann::json to_json(const Schedule& s) {
   nlohmann::json k = nlohmann::json::object();
   for (auto& [key, ks] : s.kernels)
     k[key] = {{"strategy", to_string(ks.strategy)}, {"block", ks.block}, {"vec", ks.vec},
-              {"items", ks.items}, {"chunks", ks.chunks}};
+              {"items", ks.items}, {"chunks", ks.chunks}, {"cache_row", ks.cache_row}};
   return {{"fuse_rows", s.fuse_rows}, {"cuda_graph", s.cuda_graph}, {"kernels", k}};
 }
 
@@ -42,9 +43,15 @@ Schedule schedule_from_json(const nlohmann::json& j) {
     ks.vec = v.value("vec", 1);
     ks.items = v.value("items", 1);
     ks.chunks = v.value("chunks", 1);
+    ks.cache_row = v.value("cache_row", false);
     s.kernels[key] = ks;
   }
   return s;
+}
+
+int64_t row_cache_bytes(const KernelGroup& g, const KernelSchedule& ks, int buffers) {
+  int64_t rows_per_block = ks.strategy == Strategy::warp ? ks.block / 32 : 1;
+  return row_length(g) * 4 * rows_per_block * buffers;
 }
 
 int64_t rows_of(const KernelGroup& g) {
@@ -95,6 +102,19 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
       if (ks.strategy == Strategy::warp && row_length(g) > 32 * kMaxSerial)
         illegal(g, "strategy", "warp would walk " + std::to_string(row_length(g) / 32) + " elements per lane");
       if (ks.vec != 1) illegal(g, "vec", "must be 1 for a reduction");
+      if (ks.cache_row) {
+        bool suffix = true;
+        for (size_t i = 0; i < g.axes.size(); ++i)
+          suffix = suffix && g.axes[i] == int64_t(g.shape.size() - g.axes.size() + i);
+        if (!suffix) illegal(g, "cache_row", "needs the reduced dims to be the innermost ones");
+        if (g.stats.size() + (g.elem_outputs.empty() ? 0 : 1) < 2) illegal(g, "cache_row", "has nothing to reuse: one pass");
+        if (ks.strategy != Strategy::warp && ks.strategy != Strategy::block)
+          illegal(g, "cache_row", "needs the warp or block strategy (a row per warp or block)");
+        if (row_cache_bytes(g, ks, 1) > kMaxRowCache)
+          illegal(g, "cache_row", "needs " + std::to_string(row_cache_bytes(g, ks, 1)) + " bytes of shared memory per row buffer");
+      }
+      if (ks.strategy == Strategy::tile && g.axes.back() == int64_t(g.shape.size()) - 1)
+        illegal(g, "strategy", "tile needs the innermost dim kept (rows side by side in memory)");
       if (ks.strategy == Strategy::split) {
         if (g.stats.size() != 1 || !g.elem_outputs.empty())
           illegal(g, "strategy", "split needs a single reduction with no elementwise outputs");
@@ -124,13 +144,24 @@ KernelSchedule default_schedule(const KernelGroup& g) {
     case GroupKind::row: {
       int64_t R = row_length(g), K = rows_of(g);
       bool innermost_kept = g.axes.back() != int64_t(g.shape.size()) - 1;
-      // Innermost dim kept: a thread per row reads coalesced across the warp.
-      if (innermost_kept && K >= 1024) ks.strategy = Strategy::thread, ks.block = 128;
+      // Innermost dim kept: a lane per row reads coalesced across the warp, warps split the rows.
+      if (innermost_kept) ks.strategy = Strategy::tile, ks.block = 256;
       else if (R <= 1024 && K >= 1024) ks.strategy = Strategy::warp, ks.block = 256;
       else if (K < 264 && R >= 65536 && g.stats.size() == 1 && g.elem_outputs.empty())
         ks.strategy = Strategy::split, ks.chunks = int(std::min<int64_t>(1024, 1056 / std::max<int64_t>(K, 1) + 1)), ks.block = 512;
       else ks.strategy = Strategy::block, ks.block = R >= 8192 ? 1024 : 256;
       if (ks.strategy == Strategy::split && ks.chunks < 2) ks.chunks = 2;
+      // Several passes over a row that fits in shared memory: read it from HBM once.
+      bool passes = g.stats.size() + (g.elem_outputs.empty() ? 0 : 1) > 1;
+      ks.cache_row = passes && (ks.strategy == Strategy::warp || ks.strategy == Strategy::block) &&
+                     row_cache_bytes(g, ks, 1) <= kMaxRowCache;
+      if (ks.cache_row) {
+        try {
+          check_schedule(g, ks);
+        } catch (const UserError&) {
+          ks.cache_row = false;
+        }
+      }
       break;
     }
   }
@@ -160,8 +191,11 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
       break;
     case GroupKind::row:
       for (int b : {64, 128, 256}) keep({Strategy::thread, b, 1, 1, 1});
-      for (int b : {128, 256, 512}) keep({Strategy::warp, b, 1, 1, 1});
-      for (int b : {128, 256, 512, 1024}) keep({Strategy::block, b, 1, 1, 1});
+      for (int b : {64, 128, 256, 512, 1024}) keep({Strategy::tile, b, 1, 1, 1});
+      for (bool cache : {false, true}) {
+        for (int b : {128, 256, 512}) keep({Strategy::warp, b, 1, 1, 1, cache});
+        for (int b : {128, 256, 512, 1024}) keep({Strategy::block, b, 1, 1, 1, cache});
+      }
       for (int b : {256, 512, 1024})
         for (int c : {8, 32, 128, 512}) keep({Strategy::split, b, 1, 1, c});
       break;

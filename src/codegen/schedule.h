@@ -17,7 +17,9 @@ namespace kforge {
 //   warp:   one warp per row, shuffles only (short rows).
 //   block:  one block per row (long rows).
 //   split:  rows cut into `chunks` pieces reduced by separate blocks, then combined (few, very long rows).
-enum class Strategy { flat, thread, warp, block, split };
+//   tile:   32 neighbouring rows per block, one per lane, the block's warps splitting each row; for rows
+//           whose innermost dim is kept (reducing dim 1 of [B, R, I]): coalesced and parallel along R.
+enum class Strategy { flat, thread, warp, block, split, tile };
 
 struct KernelSchedule {
   Strategy strategy = Strategy::flat;
@@ -25,6 +27,7 @@ struct KernelSchedule {
   int vec = 1;       // elements per 16-byte-or-narrower access (1, 2 or 4); flat only
   int items = 1;     // grid-stride iterations per thread (flat) or elements per thread (scan block)
   int chunks = 1;    // split only
+  bool cache_row = false;  // warp/block rows: keep the first pass's row in shared memory for later passes
   bool operator==(const KernelSchedule&) const = default;
 };
 
@@ -48,6 +51,11 @@ KernelSchedule default_schedule(const KernelGroup& group);
 std::vector<KernelSchedule> schedule_space(const KernelGroup& group);
 // The schedule a group gets under `s`.
 KernelSchedule schedule_for(const Schedule& s, const KernelGroup& group);
+
+// Shared memory a row cache takes for `buffers` cached f32 row buffers; at most kMaxRowCache (H100/H200
+// allow 227 KB of dynamic shared memory per block).
+constexpr int64_t kMaxRowCache = 227 * 1024;
+int64_t row_cache_bytes(const KernelGroup& g, const KernelSchedule& ks, int buffers);
 
 // Row geometry of a group: kept elements K and reduced elements R (R = 1 for pointwise).
 int64_t rows_of(const KernelGroup& g);

@@ -18,6 +18,8 @@ LoadedPlan::LoadedPlan(Plan plan, const Compiler& compiler) : plan_(std::move(pl
     modules_.push_back(m);
     CUfunction f;
     KF_CU(d.cuModuleGetFunction(&f, m, k.name.c_str()));
+    if (k.smem > 48 * 1024)  // beyond 48 KB a kernel must opt in to dynamic shared memory
+      KF_CU(d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k.smem));
     functions_.push_back(f);
   }
   temps_.assign(plan_.buffers.size(), 0);
@@ -67,7 +69,7 @@ void LoadedPlan::run(const Bindings& b, CUstream stream) {
     for (int a : k.args) ptrs.push_back(pointer_of(a, b));
     std::vector<void*> params;
     for (auto& p : ptrs) params.push_back(&p);
-    KF_CU(d.cuLaunchKernel(functions_[i], unsigned(k.grid), 1, 1, unsigned(k.block), 1, 1, 0, stream,
+    KF_CU(d.cuLaunchKernel(functions_[i], unsigned(k.grid), 1, 1, unsigned(k.block), 1, 1, unsigned(k.smem), stream,
                            params.data(), nullptr));
   }
 }

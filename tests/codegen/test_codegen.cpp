@@ -19,7 +19,7 @@ std::vector<Schedule> schedules_of(const Graph& g) {
   for (auto& grp : kernel_groups(g, true)) {
     std::set<std::string> seen;
     for (auto& ks : schedule_space(grp)) {
-      std::string key = to_string(ks.strategy) + std::to_string(ks.vec);
+      std::string key = to_string(ks.strategy) + std::to_string(ks.vec) + std::to_string(ks.cache_row);
       if (!seen.insert(key).second) continue;
       Schedule s;
       s.kernels[grp.key] = ks;

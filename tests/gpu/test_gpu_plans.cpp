@@ -26,7 +26,8 @@ std::vector<Schedule> schedules_of(const Graph& g) {
   for (auto& grp : kernel_groups(g, true)) {
     std::set<std::string> seen;
     for (auto& ks : schedule_space(grp)) {
-      if (!seen.insert(to_string(ks.strategy) + std::to_string(ks.vec) + std::to_string(ks.items)).second) continue;
+      std::string key = to_string(ks.strategy) + std::to_string(ks.vec) + std::to_string(ks.items) + std::to_string(ks.cache_row);
+      if (!seen.insert(key).second) continue;
       Schedule s;
       s.kernels[grp.key] = ks;
       out.push_back(s);
