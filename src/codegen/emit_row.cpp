@@ -108,8 +108,9 @@ Coords coords_at(const KernelGroup& g, const RowShape& rs, bool in_row, const st
 }
 
 // One pass over the row accumulating statistic `s` into `acc`.
+// `prefetch` runs at the top of every iteration, after the coordinates (the row cache's fill).
 std::string stat_pass(KernelWriter& w, const Graph& gr, const KernelGroup& g, const RowShape& rs, int s,
-                      const std::string& loop, const std::string& indent) {
+                      const std::string& loop, const std::string& indent, const std::string& prefetch = "") {
   const Node& n = gr.at(s);
   std::string kind = n.attr_s("kind"), in = indent + "  ";
   Coords c = coords_at(g, rs, true, in);
@@ -120,12 +121,12 @@ std::string stat_pass(KernelWriter& w, const Graph& gr, const KernelGroup& g, co
   std::string out;
   if (is_arg(kind)) {
     out += indent + "KfArg " + acc + " = {" + (kind == "argmax" ? "-KF_INF" : "KF_INF") + ", -1};\n";
-    out += indent + loop + " {\n" + c.stmts + body;
+    out += indent + loop + " {\n" + c.stmts + prefetch + body;
     out += in + acc + " = kf_arg_combine<" + is_max(kind) + ">(" + acc + ", KfArg{(float)(" + v + "), c" +
            std::to_string(rs.axes[0]) + "});\n" + indent + "}\n";
   } else {
     out += indent + "float " + acc + " = " + op_struct(kind) + "::init();\n";
-    out += indent + loop + " {\n" + c.stmts + body;
+    out += indent + loop + " {\n" + c.stmts + prefetch + body;
     out += in + acc + " = " + op_struct(kind) + "::f(" + acc + ", (float)(" + v + "));\n" + indent + "}\n";
   }
   return out;
@@ -298,11 +299,16 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const Ke
   auto cache_slot = [&](size_t i) {
     return "kf_row[" + cache_base + " + " + std::to_string(int64_t(i) * rs.R) + "LL + r]";
   };
+  // The first pass fills the cache unconditionally (a read under a `where` branch would leave holes),
+  // and every pass, the first included, reads the row from the cache.
+  std::string fill;
+  for (size_t i = 0; i < cached.size(); ++i) {
+    fill += "      " + cache_slot(i) + " = b" + std::to_string(cached[i]) + "[lin];\n";
+    w.set_vector_source(cached[i], cache_slot(i));
+  }
   for (size_t si = 0; si < g.stats.size(); ++si) {
     int s = g.stats[si];
-    for (size_t i = 0; i < cached.size(); ++i)
-      w.set_vector_source(cached[i], si == 0 ? "(" + cache_slot(i) + " = b" + std::to_string(cached[i]) + "[lin])" : cache_slot(i));
-    body += stat_pass(w, gr, g, rs, s, sk.elem_loop, "    ");
+    body += stat_pass(w, gr, g, rs, s, sk.elem_loop, "    ", si == 0 ? fill : "");
     body += finish_stat(gr, s, sk.reduce_f, sk.reduce_arg, "    ");
     if (si == 0 && !cached.empty() && ks.strategy == Strategy::warp) body += "    __syncwarp();\n";
     w.bind(s, "s" + std::to_string(s));

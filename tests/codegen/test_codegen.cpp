@@ -111,6 +111,28 @@ TEST(Schedule, NoThreadWalksAHugeRowAlone) {
   EXPECT_EQ(default_schedule(groups[0]).strategy, Strategy::split);
 }
 
+TEST(Schedule, DefaultsPickTheLayoutAwareStrategies) {
+  auto only_group = [](const std::string& name) {
+    auto groups = kernel_groups(graph_from_json(sample(name)), true);
+    EXPECT_EQ(groups.size(), 1u) << name;
+    return groups.at(0);
+  };
+  // Reducing a middle dim keeps the innermost one: rows side by side, a lane each.
+  EXPECT_EQ(default_schedule(only_group("sum_middle")).strategy, Strategy::tile);
+  EXPECT_EQ(default_schedule(only_group("argmin")).strategy, Strategy::tile);
+  // Softmax makes three passes over a row that fits in shared memory: cache it.
+  KernelSchedule soft = default_schedule(only_group("softmax"));
+  EXPECT_TRUE(soft.cache_row);
+  Plan p = lower(graph_from_json(sample("softmax")), Schedule{});
+  EXPECT_NE(p.kernels.at(0).source.find("extern __shared__ float kf_row[]"), std::string::npos);
+  EXPECT_EQ(p.kernels.at(0).smem, 1023 * 4);
+  // A single pass has nothing to reuse; the tile strategy needs the innermost dim kept.
+  KernelSchedule one_pass{Strategy::block, 256};
+  one_pass.cache_row = true;
+  EXPECT_THROW(check_schedule(only_group("sum_last"), one_pass), UserError);
+  EXPECT_THROW(check_schedule(only_group("sum_last"), {Strategy::tile, 256}), UserError);
+}
+
 TEST(Schedule, JsonRoundTrip) {
   Schedule s;
   s.fuse_rows = false;
