@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <set>
 
 #include "codegen/lower.h"
 #include "ir/error.h"
@@ -11,6 +12,15 @@
 namespace kforge {
 
 namespace {
+// What makes two plans the same candidate: their kernels (source and launch geometry) and graph replay.
+std::string plan_key(const Plan& p) {
+  std::string k = p.schedule.cuda_graph ? "graph" : "direct";
+  for (auto& kernel : p.kernels)
+    k += "|" + stable_hash(kernel.source) + ":" + std::to_string(kernel.grid) + "x" + std::to_string(kernel.block) + "+" +
+         std::to_string(kernel.smem);
+  return k;
+}
+
 void progress(int done, int total, double best_speedup, double elapsed_s) {
   int width = 30, filled = total ? done * width / total : width;
   double eta = done ? elapsed_s / done * (total - done) : 0;
@@ -45,25 +55,35 @@ OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& d
   Schedule best_schedule;
   double best_ms = 1e30;
   auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < opts.budget; ++i) {
+  // Schedules that lower to the same kernels (a fusion flag on a graph without reductions, say) are
+  // measured once: the budget counts distinct plans (tinygrad drops duplicate binaries the same way).
+  std::set<std::string> measured_plans;
+  int proposals = 0;
+  for (int i = 0; i < opts.budget && proposals < 20 * opts.budget; ++proposals) {
     Schedule s;
     if (!queue.empty()) {
       s = queue.front();
       queue.erase(queue.begin());
-      if (!proposer.mark(s) && i > 0) { --i; continue; }
+      if (!proposer.mark(s) && i > 0) continue;
     } else if (auto n = proposer.next(best_schedule)) {
       s = *n;
     } else {
       break;  // space exhausted
     }
-    Measurement m{spec.name, graph_hash, to_json(s).dump(), res.gpu, opts.versions};
     EvalResult r;
     std::optional<Plan> plan;
     try {
       plan = lower(spec.graph, s);
-      r = evaluate(spec, task, *plan, compiler, verifier, eo, stream);
     } catch (const UserError& e) {
-      r.log = std::string("lowering or launch failed: ") + e.what();
+      r.log = std::string("lowering failed: ") + e.what();
+    }
+    if (plan && !measured_plans.insert(plan_key(*plan)).second) continue;
+    ++i;
+    Measurement m{spec.name, graph_hash, to_json(s).dump(), res.gpu, opts.versions};
+    try {
+      if (plan) r = evaluate(spec, task, *plan, compiler, verifier, eo, stream);
+    } catch (const UserError& e) {
+      r.log = std::string("launch failed: ") + e.what();
     }
     ++res.candidates;
     res.compiled += r.compiled;
@@ -89,7 +109,7 @@ OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& d
       res.best_eval = r;
     }
     if (opts.progress)
-      progress(i + 1, opts.budget, res.best ? res.best_eval.reward.speedup_best : 0,
+      progress(i, opts.budget, res.best ? res.best_eval.reward.speedup_best : 0,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   if (opts.progress) std::fprintf(stderr, "\n");
