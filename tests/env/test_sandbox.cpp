@@ -1,0 +1,127 @@
+// The sandbox against CPU-side faults: each test runs a misbehaving command and checks that the caller
+// gets the cause back, the machine is untouched, and the next sandbox still works.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "env/sandbox.h"
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+
+SandboxOptions quick(double timeout = 10) {
+  SandboxOptions o;
+  o.timeout_s = timeout;
+  return o;
+}
+
+SandboxResult sh(const std::string& script, const SandboxOptions& o = quick()) {
+  return run_sandboxed({"/bin/sh", "-c", script}, o);
+}
+
+TEST(Sandbox, RunsACommandAndReturnsItsOutput) {
+  auto r = sh("echo hello; echo oops >&2; exit 3");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.out, "hello\n");
+  EXPECT_EQ(r.err, "oops\n");
+  EXPECT_EQ(r.cause(), "exited with code 3");
+  EXPECT_TRUE(sh("true").ok());
+}
+
+TEST(Sandbox, ReportsACrashBySignal) {
+  auto r = sh("kill -SEGV $$");
+  EXPECT_EQ(r.signal, SIGSEGV);
+  EXPECT_NE(r.cause().find("killed by signal 11"), std::string::npos) << r.cause();
+}
+
+TEST(Sandbox, KillsAnInfiniteLoopAtTheTimeout) {
+  auto r = sh("while :; do :; done", quick(1.0));
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(r.seconds, 5.0);
+  EXPECT_NE(r.cause().find("timed out"), std::string::npos);
+}
+
+TEST(Sandbox, ContainsAForkBomb) {
+  SandboxOptions o = quick(3.0);
+  o.max_processes = 64;
+  auto r = run_sandboxed({"/bin/bash", "-c", "bomb() { bomb | bomb & }; bomb; sleep 100"}, o);
+  EXPECT_FALSE(r.ok());
+  EXPECT_LT(r.seconds, 10.0);
+  EXPECT_TRUE(sh("echo alive").ok()) << "the next sandbox must still start";
+}
+
+TEST(Sandbox, FileSystemIsReadOnlyOutsideScratch) {
+  fs::path scratch = fs::path(::testing::TempDir()) / "kforge-sandbox-scratch";
+  fs::create_directories(scratch);
+  fs::permissions(scratch, fs::perms::all);  // the sandbox user (nobody) writes here
+  // Not under /tmp: the sandbox gets a private /tmp, where writes succeed and vanish.
+  fs::path outside = fs::current_path() / "kforge-sandbox-outside";
+  fs::remove(outside);
+  SandboxOptions o = quick();
+  o.scratch_dir = scratch.string();
+  auto r = sh("echo x > " + outside.string() + " && echo wrote", o);
+  EXPECT_FALSE(r.ok());
+  EXPECT_FALSE(fs::exists(outside));
+  auto w = sh("echo inside > result.txt && cat result.txt", o);
+  EXPECT_TRUE(w.ok()) << w.err;
+  EXPECT_EQ(w.out, "inside\n");
+  EXPECT_TRUE(fs::exists(scratch / "result.txt"));
+  // Nor can it read what only root may read.
+  EXPECT_FALSE(sh("cat /etc/shadow", o).ok());
+}
+
+TEST(Sandbox, HasNoNetwork) {
+  // A server on the host's loopback that the sandbox must not reach.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(fd, 4), 0);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  std::string port = std::to_string(ntohs(a.sin_port));
+  std::string probe = "exec 3<>/dev/tcp/127.0.0.1/" + port + " && echo connected";
+  auto r = run_sandboxed({"/bin/bash", "-c", probe}, quick());
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.out.find("connected"), std::string::npos);
+  SandboxOptions shared = quick();
+  shared.network = true;  // the control: with the host's network the same probe connects
+  EXPECT_TRUE(run_sandboxed({"/bin/bash", "-c", probe}, shared).ok());
+  close(fd);
+}
+
+TEST(Sandbox, BoundsMemory) {
+  SandboxOptions o = quick();
+  o.memory_bytes = 256LL << 20;
+  auto r = run_sandboxed({"python3", "-c", "x = bytearray(1 << 30); print('allocated')"}, o);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.out.find("allocated"), std::string::npos);
+  EXPECT_NE(r.err.find("MemoryError"), std::string::npos) << r.err;
+}
+
+TEST(Sandbox, BoundsOutput) {
+  SandboxOptions o = quick();
+  o.max_output_bytes = 1000;
+  auto r = sh("yes | head -c 100000", o);
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r.out.size(), 1000u);
+  EXPECT_TRUE(r.output_truncated);
+}
+
+TEST(Sandbox, MissingBubblewrapIsAClearFailure) {
+  SandboxOptions o = quick();
+  o.bwrap = "/nonexistent/bwrap";
+  auto r = sh("true", o);
+  EXPECT_EQ(r.exit_code, 127);
+  EXPECT_NE(r.err.find("bubblewrap"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kforge
