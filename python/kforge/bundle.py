@@ -19,6 +19,11 @@ class BundleWriter:
         self.final = Path(final).resolve()
         self.final.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = Path(tempfile.mkdtemp(prefix=f"{self.final.name}.tmp-", dir=self.final.parent))
+        # mkdtemp makes the folder private (0700); a bundle is read by sandboxed workers running as another
+        # user, so it gets the permissions a plain mkdir would give under the current umask.
+        umask = os.umask(0)
+        os.umask(umask)
+        self.tmp.chmod(0o777 & ~umask)
 
     def __enter__(self):
         return self

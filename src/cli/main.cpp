@@ -14,6 +14,9 @@
 #include "runtime/compiler.h"
 #include "runtime/driver.h"
 #include "search/optimize.h"
+#ifdef KFORGE_HAVE_SERVER
+#include "server/serve_command.h"
+#endif
 
 using namespace kforge;
 namespace fs = std::filesystem;
@@ -145,6 +148,28 @@ int cmd_optimize(const OptimizeArgs& a) {
   return relaxed ? 0 : 1;
 }
 
+// One candidate through the environment: the unit of work the service's sandboxed workers run.
+int cmd_evaluate(const std::string& bundle_dir, const std::string& plan_path, const std::string& schedule_path,
+                 const std::string& out) {
+  Bundle b = load_bundle(bundle_dir);
+  Plan p = !plan_path.empty() ? Plan::from_json(nlohmann::json::parse(read_file(plan_path)))
+           : lower(b.graph, schedule_path.empty() ? Schedule{} : schedule_from_json(nlohmann::json::parse(read_file(schedule_path))));
+  ensure_context();
+  DeviceTask task(b);
+  Compiler compiler({"sm_90", default_cache_dir(), {}});
+  Verifier verifier(compiler);
+  CUstream stream;
+  KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  EvalOptions eo;
+  eo.copy_gbs = measure_copy_bandwidth(stream);
+  EvalResult r = evaluate(b.spec(), task, p, compiler, verifier, eo, stream);
+  nlohmann::json j = r.to_json();
+  j["gpu"] = device_name();
+  if (out.empty()) std::cout << j.dump(2) << "\n";
+  else write_json(out, j);
+  return r.relaxed ? 0 : 1;
+}
+
 int cmd_lower(const std::string& path, const std::string& schedule_path, const std::string& out, bool compile) {
   Graph g = load_graph(path);
   Schedule s = schedule_path.empty() ? Schedule{} : schedule_from_json(nlohmann::json::parse(read_file(schedule_path)));
@@ -205,6 +230,18 @@ int main(int argc, char** argv) {
   low->add_option("-o,--out", out, "write the plan JSON here");
   low->add_flag("--compile", compile, "compile every kernel with NVRTC for sm_90 and report");
 
+  std::string eval_out;
+  auto* ev = app.add_subcommand("evaluate", "compile, verify, time and reward one candidate on a bundle (native protocol)");
+  ev->add_option("bundle", bundle, "bundle directory")->required();
+  ev->add_option("--plan", plan, "plan JSON (a candidate's kernels)");
+  ev->add_option("--schedule", schedule_path, "schedule JSON for the built-in generator (default: its default)");
+  ev->add_option("-o,--out", eval_out, "result JSON (default: stdout)");
+
+#ifdef KFORGE_HAVE_SERVER
+  ServeArgs sa;
+  auto* srv = add_serve_command(app, sa);
+#endif
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*imp) {
@@ -219,10 +256,20 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*low) return cmd_lower(graph_path, schedule_path, out, compile);
+    if (*ev) return cmd_evaluate(bundle, plan, schedule_path, eval_out);
+#ifdef KFORGE_HAVE_SERVER
+    if (*srv) return run_serve(sa, argv[0]);
+#endif
   } catch (const UserError& e) {
     std::cerr << "kforge: error: " << e.what() << "\n";
     return 2;
   } catch (const InternalError& e) {
+    std::cerr << "kforge: internal error (please report): " << e.what() << "\n";
+    return 3;
+  } catch (const std::filesystem::filesystem_error& e) {
+    std::cerr << "kforge: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
     std::cerr << "kforge: internal error (please report): " << e.what() << "\n";
     return 3;
   }

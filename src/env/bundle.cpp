@@ -69,9 +69,12 @@ Bundle load_bundle(const std::string& dir) {
   } catch (const UserError& e) {
     throw UserError(path + ": " + e.what());
   }
-  auto base = b.task.value("baselines", nlohmann::json::object());
-  b.eager = stats_from_json(base.value("eager", nlohmann::json()));
-  b.compile = stats_from_json(base.value("compile", nlohmann::json()));
+  // Baselines are null when the import did not time them (CPU imports, --no-baselines).
+  const nlohmann::json& base = b.task.contains("baselines") ? b.task["baselines"] : nlohmann::json();
+  if (base.is_object()) {
+    b.eager = stats_from_json(base.value("eager", nlohmann::json()));
+    b.compile = stats_from_json(base.value("compile", nlohmann::json()));
+  }
   auto flags = b.task.value("flags", nlohmann::json::object());
   b.constant_output = flags.value("constant_output", false);
   b.near_zero_output = flags.value("near_zero_output", false);

@@ -122,6 +122,13 @@ EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, const Plan& plan, co
   return r;
 }
 
+nlohmann::json EvalResult::to_json() const {
+  return {{"compiled", compiled}, {"strict", strict}, {"relaxed", relaxed}, {"tier", tier()}, {"log", log},
+          {"native", kforge::to_json(native)}, {"wall_ms", wall_ms}, {"compile_ms", compile_ms},
+          {"reward", reward.reward}, {"speedup_eager", reward.speedup_eager}, {"speedup_compile", reward.speedup_compile},
+          {"speedup_best", reward.speedup_best}, {"suspect", reward.suspect}, {"protocol", "native"}};
+}
+
 double measure_copy_bandwidth(CUstream stream) {
   const size_t bytes = 1ull << 30;
   DeviceBuffer a(bytes), b(bytes);

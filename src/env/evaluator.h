@@ -55,6 +55,7 @@ struct EvalResult {
   double compile_ms = 0;
   RewardResult reward;
   std::string tier() const { return strict ? "strict" : relaxed ? "relaxed" : "failed"; }
+  nlohmann::json to_json() const;
 };
 
 EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, const Plan& plan, const Compiler& compiler,

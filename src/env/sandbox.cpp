@@ -30,6 +30,8 @@ std::vector<std::string> bwrap_argv(const std::vector<std::string>& argv, const 
   if (o.gpu) a.insert(a.end(), {"--dev-bind", "/dev", "/dev"});
   else a.insert(a.end(), {"--dev", "/dev"});
   if (o.network) a.push_back("--share-net");
+  for (auto& [k, v] : o.env) a.insert(a.end(), {"--setenv", k, v});
+  for (auto& p : o.read_only) a.insert(a.end(), {"--ro-bind", p, p});
   if (!o.scratch_dir.empty()) a.insert(a.end(), {"--bind", o.scratch_dir, o.scratch_dir, "--chdir", o.scratch_dir});
   a.push_back("--");
   a.insert(a.end(), argv.begin(), argv.end());
@@ -50,9 +52,9 @@ std::vector<std::string> bwrap_argv(const std::vector<std::string>& argv, const 
   limit(RLIMIT_FSIZE, rlim_t(o.max_file_bytes));
   limit(RLIMIT_NPROC, rlim_t(o.max_processes));
   if (!o.gpu) limit(RLIMIT_AS, rlim_t(o.memory_bytes));
-  if (geteuid() == 0) {  // root ignores RLIMIT_NPROC and may write anywhere: drop to the sandbox user
+  if (geteuid() == 0 && o.uid != 0) {  // root ignores RLIMIT_NPROC and may write anywhere: drop to the sandbox user
     setgroups(0, nullptr);
-    if (setgid(o.uid) != 0 || setuid(o.uid) != 0) {
+    if (setgid(o.gid) != 0 || setuid(o.uid) != 0) {
       const char msg[] = "sandbox: cannot drop privileges\n";
       (void)!write(2, msg, sizeof msg - 1);
       _exit(126);

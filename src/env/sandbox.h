@@ -18,11 +18,14 @@ struct SandboxOptions {
   int64_t max_processes = 128;           // RLIMIT_NPROC of the sandbox user: fork bombs stop here
   int64_t max_file_bytes = 1LL << 30;    // RLIMIT_FSIZE
   std::string scratch_dir;               // the one writable folder (also the working directory); "" = none
+  std::vector<std::string> read_only;    // folders to show read-only even under the private /tmp
   bool network = false;                  // share the host's network namespace
   bool gpu = false;                      // expose /dev (the GPU device nodes) instead of a minimal /dev
-  uid_t uid = 65534;                     // user to run as when started as root (nobody)
+  uid_t uid = 65534;                     // user and group to run as when started as root (nobody); with
+  gid_t gid = 65534;                     // uid 0 nothing is dropped and the process limit does not hold
   std::string bwrap = "bwrap";
   size_t max_output_bytes = 1 << 20;     // per stream; the rest is dropped
+  std::vector<std::pair<std::string, std::string>> env;  // set inside the sandbox
 };
 
 struct SandboxResult {

@@ -1,0 +1,105 @@
+#include "server/http_api.h"
+
+#include <httplib.h>
+
+#include "ir/error.h"
+
+namespace kforge {
+
+namespace {
+
+using nlohmann::json;
+
+void reply(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(2) + "\n", "application/json");
+}
+void error(httplib::Response& res, int status, const std::string& message) { reply(res, status, {{"error", message}}); }
+
+// The request body as a JSON object, or a 400 naming what is wrong.
+std::optional<json> body_object(const httplib::Request& req, httplib::Response& res) {
+  json j = json::parse(req.body, nullptr, false);
+  if (j.is_discarded()) {
+    error(res, 400, "request body is not valid JSON");
+    return std::nullopt;
+  }
+  if (!j.is_object()) {
+    error(res, 400, "request body must be a JSON object");
+    return std::nullopt;
+  }
+  return j;
+}
+
+void post_task(Service& svc, const httplib::Request& req, httplib::Response& res) {
+  auto j = body_object(req, res);
+  if (!j) return;
+  try {
+    TaskRecord t;
+    if (j->contains("bundle") && (*j)["bundle"].is_string()) t = svc.register_bundle((*j)["bundle"]);
+    else if (j->contains("problem") && (*j)["problem"].is_string()) t = svc.import_problem((*j)["problem"]);
+    else return error(res, 400, "give \"bundle\" (a task bundle folder) or \"problem\" (a KernelBench file) as a string");
+    reply(res, 201, {{"task_id", t.id}, {"name", t.name}, {"bundle", t.bundle_dir}});
+  } catch (const UserError& e) {
+    error(res, 400, e.what());
+  }
+}
+
+void post_job(Service& svc, const httplib::Request& req, httplib::Response& res) {
+  auto j = body_object(req, res);
+  if (!j) return;
+  if (!j->contains("task_id") || !(*j)["task_id"].is_number_integer()) return error(res, 400, "\"task_id\" (an integer) is required");
+  int64_t task = (*j)["task_id"];
+  if (!svc.store().task(task)) return error(res, 404, "no task " + std::to_string(task));
+  std::string kind = j->value("kind", "");
+  if (kind != "plan" && kind != "schedule") return error(res, 400, "\"kind\" must be \"plan\" or \"schedule\"");
+  if (!j->contains(kind) || !(*j)[kind].is_object()) return error(res, 400, "\"" + kind + "\" (an object) is required");
+  try {
+    int64_t id = svc.submit(task, kind, (*j)[kind].dump());
+    reply(res, 202, {{"job_id", id}, {"status", "queued"}});
+  } catch (const Service::QueueFull& e) {
+    error(res, 429, e.what());
+  }
+}
+
+}  // namespace
+
+void serve_http(Service& svc, const std::string& host, int port) {
+  httplib::Server srv;
+  srv.set_payload_max_length(svc.options().max_body);
+  srv.Get("/health", [&](const httplib::Request&, httplib::Response& res) { reply(res, 200, svc.health()); });
+  srv.Post("/tasks", [&](const httplib::Request& req, httplib::Response& res) { post_task(svc, req, res); });
+  srv.Post("/jobs", [&](const httplib::Request& req, httplib::Response& res) { post_job(svc, req, res); });
+  srv.Get(R"(/jobs/(\d+))", [&](const httplib::Request& req, httplib::Response& res) {
+    auto job = svc.store().job(std::stoll(req.matches[1]));
+    if (!job) return error(res, 404, "no job " + std::string(req.matches[1]));
+    reply(res, 200, job->to_json());
+  });
+  srv.Get("/jobs", [&](const httplib::Request& req, httplib::Response& res) {
+    int limit = 100;
+    if (req.has_param("limit")) {
+      try {
+        limit = std::clamp(std::stoi(req.get_param_value("limit")), 1, 1000);
+      } catch (const std::exception&) {
+        return error(res, 400, "limit must be an integer");
+      }
+    }
+    json out = json::array();
+    for (auto& job : svc.store().list(req.get_param_value("status"), limit)) out.push_back(job.to_json());
+    reply(res, 200, {{"jobs", out}});
+  });
+  srv.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      error(res, 500, std::string("internal error (please report): ") + e.what());
+    } catch (...) {
+      error(res, 500, "internal error (please report)");
+    }
+  });
+  srv.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (res.body.empty()) error(res, res.status, res.status == 413 ? "request body too large" : "no such endpoint");
+  });
+  if (!srv.listen(host, port)) throw UserError("cannot listen on " + host + ":" + std::to_string(port));
+}
+
+}  // namespace kforge

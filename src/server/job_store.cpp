@@ -1,0 +1,142 @@
+#include "server/job_store.h"
+
+#include "ir/error.h"
+
+namespace kforge {
+
+namespace {
+struct Stmt {
+  sqlite3_stmt* s = nullptr;
+  Stmt(sqlite3* db, const char* sql) {
+    if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) != SQLITE_OK)
+      throw InternalError(std::string("sqlite prepare failed: ") + sqlite3_errmsg(db) + " in: " + sql);
+  }
+  ~Stmt() { sqlite3_finalize(s); }
+  Stmt& text(int i, const std::string& v) { sqlite3_bind_text(s, i, v.c_str(), int(v.size()), SQLITE_TRANSIENT); return *this; }
+  Stmt& integer(int i, int64_t v) { sqlite3_bind_int64(s, i, v); return *this; }
+  std::string col(int i) { auto* p = sqlite3_column_text(s, i); return p ? reinterpret_cast<const char*>(p) : ""; }
+};
+
+constexpr const char* kJobColumns = "id, task_id, kind, payload, status, result, error, created, started, finished";
+
+Job read_job(Stmt& st) {
+  Job j;
+  j.id = sqlite3_column_int64(st.s, 0);
+  j.task_id = sqlite3_column_int64(st.s, 1);
+  j.kind = st.col(2);
+  j.payload = st.col(3);
+  j.status = st.col(4);
+  j.result = st.col(5);
+  j.error = st.col(6);
+  j.created = st.col(7);
+  j.started = st.col(8);
+  j.finished = st.col(9);
+  return j;
+}
+}  // namespace
+
+nlohmann::json Job::to_json() const {
+  nlohmann::json j = {{"id", id}, {"task_id", task_id}, {"kind", kind}, {"status", status}, {"created", created},
+                      {"started", started}, {"finished", finished}, {"error", error.empty() ? nlohmann::json() : nlohmann::json(error)}};
+  j["result"] = result.empty() ? nlohmann::json() : nlohmann::json::parse(result, nullptr, false);
+  return j;
+}
+
+JobStore::JobStore(const std::string& path) : path_(path) {
+  if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) throw UserError("cannot open job database " + path + ": " + sqlite3_errmsg(db_));
+  sqlite3_busy_timeout(db_, 10000);
+  exec("PRAGMA journal_mode=WAL");
+  exec("CREATE TABLE IF NOT EXISTS tasks (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT, bundle_dir TEXT, "
+       "created TEXT DEFAULT (datetime('now')))");
+  exec("CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, task_id INTEGER, kind TEXT, payload TEXT, "
+       "status TEXT, result TEXT, error TEXT, created TEXT DEFAULT (datetime('now')), started TEXT, finished TEXT)");
+  exec("CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs(status, id)");
+  // A job that was running when the service died never finished: run it again.
+  exec("UPDATE jobs SET status = 'queued', started = NULL WHERE status = 'running'");
+  requeued_ = sqlite3_changes(db_);
+}
+
+JobStore::~JobStore() { sqlite3_close(db_); }
+
+void JobStore::exec(const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string e = err ? err : "unknown";
+    sqlite3_free(err);
+    throw UserError("job database " + path_ + ": " + e);
+  }
+}
+
+int64_t JobStore::add_task(const std::string& name, const std::string& bundle_dir) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt st(db_, "INSERT INTO tasks (name, bundle_dir) VALUES (?, ?)");
+  st.text(1, name).text(2, bundle_dir);
+  sqlite3_step(st.s);
+  return sqlite3_last_insert_rowid(db_);
+}
+
+std::optional<TaskRecord> JobStore::task(int64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt st(db_, "SELECT id, name, bundle_dir FROM tasks WHERE id = ?");
+  st.integer(1, id);
+  if (sqlite3_step(st.s) != SQLITE_ROW) return std::nullopt;
+  return TaskRecord{sqlite3_column_int64(st.s, 0), st.col(1), st.col(2)};
+}
+
+int64_t JobStore::submit(int64_t task_id, const std::string& kind, const std::string& payload) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt st(db_, "INSERT INTO jobs (task_id, kind, payload, status) VALUES (?, ?, ?, 'queued')");
+  st.integer(1, task_id).text(2, kind).text(3, payload);
+  if (sqlite3_step(st.s) != SQLITE_DONE) throw UserError(std::string("job database insert failed: ") + sqlite3_errmsg(db_));
+  return sqlite3_last_insert_rowid(db_);
+}
+
+std::optional<Job> JobStore::claim() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt st(db_, "UPDATE jobs SET status = 'running', started = datetime('now') WHERE id = "
+               "(SELECT id FROM jobs WHERE status = 'queued' ORDER BY id LIMIT 1) RETURNING id");
+  if (sqlite3_step(st.s) != SQLITE_ROW) return std::nullopt;
+  int64_t id = sqlite3_column_int64(st.s, 0);
+  Stmt get(db_, (std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?").c_str());
+  get.integer(1, id);
+  sqlite3_step(get.s);
+  return read_job(get);
+}
+
+void JobStore::finish(int64_t id, bool ok, const std::string& result_json, const std::string& error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt st(db_, "UPDATE jobs SET status = ?, result = ?, error = ?, finished = datetime('now') WHERE id = ?");
+  st.text(1, ok ? "done" : "failed").text(2, result_json).text(3, error).integer(4, id);
+  sqlite3_step(st.s);
+}
+
+std::optional<Job> JobStore::job(int64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt st(db_, (std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?").c_str());
+  st.integer(1, id);
+  if (sqlite3_step(st.s) != SQLITE_ROW) return std::nullopt;
+  return read_job(st);
+}
+
+std::vector<Job> JobStore::list(const std::string& status, int limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs" + (status.empty() ? "" : " WHERE status = ?") +
+                    " ORDER BY id DESC LIMIT ?";
+  Stmt st(db_, sql.c_str());
+  int i = 1;
+  if (!status.empty()) st.text(i++, status);
+  st.integer(i, limit);
+  std::vector<Job> out;
+  while (sqlite3_step(st.s) == SQLITE_ROW) out.push_back(read_job(st));
+  return out;
+}
+
+int64_t JobStore::count(const std::string& status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt st(db_, "SELECT COUNT(*) FROM jobs WHERE status = ?");
+  st.text(1, status);
+  sqlite3_step(st.s);
+  return sqlite3_column_int64(st.s, 0);
+}
+
+}  // namespace kforge

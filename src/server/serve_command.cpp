@@ -1,0 +1,47 @@
+#include "server/serve_command.h"
+
+#include <pwd.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "ir/error.h"
+#include "server/http_api.h"
+
+namespace kforge {
+
+CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
+  auto* s = app.add_subcommand("serve", "run the environment as an HTTP service (jobs in SQLite, sandboxed workers)");
+  s->add_option("--host", a.host, "address to listen on");
+  s->add_option("--port", a.port, "port");
+  s->add_option("--dir", a.work_dir, "service folder: jobs.db, jobs/, imports/");
+  s->add_option("--workers", a.workers, "workers (one per GPU; 0 = queue only)");
+  s->add_option("--max-queue", a.max_queue, "queued jobs before new ones are refused (429)");
+  s->add_option("--job-timeout", a.job_timeout_s, "seconds a job may run");
+  s->add_option("--max-body", a.max_body, "largest request body in bytes (413 beyond)");
+  s->add_option("--sandbox-user", a.sandbox_user, "user the sandboxed jobs run as (needs read access to python and torch)");
+  return s;
+}
+
+int run_serve(const ServeArgs& a, const char* argv0) {
+  ServiceOptions o;
+  o.work_dir = a.work_dir;
+  o.workers = a.workers;
+  o.max_queue = a.max_queue;
+  o.max_body = a.max_body;
+  o.kforge_exe = std::filesystem::canonical("/proc/self/exe").string();
+  o.python_dir = KFORGE_PYTHON_DIR;
+  o.sandbox.timeout_s = a.job_timeout_s;
+  o.sandbox.gpu = true;
+  passwd* pw = getpwnam(a.sandbox_user.c_str());
+  if (!pw) throw UserError("no user '" + a.sandbox_user + "' for the sandbox");
+  o.sandbox.uid = pw->pw_uid;
+  o.sandbox.gid = pw->pw_gid;
+  Service service(o);
+  std::cerr << "kforge serve: http://" << a.host << ":" << a.port << " (" << a.workers << " worker(s), "
+            << service.health()["queued"] << " queued job(s))" << std::endl;
+  serve_http(service, a.host, a.port);
+  return 0;
+}
+
+}  // namespace kforge

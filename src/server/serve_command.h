@@ -1,0 +1,20 @@
+// `kforge serve`: the command-line face of the service (server/service.h, server/http_api.h).
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace kforge {
+
+struct ServeArgs {
+  std::string host = "127.0.0.1", work_dir = "kforge_service";
+  int port = 8080, workers = 1;
+  int64_t max_queue = 256;
+  double job_timeout_s = 300;
+  size_t max_body = 8 << 20;
+  std::string sandbox_user = "nobody";
+};
+
+CLI::App* add_serve_command(CLI::App& app, ServeArgs& a);
+int run_serve(const ServeArgs& a, const char* argv0);
+
+}  // namespace kforge

@@ -1,0 +1,189 @@
+"""`kforge serve` over HTTP: bad requests get 4xx naming the cause, the queue is bounded, jobs survive a
+restart (even one that kills the service mid-job), and a job the worker cannot run is answered with the
+cause while the service stays up. No GPU needed: without one, jobs fail with the driver's message."""
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+KFORGE = Path(os.environ.get("KFORGE_BIN", Path(__file__).resolve().parents[2] / "build" / "kforge"))
+PROBLEM = """import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+def get_inputs():
+    return [torch.rand(4, 50)]
+def get_init_inputs():
+    return []
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, workdir: Path, *args):
+        self.port = free_port()
+        self.proc = subprocess.Popen([str(KFORGE), "serve", "--port", str(self.port), "--dir", str(workdir), *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for _ in range(100):
+            try:
+                if self.get("/health")[0] == 200:
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("kforge serve did not start: " + self.proc.stdout.read())
+
+    def request(self, method, path, body=None, raw: bytes | None = None):
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+
+    def get(self, path):
+        return self.request("GET", path)
+
+    def post(self, path, body=None, raw=None):
+        return self.request("POST", path, body, raw)
+
+    def kill(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def bundle() -> Path:
+    # Not under pytest's private (0700) temporary folder: sandboxed jobs read the bundle as another user.
+    d = Path(tempfile.mkdtemp(prefix="kforge-svc-"))
+    d.chmod(0o755)
+    (d / "p.py").write_text(PROBLEM)
+    out = d / "bundle"
+    r = subprocess.run([str(KFORGE), "import", str(d / "p.py"), "-o", str(out), "--device", "cpu", "--no-baselines"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    yield out
+    shutil.rmtree(d)
+
+
+@pytest.fixture()
+def workdir():
+    """A service folder the sandbox user can reach (pytest's own temporary folders are private)."""
+    d = Path(tempfile.mkdtemp(prefix="kforge-service-"))
+    d.chmod(0o755)
+    yield d / "service"
+    shutil.rmtree(d)
+
+
+@pytest.fixture()
+def server(workdir):
+    s = Server(workdir, "--workers", "1", "--max-body", "100000")
+    yield s
+    s.kill()
+
+
+def test_unreachable_service_folder_is_refused_at_start(tmp_path):
+    r = subprocess.run([str(KFORGE), "serve", "--port", str(free_port()), "--dir", str(tmp_path / "private")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "not reachable by the sandbox user" in r.stderr, r.stderr
+
+
+def test_health(server):
+    status, body = server.get("/health")
+    assert status == 200 and body["status"] == "ok" and body["workers"] == 1
+
+
+@pytest.mark.parametrize("raw, status, message", [
+    (b"{not json", 400, "not valid JSON"),
+    (b"[1, 2]", 400, "must be a JSON object"),
+    (b"{}", 400, "\"task_id\" (an integer) is required"),
+    (b'{"task_id": 99, "kind": "plan", "plan": {}}', 404, "no task 99"),
+])
+def test_bad_job_requests(server, raw, status, message):
+    got, body = server.post("/jobs", raw=raw)
+    assert got == status and message in body["error"], body
+
+
+def test_bad_task_requests(server, tmp_path, bundle):
+    got, body = server.post("/tasks", {"bundle": str(tmp_path)})
+    assert got == 400 and "is not a task bundle" in body["error"]
+    private = tmp_path / "private"
+    shutil.copytree(bundle, private)  # under pytest's 0700 folder: the sandbox user cannot read it
+    got, body = server.post("/tasks", {"bundle": str(private)})
+    assert got == 400 and "not readable by the sandbox user" in body["error"], body
+    got, body = server.post("/tasks", {"nothing": 1})
+    assert got == 400 and "give \"bundle\"" in body["error"]
+    got, body = server.post("/tasks", {"problem": str(tmp_path / "missing.py")})
+    assert got == 400 and "does not exist" in body["error"]
+
+
+def test_limits_and_unknown_paths(server, bundle):
+    got, body = server.post("/jobs", raw=b"x" * 200000)
+    assert got == 413
+    assert server.get("/nowhere")[0] == 404
+    assert server.get("/jobs/12345")[0] == 404
+    task = server.post("/tasks", {"bundle": str(bundle)})[1]["task_id"]
+    got, body = server.post("/jobs", {"task_id": task, "kind": "binary", "binary": {}})
+    assert got == 400 and "\"kind\" must be" in body["error"]
+
+
+def test_a_job_is_answered_and_the_service_stays_up(server, bundle):
+    task = server.post("/tasks", {"bundle": str(bundle)})[1]["task_id"]
+    got, body = server.post("/jobs", {"task_id": task, "kind": "schedule", "schedule": {}})
+    assert got == 202
+    job = body["job_id"]
+    for _ in range(600):
+        status, j = server.get(f"/jobs/{job}")
+        if j["status"] in ("done", "failed"):
+            break
+        time.sleep(0.1)
+    assert j["status"] in ("done", "failed"), j
+    if not os.path.exists("/dev/nvidia0"):
+        assert j["status"] == "failed" and "CUDA driver" in j["error"], j
+    else:
+        assert j["status"] == "done" and j["result"]["tier"] in ("strict", "relaxed", "failed"), j
+    assert server.get("/health")[0] == 200
+    assert any(x["id"] == job for x in server.get("/jobs?limit=10")[1]["jobs"])
+
+
+def test_queue_is_bounded(workdir, bundle):
+    s = Server(workdir, "--workers", "0", "--max-queue", "2")
+    try:
+        task = s.post("/tasks", {"bundle": str(bundle)})[1]["task_id"]
+        codes = [s.post("/jobs", {"task_id": task, "kind": "schedule", "schedule": {}})[0] for _ in range(3)]
+        assert codes == [202, 202, 429]
+    finally:
+        s.kill()
+
+
+def test_restart_loses_no_job(workdir, bundle):
+    work = workdir
+    s = Server(work, "--workers", "0")
+    task = s.post("/tasks", {"bundle": str(bundle)})[1]["task_id"]
+    ids = [s.post("/jobs", {"task_id": task, "kind": "schedule", "schedule": {}})[1]["job_id"] for _ in range(3)]
+    s.kill()
+    # As if the service died while a worker ran the first job.
+    with sqlite3.connect(work / "jobs.db") as db:
+        db.execute("UPDATE jobs SET status = 'running' WHERE id = ?", (ids[0],))
+    s = Server(work, "--workers", "0")
+    try:
+        health = s.get("/health")[1]
+        assert health["queued"] == 3 and health["requeued_on_start"] == 1
+        assert [s.get(f"/jobs/{i}")[1]["status"] for i in ids] == ["queued"] * 3
+    finally:
+        s.kill()
