@@ -23,6 +23,9 @@ fs::path scratch(const fs::path& p) {
 }  // namespace
 
 Service::Service(ServiceOptions opts) : opts_(std::move(opts)), store_((scratch(opts_.work_dir) / "jobs.db").string()) {
+  // The sandbox's /tmp is private: the kforge binary and the Python bridge stay visible wherever they live.
+  for (const std::string& p : {fs::path(opts_.kforge_exe).parent_path().string(), opts_.python_dir})
+    if (!p.empty() && fs::exists(p)) opts_.sandbox.read_only.push_back(p);
   // Jobs write into jobs/<id>/ as the sandbox user: fail at start, not on every job, when it cannot.
   SandboxOptions o = opts_.sandbox;
   o.timeout_s = 30;
