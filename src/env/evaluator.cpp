@@ -61,11 +61,28 @@ Bindings DeviceTask::bindings(int set) const {
 
 namespace {
 // Runs set `s` with poisoned outputs and compares every output; returns false on the first failure.
+// Hack catalogue: a candidate that edits its inputs (or params) in place can fake later checks and
+// timings. Their fingerprints must not change across a run.
+std::vector<std::pair<uint64_t, uint64_t>> fingerprints(const Graph& g, const Bindings& b, Verifier& v, CUstream stream) {
+  std::vector<std::pair<uint64_t, uint64_t>> f;
+  auto bytes = [&](int id) { return size_t(numel(g.at(id).type.shape)) * dtype_size(g.at(id).type.dtype); };
+  for (size_t i = 0; i < b.inputs.size(); ++i) f.push_back(v.fingerprint(b.inputs[i], bytes(g.inputs[i]), stream));
+  for (size_t i = 0; i < b.params.size(); ++i) f.push_back(v.fingerprint(b.params[i], bytes(g.params[i]), stream));
+  return f;
+}
+
 bool check_set(const Graph& g, DeviceTask& task, LoadedPlan& lp, Verifier& v, const EvalOptions& o,
                CUstream stream, int s, EvalResult& r, bool& strict) {
   for (int j = 0; j < task.num_outputs(); ++j) Verifier::poison(task.output(j), task.output_bytes(j), stream);
-  lp.run(task.bindings(s), stream);
+  Bindings b = task.bindings(s);
+  auto before = fingerprints(g, b, v, stream);
+  lp.run(b, stream);
   KF_CU(driver().cuStreamSynchronize(stream));
+  if (fingerprints(g, b, v, stream) != before) {
+    r.log += "set " + std::to_string(s) + ": the candidate wrote into its inputs or parameters (rejected: in-place edit)\n";
+    strict = false;
+    return false;
+  }
   bool relaxed = true;
   for (int j = 0; j < task.num_outputs(); ++j) {
     const Node& out = g.at(g.outputs[j]);

@@ -31,6 +31,18 @@ extern "C" __global__ void kf_compare_f32(const float* __restrict__ out, const f
   if (first < n) atomicMin(&result[3], (u64)first);
   atomicMax(&result[4], (u64)__float_as_uint(max_err));  // non-negative floats order like their bits
 }
+// An order-independent fingerprint of a buffer (sum and xor of its 32-bit words, mixed with the index):
+// the same before and after a run unless the run wrote into it.
+extern "C" __global__ void kf_fingerprint(const unsigned int* __restrict__ p, long long words, u64* result) {
+  u64 sum = 0, mix = 0;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < words; i += (long long)gridDim.x * blockDim.x) {
+    u64 w = p[i];
+    sum += w * (u64)(2 * i + 1);
+    mix ^= (w << (i & 31)) | (w >> (32 - (i & 31)));
+  }
+  atomicAdd(&result[0], sum);
+  atomicXor(&result[1], mix);
+}
 extern "C" __global__ void kf_compare_exact(const unsigned char* __restrict__ out, const unsigned char* __restrict__ ref,
                                             long long n, int elem_bytes, u64* result) {
   u64 bad = 0; long long first = n;
@@ -45,6 +57,8 @@ extern "C" __global__ void kf_compare_exact(const unsigned char* __restrict__ ou
 )CUDA";
 }  // namespace
 
+const char* verification_source() { return kCompareSource; }
+
 std::string CompareResult::describe(const std::string& name) const {
   if (strict()) return name + ": all " + std::to_string(count) + " elements match (max abs err " + std::to_string(max_abs_err) + ")";
   std::string s = name + ": " + std::to_string(bad_strict) + " of " + std::to_string(count) + " elements outside 1e-4, " +
@@ -57,11 +71,12 @@ std::string CompareResult::describe(const std::string& name) const {
 Verifier::Verifier(const Compiler& compiler) {
   const Driver& d = driver();
   ensure_context();
-  CompileResult r = compiler.compile(kCompareSource, "kf_compare");
+  CompileResult r = compiler.compile(verification_source(), "kf_compare");
   if (!r.ok) throw InternalError("verification kernel does not compile:\n" + r.log);
   KF_CU(d.cuModuleLoadData(&module_, r.cubin.data()));
   KF_CU(d.cuModuleGetFunction(&f32_, module_, "kf_compare_f32"));
   KF_CU(d.cuModuleGetFunction(&exact_, module_, "kf_compare_exact"));
+  KF_CU(d.cuModuleGetFunction(&fingerprint_, module_, "kf_fingerprint"));
   KF_CU(d.cuMemAlloc(&result_, 6 * sizeof(uint64_t)));
 }
 
@@ -69,6 +84,21 @@ Verifier::~Verifier() {
   if (!driver_available()) return;
   if (result_) driver().cuMemFree(result_);
   if (module_) driver().cuModuleUnload(module_);
+}
+
+std::pair<uint64_t, uint64_t> Verifier::fingerprint(CUdeviceptr p, size_t bytes, CUstream stream) {
+  const Driver& d = driver();
+  uint64_t init[6] = {0, 0, 0, 0, 0, 0};
+  KF_CU(d.cuStreamSynchronize(stream));
+  KF_CU(d.cuMemcpyHtoD(result_, init, sizeof init));
+  long long words = (long long)(bytes / 4);
+  unsigned grid = unsigned(std::min<int64_t>(132 * 8, (words + 255) / 256 + 1));
+  void* args[] = {&p, &words, &result_};
+  KF_CU(d.cuLaunchKernel(fingerprint_, grid, 1, 1, 256, 1, 1, 0, stream, args, nullptr));
+  KF_CU(d.cuStreamSynchronize(stream));
+  uint64_t res[6];
+  KF_CU(d.cuMemcpyDtoH(res, result_, sizeof res));
+  return {res[0], res[1]};
 }
 
 void Verifier::poison(CUdeviceptr p, size_t bytes, CUstream stream) { KF_CU(driver().cuMemsetD8Async(p, 0xFF, bytes, stream)); }

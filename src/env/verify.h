@@ -26,18 +26,23 @@ struct CompareResult {
   std::string describe(const std::string& output_name) const;
 };
 
+// The CUDA source of the comparison and fingerprint kernels (compiled once per Verifier).
+const char* verification_source();
+
 class Verifier {
  public:
   explicit Verifier(const Compiler& compiler);
   ~Verifier();
   CompareResult compare(CUdeviceptr out, CUdeviceptr ref, int64_t count, DType dtype, const Tolerance& tol,
                         CUstream stream);
+  // A fingerprint of a buffer's bytes (whole 32-bit words), to tell whether a run wrote into it.
+  std::pair<uint64_t, uint64_t> fingerprint(CUdeviceptr p, size_t bytes, CUstream stream);
   // Fills `bytes` at `p` with 0xFF (a NaN pattern for f32, -1 for i64, true for bool).
   static void poison(CUdeviceptr p, size_t bytes, CUstream stream);
 
  private:
   CUmodule module_ = nullptr;
-  CUfunction f32_ = nullptr, exact_ = nullptr;
+  CUfunction f32_ = nullptr, exact_ = nullptr, fingerprint_ = nullptr;
   CUdeviceptr result_ = 0;
 };
 
