@@ -1,0 +1,122 @@
+#include "search/features.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "codegen/lower.h"
+#include "ir/decompose.h"
+#include "ir/ops.h"
+
+namespace kforge {
+
+namespace {
+const std::set<std::string> kTranscendental = {"exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "softplus", "selu",
+                                               "elu", "mish", "sin", "cos", "sqrt", "rsqrt", "pow", "pow_scalar"};
+double bytes(const Node& n) { return double(numel(n.type.shape)) * double(dtype_size(n.type.dtype)); }
+}  // namespace
+
+TaskFeatures task_features(const Graph& graph, const GpuInfo& gpu) {
+  Graph g = decompose(graph);
+  TaskFeatures t;
+  t.nodes = double(g.nodes.size());
+  t.inputs = double(g.inputs.size());
+  t.params = double(g.params.size());
+  t.outputs = double(g.outputs.size());
+  for (auto& n : g.nodes) {
+    double count = double(numel(n.type.shape));
+    t.max_rank = std::max(t.max_rank, double(n.type.shape.size()));
+    if (n.op == "input" || n.op == "param" || n.op == "const") continue;
+    if (is_view_op(n.op)) ++t.views;
+    else if (n.op == "gather") ++t.gathers, t.flops += count;
+    else if (is_elementwise_op(n.op)) {
+      bool heavy = kTranscendental.count(n.op) > 0;
+      ++t.elementwise;
+      t.transcendental += heavy;
+      t.flops += count * (heavy ? 8 : 1);  // a special-function call costs several instructions
+    } else if (n.op == "reduce") ++t.reductions, t.flops += double(numel(g.at(n.args[0]).type.shape));
+    else if (n.op == "scan") ++t.scans, t.flops += count;
+    else if (n.op == "pool") {
+      ++t.pools;
+      double window = 1;
+      for (auto k : n.attr_ints("kernel")) window *= double(k);
+      t.flops += count * window;
+    }
+  }
+  for (int i : g.inputs) t.input_bytes += bytes(g.at(i));
+  for (int p : g.params) t.input_bytes += bytes(g.at(p));
+  for (int o : g.outputs) t.output_bytes += bytes(g.at(o));
+  t.min_bytes = t.input_bytes + t.output_bytes;
+  t.intensity = t.min_bytes > 0 ? t.flops / t.min_bytes : 0;
+  t.floor_ms = gpu.copy_gbs > 0 ? t.min_bytes / (gpu.copy_gbs * 1e9) * 1e3 : 0;
+  t.gpu_copy_gbs = gpu.copy_gbs;
+  t.gpu_sms = gpu.sms;
+  return t;
+}
+
+PlanFeatures plan_features(const Graph& graph, const Schedule& schedule) {
+  PlanFeatures p;
+  p.fuse_rows = schedule.fuse_rows;
+  p.cuda_graph = schedule.cuda_graph;
+  auto groups = kernel_groups(graph, schedule.fuse_rows);
+  double min_rows = 1e300, max_row = 1, threads = 0;
+  for (auto& g : groups) {
+    KernelSchedule ks = schedule_for(schedule, g);
+    p.kernels += ks.strategy == Strategy::split ? 2 : 1;
+    switch (g.kind) {
+      case GroupKind::pointwise: ++p.pointwise_groups; break;
+      case GroupKind::row: ++p.row_groups; break;
+      case GroupKind::scan: ++p.scan_groups; break;
+      case GroupKind::pool: ++p.pool_groups; break;
+    }
+    switch (ks.strategy) {
+      case Strategy::flat: ++p.flat; break;
+      case Strategy::thread: ++p.thread; break;
+      case Strategy::warp: ++p.warp; break;
+      case Strategy::block: ++p.block; break;
+      case Strategy::split: ++p.split; break;
+      case Strategy::tile: ++p.tile; break;
+    }
+    p.mean_block += ks.block;
+    p.mean_items += ks.items;
+    p.max_vec = std::max(p.max_vec, double(ks.vec));
+    p.max_chunks = std::max(p.max_chunks, double(ks.chunks));
+    p.cached_rows += ks.cache_row;
+    p.passes += double(g.stats.size()) + (g.elem_outputs.empty() ? 0 : 1);
+    min_rows = std::min(min_rows, double(rows_of(g)));
+    max_row = std::max(max_row, double(row_length(g)));
+    threads += double(numel(g.shape)) / std::max<double>(1, ks.strategy == Strategy::flat ? ks.vec * ks.items : 1);
+  }
+  double n = std::max<double>(1, double(groups.size()));
+  p.mean_block /= n;
+  p.mean_items /= n;
+  p.log_max_row_length = std::log2(max_row);
+  p.log_min_rows = groups.empty() ? 0 : std::log2(std::max(1.0, min_rows));
+  p.log_total_threads = std::log2(std::max(1.0, threads));
+  return p;
+}
+
+const std::vector<std::string>& feature_names() {
+  static const std::vector<std::string> names = {
+      "task.nodes", "task.inputs", "task.params", "task.outputs", "task.elementwise", "task.transcendental",
+      "task.reductions", "task.scans", "task.pools", "task.gathers", "task.views", "task.log_input_bytes",
+      "task.log_output_bytes", "task.log_min_bytes", "task.log_flops", "task.intensity", "task.max_rank",
+      "task.floor_ms", "gpu.copy_gbs", "gpu.sms",
+      "plan.kernels", "plan.fuse_rows", "plan.cuda_graph", "plan.pointwise_groups", "plan.row_groups",
+      "plan.scan_groups", "plan.pool_groups", "plan.flat", "plan.thread", "plan.warp", "plan.block", "plan.split",
+      "plan.tile", "plan.mean_block", "plan.max_vec", "plan.mean_items", "plan.max_chunks", "plan.cached_rows",
+      "plan.log_max_row_length", "plan.log_min_rows", "plan.log_total_threads", "plan.passes"};
+  return names;
+}
+
+std::vector<double> feature_vector(const TaskFeatures& t, const PlanFeatures& p) {
+  auto lg = [](double x) { return std::log2(std::max(1.0, x)); };
+  return {t.nodes, t.inputs, t.params, t.outputs, t.elementwise, t.transcendental, t.reductions, t.scans, t.pools,
+          t.gathers, t.views, lg(t.input_bytes), lg(t.output_bytes), lg(t.min_bytes), lg(t.flops), t.intensity,
+          t.max_rank, t.floor_ms, t.gpu_copy_gbs, t.gpu_sms,
+          p.kernels, p.fuse_rows, p.cuda_graph, p.pointwise_groups, p.row_groups, p.scan_groups, p.pool_groups,
+          p.flat, p.thread, p.warp, p.block, p.split, p.tile, p.mean_block, p.max_vec, p.mean_items, p.max_chunks,
+          p.cached_rows, p.log_max_row_length, p.log_min_rows, p.log_total_threads, p.passes};
+}
+
+}  // namespace kforge

@@ -1,0 +1,43 @@
+// Features: what a cost model or a policy sees of a task and of a candidate plan, as named structs
+// (Halide's Featurization.h) flattened into one vector with a fixed order of names. Every op family's
+// schedule choices appear through the kernel groups and their KernelSchedule fields, so a new family
+// joins the feature space without changes here.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "codegen/schedule.h"
+#include "ir/graph.h"
+
+namespace kforge {
+
+struct GpuInfo {
+  double copy_gbs = 4250;  // measured device-to-device copy bandwidth (read + write)
+  int sms = 132;
+};
+
+struct TaskFeatures {
+  double nodes = 0, inputs = 0, params = 0, outputs = 0;
+  double elementwise = 0, transcendental = 0, reductions = 0, scans = 0, pools = 0, gathers = 0, views = 0;
+  double input_bytes = 0, output_bytes = 0, min_bytes = 0, flops = 0, intensity = 0, max_rank = 0;
+  double floor_ms = 0;  // min_bytes at the copy bandwidth: no plan can beat it by much
+  double gpu_copy_gbs = 0, gpu_sms = 0;
+};
+
+struct PlanFeatures {
+  double kernels = 0, fuse_rows = 0, cuda_graph = 0;
+  double pointwise_groups = 0, row_groups = 0, scan_groups = 0, pool_groups = 0;
+  // Per strategy: how many groups use it.
+  double flat = 0, thread = 0, warp = 0, block = 0, split = 0, tile = 0;
+  double mean_block = 0, max_vec = 0, mean_items = 0, max_chunks = 0, cached_rows = 0;
+  double log_max_row_length = 0, log_min_rows = 0, log_total_threads = 0, passes = 0;
+};
+
+TaskFeatures task_features(const Graph& graph, const GpuInfo& gpu);
+PlanFeatures plan_features(const Graph& graph, const Schedule& schedule);
+
+// The flat vector a learner takes, and the name of each entry.
+std::vector<double> feature_vector(const TaskFeatures& t, const PlanFeatures& p);
+const std::vector<std::string>& feature_names();
+
+}  // namespace kforge
