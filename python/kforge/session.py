@@ -21,6 +21,7 @@ import torch
 
 from kforge import fx_to_ir, timing
 from kforge.bridge import TOLERANCE, check_outputs, draw_set, flags, run_model
+from kforge.bundle import read_inputs, read_outputs, read_params, read_task
 from kforge.errors import ImportProblemError
 from kforge.fx_to_ir import lookup
 from kforge.kbtime import compare, poisoned
@@ -39,31 +40,42 @@ def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 
                      progress: bool = True) -> dict:
     import kforge._core as core
 
-    problem = load_problem(path)
-    model = problem.build_model().to("cuda")
-    inputs0 = problem.draw_inputs(random_seed(), "cuda")
-    graph = fx_to_ir.convert(model, inputs0, problem.path)
-    params = [lookup(model, p["name"]).detach().clone().contiguous() for p in graph["params"]]
-    sets, refs = [], []
-    for k in range(num_sets):
-        inputs_k, outputs_k = draw_set(problem, model, k, "cuda") if k else (inputs0, run_model(model, inputs0))
-        check_outputs(problem, graph, outputs_k)
-        sets.append([t.contiguous() for t in inputs_k])
-        refs.append([t.contiguous() for t in outputs_k])
-        if k == 0:
-            task_flags = flags(outputs_k)
+    if Path(path).is_dir():  # a bundle from `kforge import`: its hidden sets and references, loaded to the GPU
+        stored = read_task(path)
+        problem = load_problem(stored["source"])
+        model = problem.build_model().to("cuda")
+        graph = stored["graph"]
+        params = read_params(path, graph, "cuda")
+        sets = [read_inputs(path, k, graph, "cuda") for k in range(stored["num_sets"])]
+        refs = [read_outputs(path, k, graph, "cuda") for k in range(stored["num_sets"])]
+        inputs0, task_flags, num_sets = sets[0], stored["flags"], stored["num_sets"]
+    else:
+        problem = load_problem(path)
+        model = problem.build_model().to("cuda")
+        inputs0 = problem.draw_inputs(random_seed(), "cuda")
+        graph = fx_to_ir.convert(model, inputs0, problem.path)
+        params = [lookup(model, p["name"]).detach().clone().contiguous() for p in graph["params"]]
+        sets, refs = [], []
+        for k in range(num_sets):
+            inputs_k, outputs_k = draw_set(problem, model, k, "cuda") if k else (inputs0, run_model(model, inputs0))
+            check_outputs(problem, graph, outputs_k)
+            sets.append([t.contiguous() for t in inputs_k])
+            refs.append([t.contiguous() for t in outputs_k])
+            if k == 0:
+                task_flags = flags(outputs_k)
     compiled = torch.compile(model)  # inductor, default mode
     with torch.no_grad():
         base = timing.time_interleaved({"eager": lambda: model(*inputs0), "compile": lambda: compiled(*inputs0)})
     torch.cuda.synchronize()  # the search runs on its own stream and reads these tensors
 
     name = problem.path.stem
-    out_dir = workdir / name
+    out_dir = Path(path) if Path(path).is_dir() else workdir / name
     out_dir.mkdir(parents=True, exist_ok=True)
     task = {"name": name, "source": str(problem.path), "graph": graph, "gpu": torch.cuda.get_device_name(),
             "torch_version": torch.__version__, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "baselines": base, "num_sets": num_sets, "flags": task_flags, "tolerance": TOLERANCE}
-    (out_dir / "task.json").write_text(json.dumps(task, indent=1))
+    if not (out_dir / "task.json").exists():  # a bundle keeps its own task.json (with its sets)
+        (out_dir / "task.json").write_text(json.dumps(task, indent=1))
     result = json.loads(core.optimize(json.dumps(graph), name, [ptrs(s) for s in sets], [ptrs(r) for r in refs],
                                       ptrs(params), budget, db, base["eager"]["median_ms"],
                                       base["compile"]["median_ms"], seed, progress, f"torch {torch.__version__}"))
@@ -111,7 +123,7 @@ def row(r: dict) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kforge.session")
-    parser.add_argument("problems", nargs="+")
+    parser.add_argument("problems", nargs="+", help="problem files or bundle folders from `kforge import`")
     parser.add_argument("--budget", type=int, default=32)
     parser.add_argument("--db", default="kforge.db")
     parser.add_argument("--reports", default=None, help="folder for NAME.json reports")

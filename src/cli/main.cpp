@@ -1,7 +1,6 @@
 // The kforge command. A thin front end: argument parsing, the Python bridge where PyTorch must run
 // (import, kb-protocol timing, export), and printing. The work is in libkforge.
 #include <CLI/CLI.hpp>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -49,13 +48,6 @@ Graph load_graph(const std::string& path) {
   }
 }
 
-std::string fmt(double v, const char* f = "%.3f") {
-  if (!(v > 0)) return "-";
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
-
 void write_json(const std::string& path, const nlohmann::json& j) {
   if (path.empty()) return;
   if (fs::path(path).has_parent_path()) fs::create_directories(fs::path(path).parent_path());
@@ -69,83 +61,23 @@ struct OptimizeArgs {
   bool no_progress = false;
 };
 
+// PyTorch hosts the loop in one process (python/kforge/session.py); the search is libkforge's. The hidden
+// sets stay on the GPU and the baselines are timed beside the plan (kb protocol).
 int cmd_optimize(const OptimizeArgs& a) {
-  std::string bundle_dir = a.problem;
   std::string name = fs::path(a.problem).stem().string();
-  if (!fs::is_directory(a.problem)) {
-    // A problem file: PyTorch hosts the loop in one process (python/kforge/session.py), the search is
-    // libkforge's; the hidden sets stay on the GPU and the baselines are timed beside the plan.
-    bundle_dir = a.bundle.empty() ? "kforge_out/" + name : a.bundle;
-    std::vector<std::string> args = {a.problem, "--budget", std::to_string(a.budget), "--db", a.db,
-                                     "--workdir", fs::path(bundle_dir).parent_path().string(),
-                                     "--sets", std::to_string(a.sets), "--seed", std::to_string(a.seed)};
-    if (fs::path(bundle_dir).filename() != name)
-      throw UserError("--bundle must end in the problem's name ('" + name + "'), got " + bundle_dir);
-    if (fs::path(bundle_dir).parent_path().empty()) args[6] = ".";
-    if (!a.report.empty()) args.insert(args.end(), {"--report", a.report});
-    if (a.no_progress) args.push_back("--no-progress");
-    run_python("session", args);
-    if (!a.export_path.empty()) run_python("export", {bundle_dir, bundle_dir + "/best_plan.json", "-o", a.export_path});
-    return 0;
-  }
-  Bundle bundle = load_bundle(bundle_dir);
-  MeasurementDB db(a.db);
-  Compiler compiler({"sm_90", default_cache_dir(), {}});
-  OptimizeOptions opts;
-  opts.budget = a.budget;
-  opts.seed = a.seed;
-  opts.progress = !a.no_progress;
-  opts.versions = "kforge 0.1.0; torch " + bundle.task.value("torch_version", "?");
-  ensure_context();
-  DeviceTask task(bundle);
-  OptimizeResult r = optimize(bundle.spec(), task, db, compiler, opts);
-
-  nlohmann::json report = {{"name", bundle.name()}, {"source", bundle.task.value("source", "")}, {"gpu", r.gpu},
-                           {"torch_version", bundle.task.value("torch_version", "")}, {"protocol", "kb"},
-                           {"candidates", r.candidates}, {"correct_candidates", r.correct}, {"strict_candidates", r.strict},
-                           {"copy_bandwidth_gbs", r.copy_gbs}, {"flags", bundle.task.value("flags", nlohmann::json::object())},
-                           {"eager_ms", bundle.eager.median_ms}, {"compile_ms", bundle.compile.median_ms}, {"error", nullptr}};
-  if (!r.best) {
-    report["tier"] = "failed";
-    report["error"] = "no correct candidate among " + std::to_string(r.candidates);
-    write_json(a.report, report);
-    std::cerr << "no correct candidate; last log:\n" << r.best_eval.log << "\n";
-    return 1;
-  }
-  std::string plan_path = bundle_dir + "/best_plan.json";
-  write_json(plan_path, r.best->to_json());
-  std::string kb_path = bundle_dir + "/kb.json";
-  run_python("kbtime", {bundle_dir, plan_path, "-o", kb_path});
-  auto kb = nlohmann::json::parse(read_file(kb_path));
-  double eager = kb["eager"].value("median_ms", 0.0), compile = kb["compile"].value("median_ms", 0.0);
-  double ours = kb["kforge"].value("median_ms", 0.0);
-  bool strict = r.best_eval.strict && kb["check"].value("strict", false);
-  bool relaxed = kb["check"].value("relaxed", false);
-  double best_base = std::min(eager > 0 ? eager : 1e30, compile > 0 ? compile : 1e30);
-  double bytes = double(r.best->min_bytes());
-  report.update({{"tier", strict ? "strict" : relaxed ? "relaxed" : "failed"}, {"eager_ms", eager}, {"compile_ms", compile},
-                 {"kforge_ms", ours}, {"kforge_native_ms", r.best_eval.native.median_ms},
-                 {"speedup_eager", ours > 0 ? eager / ours : 0}, {"speedup_compile", ours > 0 ? compile / ours : 0},
-                 {"speedup_best", ours > 0 ? best_base / ours : 0}, {"bytes_min", bytes},
-                 {"bandwidth_gbs", ours > 0 ? bytes / (ours * 1e-3) / 1e9 : 0},
-                 {"best_schedule", to_json(r.best->schedule)}, {"kb", kb}, {"reward", r.best_eval.reward.reward},
-                 {"kernels", r.best->kernels.size()}});
-  if (!relaxed) report["error"] = "best plan failed the kb-side check on fresh inputs";
-  write_json(a.report, report);
-  std::printf("\n| problem | eager ms | compile ms | kforge ms | x eager | x compile | x best | tier | protocol |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|\n");
-  std::printf("| %s | %s | %s | %s | %s | %s | %s | %s | kb |\n", bundle.name().c_str(), fmt(eager).c_str(),
-              fmt(compile).c_str(), fmt(ours).c_str(), fmt(report["speedup_eager"], "%.2f").c_str(),
-              fmt(report["speedup_compile"], "%.2f").c_str(), fmt(report["speedup_best"], "%.2f").c_str(),
-              report["tier"].get<std::string>().c_str());
-  std::printf("native protocol: %.3f ms, %.0f GB/s of %.0f GB/s copy bandwidth; %d candidates, %d correct\n",
-              r.best_eval.native.median_ms, bytes / (r.best_eval.native.median_ms * 1e-3) / 1e9, r.copy_gbs,
-              r.candidates, r.correct);
-  if (bundle.constant_output || bundle.near_zero_output)
-    std::printf("warning: this task's reference output is %s; a wrong kernel could pass it\n",
-                bundle.constant_output ? "constant" : "near zero");
-  if (!a.export_path.empty()) run_python("export", {bundle_dir, plan_path, "-o", a.export_path});
-  return relaxed ? 0 : 1;
+  bool bundle = fs::is_directory(a.problem);
+  std::string bundle_dir = bundle ? a.problem : a.bundle.empty() ? "kforge_out/" + name : a.bundle;
+  if (!bundle && fs::path(bundle_dir).filename() != name)
+    throw UserError("--bundle must end in the problem's name ('" + name + "'), got " + bundle_dir);
+  std::string workdir = fs::path(bundle_dir).parent_path().string();
+  std::vector<std::string> args = {a.problem, "--budget", std::to_string(a.budget), "--db", a.db,
+                                   "--workdir", workdir.empty() ? "." : workdir, "--sets", std::to_string(a.sets),
+                                   "--seed", std::to_string(a.seed)};
+  if (!a.report.empty()) args.insert(args.end(), {"--report", a.report});
+  if (a.no_progress) args.push_back("--no-progress");
+  run_python("session", args);
+  if (!a.export_path.empty()) run_python("export", {bundle_dir, bundle_dir + "/best_plan.json", "-o", a.export_path});
+  return 0;
 }
 
 // One candidate through the environment: the unit of work the service's sandboxed workers run.
