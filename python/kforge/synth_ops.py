@@ -382,8 +382,9 @@ def triplet_loss(rng, s):
         return Op("triplet_margin_loss", f"self.{{mod}}({anchor}, {{positive}}, {{negative}})", SCALAR, params,
                   init="nn.TripletMarginLoss(margin={margin})", module="loss", inputs=extra,
                   sizes={"embedding_shape": shape}, terminal=True)
-    return Op("triplet_margin_loss", f"F.triplet_margin_loss({anchor}, {{positive}}, {{negative}}, margin=self.{{margin}})",
-              SCALAR, params, inputs=extra, sizes={"embedding_shape": shape}, terminal=True)
+    return Op("triplet_margin_loss",
+              f"F.triplet_margin_loss({anchor}, {{positive}}, {{negative}}, margin=self.{{margin}})", SCALAR,
+              params, inputs=extra, sizes={"embedding_shape": shape}, terminal=True)
 
 
 def cosine_loss(rng, s):

@@ -162,6 +162,10 @@ int main(int argc, char** argv) {
   low->add_option("-o,--out", out, "write the plan JSON here");
   low->add_flag("--compile", compile, "compile every kernel with NVRTC for sm_90 and report");
 
+  auto* syn = app.add_subcommand("synth", "generate KernelBench-format training problems (python -m kforge.synth; --help there)");
+  syn->allow_extras();
+  syn->prefix_command();
+
   std::string eval_out;
   auto* ev = app.add_subcommand("evaluate", "compile, verify, time and reward one candidate on a bundle (native protocol)");
   ev->add_option("bundle", bundle, "bundle directory")->required();
@@ -189,6 +193,10 @@ int main(int argc, char** argv) {
     }
     if (*low) return cmd_lower(graph_path, schedule_path, out, compile);
     if (*ev) return cmd_evaluate(bundle, plan, schedule_path, eval_out);
+    if (*syn) {
+      run_python("synth", syn->remaining());
+      return 0;
+    }
 #ifdef KFORGE_HAVE_SERVER
     if (*srv) return run_serve(sa, argv[0]);
 #endif
