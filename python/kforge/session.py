@@ -37,7 +37,7 @@ def ptrs(tensors) -> list[int]:
 
 
 def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 5, seed: int = 1,
-                     progress: bool = True) -> dict:
+                     progress: bool = True, policy: str = "local", cost_model: str = "") -> dict:
     import kforge._core as core
 
     if Path(path).is_dir():  # a bundle from `kforge import`: its hidden sets and references, loaded to the GPU
@@ -78,7 +78,8 @@ def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 
         (out_dir / "task.json").write_text(json.dumps(task, indent=1))
     result = json.loads(core.optimize(json.dumps(graph), name, [ptrs(s) for s in sets], [ptrs(r) for r in refs],
                                       ptrs(params), budget, db, base["eager"]["median_ms"],
-                                      base["compile"]["median_ms"], seed, progress, f"torch {torch.__version__}"))
+                                      base["compile"]["median_ms"], seed, progress, f"torch {torch.__version__}",
+                                      policy, cost_model))
     report = {"name": name, "source": str(problem.path), "gpu": result["gpu"], "torch_version": torch.__version__,
               "protocol": "kb", "candidates": result["candidates"], "correct_candidates": result["correct"],
               "strict_candidates": result["strict"], "copy_bandwidth_gbs": result["copy_gbs"], "flags": task_flags,
@@ -132,6 +133,8 @@ def main(argv=None) -> int:
     parser.add_argument("--sets", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--policy", choices=("local", "random", "costmodel"), default="local")
+    parser.add_argument("--cost-model", default="", help="model file for --policy costmodel (kforge train-costmodel)")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("kforge: error: optimize needs a CUDA GPU (none is visible to PyTorch)", file=sys.stderr)
@@ -142,7 +145,7 @@ def main(argv=None) -> int:
         t0 = time.time()
         try:
             report = optimize_problem(path, args.budget, args.db, Path(args.workdir), args.sets, args.seed,
-                                      not args.no_progress)
+                                      not args.no_progress, args.policy, args.cost_model)
         except ImportProblemError as e:
             report = {"name": Path(path).stem, "tier": "failed", "error": str(e)}
         except Exception as e:  # noqa: BLE001 -- one problem's failure must not end the others

@@ -6,12 +6,15 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "codegen/lower.h"
 #include "env/bundle.h"
 #include "ir/error.h"
 #include "runtime/compiler.h"
 #include "runtime/driver.h"
+#include "search/cost_model.h"
+#include "search/features.h"
 #include "search/optimize.h"
 #ifdef KFORGE_HAVE_SERVER
 #include "server/serve_command.h"
@@ -59,6 +62,7 @@ struct OptimizeArgs {
   int budget = 32, sets = 5;
   uint64_t seed = 1;
   bool no_progress = false;
+  std::string policy = "local", cost_model;
 };
 
 // PyTorch hosts the loop in one process (python/kforge/session.py); the search is libkforge's. The hidden
@@ -75,8 +79,38 @@ int cmd_optimize(const OptimizeArgs& a) {
                                    "--seed", std::to_string(a.seed)};
   if (!a.report.empty()) args.insert(args.end(), {"--report", a.report});
   if (a.no_progress) args.push_back("--no-progress");
+  args.insert(args.end(), {"--policy", a.policy});
+  if (!a.cost_model.empty()) args.insert(args.end(), {"--cost-model", fs::absolute(a.cost_model).string()});
   run_python("session", args);
   if (!a.export_path.empty()) run_python("export", {bundle_dir, bundle_dir + "/best_plan.json", "-o", a.export_path});
+  return 0;
+}
+
+// Fits the cost model to every correct measurement of the database, holding out whole tasks to report how
+// well it ranks candidates of tasks it has not seen.
+int cmd_train_costmodel(const std::string& db_path, const std::string& out, const std::string& gpu, double holdout) {
+  MeasurementDB db(db_path);
+  auto rows = db.training_rows(gpu);
+  if (rows.size() < 10) throw UserError(db_path + " has " + std::to_string(rows.size()) + " usable measurements; measure more first (kforge optimize)");
+  std::map<std::string, TaskFeatures> tasks;
+  std::vector<std::vector<double>> x, train, test;
+  std::vector<double> y, train_y, test_y;
+  for (auto& r : rows) {
+    Graph g = graph_from_json(nlohmann::json::parse(r.graph_json));
+    if (!tasks.count(r.graph_hash)) tasks[r.graph_hash] = task_features(g, {});
+    x.push_back(feature_vector(tasks[r.graph_hash], plan_features(g, schedule_from_json(nlohmann::json::parse(r.schedule_json)))));
+    y.push_back(std::log(r.median_ms));
+    bool held = double(std::stoull(r.graph_hash.substr(0, 8), nullptr, 16) % 1000) < holdout * 1000;  // whole tasks
+    (held ? test : train).push_back(x.back());
+    (held ? test_y : train_y).push_back(y.back());
+  }
+  if (!train.empty() && !test.empty()) {
+    auto pred = train_boosted_cost_model(train, train_y, {})->predict(test);
+    std::printf("held-out: %zu measurements of tasks never trained on, rank correlation %.3f\n", test.size(),
+                rank_correlation(pred, test_y));
+  }
+  save_cost_model(*train_boosted_cost_model(x, y, {}), out);  // the saved model learns from every task
+  std::printf("trained on %zu measurements of %zu tasks -> %s\n", rows.size(), tasks.size(), out.c_str());
   return 0;
 }
 
@@ -147,6 +181,16 @@ int main(int argc, char** argv) {
   opt->add_option("--sets", oa.sets, "hidden input sets when importing");
   opt->add_option("--seed", oa.seed, "search seed");
   opt->add_flag("--no-progress", oa.no_progress, "no progress bar");
+  opt->add_option("--policy", oa.policy, "local (edit the best so far), random, or costmodel (rank with --cost-model)");
+  opt->add_option("--cost-model", oa.cost_model, "model file from `kforge train-costmodel`");
+
+  std::string train_db = "kforge.db", model_out = "costmodel.json", train_gpu;
+  double holdout = 0.25;
+  auto* tcm = app.add_subcommand("train-costmodel", "fit the cost model to the measurement database");
+  tcm->add_option("--db", train_db, "measurement database");
+  tcm->add_option("-o,--out", model_out, "model file");
+  tcm->add_option("--gpu", train_gpu, "only measurements from this GPU (name as the database records it)");
+  tcm->add_option("--holdout", holdout, "fraction of tasks held out to report ranking quality");
 
   std::string bundle, plan;
   auto* exp = app.add_subcommand("export", "write a drop-in ModelNew Python file for a plan");
@@ -193,6 +237,7 @@ int main(int argc, char** argv) {
     }
     if (*low) return cmd_lower(graph_path, schedule_path, out, compile);
     if (*ev) return cmd_evaluate(bundle, plan, schedule_path, eval_out);
+    if (*tcm) return cmd_train_costmodel(train_db, model_out, train_gpu, holdout);
     if (*syn) {
       run_python("synth", syn->remaining());
       return 0;

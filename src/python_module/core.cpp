@@ -94,7 +94,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("optimize", [](const std::string& graph_json, const std::string& name,
                        const std::vector<std::vector<uintptr_t>>& sets, const std::vector<std::vector<uintptr_t>>& refs,
                        const std::vector<uintptr_t>& params, int budget, const std::string& db_path, double eager_ms,
-                       double compile_ms, uint64_t seed, bool progress, const std::string& versions) {
+                       double compile_ms, uint64_t seed, bool progress, const std::string& versions,
+                       const std::string& policy, const std::string& cost_model) {
     // The search on PyTorch's tensors (device pointers): inputs and references never leave the GPU.
     TaskSpec spec{name, graph_from_json(nlohmann::json::parse(graph_json)), eager_ms, compile_ms};
     auto ptrs = [](const std::vector<std::vector<uintptr_t>>& v) {
@@ -114,6 +115,8 @@ PYBIND11_MODULE(_core, m) {
       opts.seed = seed;
       opts.progress = progress;
       opts.versions = versions;
+      opts.policy = policy_from_string(policy);
+      opts.cost_model = cost_model;
       r = optimize(spec, task, db, compiler, opts);
     }
     nlohmann::json out = {{"gpu", r.gpu}, {"copy_gbs", r.copy_gbs}, {"candidates", r.candidates},
@@ -129,7 +132,7 @@ PYBIND11_MODULE(_core, m) {
     return out.dump();
   }, py::arg("graph_json"), py::arg("name"), py::arg("sets"), py::arg("refs"), py::arg("params"), py::arg("budget"),
      py::arg("db_path"), py::arg("eager_ms") = 0.0, py::arg("compile_ms") = 0.0, py::arg("seed") = 1,
-     py::arg("progress") = true, py::arg("versions") = "");
+     py::arg("progress") = true, py::arg("versions") = "", py::arg("policy") = "local", py::arg("cost_model") = "");
   py::class_<Runner>(m, "Runner")
       .def(py::init<const std::string&, const std::string&>(), py::arg("plan_json"), py::arg("cache_dir") = "")
       .def("run", &Runner::run, py::arg("inputs"), py::arg("params"), py::arg("outputs"), py::arg("stream"))

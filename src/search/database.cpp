@@ -33,6 +33,7 @@ MeasurementDB::MeasurementDB(const std::string& path) : path_(path) {
     protocol TEXT, median_ms REAL, mean_ms REAL, reward REAL, speedup_best REAL,
     gpu TEXT, versions TEXT, log TEXT))SQL");
   exec("CREATE INDEX IF NOT EXISTS by_graph ON measurements(graph_hash, gpu)");
+  exec("CREATE TABLE IF NOT EXISTS tasks (graph_hash TEXT PRIMARY KEY, name TEXT, graph TEXT)");
 }
 
 MeasurementDB::~MeasurementDB() { sqlite3_close(db_); }
@@ -86,6 +87,25 @@ std::optional<Measurement> MeasurementDB::best(const std::string& graph_hash, co
   m.speedup_best = sqlite3_column_double(st.s, 6);
   m.gpu = gpu;
   return m;
+}
+
+void MeasurementDB::record_task(const std::string& graph_hash, const std::string& name, const std::string& graph_json) {
+  Stmt st(db_, "INSERT OR IGNORE INTO tasks (graph_hash, name, graph) VALUES (?, ?, ?)");
+  st.text(1, graph_hash);
+  st.text(2, name);
+  st.text(3, graph_json);
+  if (sqlite3_step(st.s) != SQLITE_DONE) throw UserError(std::string("measurement database insert failed: ") + sqlite3_errmsg(db_));
+}
+
+std::vector<MeasurementDB::TrainingRow> MeasurementDB::training_rows(const std::string& gpu) {
+  Stmt st(db_, "SELECT m.graph_hash, t.graph, m.schedule, m.median_ms FROM measurements m JOIN tasks t ON "
+               "m.graph_hash = t.graph_hash WHERE m.relaxed = 1 AND m.median_ms > 0 AND (? = '' OR m.gpu = ?) ORDER BY m.id");
+  st.text(1, gpu);
+  st.text(2, gpu);
+  std::vector<TrainingRow> rows;
+  while (sqlite3_step(st.s) == SQLITE_ROW)
+    rows.push_back({st.col_text(0), st.col_text(1), st.col_text(2), sqlite3_column_double(st.s, 3)});
+  return rows;
 }
 
 int64_t MeasurementDB::count(const std::string& graph_hash) {

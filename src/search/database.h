@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include <optional>
+#include <vector>
 #include <string>
 
 namespace kforge {
@@ -26,6 +27,14 @@ class MeasurementDB {
   // Fastest correct schedule measured for this graph on this GPU, if any.
   std::optional<Measurement> best(const std::string& graph_hash, const std::string& gpu);
   int64_t count(const std::string& graph_hash = "");
+  // The graph behind a hash, so that features can be computed from measurements later.
+  void record_task(const std::string& graph_hash, const std::string& name, const std::string& graph_json);
+  struct TrainingRow {
+    std::string graph_hash, graph_json, schedule_json;
+    double median_ms = 0;
+  };
+  // Every correct measurement whose task graph is known, for the cost model.
+  std::vector<TrainingRow> training_rows(const std::string& gpu = "");
 
  private:
   void exec(const std::string& sql);

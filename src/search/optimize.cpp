@@ -7,7 +7,11 @@
 #include "codegen/lower.h"
 #include "ir/error.h"
 #include "runtime/driver.h"
+#include "search/cost_model.h"
+#include "search/features.h"
 #include "search/proposer.h"
+
+#include <numeric>
 
 namespace kforge {
 
@@ -27,6 +31,33 @@ void progress(int done, int total, double best_speedup, double elapsed_s) {
   std::fprintf(stderr, "\r[%.*s%*s] %d/%d candidates  best x%.2f vs best baseline  %.0fs left ", filled,
                "##############################", width - filled, "", done, total, best_speedup, eta);
   std::fflush(stderr);
+}
+}  // namespace
+
+Policy policy_from_string(const std::string& s) {
+  if (s == "local") return Policy::local;
+  if (s == "random") return Policy::random;
+  if (s == "costmodel") return Policy::costmodel;
+  throw UserError("unknown policy '" + s + "' (local, random or costmodel)");
+}
+
+namespace {
+// Many distinct proposals around the default, ordered by the model's predicted time.
+std::vector<Schedule> ranked_by_model(const TaskSpec& spec, ScheduleProposer& proposer, const CostModel& model, int count,
+                                      double copy_gbs) {
+  std::vector<Schedule> pool;
+  for (int k = 0; k < count; ++k)
+    if (auto s = proposer.next(Schedule{})) pool.push_back(*s);
+  TaskFeatures t = task_features(spec.graph, {copy_gbs, 132});
+  std::vector<std::vector<double>> rows;
+  for (auto& s : pool) rows.push_back(feature_vector(t, plan_features(spec.graph, s)));
+  std::vector<double> pred = model.predict(rows);
+  std::vector<size_t> order(pool.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pred[a] < pred[b]; });
+  std::vector<Schedule> out;
+  for (size_t i : order) out.push_back(pool[i]);
+  return out;
 }
 }  // namespace
 
@@ -51,6 +82,11 @@ OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& d
   unfused.fuse_rows = false;
   std::vector<Schedule> queue = {Schedule{}};
   if (kernel_groups(spec.graph, false).size() != kernel_groups(spec.graph, true).size()) queue.push_back(unfused);
+  db.record_task(graph_hash, spec.name, graph_to_json(spec.graph).dump());
+  if (opts.policy == Policy::costmodel) {
+    auto model = load_boosted_cost_model(opts.cost_model);
+    for (auto& s : ranked_by_model(spec, proposer, *model, 16 * opts.budget, eo.copy_gbs)) queue.push_back(s);
+  }
   if (auto prior = db.best(graph_hash, res.gpu)) queue.push_back(schedule_from_json(nlohmann::json::parse(prior->schedule_json)));
   Schedule best_schedule;
   double best_ms = 1e30;
@@ -64,8 +100,8 @@ OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& d
     if (!queue.empty()) {
       s = queue.front();
       queue.erase(queue.begin());
-      if (!proposer.mark(s) && i > 0) continue;
-    } else if (auto n = proposer.next(best_schedule)) {
+      proposer.mark(s);  // the proposer need not offer it again; measured_plans drops repeats
+    } else if (auto n = proposer.next(opts.policy == Policy::local ? best_schedule : Schedule{})) {
       s = *n;
     } else {
       break;  // space exhausted

@@ -11,8 +11,16 @@
 
 namespace kforge {
 
+// How candidates are proposed: `local` edits the best schedule so far (default), `random` draws edits of
+// the default schedule only (the baseline a learned policy must beat), `costmodel` ranks many proposals with a
+// learned model and measures the best-ranked first.
+enum class Policy { local, random, costmodel };
+Policy policy_from_string(const std::string& s);
+
 struct OptimizeOptions {
   int budget = 32;
+  Policy policy = Policy::local;
+  std::string cost_model;  // model file for Policy::costmodel (kforge train-costmodel)
   uint64_t seed = 1;
   bool progress = true;
   EvalOptions eval;

@@ -73,3 +73,30 @@ def test_optimize_without_a_gpu_says_so(tmp_path):
     r = kforge("optimize", problem, "--budget", 1, "--bundle", tmp_path / "p")
     assert r.returncode == 2
     assert "needs a CUDA GPU" in r.stderr
+
+
+def test_train_costmodel_from_a_measurement_database(tmp_path):
+    import math
+    import random
+    import sqlite3
+
+    db = tmp_path / "m.db"
+    r = kforge("train-costmodel", "--db", db, "-o", tmp_path / "model.json")
+    assert r.returncode == 2 and "usable measurements" in r.stderr  # the empty database it just created
+    rng = random.Random(0)
+    with sqlite3.connect(db) as c:
+        for t in range(8):  # 8 softmax tasks of different sizes, 12 measured schedules each
+            graph = json.loads(json.dumps(SOFTMAX))
+            graph["inputs"][0]["shape"] = [64 * (t + 1), 1000 + 37 * t]
+            h = f"{t:016x}"
+            c.execute("INSERT INTO tasks VALUES (?, ?, ?)", (h, f"t{t}", json.dumps(graph)))
+            for block in (64, 128, 256, 512, 1024, 128, 256, 512, 1024, 64, 256, 512):
+                sched = {"kernels": {"y.reduce0": {"strategy": "block", "block": block}}}
+                ms = 0.01 * (t + 1) * (1 + abs(math.log2(block) - 8) / 4) * (1 + 0.01 * rng.random())
+                c.execute("INSERT INTO measurements (task, graph_hash, schedule, compiled, strict, relaxed, median_ms, gpu)"
+                          " VALUES (?, ?, ?, 1, 1, 1, ?, 'H200')", (f"t{t}", h, json.dumps(sched), ms))
+    r = kforge("train-costmodel", "--db", db, "-o", tmp_path / "model.json", "--holdout", "0.3")
+    assert r.returncode == 0, r.stderr
+    assert "trained on 96 measurements of 8 tasks" in r.stdout
+    meta = json.loads((tmp_path / "model.json").read_text())
+    assert meta["kind"] == "xgboost" and "plan.mean_block" in meta["features"]
