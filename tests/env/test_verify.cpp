@@ -31,3 +31,22 @@ TEST(Verify, DescribesTheFirstMismatch) {
 
 }  // namespace
 }  // namespace kforge
+
+#include "common/hack_plans.h"
+
+namespace kforge {
+namespace {
+
+TEST(HackCatalogue, EveryAdversarialPlanCompiles) {
+  // The GPU suite (tests/gpu/test_hacks.cpp) runs them; here they must at least be real kernels.
+  Compiler c({"sm_90", "", {}});
+  auto hacks = testing::hack_plans();
+  EXPECT_GE(hacks.size(), 8u);
+  for (auto& h : hacks) {
+    CompileResult r = c.compile(h.plan.kernels.at(0).source, "hack");
+    EXPECT_TRUE(r.ok) << h.name << "\n" << r.log;
+  }
+}
+
+}  // namespace
+}  // namespace kforge
