@@ -13,6 +13,7 @@
 #include "ir/error.h"
 #include "runtime/compiler.h"
 #include "runtime/driver.h"
+#include "runtime/raw_cuda.h"
 #include "search/cost_model.h"
 #include "search/features.h"
 #include "search/optimize.h"
@@ -116,10 +117,12 @@ int cmd_train_costmodel(const std::string& db_path, const std::string& out, cons
 
 // One candidate through the environment: the unit of work the service's sandboxed workers run.
 int cmd_evaluate(const std::string& bundle_dir, const std::string& plan_path, const std::string& schedule_path,
-                 const std::string& out) {
+                 const std::string& cuda_path, const std::string& out) {
   Bundle b = load_bundle(bundle_dir);
-  Plan p = !plan_path.empty() ? Plan::from_json(nlohmann::json::parse(read_file(plan_path)))
-           : lower(b.graph, schedule_path.empty() ? Schedule{} : schedule_from_json(nlohmann::json::parse(read_file(schedule_path))));
+  std::optional<Plan> p;
+  if (cuda_path.empty())
+    p = !plan_path.empty() ? Plan::from_json(nlohmann::json::parse(read_file(plan_path)))
+        : lower(b.graph, schedule_path.empty() ? Schedule{} : schedule_from_json(nlohmann::json::parse(read_file(schedule_path))));
   ensure_context();
   DeviceTask task(b);
   Compiler compiler({"sm_90", default_cache_dir(), {}});
@@ -128,7 +131,8 @@ int cmd_evaluate(const std::string& bundle_dir, const std::string& plan_path, co
   KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   EvalOptions eo;
   eo.copy_gbs = measure_copy_bandwidth(stream);
-  EvalResult r = evaluate(b.spec(), task, p, compiler, verifier, eo, stream);
+  EvalResult r = p ? evaluate(b.spec(), task, *p, compiler, verifier, eo, stream)
+                   : evaluate_raw_cuda(b.spec(), task, read_file(cuda_path), {default_cache_dir()}, verifier, eo, stream);
   nlohmann::json j = r.to_json();
   j["gpu"] = device_name();
   if (out.empty()) std::cout << j.dump(2) << "\n";
@@ -216,6 +220,10 @@ int main(int argc, char** argv) {
   ev->add_option("--plan", plan, "plan JSON (a candidate's kernels)");
   ev->add_option("--schedule", schedule_path, "schedule JSON for the built-in generator (default: its default)");
   ev->add_option("-o,--out", eval_out, "result JSON (default: stdout)");
+  std::string cuda_path;
+  ev->add_option("--cuda", cuda_path, "a raw CUDA candidate exporting kforge_forward (see `kforge abi`)");
+  auto* abi = app.add_subcommand("abi", "print the C ABI a raw CUDA candidate for this task must export");
+  abi->add_option("bundle", bundle, "bundle directory or graph JSON")->required();
 
 #ifdef KFORGE_HAVE_SERVER
   ServeArgs sa;
@@ -236,7 +244,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*low) return cmd_lower(graph_path, schedule_path, out, compile);
-    if (*ev) return cmd_evaluate(bundle, plan, schedule_path, eval_out);
+    if (*ev) return cmd_evaluate(bundle, plan, schedule_path, cuda_path, eval_out);
+    if (*abi) {
+      std::cout << abi_header(load_graph(bundle));
+      return 0;
+    }
     if (*tcm) return cmd_train_costmodel(train_db, model_out, train_gpu, holdout);
     if (*syn) {
       run_python("synth", syn->remaining());

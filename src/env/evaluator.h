@@ -12,6 +12,7 @@
 #include "env/timing.h"
 #include "env/verify.h"
 #include "runtime/executor.h"
+#include "runtime/raw_cuda.h"
 
 namespace kforge {
 
@@ -60,6 +61,15 @@ struct EvalResult {
 
 EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, const Plan& plan, const Compiler& compiler,
                     Verifier& verifier, const EvalOptions& opts, CUstream stream);
+// An untrusted raw CUDA candidate (runtime/raw_cuda.h): built with nvcc, then checked and timed the same way.
+EvalResult evaluate_raw_cuda(const TaskSpec& spec, DeviceTask& task, const std::string& source,
+                             const RawCudaOptions& build, Verifier& verifier, const EvalOptions& opts, CUstream stream);
+// The checks and timing shared by every kind of candidate; `r` carries what compiling it found.
+EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, Executable& exe, bool use_graph, Verifier& verifier,
+                    const EvalOptions& opts, CUstream stream, EvalResult r);
+
+// Bytes a task must move at least: its inputs and params read once, its outputs written once.
+int64_t min_bytes(const Graph& g);
 
 // Device-to-device copy bandwidth in GB/s (bytes read + bytes written), over a 1 GiB buffer.
 double measure_copy_bandwidth(CUstream stream);

@@ -64,7 +64,7 @@ std::vector<std::string> bwrap_argv(const std::vector<std::string>& argv, const 
   for (auto& s : full) args.push_back(const_cast<char*>(s.c_str()));
   args.push_back(nullptr);
   execvp(args[0], args.data());
-  const char msg[] = "sandbox: cannot run bubblewrap (install Debian's bubblewrap package)\n";
+  const char msg[] = "sandbox: cannot run the command (is bubblewrap installed? Debian: bubblewrap)\n";
   (void)!write(2, msg, sizeof msg - 1);
   _exit(127);
 }
@@ -73,7 +73,7 @@ std::vector<std::string> bwrap_argv(const std::vector<std::string>& argv, const 
 
 SandboxResult run_sandboxed(const std::vector<std::string>& argv, const SandboxOptions& o, const std::string& stdin_data) {
   if (argv.empty()) throw UserError("sandbox: empty command");
-  auto full = bwrap_argv(argv, o);
+  auto full = o.namespaces ? bwrap_argv(argv, o) : argv;
   int in_p[2], out_p[2], err_p[2];
   if (pipe(in_p) || pipe(out_p) || pipe(err_p)) throw UserError(std::string("sandbox: pipe failed: ") + strerror(errno));
   auto t0 = std::chrono::steady_clock::now();
@@ -142,7 +142,7 @@ SandboxResult run_sandboxed(const std::vector<std::string>& argv, const SandboxO
     if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
     // bwrap reports a child killed by signal N as exit code 128 + N (a program that itself exits with
     // such a code reads the same).
-    if (r.exit_code > 128 && r.exit_code < 128 + 65) r.signal = r.exit_code - 128, r.exit_code = -1;
+    if (o.namespaces && r.exit_code > 128 && r.exit_code < 128 + 65) r.signal = r.exit_code - 128, r.exit_code = -1;
   }
   return r;
 }

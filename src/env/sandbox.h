@@ -24,6 +24,7 @@ struct SandboxOptions {
   uid_t uid = 65534;                     // user and group to run as when started as root (nobody); with
   gid_t gid = 65534;                     // uid 0 nothing is dropped and the process limit does not hold
   std::string bwrap = "bwrap";
+  bool namespaces = true;                // false: rlimits, user and timeout only (no bubblewrap)
   size_t max_output_bytes = 1 << 20;     // per stream; the rest is dropped
   std::vector<std::pair<std::string, std::string>> env;  // set inside the sandbox
 };

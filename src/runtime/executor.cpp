@@ -31,7 +31,6 @@ LoadedPlan::LoadedPlan(Plan plan, const Compiler& compiler) : plan_(std::move(pl
 LoadedPlan::~LoadedPlan() {
   if (!driver_available()) return;
   const Driver& d = driver();
-  if (graph_exec_) d.cuGraphExecDestroy(graph_exec_);
   for (auto t : temps_)
     if (t) d.cuMemFree(t);
   for (auto m : modules_) d.cuModuleUnload(m);
@@ -72,28 +71,6 @@ void LoadedPlan::run(const Bindings& b, CUstream stream) {
     KF_CU(d.cuLaunchKernel(functions_[i], unsigned(k.grid), 1, 1, unsigned(k.block), 1, 1, unsigned(k.smem), stream,
                            params.data(), nullptr));
   }
-}
-
-void LoadedPlan::capture(const Bindings& b, CUstream stream) {
-  const Driver& d = driver();
-  if (graph_exec_) d.cuGraphExecDestroy(graph_exec_), graph_exec_ = nullptr;
-  KF_CU(d.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-  try {
-    run(b, stream);
-  } catch (...) {
-    CUgraph g;
-    d.cuStreamEndCapture(stream, &g);
-    throw;
-  }
-  CUgraph graph;
-  KF_CU(d.cuStreamEndCapture(stream, &graph));
-  KF_CU(d.cuGraphInstantiate(&graph_exec_, graph, 0));
-  d.cuGraphDestroy(graph);
-}
-
-void LoadedPlan::replay(CUstream stream) {
-  KF_ASSERT(graph_exec_, "replay before capture");
-  KF_CU(driver().cuGraphLaunch(graph_exec_, stream));
 }
 
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {

@@ -7,26 +7,19 @@
 
 #include "codegen/plan.h"
 #include "runtime/compiler.h"
+#include "runtime/executable.h"
 
 namespace kforge {
 
-struct Bindings {
-  std::vector<CUdeviceptr> inputs, params, outputs;
-};
-
-class LoadedPlan {
+class LoadedPlan : public Executable {
  public:
   LoadedPlan(Plan plan, const Compiler& compiler);
-  ~LoadedPlan();
+  ~LoadedPlan() override;
   LoadedPlan(const LoadedPlan&) = delete;
   LoadedPlan& operator=(const LoadedPlan&) = delete;
 
   // Launches every kernel in order on `stream`. Checks the bindings' counts and 16-byte alignment.
-  void run(const Bindings& b, CUstream stream);
-  // Captures run(b) as a graph (bindings fixed from now on) and replays it with replay().
-  void capture(const Bindings& b, CUstream stream);
-  void replay(CUstream stream);
-  bool captured() const { return graph_exec_ != nullptr; }
+  void run(const Bindings& b, CUstream stream) override;
 
   const Plan& plan() const { return plan_; }
   double compile_ms = 0;  // NVRTC time spent on this plan (0 when every kernel was cached)
@@ -39,7 +32,6 @@ class LoadedPlan {
   std::vector<CUmodule> modules_;
   std::vector<CUfunction> functions_;
   std::vector<CUdeviceptr> temps_;  // per buffer (0 for non-temps)
-  CUgraphExec graph_exec_ = nullptr;
 };
 
 // RAII device memory.

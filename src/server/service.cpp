@@ -114,6 +114,10 @@ void Service::run_job(const Job& job) {
   fs::path dir = scratch(fs::absolute(fs::path(opts_.work_dir) / "jobs" / std::to_string(job.id)));
   fs::path input = dir / (job.kind + ".json"), result = dir / "result.json";
   std::ofstream(input) << job.payload;
+  if (job.kind == "cuda") {  // the payload carries the source; evaluate takes it as a .cu file
+    input = dir / "candidate.cu";
+    std::ofstream(input) << nlohmann::json::parse(job.payload).value("source", "");
+  }
   fs::remove(result);
   SandboxOptions o = opts_.sandbox;
   o.scratch_dir = dir.string();

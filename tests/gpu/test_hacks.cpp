@@ -70,3 +70,65 @@ INSTANTIATE_TEST_SUITE_P(Catalogue, Hacks, ::testing::ValuesIn(names()), [](cons
 
 }  // namespace
 }  // namespace kforge
+
+namespace kforge {
+namespace {
+
+// Raw CUDA candidates through the same environment: an honest one passes; one that does its work on a
+// stream of its own (so the timer on the given stream sees nothing) is rejected, whichever check fires first.
+const char* kRawHonest = R"CU(
+#include <cuda_runtime.h>
+__global__ void relu(const float* x, float* y) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < 4096) y[i] = fmaxf(x[i], 0.f); }
+extern "C" int kforge_forward(const void* const* in, const void* const* p, void* const* out, cudaStream_t s) {
+  relu<<<16, 256, 0, s>>>((const float*)in[0], (float*)out[0]);
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+)CU";
+const char* kRawOtherStream = R"CU(
+#include <cuda_runtime.h>
+__global__ void slow_relu(const float* x, float* y) {
+  for (int k = 0; k < 200; ++k) __nanosleep(10000);  // ~2 ms the caller's events never see
+  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < 4096) y[i] = fmaxf(x[i], 0.f);
+}
+extern "C" int kforge_forward(const void* const* in, const void* const* p, void* const* out, cudaStream_t) {
+  static cudaStream_t mine = nullptr;
+  if (!mine) cudaStreamCreateWithFlags(&mine, cudaStreamNonBlocking);
+  slow_relu<<<16, 256, 0, mine>>>((const float*)in[0], (float*)out[0]);
+  return 0;
+}
+)CU";
+
+TEST(RawCandidates, HonestPassesOtherStreamIsRejected) {
+  if (!driver_available()) GTEST_SKIP() << "no CUDA driver or GPU on this machine";
+  Graph g = graph_from_json(testing::hack_task_graph());
+  std::mt19937_64 rng(9);
+  std::vector<DeviceBuffer> keep;
+  std::vector<std::vector<CUdeviceptr>> sets, refs;
+  for (int s = 0; s < 5; ++s) {
+    auto in = testing::random_values(g, g.inputs, rng);
+    auto out = interpret(decompose(g), in, {});
+    for (auto* t : {&in[0], &out[0]}) {
+      std::string bytes = testing::to_bytes(*t);
+      keep.emplace_back(bytes.size());
+      keep.back().upload(bytes.data(), bytes.size());
+    }
+    sets.push_back({keep[keep.size() - 2].get()});
+    refs.push_back({keep.back().get()});
+  }
+  DeviceTask task(g, sets, refs, {});
+  Compiler compiler({"sm_90", "", {}});
+  Verifier verifier(compiler);
+  CUstream stream;
+  KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  RawCudaOptions build;
+  build.cache_dir = ::testing::TempDir() + "/kforge-raw-gpu";
+  TaskSpec spec{"raw", g, 1.0, 1.0};
+  EvalResult honest = evaluate_raw_cuda(spec, task, kRawHonest, build, verifier, {}, stream);
+  EXPECT_TRUE(honest.strict) << honest.log;
+  EvalResult sneaky = evaluate_raw_cuda(spec, task, kRawOtherStream, build, verifier, {}, stream);
+  EXPECT_FALSE(sneaky.relaxed) << "accepted work outside the timed stream: " << sneaky.log;
+  driver().cuStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace kforge
