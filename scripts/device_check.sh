@@ -5,8 +5,8 @@
 #   scripts/device_check.sh [PROBLEM_GLOB] [BUDGET]
 #   e.g. run with carry [".deps"]: bash scripts/device_check.sh "bench/level1/0[1-9]_*.py" 8
 #
-# The device image lacks sqlite3.h: .deps/sqlite holds Debian's libsqlite3-dev and libsqlite3-0 unpacked
-# (apt-get download libsqlite3-dev libsqlite3-0; dpkg -x each into .deps/sqlite).
+# The device image lacks sqlite3.h, cpp-httplib, XGBoost and bubblewrap: scripts/fetch_device_deps.sh unpacks
+# Debian's packages into .deps/root here; the run carries them (carry [".deps"]).
 set -uo pipefail
 GLOB=${1:-bench/level1/*.py}
 BUDGET=${2:-8}
@@ -16,16 +16,17 @@ LOG="$OUT/device_check.log"
 exec > >(tee "$LOG") 2>&1
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-SQ="$ROOT/.deps/sqlite/usr"
-SQLIB="$SQ/lib/x86_64-linux-gnu"
-[ -e "$SQLIB/libsqlite3.so.0" ] || ln -sf libsqlite3.so.0.8.6 "$SQLIB/libsqlite3.so.0"
-export LD_LIBRARY_PATH="$SQLIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+DEPS="$ROOT/.deps/root/usr"
+export LD_LIBRARY_PATH="$DEPS/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH="$DEPS/bin:$PATH"
 export KFORGE_CACHE=/tmp/kforge-cache
 echo "== machine"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; python3 -c 'import torch; print("torch", torch.__version__)'
 echo "== build"
 t0=$(date +%s)
 cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$(which python3)" \
-  -DSQLite3_INCLUDE_DIR="$SQ/include" -DSQLite3_LIBRARY="$SQLIB/libsqlite3.so.0.8.6" > "$OUT/cmake.txt" 2>&1 || { tail -30 "$OUT/cmake.txt"; exit 1; }
+  -DCMAKE_PREFIX_PATH="$DEPS" -DSQLite3_INCLUDE_DIR="$DEPS/include" \
+  -DSQLite3_LIBRARY="$DEPS/lib/x86_64-linux-gnu/libsqlite3.so" > "$OUT/cmake.txt" 2>&1 || { tail -30 "$OUT/cmake.txt"; exit 1; }
+grep -E "not found: building" "$OUT/cmake.txt" || true
 ninja -C build-device -j16 > /tmp/ninja.txt 2>&1 || { grep -B2 -A10 error /tmp/ninja.txt | head -80; exit 1; }
 echo "built in $(( $(date +%s) - t0 )) s"
 if [ "${RUN_GPU_TESTS:-1}" = 1 ]; then
