@@ -277,21 +277,33 @@ def main(argv=None):
 
 
 def run_in_process(args, problems, out, workdir, meta):
-    """All problems in one kforge.session process; rows come from the reports it writes."""
+    """Problems in one kforge.session process, rows from the reports it writes. A problem that takes the process
+    down (a crash, a corrupted CUDA context, a hang) gets a failed row, and a new process goes on after it."""
     for problem in problems:
         (out / "reports" / f"{problem.stem}.json").unlink(missing_ok=True)
     env_path = str(REPO_ROOT / "python") + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
     os.environ["PYTHONPATH"] = env_path
-    cmd = [sys.executable, "-m", "kforge.session", *problems, "--budget", str(args.budget), "--db", out / "kforge.db",
-           "--reports", out / "reports", "--workdir", workdir, "--no-progress"]
-    log_path = out / "logs" / "session.log"
-    rc, timed_out, seconds, start_error = run_one(cmd, log_path, args.timeout * len(problems))
+    report_of = lambda p: out / "reports" / f"{p.stem}.json"  # noqa: E731
+    deadline = time.monotonic() + args.timeout * len(problems)
+    remaining, lost, runs = list(problems), {}, 0
+    timed_out = False
+    while remaining and time.monotonic() < deadline:
+        runs += 1
+        log_path = out / "logs" / f"session-{runs}.log"
+        cmd = [sys.executable, "-m", "kforge.session", *remaining, "--budget", str(args.budget), "--db", out / "kforge.db",
+               "--reports", out / "reports", "--workdir", workdir, "--no-progress"]
+        rc, timed_out, _, start_error = run_one(cmd, log_path, deadline - time.monotonic())
+        missing = [p for p in remaining if not report_of(p).exists()]
+        if not missing or start_error:
+            break
+        lost[missing[0]] = (rc, timed_out, log_path)  # the problem the process died or hung on
+        remaining = missing[1:]
     rows = []
     for problem in problems:
-        report_path = out / "reports" / f"{problem.stem}.json"
-        report = json.loads(report_path.read_text()) if report_path.exists() else None
-        rows.append(make_row(problem.stem, problem, report, 0 if report else rc, timed_out and report is None,
-                             (report or {}).get("seconds", 0.0), start_error, log_path, args.timeout))
+        report = json.loads(report_of(problem).read_text()) if report_of(problem).exists() else None
+        rc, died_timed_out, log_path = lost.get(problem, (0, timed_out, out / "logs" / f"session-{runs}.log"))
+        rows.append(make_row(problem.stem, problem, report, 0 if report else rc, died_timed_out and report is None,
+                             (report or {}).get("seconds", 0.0), None, log_path, args.timeout))
     summary = summarise(rows)
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     write_json(out / "suite.json", {"meta": meta, "rows": rows, "summary": summary, "complete": not timed_out})

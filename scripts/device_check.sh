@@ -44,7 +44,7 @@ rm -rf /dev/shm/kforge && mkdir -p /dev/shm/kforge
 n=$(ls $GLOB | wc -l)
 PYTHONUNBUFFERED=1 python3 bench/run_suite.py --kforge build-device/kforge --budget "$BUDGET" --in-process \
   --out /tmp/suite --workdir /dev/shm/kforge --problems "$GLOB" --timeout $(( ${SUITE_TIMEOUT:-400} / n ))
-grep -E "^\|" /tmp/suite/logs/session.log | tail -60 > "$OUT/session_rows.md"
+cat /tmp/suite/logs/session-*.log 2>/dev/null | grep -E "^\|" | tail -80 > "$OUT/session_rows.md"
 cp /tmp/suite/suite.json /tmp/suite/suite.md "$OUT/" 2>/dev/null
 tar czf "$OUT/suite_logs.tgz" -C /tmp/suite logs reports 2>/dev/null
 echo "== done"
