@@ -32,14 +32,20 @@ std::string quote(const std::string& s) {
   return q + "'";
 }
 
-// Runs `python3 -m kforge.<module> args...` with the repository's python/ on PYTHONPATH.
-void run_python(const std::string& module, const std::vector<std::string>& args) {
+// Runs `python3 -m kforge.<module> args...` with the repository's python/ on PYTHONPATH; returns its exit code.
+int python_status(const std::string& module, const std::vector<std::string>& args) {
   const char* py = std::getenv("KFORGE_PYTHON");
   std::string cmd = "PYTHONPATH=" + quote(std::string(KFORGE_PYTHON_DIR)) + "${PYTHONPATH:+:$PYTHONPATH} " +
                     (py ? std::string(py) : "python3") + " -m kforge." + module;
   for (auto& a : args) cmd += " " + quote(a);
   int rc = std::system(cmd.c_str());
-  if (rc != 0) throw UserError("kforge." + module + " failed (exit " + std::to_string(WEXITSTATUS(rc)) + "); see its message above");
+  return rc == -1 ? 127 : WEXITSTATUS(rc);
+}
+
+// The same, for steps that must succeed.
+void run_python(const std::string& module, const std::vector<std::string>& args) {
+  int rc = python_status(module, args);
+  if (rc != 0) throw UserError("kforge." + module + " failed (exit " + std::to_string(rc) + "); see its message above");
 }
 
 Graph load_graph(const std::string& path) {
@@ -220,8 +226,10 @@ int main(int argc, char** argv) {
   ev->add_option("--plan", plan, "plan JSON (a candidate's kernels)");
   ev->add_option("--schedule", schedule_path, "schedule JSON for the built-in generator (default: its default)");
   ev->add_option("-o,--out", eval_out, "result JSON (default: stdout)");
-  std::string cuda_path;
+  std::string cuda_path, modelnew_path, rules = "none";
   ev->add_option("--cuda", cuda_path, "a raw CUDA candidate exporting kforge_forward (see `kforge abi`)");
+  ev->add_option("--modelnew", modelnew_path, "a KernelBench-style ModelNew file (runs in Python: kforge.modelnew_eval)");
+  ev->add_option("--rules", rules, "none, or cuda-agent: no torch operator inside a ModelNew's forward");
   auto* abi = app.add_subcommand("abi", "print the C ABI a raw CUDA candidate for this task must export");
   abi->add_option("bundle", bundle, "bundle directory or graph JSON")->required();
 
@@ -244,6 +252,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*low) return cmd_lower(graph_path, schedule_path, out, compile);
+    if (*ev && !modelnew_path.empty()) {
+      std::vector<std::string> args = {bundle, modelnew_path, "--rules", rules};
+      if (!eval_out.empty()) args.insert(args.end(), {"-o", eval_out});
+      return python_status("modelnew_eval", args);  // 1: evaluated, not correct (the JSON says why)
+    }
     if (*ev) return cmd_evaluate(bundle, plan, schedule_path, cuda_path, eval_out);
     if (*abi) {
       std::cout << abi_header(load_graph(bundle));

@@ -133,6 +133,12 @@ PYBIND11_MODULE(_core, m) {
   }, py::arg("graph_json"), py::arg("name"), py::arg("sets"), py::arg("refs"), py::arg("params"), py::arg("budget"),
      py::arg("db_path"), py::arg("eager_ms") = 0.0, py::arg("compile_ms") = 0.0, py::arg("seed") = 1,
      py::arg("progress") = true, py::arg("versions") = "", py::arg("policy") = "local", py::arg("cost_model") = "");
+  m.def("reward", [](bool correct, double ms, double eager_ms, double compile_ms, double floor_ms) {
+    RewardResult r = compute_reward({correct, ms, eager_ms, compile_ms, floor_ms});
+    return py::dict(py::arg("reward") = r.reward, py::arg("speedup_eager") = r.speedup_eager,
+                    py::arg("speedup_compile") = r.speedup_compile, py::arg("speedup_best") = r.speedup_best,
+                    py::arg("suspect") = r.suspect);
+  }, "The environment's reward (env/reward.h), for candidates timed on the Python side.");
   py::class_<Runner>(m, "Runner")
       .def(py::init<const std::string&, const std::string&>(), py::arg("plan_json"), py::arg("cache_dir") = "")
       .def("run", &Runner::run, py::arg("inputs"), py::arg("params"), py::arg("outputs"), py::arg("stream"))

@@ -51,11 +51,12 @@ void post_job(Service& svc, const httplib::Request& req, httplib::Response& res)
   int64_t task = (*j)["task_id"];
   if (!svc.store().task(task)) return error(res, 404, "no task " + std::to_string(task));
   std::string kind = j->value("kind", "");
-  if (kind != "plan" && kind != "schedule" && kind != "cuda")
-    return error(res, 400, "\"kind\" must be \"plan\", \"schedule\" or \"cuda\"");
+  if (kind != "plan" && kind != "schedule" && kind != "cuda" && kind != "modelnew")
+    return error(res, 400, "\"kind\" must be \"plan\", \"schedule\", \"cuda\" or \"modelnew\"");
   if (!j->contains(kind) || !(*j)[kind].is_object()) return error(res, 400, "\"" + kind + "\" (an object) is required");
-  if (kind == "cuda" && !(*j)[kind].value("source", nlohmann::json()).is_string())
-    return error(res, 400, "\"cuda\" needs \"source\": the .cu text exporting kforge_forward");
+  if ((kind == "cuda" || kind == "modelnew") && !(*j)[kind].value("source", nlohmann::json()).is_string())
+    return error(res, 400, "\"" + kind + "\" needs \"source\": the " +
+                               (kind == "cuda" ? ".cu text exporting kforge_forward" : "Python text defining ModelNew"));
   try {
     int64_t id = svc.submit(task, kind, (*j)[kind].dump());
     reply(res, 202, {{"job_id", id}, {"status", "queued"}});

@@ -1,8 +1,9 @@
 // The HTTP API (JSON over cpp-httplib) in front of a Service:
 //   GET  /health                    liveness and queue counts
 //   POST /tasks   {"bundle": DIR} | {"problem": FILE}          -> 201 {"task_id", "name"}
-//   POST /jobs    {"task_id", "kind": "plan"|"schedule"|"cuda", "plan"|"schedule"|"cuda": {...}} -> 202 {"job_id"}
-//                 ("cuda": {"source": ".cu text exporting kforge_forward"}, see `kforge abi`)
+//   POST /jobs    {"task_id", "kind": "plan"|"schedule"|"cuda"|"modelnew", KIND: {...}} -> 202 {"job_id"}
+//                 ("cuda": {"source": ".cu text exporting kforge_forward"}, see `kforge abi`;
+//                  "modelnew": {"source": "Python defining ModelNew", "rules": "none"|"cuda-agent"})
 //   GET  /jobs/ID                   status, result (tiers, times, reward, logs) or error
 //   GET  /jobs?status=S&limit=N     recent jobs
 // Bad requests get 4xx with {"error": "..."} naming the field; a full queue gets 429; bodies over the

@@ -114,17 +114,23 @@ void Service::run_job(const Job& job) {
   fs::path dir = scratch(fs::absolute(fs::path(opts_.work_dir) / "jobs" / std::to_string(job.id)));
   fs::path input = dir / (job.kind + ".json"), result = dir / "result.json";
   std::ofstream(input) << job.payload;
-  if (job.kind == "cuda") {  // the payload carries the source; evaluate takes it as a .cu file
-    input = dir / "candidate.cu";
-    std::ofstream(input) << nlohmann::json::parse(job.payload).value("source", "");
+  auto payload = nlohmann::json::parse(job.payload);
+  std::vector<std::string> extra;
+  if (job.kind == "cuda" || job.kind == "modelnew") {  // the payload carries the source file's text
+    input = dir / (job.kind == "cuda" ? "candidate.cu" : "candidate.py");
+    std::ofstream(input) << payload.value("source", "");
+    if (job.kind == "modelnew") extra = {"--rules", payload.value("rules", "none")};
   }
   fs::remove(result);
   SandboxOptions o = opts_.sandbox;
   o.scratch_dir = dir.string();
   o.read_only.push_back(task->bundle_dir);
   o.env.push_back({"KFORGE_CACHE", (dir / "cache").string()});  // per job: no candidate can poison another's cache
-  SandboxResult r = run_sandboxed({opts_.kforge_exe, "evaluate", task->bundle_dir, "--" + job.kind, input.string(),
-                                   "-o", result.string()}, o);
+  std::vector<std::string> argv = {opts_.kforge_exe, "evaluate", task->bundle_dir, "--" + job.kind, input.string(),
+                                   "-o", result.string()};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  o.env.push_back({"PYTHONPATH", opts_.python_dir});
+  SandboxResult r = run_sandboxed(argv, o);
   std::ifstream in(result);
   if (r.timed_out || !in) {
     store_.finish(job.id, false, "", "evaluation " + r.cause() + (r.err.empty() ? "" : ":\n" + tail(r.err)));

@@ -140,8 +140,9 @@ def test_limits_and_unknown_paths(server, bundle):
     task = server.post("/tasks", {"bundle": str(bundle)})[1]["task_id"]
     got, body = server.post("/jobs", {"task_id": task, "kind": "binary", "binary": {}})
     assert got == 400 and "\"kind\" must be" in body["error"]
-    got, body = server.post("/jobs", {"task_id": task, "kind": "cuda", "cuda": {"text": "x"}})
-    assert got == 400 and "needs \"source\"" in body["error"]
+    for kind in ("cuda", "modelnew"):
+        got, body = server.post("/jobs", {"task_id": task, "kind": kind, kind: {"text": "x"}})
+        assert got == 400 and "needs \"source\"" in body["error"]
 
 
 def test_a_job_is_answered_and_the_service_stays_up(server, bundle):

@@ -1,0 +1,143 @@
+"""`python -m kforge.modelnew_eval BUNDLE CANDIDATE.py [-o result.json] [--rules cuda-agent] [--device cuda|cpu]`
+
+The third kind of candidate: a KernelBench-style `ModelNew` file, as LLM agents write them (usually with
+`torch.utils.cpp_extension.load_inline`). It must have the same constructor and the same parameters as the
+problem's Model (state_dict compatible). It is checked on every hidden set of the bundle in both tiers, its
+inputs must come back unchanged, it is timed side by side with eager and torch.compile (kb protocol), and it is
+checked again after timing. With `--rules cuda-agent`, no torch operator may run inside its forward (CUDA-Agent's
+rule: the work must be the candidate's own kernels; allocation and tensor metadata stay allowed).
+
+The code is untrusted: the service runs this inside its sandbox, like every other candidate."""
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from kforge import timing
+from kforge.bridge import TOLERANCE, as_list
+from kforge.bundle import read_inputs, read_outputs, read_task
+from kforge.kbtime import compare
+from kforge.problem import load_problem
+
+# What a forward may still call under the CUDA-Agent rules: allocation, metadata and views of its own
+# buffers. Everything else (torch.relu, F.softmax, a + b on tensors, matmul) is a torch operator.
+ALLOWED = {"empty", "empty_like", "empty_strided", "zeros", "zeros_like", "size", "dim", "numel", "stride",
+           "data_ptr", "is_contiguous", "contiguous", "view", "reshape", "flatten", "unsqueeze", "squeeze",
+           "__get__", "device", "dtype", "shape", "is_cuda", "element_size", "__len__", "__getitem__",
+           "storage_offset", "cuda", "to", "new_empty", "get_device", "__format__", "__repr__"}
+
+
+class TorchOpInForward(Exception):
+    pass
+
+
+class ForbidTorchOps(TorchFunctionMode):
+    """Raises on any torch function outside ALLOWED while active."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", str(func))
+        if name not in ALLOWED:
+            raise TorchOpInForward(f"forward calls torch operator '{name}' (not allowed under --rules cuda-agent)")
+        return func(*args, **(kwargs or {}))
+
+
+def load_candidate(path):
+    spec = importlib.util.spec_from_file_location(f"kforge_candidate_{abs(hash(str(path)))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not hasattr(module, "ModelNew"):
+        raise ValueError(f"{path} defines no ModelNew")
+    return module.ModelNew
+
+
+def evaluate_modelnew(bundle, candidate_path, rules: str = "none", device: str = "cuda") -> dict:
+    task = read_task(bundle)
+    graph = task["graph"]
+    problem = load_problem(task["source"])
+    reference = problem.build_model().to(device)
+    result = {"kind": "modelnew", "compiled": False, "strict": False, "relaxed": False, "tier": "failed", "log": "",
+              "rules": rules, "reward": -1.0}
+    try:
+        model_new_cls = load_candidate(candidate_path)
+        torch.manual_seed(0)
+        candidate = model_new_cls(*problem.module.get_init_inputs()).to(device)
+        candidate.load_state_dict(reference.state_dict(), strict=True)  # same parameters, same names
+    except Exception as e:  # noqa: BLE001 -- a broken candidate is an answer, not a crash
+        result["log"] = f"candidate does not build: {type(e).__name__}: {e}"
+        return result
+    result["compiled"] = True
+    candidate.train(reference.training)
+
+    def run(inputs):
+        kept = [t.clone() for t in inputs]
+        with torch.no_grad():
+            if rules == "cuda-agent":
+                with ForbidTorchOps():
+                    out = as_list(candidate(*inputs))
+            else:
+                out = as_list(candidate(*inputs))
+        if device == "cuda":
+            torch.cuda.synchronize()
+        if any(not torch.equal(a, b) for a, b in zip(inputs, kept)):
+            raise TorchOpInForward("the candidate wrote into its inputs (rejected: in-place edit)")
+        return out
+
+    strict = True
+    last = task["num_sets"] - 1
+    try:
+        for k in range(task["num_sets"]):
+            check = compare(run(read_inputs(bundle, k, graph, device)), read_outputs(bundle, k, graph, device), TOLERANCE)
+            strict = strict and check["strict"]
+            if not check["relaxed"]:
+                result["log"] += f"set {k}: outside the relaxed tier (max abs err {check['max_abs_err']})\n"
+                return result
+        if device == "cuda":
+            inputs0 = read_inputs(bundle, 0, graph, device)
+            compiled = torch.compile(reference)
+            with torch.no_grad():
+                kb = timing.time_interleaved({"eager": lambda: reference(*inputs0), "compile": lambda: compiled(*inputs0),
+                                              "candidate": lambda: candidate(*inputs0)})
+            result["kb"] = kb
+        check = compare(run(read_inputs(bundle, last, graph, device)), read_outputs(bundle, last, graph, device), TOLERANCE)
+        if not check["relaxed"]:
+            result["log"] += "wrong after timing\n"
+            return result
+        strict = strict and check["strict"]
+    except TorchOpInForward as e:
+        result["log"] += str(e) + "\n"
+        return result
+    except Exception as e:  # noqa: BLE001
+        result["log"] += f"candidate failed: {type(e).__name__}: {e}\n"
+        return result
+    result.update(relaxed=True, strict=strict, tier="strict" if strict else "relaxed")
+    if "kb" in result:  # the environment's own reward rule (env/reward.h), not a second copy of it
+        import kforge._core as core
+        kb = result["kb"]
+        result.update(core.reward(True, kb["candidate"]["median_ms"], kb["eager"]["median_ms"],
+                                  kb["compile"]["median_ms"], 0.0))
+    return result
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kforge.modelnew_eval")
+    parser.add_argument("bundle")
+    parser.add_argument("candidate", help="a Python file defining ModelNew")
+    parser.add_argument("-o", "--out", default=None)
+    parser.add_argument("--rules", choices=("none", "cuda-agent"), default="none")
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    args = parser.parse_args(argv)
+    result = evaluate_modelnew(args.bundle, args.candidate, args.rules, args.device)
+    text = json.dumps(result, indent=1)
+    if args.out:
+        Path(args.out).write_text(text)
+    else:
+        print(text)
+    return 0 if result["relaxed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
