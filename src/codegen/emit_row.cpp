@@ -154,6 +154,19 @@ std::string row_outputs(KernelWriter& w, const KernelGroup& g, const RowShape& r
   return indent + "if (" + leader + ") {\n" + c.stmts + w.take() + writes + indent + "}\n";
 }
 
+// The last pass over the row: every elementwise output at every point of it.
+std::string elem_outputs_pass(KernelWriter& w, const KernelGroup& g, const RowShape& rs, const std::string& loop) {
+  if (g.elem_outputs.empty()) return "";
+  Coords c = coords_at(g, rs, true, "      ");
+  w.begin_site(c.c, c.linear, "      ");
+  std::string writes;
+  for (int o : g.elem_outputs) {
+    std::string v = w.value(o);
+    writes += "      " + w.buf(o) + "[" + w.out_index(o) + "] = " + v + ";\n";
+  }
+  return "    " + loop + " {\n" + c.stmts + w.take() + writes + "    }\n";
+}
+
 std::vector<PlanKernel> emit_split(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks,
                                    const std::string& name, const RowShape& rs) {
   const Graph& gr = *cx.partition.graph;
@@ -249,16 +262,7 @@ std::vector<PlanKernel> emit_tile(EmitContext& cx, const KernelGroup& g, const K
     w.bind(s, sv);
   }
   if (!g.row_outputs.empty()) body += row_outputs(w, g, rs, "active && warp == 0", "    ");
-  if (!g.elem_outputs.empty()) {
-    Coords c = coords_at(g, rs, true, "      ");
-    w.begin_site(c.c, c.linear, "      ");
-    std::string writes;
-    for (int o : g.elem_outputs) {
-      std::string v = w.value(o);
-      writes += "      " + w.buf(o) + "[" + w.out_index(o) + "] = " + v + ";\n";
-    }
-    body += "    " + loop + " {\n" + c.stmts + w.take() + writes + "    }\n";
-  }
+  body += elem_outputs_pass(w, g, rs, loop);
   std::string s = kernel_header(cx.partition, g, ks, name);
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + name + "(" + w.params() + ") {\n";
   s += "  __shared__ float kf_part[" + Ws + "][32];\n  __shared__ KfArg kf_apart[" + Ws + "][32];\n";
@@ -314,16 +318,7 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const Ke
     w.bind(s, "s" + std::to_string(s));
   }
   body += row_outputs(w, g, rs, sk.leader, "    ");
-  if (!g.elem_outputs.empty()) {
-    Coords c = coords_at(g, rs, true, "      ");
-    w.begin_site(c.c, c.linear, "      ");
-    std::string writes;
-    for (int o : g.elem_outputs) {
-      std::string v = w.value(o);
-      writes += "      " + w.buf(o) + "[" + w.out_index(o) + "] = " + v + ";\n";
-    }
-    body += "    " + sk.elem_loop + " {\n" + c.stmts + w.take() + writes + "    }\n";
-  }
+  body += elem_outputs_pass(w, g, rs, sk.elem_loop);
   w.clear_vector_sources();
   if (!cached.empty())  // the next row overwrites the cache: every thread must be done with this one
     body += ks.strategy == Strategy::warp ? "    __syncwarp();\n" : "    __syncthreads();\n";
