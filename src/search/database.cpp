@@ -1,30 +1,14 @@
 #include "search/database.h"
 
 #include "ir/error.h"
+#include "search/sqlite_db.h"
 
 namespace kforge {
 
-namespace {
-// Prepared statement with automatic finalize.
-struct Stmt {
-  sqlite3_stmt* s = nullptr;
-  Stmt(sqlite3* db, const std::string& sql) {
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) != SQLITE_OK)
-      throw InternalError(std::string("sqlite prepare failed: ") + sqlite3_errmsg(db) + " in: " + sql);
-  }
-  ~Stmt() { sqlite3_finalize(s); }
-  void text(int i, const std::string& v) { sqlite3_bind_text(s, i, v.c_str(), int(v.size()), SQLITE_TRANSIENT); }
-  void real(int i, double v) { sqlite3_bind_double(s, i, v); }
-  void integer(int i, int64_t v) { sqlite3_bind_int64(s, i, v); }
-  std::string col_text(int i) { auto* p = sqlite3_column_text(s, i); return p ? reinterpret_cast<const char*>(p) : ""; }
-};
-}  // namespace
+using Stmt = SqlStatement;
 
 MeasurementDB::MeasurementDB(const std::string& path) : path_(path) {
-  if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK)
-    throw UserError("cannot open measurement database " + path + ": " + sqlite3_errmsg(db_));
-  sqlite3_busy_timeout(db_, 10000);  // several kforge processes may share one database
-  exec("PRAGMA journal_mode=WAL");
+  db_ = open_sqlite(path, "measurement database");
   exec(R"SQL(CREATE TABLE IF NOT EXISTS measurements (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     created TEXT DEFAULT (datetime('now')),
@@ -38,14 +22,7 @@ MeasurementDB::MeasurementDB(const std::string& path) : path_(path) {
 
 MeasurementDB::~MeasurementDB() { sqlite3_close(db_); }
 
-void MeasurementDB::exec(const std::string& sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string e = err ? err : "unknown";
-    sqlite3_free(err);
-    throw UserError("measurement database " + path_ + ": " + e);
-  }
-}
+void MeasurementDB::exec(const std::string& sql) { exec_sql(db_, sql, "measurement database " + path_); }
 
 int64_t MeasurementDB::record(const Measurement& m) {
   Stmt st(db_, "INSERT INTO measurements (task, graph_hash, schedule, compiled, strict, relaxed, protocol, median_ms, "

@@ -1,21 +1,12 @@
 #include "server/job_store.h"
 
 #include "ir/error.h"
+#include "search/sqlite_db.h"
 
 namespace kforge {
 
 namespace {
-struct Stmt {
-  sqlite3_stmt* s = nullptr;
-  Stmt(sqlite3* db, const char* sql) {
-    if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) != SQLITE_OK)
-      throw InternalError(std::string("sqlite prepare failed: ") + sqlite3_errmsg(db) + " in: " + sql);
-  }
-  ~Stmt() { sqlite3_finalize(s); }
-  Stmt& text(int i, const std::string& v) { sqlite3_bind_text(s, i, v.c_str(), int(v.size()), SQLITE_TRANSIENT); return *this; }
-  Stmt& integer(int i, int64_t v) { sqlite3_bind_int64(s, i, v); return *this; }
-  std::string col(int i) { auto* p = sqlite3_column_text(s, i); return p ? reinterpret_cast<const char*>(p) : ""; }
-};
+using Stmt = SqlStatement;
 
 constexpr const char* kJobColumns = "id, task_id, kind, payload, status, result, error, created, started, finished";
 
@@ -23,14 +14,14 @@ Job read_job(Stmt& st) {
   Job j;
   j.id = sqlite3_column_int64(st.s, 0);
   j.task_id = sqlite3_column_int64(st.s, 1);
-  j.kind = st.col(2);
-  j.payload = st.col(3);
-  j.status = st.col(4);
-  j.result = st.col(5);
-  j.error = st.col(6);
-  j.created = st.col(7);
-  j.started = st.col(8);
-  j.finished = st.col(9);
+  j.kind = st.col_text(2);
+  j.payload = st.col_text(3);
+  j.status = st.col_text(4);
+  j.result = st.col_text(5);
+  j.error = st.col_text(6);
+  j.created = st.col_text(7);
+  j.started = st.col_text(8);
+  j.finished = st.col_text(9);
   return j;
 }
 }  // namespace
@@ -43,9 +34,7 @@ nlohmann::json Job::to_json() const {
 }
 
 JobStore::JobStore(const std::string& path) : path_(path) {
-  if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) throw UserError("cannot open job database " + path + ": " + sqlite3_errmsg(db_));
-  sqlite3_busy_timeout(db_, 10000);
-  exec("PRAGMA journal_mode=WAL");
+  db_ = open_sqlite(path, "job database");
   exec("CREATE TABLE IF NOT EXISTS tasks (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT, bundle_dir TEXT, "
        "created TEXT DEFAULT (datetime('now')))");
   exec("CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, task_id INTEGER, kind TEXT, payload TEXT, "
@@ -58,14 +47,7 @@ JobStore::JobStore(const std::string& path) : path_(path) {
 
 JobStore::~JobStore() { sqlite3_close(db_); }
 
-void JobStore::exec(const std::string& sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string e = err ? err : "unknown";
-    sqlite3_free(err);
-    throw UserError("job database " + path_ + ": " + e);
-  }
-}
+void JobStore::exec(const std::string& sql) { exec_sql(db_, sql, "job database " + path_); }
 
 int64_t JobStore::add_task(const std::string& name, const std::string& bundle_dir) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -80,7 +62,7 @@ std::optional<TaskRecord> JobStore::task(int64_t id) {
   Stmt st(db_, "SELECT id, name, bundle_dir FROM tasks WHERE id = ?");
   st.integer(1, id);
   if (sqlite3_step(st.s) != SQLITE_ROW) return std::nullopt;
-  return TaskRecord{sqlite3_column_int64(st.s, 0), st.col(1), st.col(2)};
+  return TaskRecord{sqlite3_column_int64(st.s, 0), st.col_text(1), st.col_text(2)};
 }
 
 int64_t JobStore::submit(int64_t task_id, const std::string& kind, const std::string& payload) {
@@ -97,7 +79,7 @@ std::optional<Job> JobStore::claim() {
                "(SELECT id FROM jobs WHERE status = 'queued' ORDER BY id LIMIT 1) RETURNING id");
   if (sqlite3_step(st.s) != SQLITE_ROW) return std::nullopt;
   int64_t id = sqlite3_column_int64(st.s, 0);
-  Stmt get(db_, (std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?").c_str());
+  Stmt get(db_, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?");
   get.integer(1, id);
   sqlite3_step(get.s);
   return read_job(get);
@@ -112,7 +94,7 @@ void JobStore::finish(int64_t id, bool ok, const std::string& result_json, const
 
 std::optional<Job> JobStore::job(int64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt st(db_, (std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?").c_str());
+  Stmt st(db_, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?");
   st.integer(1, id);
   if (sqlite3_step(st.s) != SQLITE_ROW) return std::nullopt;
   return read_job(st);
@@ -122,7 +104,7 @@ std::vector<Job> JobStore::list(const std::string& status, int limit) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs" + (status.empty() ? "" : " WHERE status = ?") +
                     " ORDER BY id DESC LIMIT ?";
-  Stmt st(db_, sql.c_str());
+  Stmt st(db_, sql);
   int i = 1;
   if (!status.empty()) st.text(i++, status);
   st.integer(i, limit);
