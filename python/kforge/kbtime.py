@@ -51,15 +51,17 @@ def kbtime(bundle, plan_path) -> dict:
         if not torch.equal(lookup(model, p["name"]), t):
             raise RuntimeError(f"param {p['name']} differs from the bundle: {task['source']} changed since import")
     kforge = KforgeFunction(core.Runner(Path(plan_path).read_text()), graph)
+    inputs = read_inputs(bundle, 0, graph, "cuda")
+    return check_and_time(problem, model, torch.compile(model), kforge, params, inputs, task["tolerance"])
 
+
+def check_and_time(problem, model, compiled, kforge: KforgeFunction, params, inputs, tolerance: dict) -> dict:
+    """The kb protocol for a plan: checked against eager on a fresh draw (poisoned outputs), then eager,
+    torch.compile and kforge timed side by side on `inputs`. Returns {eager, compile, kforge: Stats, check}."""
     fresh = [t.contiguous() for t in problem.draw_inputs(random_seed(), "cuda")]  # the plan reads dense memory
     with torch.no_grad():
         expected = as_list(model(*[t.clone() for t in fresh]))
-    check = compare(kforge(fresh, params, out=poisoned(kforge)), expected, task["tolerance"])
-
-    inputs = read_inputs(bundle, 0, graph, "cuda")
-    compiled = torch.compile(model)  # inductor, default mode
-    with torch.no_grad():
+        check = compare(kforge(fresh, params, out=poisoned(kforge)), expected, tolerance)
         stats = timing.time_interleaved({"eager": lambda: model(*inputs), "compile": lambda: compiled(*inputs),
                                          "kforge": lambda: kforge(inputs, params)})
     return {**stats, "check": check}

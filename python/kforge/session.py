@@ -24,7 +24,7 @@ from kforge.bridge import TOLERANCE, check_outputs, draw_set, flags, run_model
 from kforge.bundle import read_inputs, read_outputs, read_params, read_task
 from kforge.errors import ImportProblemError
 from kforge.fx_to_ir import lookup
-from kforge.kbtime import compare, poisoned
+from kforge.kbtime import check_and_time
 from kforge.launch import KforgeFunction
 from kforge.problem import load_problem, random_seed
 
@@ -92,13 +92,8 @@ def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 
 
     # kb protocol: a fresh draw checked against eager, then eager, torch.compile and kforge side by side.
     kforge = KforgeFunction(core.Runner(plan_json), graph)
-    fresh = problem.draw_inputs(random_seed(), "cuda")
-    with torch.no_grad():
-        expected = run_model(model, fresh)
-        check = compare(kforge(fresh, params, out=poisoned(kforge)), expected, TOLERANCE)
-        kb = timing.time_interleaved({"eager": lambda: model(*inputs0), "compile": lambda: compiled(*inputs0),
-                                      "kforge": lambda: kforge(inputs0, params)})
-    kb["check"] = check
+    kb = check_and_time(problem, model, compiled, kforge, params, inputs0, TOLERANCE)
+    check = kb["check"]
     (out_dir / "kb.json").write_text(json.dumps(kb, indent=1))
     eager, comp, ours = (kb[k]["median_ms"] for k in ("eager", "compile", "kforge"))
     strict = result["tier"] == "strict" and check["strict"]

@@ -3,7 +3,6 @@ passes, and wrong answers, in-place edits, other parameters, a missing ModelNew 
 torch operators in forward are rejected with their reason. Timing needs a GPU and is not exercised here."""
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
