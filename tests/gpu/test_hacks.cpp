@@ -2,6 +2,7 @@
 // reason and the honest one passes (evaluate() with five hidden sets, as the search runs it).
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <random>
 
 #include "common/hack_plans.h"
@@ -20,34 +21,44 @@ class Hacks : public ::testing::TestWithParam<std::string> {
   }
 };
 
-TEST_P(Hacks, AreCaughtWithTheirReason) {
-  testing::HackPlan hack;
-  for (auto& h : testing::hack_plans())
-    if (h.name == GetParam()) hack = h;
+// The hack task (y = relu(x)) on the device: five hidden sets with references from the CPU interpreter,
+// a verifier, and a stream of its own (graph capture is not allowed on the legacy default stream).
+struct HackTask {
   Graph g = graph_from_json(testing::hack_task_graph());
-  std::mt19937_64 rng(7);
+  TaskSpec spec{"hack", g, 1.0, 1.0};
   std::vector<DeviceBuffer> keep;
-  std::vector<std::vector<CUdeviceptr>> sets, refs;
-  auto upload = [&](const HostTensor& t) {
+  std::unique_ptr<DeviceTask> task;
+  Compiler compiler{{"sm_90", "", {}}};
+  Verifier verifier{compiler};
+  CUstream stream = nullptr;
+
+  explicit HackTask(uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<std::vector<CUdeviceptr>> sets, refs;
+    for (int s = 0; s < 5; ++s) {
+      auto in = testing::random_values(g, g.inputs, rng);
+      auto out = interpret(decompose(g), in, {});
+      sets.push_back({upload(in[0])});
+      refs.push_back({upload(out[0])});
+    }
+    task = std::make_unique<DeviceTask>(g, sets, refs, std::vector<CUdeviceptr>{});
+    KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  }
+  ~HackTask() { driver().cuStreamDestroy(stream); }
+  CUdeviceptr upload(const HostTensor& t) {
     std::string bytes = testing::to_bytes(t);
     keep.emplace_back(bytes.size());
     keep.back().upload(bytes.data(), bytes.size());
     return keep.back().get();
-  };
-  for (int s = 0; s < 5; ++s) {
-    auto in = testing::random_values(g, g.inputs, rng);
-    auto out = interpret(decompose(g), in, {});
-    sets.push_back({upload(in[0])});
-    refs.push_back({upload(out[0])});
   }
-  DeviceTask task(g, sets, refs, {});
-  Compiler compiler({"sm_90", "", {}});
-  Verifier verifier(compiler);
-  TaskSpec spec{"hack", g, 1.0, 1.0};
-  CUstream stream;  // a stream of its own: graph capture is not allowed on the legacy default stream
-  KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-  EvalResult r = evaluate(spec, task, hack.plan, compiler, verifier, {}, stream);
-  driver().cuStreamDestroy(stream);
+};
+
+TEST_P(Hacks, AreCaughtWithTheirReason) {
+  testing::HackPlan hack;
+  for (auto& h : testing::hack_plans())
+    if (h.name == GetParam()) hack = h;
+  HackTask t(7);
+  EvalResult r = evaluate(t.spec, *t.task, hack.plan, t.compiler, t.verifier, {}, t.stream);
   if (hack.expect == "strict") {
     EXPECT_TRUE(r.strict) << r.log;
   } else if (hack.expect == "relaxed") {
@@ -100,34 +111,13 @@ extern "C" int kforge_forward(const void* const* in, const void* const* p, void*
 
 TEST(RawCandidates, HonestPassesOtherStreamIsRejected) {
   if (!driver_available()) GTEST_SKIP() << "no CUDA driver or GPU on this machine";
-  Graph g = graph_from_json(testing::hack_task_graph());
-  std::mt19937_64 rng(9);
-  std::vector<DeviceBuffer> keep;
-  std::vector<std::vector<CUdeviceptr>> sets, refs;
-  for (int s = 0; s < 5; ++s) {
-    auto in = testing::random_values(g, g.inputs, rng);
-    auto out = interpret(decompose(g), in, {});
-    for (auto* t : {&in[0], &out[0]}) {
-      std::string bytes = testing::to_bytes(*t);
-      keep.emplace_back(bytes.size());
-      keep.back().upload(bytes.data(), bytes.size());
-    }
-    sets.push_back({keep[keep.size() - 2].get()});
-    refs.push_back({keep.back().get()});
-  }
-  DeviceTask task(g, sets, refs, {});
-  Compiler compiler({"sm_90", "", {}});
-  Verifier verifier(compiler);
-  CUstream stream;
-  KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  HackTask t(9);
   RawCudaOptions build;
   build.cache_dir = ::testing::TempDir() + "/kforge-raw-gpu";
-  TaskSpec spec{"raw", g, 1.0, 1.0};
-  EvalResult honest = evaluate_raw_cuda(spec, task, kRawHonest, build, verifier, {}, stream);
+  EvalResult honest = evaluate_raw_cuda(t.spec, *t.task, kRawHonest, build, t.verifier, {}, t.stream);
   EXPECT_TRUE(honest.strict) << honest.log;
-  EvalResult sneaky = evaluate_raw_cuda(spec, task, kRawOtherStream, build, verifier, {}, stream);
+  EvalResult sneaky = evaluate_raw_cuda(t.spec, *t.task, kRawOtherStream, build, t.verifier, {}, t.stream);
   EXPECT_FALSE(sneaky.relaxed) << "accepted work outside the timed stream: " << sneaky.log;
-  driver().cuStreamDestroy(stream);
 }
 
 }  // namespace
