@@ -18,7 +18,7 @@ struct PlanBuffer {
   std::string name;
   DType dtype;
   Shape shape;
-  int64_t bytes() const { return numel(shape) * int64_t(dtype_size(dtype)); }
+  int64_t bytes() const { return nbytes({dtype, shape}); }
 };
 
 struct PlanKernel {

@@ -40,17 +40,16 @@ std::string sized(const std::string& path, int64_t want) {
     throw UserError(path + " holds " + std::to_string(b.size()) + " bytes, the graph says " + std::to_string(want));
   return b;
 }
-int64_t bytes_of(const Node& n) { return numel(n.type.shape) * int64_t(dtype_size(n.type.dtype)); }
 }  // namespace
 
 std::string Bundle::param_bytes(int i) const {
-  return sized(dir + "/params/" + std::to_string(i) + ".bin", bytes_of(graph.at(graph.params.at(i))));
+  return sized(dir + "/params/" + std::to_string(i) + ".bin", nbytes(graph.at(graph.params.at(i)).type));
 }
 std::string Bundle::input_bytes(int set, int i) const {
-  return sized(dir + "/sets/" + std::to_string(set) + "/in" + std::to_string(i) + ".bin", bytes_of(graph.at(graph.inputs.at(i))));
+  return sized(dir + "/sets/" + std::to_string(set) + "/in" + std::to_string(i) + ".bin", nbytes(graph.at(graph.inputs.at(i)).type));
 }
 std::string Bundle::output_bytes(int set, int j) const {
-  return sized(dir + "/sets/" + std::to_string(set) + "/out" + std::to_string(j) + ".bin", bytes_of(graph.at(graph.outputs.at(j))));
+  return sized(dir + "/sets/" + std::to_string(set) + "/out" + std::to_string(j) + ".bin", nbytes(graph.at(graph.outputs.at(j)).type));
 }
 
 Bundle load_bundle(const std::string& dir) {

@@ -9,8 +9,6 @@
 namespace kforge {
 
 namespace {
-int64_t bytes_of(const Node& n) { return numel(n.type.shape) * int64_t(dtype_size(n.type.dtype)); }
-
 DeviceBuffer upload(const std::string& bytes) {
   DeviceBuffer b(bytes.size());
   if (!bytes.empty()) b.upload(bytes.data(), bytes.size());
@@ -48,7 +46,7 @@ DeviceTask::DeviceTask(const Graph& g, std::vector<std::vector<CUdeviceptr>> set
 }
 
 void DeviceTask::allocate_outputs(const Graph& g) {
-  for (int o : g.outputs) outputs_.emplace_back(size_t(bytes_of(g.at(o))));
+  for (int o : g.outputs) outputs_.emplace_back(size_t(nbytes(g.at(o).type)));
 }
 
 Bindings DeviceTask::bindings(int set) const {
@@ -65,7 +63,7 @@ namespace {
 // timings. Their fingerprints must not change across a run.
 std::vector<std::pair<uint64_t, uint64_t>> fingerprints(const Graph& g, const Bindings& b, Verifier& v, CUstream stream) {
   std::vector<std::pair<uint64_t, uint64_t>> f;
-  auto bytes = [&](int id) { return size_t(numel(g.at(id).type.shape)) * dtype_size(g.at(id).type.dtype); };
+  auto bytes = [&](int id) { return size_t(nbytes(g.at(id).type)); };
   for (size_t i = 0; i < b.inputs.size(); ++i) f.push_back(v.fingerprint(b.inputs[i], bytes(g.inputs[i]), stream));
   for (size_t i = 0; i < b.params.size(); ++i) f.push_back(v.fingerprint(b.params[i], bytes(g.params[i]), stream));
   return f;
@@ -190,7 +188,7 @@ EvalResult evaluate_raw_cuda(const TaskSpec& spec, DeviceTask& task, const std::
 int64_t min_bytes(const Graph& g) {
   int64_t b = 0;
   for (auto* ids : {&g.inputs, &g.params, &g.outputs})
-    for (int id : *ids) b += bytes_of(g.at(id));
+    for (int id : *ids) b += nbytes(g.at(id).type);
   return b;
 }
 

@@ -12,6 +12,8 @@ int64_t numel(const Shape& shape) {
   return n;
 }
 
+int64_t nbytes(const TensorType& t) { return numel(t.shape) * int64_t(dtype_size(t.dtype)); }
+
 std::vector<int64_t> contiguous_strides(const Shape& shape) {
   std::vector<int64_t> strides(shape.size(), 1);
   for (int i = int(shape.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * shape[i + 1];

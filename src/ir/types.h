@@ -18,6 +18,7 @@ struct TensorType {
 };
 
 int64_t numel(const Shape& shape);
+int64_t nbytes(const TensorType& t);  // numel times the element size
 // Row-major strides in elements.
 std::vector<int64_t> contiguous_strides(const Shape& shape);
 size_t dtype_size(DType d);

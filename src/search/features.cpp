@@ -13,7 +13,7 @@ namespace kforge {
 namespace {
 const std::set<std::string> kTranscendental = {"exp", "log", "tanh", "sigmoid", "erf", "gelu", "silu", "softplus", "selu",
                                                "elu", "mish", "sin", "cos", "sqrt", "rsqrt", "pow", "pow_scalar"};
-double bytes(const Node& n) { return double(numel(n.type.shape)) * double(dtype_size(n.type.dtype)); }
+double bytes(const Node& n) { return double(nbytes(n.type)); }
 }  // namespace
 
 TaskFeatures task_features(const Graph& graph, const GpuInfo& gpu) {
