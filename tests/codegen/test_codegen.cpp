@@ -3,6 +3,7 @@
 #include <set>
 
 #include "codegen/lower.h"
+#include "common/representative_schedules.h"
 #include "common/sample_graphs.h"
 #include "ir/error.h"
 #include "runtime/compiler.h"
@@ -10,32 +11,13 @@
 namespace kforge {
 namespace {
 
-// Schedules worth compiling per graph: the default, no fusion, and each strategy of each group once.
-std::vector<Schedule> schedules_of(const Graph& g) {
-  std::vector<Schedule> out = {Schedule{}};
-  Schedule unfused;
-  unfused.fuse_rows = false;
-  out.push_back(unfused);
-  for (auto& grp : kernel_groups(g, true)) {
-    std::set<std::string> seen;
-    for (auto& ks : schedule_space(grp)) {
-      std::string key = to_string(ks.strategy) + std::to_string(ks.vec) + std::to_string(ks.cache_row);
-      if (!seen.insert(key).second) continue;
-      Schedule s;
-      s.kernels[grp.key] = ks;
-      out.push_back(s);
-    }
-  }
-  return out;
-}
-
 TEST(Codegen, EveryKernelOfEverySampleCompilesForSm90) {
   Compiler c({"sm_90", "", {}});
   std::set<std::string> compiled;
   int kernels = 0;
   for (auto& sample : testing::sample_graphs()) {
     Graph g = graph_from_json(sample.graph);
-    for (auto& s : schedules_of(g)) {
+    for (auto& s : testing::representative_schedules(g, false)) {
       Plan p = lower(g, s);
       ASSERT_FALSE(p.kernels.empty()) << sample.name;
       for (auto& k : p.kernels) {

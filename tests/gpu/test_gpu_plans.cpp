@@ -5,10 +5,10 @@
 
 #include <cmath>
 #include <random>
-#include <set>
 
 #include "codegen/lower.h"
 #include "common/random_inputs.h"
+#include "common/representative_schedules.h"
 #include "common/sample_graphs.h"
 #include "env/verify.h"
 #include "ir/decompose.h"
@@ -17,24 +17,6 @@
 
 namespace kforge {
 namespace {
-
-std::vector<Schedule> schedules_of(const Graph& g) {
-  std::vector<Schedule> out = {Schedule{}};
-  Schedule unfused;
-  unfused.fuse_rows = false;
-  out.push_back(unfused);
-  for (auto& grp : kernel_groups(g, true)) {
-    std::set<std::string> seen;
-    for (auto& ks : schedule_space(grp)) {
-      std::string key = to_string(ks.strategy) + std::to_string(ks.vec) + std::to_string(ks.items) + std::to_string(ks.cache_row);
-      if (!seen.insert(key).second) continue;
-      Schedule s;
-      s.kernels[grp.key] = ks;
-      out.push_back(s);
-    }
-  }
-  return out;
-}
 
 class GpuPlans : public ::testing::TestWithParam<std::string> {
  protected:
@@ -73,7 +55,7 @@ TEST_P(GpuPlans, MatchInterpreterUnderEverySchedule) {
     dout.emplace_back(size_t(numel(t.type.shape)) * dtype_size(t.type.dtype));
     b.outputs.push_back(dout.back().get());
   }
-  for (auto& s : schedules_of(g)) {
+  for (auto& s : testing::representative_schedules(g, true)) {
     LoadedPlan lp(lower(g, s), compiler);
     for (auto& o : dout) Verifier::poison(o.get(), o.bytes(), nullptr);
     lp.run(b, nullptr);

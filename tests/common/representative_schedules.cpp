@@ -1,0 +1,28 @@
+#include "common/representative_schedules.h"
+
+#include <set>
+
+#include "codegen/lower.h"
+
+namespace kforge::testing {
+
+std::vector<Schedule> representative_schedules(const Graph& g, bool vary_items) {
+  std::vector<Schedule> out = {Schedule{}};
+  Schedule unfused;
+  unfused.fuse_rows = false;
+  out.push_back(unfused);
+  for (auto& grp : kernel_groups(g, true)) {
+    std::set<std::string> seen;
+    for (auto& ks : schedule_space(grp)) {
+      std::string key = to_string(ks.strategy) + std::to_string(ks.vec) + std::to_string(ks.cache_row) +
+                        (vary_items ? std::to_string(ks.items) : "");
+      if (!seen.insert(key).second) continue;
+      Schedule s;
+      s.kernels[grp.key] = ks;
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+}  // namespace kforge::testing
