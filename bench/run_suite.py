@@ -33,7 +33,7 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--kforge", required=True, help="path to the kforge binary")
     p.add_argument("--problems", default=DEFAULT_PROBLEMS,
-                   help="glob of problem files (default %(default)s; a relative glob that matches nothing from the "
+                   help="globs of problem files, separated by spaces (default %(default)s; a relative glob that matches nothing from the "
                         "current directory is retried from the repository root)")
     p.add_argument("--budget", type=int, default=32, help="candidates per problem, passed to kforge (default %(default)s)")
     p.add_argument("--out", required=True, help="output folder: kforge.db, reports/, logs/, suite.json, suite.md")
@@ -49,10 +49,15 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def find_problems(pattern, substring):
-    files = sorted(glob.glob(pattern))
-    if not files and not os.path.isabs(pattern):
-        files = sorted(glob.glob(str(REPO_ROOT / pattern)))
+def find_problems(patterns, substring):
+    """patterns: one or more globs separated by spaces (relative ones also tried from the repository root)."""
+    files = set()
+    for pattern in patterns.split():
+        found = glob.glob(pattern)
+        if not found and not os.path.isabs(pattern):
+            found = glob.glob(str(REPO_ROOT / pattern))
+        files.update(found)
+    files = sorted(files, key=lambda f: Path(f).name)
     files = [f for f in files if f.endswith(".py") and not Path(f).name.startswith("_")]
     if substring:
         files = [f for f in files if substring in Path(f).name]

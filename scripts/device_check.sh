@@ -2,7 +2,7 @@
 # Builds kforge on the GPU machine, runs the GPU test suite and a slice of the benchmark suite, and writes
 # a log and JSON summaries under $OUT (device tool: at most 8 files come back).
 #
-#   scripts/device_check.sh [PROBLEM_GLOB] [BUDGET]
+#   scripts/device_check.sh [PROBLEM_GLOBS (space-separated)] [BUDGET]
 #   e.g. run with carry [".deps"]: bash scripts/device_check.sh "bench/level1/0[1-9]_*.py" 8
 #
 # The device image lacks sqlite3.h, cpp-httplib, XGBoost and bubblewrap: scripts/fetch_device_deps.sh unpacks
