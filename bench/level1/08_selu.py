@@ -1,9 +1,9 @@
 """SELU over a 3-D tensor of odd inner sizes."""
-# eager estimate: 0.46 ms (bytes: read 805 MB + write 804.9 MB = 1.61 GB, one kernel, at ~3.5 TB/s)
+# eager estimate: 1.84 ms (bytes: read 3.22 GB + write 3.22 GB = 6.44 GB, one kernel, at ~3.5 TB/s)
 import torch
 import torch.nn as nn
 
-BATCH = 96
+BATCH = 384
 SEQ = 2053
 HIDDEN = 1021
 

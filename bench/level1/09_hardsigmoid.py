@@ -1,10 +1,10 @@
 """HardSigmoid over a 4-D feature map."""
-# eager estimate: 0.46 ms (bytes: read 802 MB + write 802.4 MB = 1.60 GB, one kernel, at ~3.5 TB/s)
+# eager estimate: 1.84 ms (bytes: read 3.21 GB + write 3.21 GB = 6.40 GB, one kernel, at ~3.5 TB/s)
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-N = 16
+N = 64
 C = 96
 H = 383
 W = 341

@@ -1,10 +1,10 @@
 """ELU with a constructor-given alpha over a 5-D tensor."""
-# eager estimate: 0.46 ms (bytes: read 796 MB + write 796.3 MB = 1.59 GB, one kernel, at ~3.5 TB/s)
+# eager estimate: 1.84 ms (bytes: read 3.18 GB + write 3.19 GB = 6.36 GB, one kernel, at ~3.5 TB/s)
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-N = 2
+N = 8
 C = 24
 D = 32
 H = 361

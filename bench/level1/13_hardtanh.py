@@ -1,10 +1,10 @@
 """HardTanh with asymmetric constructor-given bounds over a 3-D tensor."""
-# eager estimate: 0.46 ms (bytes: read 804 MB + write 804.0 MB = 1.61 GB, one kernel, at ~3.5 TB/s)
+# eager estimate: 1.84 ms (bytes: read 3.22 GB + write 3.22 GB = 6.44 GB, one kernel, at ~3.5 TB/s)
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-BATCH = 256
+BATCH = 1024
 SEQ = 769
 HIDDEN = 1021
 MIN_VAL = -0.75

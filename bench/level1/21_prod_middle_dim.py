@@ -1,9 +1,9 @@
 """Product over a short middle dimension of a 3-D tensor with values near 1."""
-# eager estimate: 0.23 ms (bytes: read 778 MB + write 25.1 MB = 0.80 GB, one kernel, at ~3.5 TB/s)
+# eager estimate: 1.15 ms (bytes: read 3.89 GB + write 125.5 MB = 4.00 GB, one kernel, at ~3.5 TB/s)
 import torch
 import torch.nn as nn
 
-BATCH = 4096
+BATCH = 20480
 REDUCE = 31
 INNER = 1531
 

@@ -1,9 +1,9 @@
 """Cumulative product along the middle dimension of a 3-D tensor with values near 1."""
-# eager estimate: 0.46 ms (bytes: ~2 passes of 803 MB (scan R+W) = 1.61 GB, at ~3.5 TB/s)
+# eager estimate: 0.92 ms (bytes: ~2 passes of 1.61 GB (scan R+W) = 3.22 GB, at ~3.5 TB/s)
 import torch
 import torch.nn as nn
 
-BATCH = 128
+BATCH = 256
 LENGTH = 1021
 INNER = 1536
 DIM = 1
