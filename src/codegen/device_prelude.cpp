@@ -25,10 +25,13 @@ __device__ __forceinline__ float kf_sign(float x) { return (float)((x > 0.f) - (
 
 // Reductions. Each combine is associative; the (value, index) pair keeps the first index of the
 // extreme value, as torch.argmax does, so the combine order does not change the answer.
-struct KfSum  { __device__ static float init() { return 0.f; } __device__ static float f(float a, float b) { return a + b; } };
-struct KfProd { __device__ static float init() { return 1.f; } __device__ static float f(float a, float b) { return a * b; } };
-struct KfMax  { __device__ static float init() { return -KF_INF; } __device__ static float f(float a, float b) { return kf_max(a, b); } };
-struct KfMin  { __device__ static float init() { return KF_INF; } __device__ static float f(float a, float b) { return kf_min(a, b); } };
+// Sums and products accumulate in double (T): a float sum of thousands of terms rounds differently in every
+// order by ~1e-4 of its terms' size, as much as the strict tier allows; in double kforge's order does not
+// matter and the result is the exact one rounded once. The kernels stay memory-bound (one add per load).
+struct KfSum  { typedef double T; __device__ static T init() { return 0.0; } __device__ static T f(T a, T b) { return a + b; } };
+struct KfProd { typedef double T; __device__ static T init() { return 1.0; } __device__ static T f(T a, T b) { return a * b; } };
+struct KfMax  { typedef float T; __device__ static T init() { return -KF_INF; } __device__ static T f(T a, T b) { return kf_max(a, b); } };
+struct KfMin  { typedef float T; __device__ static T init() { return KF_INF; } __device__ static T f(T a, T b) { return kf_min(a, b); } };
 struct KfArg { float v; i64 i; };
 template <bool IS_MAX> __device__ __forceinline__ KfArg kf_arg_combine(KfArg a, KfArg b) {
   bool take_b = IS_MAX ? (b.v > a.v || (b.v == a.v && b.i < a.i)) : (b.v < a.v || (b.v == a.v && b.i < a.i));
@@ -39,7 +42,7 @@ template <bool IS_MAX> __device__ __forceinline__ KfArg kf_arg_combine(KfArg a, 
   return take_b ? b : a;
 }
 
-template <class Op> __device__ __forceinline__ float kf_warp_reduce(float v) {
+template <class Op> __device__ __forceinline__ typename Op::T kf_warp_reduce(typename Op::T v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = Op::f(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
@@ -52,8 +55,9 @@ template <bool IS_MAX> __device__ __forceinline__ KfArg kf_warp_arg_reduce(KfArg
   }
   return a;
 }
-// Block-wide reduction; every thread gets the result. `scratch` holds 32 floats.
-template <class Op> __device__ __forceinline__ float kf_block_reduce(float v, float* scratch) {
+// Block-wide reduction; every thread gets the result. `scratch` holds 32 doubles (any Op::T fits).
+template <class Op> __device__ __forceinline__ typename Op::T kf_block_reduce(typename Op::T v, double* scratch_) {
+  typename Op::T* scratch = reinterpret_cast<typename Op::T*>(scratch_);
   int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
   v = kf_warp_reduce<Op>(v);
   __syncthreads();  // scratch may still be read by the previous reduction

@@ -47,13 +47,20 @@ struct Skeleton {
   int64_t blocks;
 };
 
+// `items` unrolls the walks along a row: the loads of several iterations do not depend on the accumulator,
+// so the compiler issues them together and more bytes are in flight per thread.
+std::string unrolled(const KernelSchedule& ks) {
+  return ks.items > 1 ? "_Pragma(\"unroll " + std::to_string(ks.items) + "\") " : "";
+}
+
 Skeleton skeleton(const KernelSchedule& ks, const RowShape& rs) {
   std::string B = std::to_string(ks.block), K = std::to_string(rs.K) + "LL", R = std::to_string(rs.R) + "LL";
+  std::string U = unrolled(ks);
   Skeleton s;
   switch (ks.strategy) {
     case Strategy::block:
       s.row_loop = "for (i64 k = blockIdx.x; k < " + K + "; k += gridDim.x)";
-      s.elem_loop = "for (i64 r = threadIdx.x; r < " + R + "; r += " + B + ")";
+      s.elem_loop = U + "for (i64 r = threadIdx.x; r < " + R + "; r += " + B + ")";
       s.leader = "threadIdx.x == 0";
       s.reduce_f = "kf_block_reduce<OP>(ACC, kf_scratch)";
       s.reduce_arg = "kf_block_arg_reduce<MAX>(ACC, kf_ascratch)";
@@ -62,7 +69,7 @@ Skeleton skeleton(const KernelSchedule& ks, const RowShape& rs) {
     case Strategy::warp: {
       std::string W = std::to_string(ks.block / 32);
       s.row_loop = "for (i64 k = (i64)blockIdx.x * " + W + " + (threadIdx.x >> 5); k < " + K + "; k += (i64)gridDim.x * " + W + ")";
-      s.elem_loop = "for (i64 r = threadIdx.x & 31; r < " + R + "; r += 32)";
+      s.elem_loop = U + "for (i64 r = threadIdx.x & 31; r < " + R + "; r += 32)";
       s.leader = "(threadIdx.x & 31) == 0";
       s.reduce_f = "kf_warp_reduce<OP>(ACC)";
       s.reduce_arg = "kf_warp_arg_reduce<MAX>(ACC)";
@@ -71,7 +78,7 @@ Skeleton skeleton(const KernelSchedule& ks, const RowShape& rs) {
     }
     default:  // thread
       s.row_loop = "for (i64 k = (i64)blockIdx.x * " + B + " + threadIdx.x; k < " + K + "; k += (i64)gridDim.x * " + B + ")";
-      s.elem_loop = "for (i64 r = 0; r < " + R + "; ++r)";
+      s.elem_loop = U + "for (i64 r = 0; r < " + R + "; ++r)";
       s.leader = "true";
       s.reduce_f = "ACC";
       s.reduce_arg = "ACC";
@@ -125,7 +132,7 @@ std::string stat_pass(KernelWriter& w, const Graph& gr, const KernelGroup& g, co
     out += in + acc + " = kf_arg_combine<" + is_max(kind) + ">(" + acc + ", KfArg{(float)(" + v + "), c" +
            std::to_string(rs.axes[0]) + "});\n" + indent + "}\n";
   } else {
-    out += indent + "float " + acc + " = " + op_struct(kind) + "::init();\n";
+    out += indent + op_struct(kind) + "::T " + acc + " = " + op_struct(kind) + "::init();\n";
     out += indent + loop + " {\n" + c.stmts + prefetch + body;
     out += in + acc + " = " + op_struct(kind) + "::f(" + acc + ", (float)(" + v + "));\n" + indent + "}\n";
   }
@@ -137,7 +144,7 @@ std::string finish_stat(const Graph& gr, int s, const std::string& reduce_f, con
   std::string kind = gr.at(s).attr_s("kind"), acc = "acc" + std::to_string(s);
   if (is_arg(kind))
     return indent + "const i64 s" + std::to_string(s) + " = " + subst(subst(reduce_arg, "MAX", is_max(kind)), "ACC", acc) + ".i;\n";
-  return indent + "const float s" + std::to_string(s) + " = " + subst(subst(reduce_f, "OP", op_struct(kind)), "ACC", acc) + ";\n";
+  return indent + "const float s" + std::to_string(s) + " = (float)(" + subst(subst(reduce_f, "OP", op_struct(kind)), "ACC", acc) + ");\n";
 }
 
 std::string row_outputs(KernelWriter& w, const KernelGroup& g, const RowShape& rs, const std::string& leader,
@@ -184,7 +191,7 @@ std::vector<PlanKernel> emit_split(EmitContext& cx, const KernelGroup& g, const 
 
   // Stage 1: block (k, chunk) reduces its slice of row k.
   KernelWriter w1(cx.partition, g, cx.buffer_of_owner);
-  std::string loop = "for (i64 r = chunk * " + std::to_string(L) + "LL + threadIdx.x; r < min((chunk + 1) * " +
+  std::string loop = unrolled(ks) + "for (i64 r = chunk * " + std::to_string(L) + "LL + threadIdx.x; r < min((chunk + 1) * " +
                      std::to_string(L) + "LL, " + std::to_string(rs.R) + "LL); r += " + std::to_string(ks.block) + ")";
   std::string pass = stat_pass(w1, gr, g, rs, s, loop, "  ");
   w1.declare_buffer(pv, "float", true);
@@ -193,7 +200,7 @@ std::vector<PlanKernel> emit_split(EmitContext& cx, const KernelGroup& g, const 
   std::string n1 = name + "_partial";
   std::string k1 = kernel_header(cx.partition, g, ks, n1);
   k1 += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + n1 + "(" + w1.params() + ") {\n";
-  k1 += "  __shared__ float kf_scratch[32];\n  __shared__ KfArg kf_ascratch[32];\n";
+  k1 += "  __shared__ double kf_scratch[32];\n  __shared__ KfArg kf_ascratch[32];\n";
   // Grid-stride over (row, chunk) pairs: the grid is clamped (clamp_grid), the pairs are not.
   k1 += "  for (i64 bid = blockIdx.x; bid < " + std::to_string(rs.K * C) + "LL; bid += gridDim.x) {\n";
   k1 += "  const i64 k = bid / " + std::to_string(C) + ", chunk = bid % " + std::to_string(C) + ";\n";
@@ -218,9 +225,9 @@ std::vector<PlanKernel> emit_split(EmitContext& cx, const KernelGroup& g, const 
            " = kf_arg_combine<" + is_max(kind) + ">(" + acc + ", KfArg{" + P + "[" + base + "], " + PI + "[" + base + "]});\n";
     comb += "    const i64 s" + std::to_string(s) + " = " + acc + ".i;\n";
   } else {
-    comb = "    float " + acc + " = " + op_struct(kind) + "::init();\n    for (int j = 0; j < " + std::to_string(C) + "; ++j) " +
+    comb = "    " + op_struct(kind) + "::T " + acc + " = " + op_struct(kind) + "::init();\n    for (int j = 0; j < " + std::to_string(C) + "; ++j) " +
            acc + " = " + op_struct(kind) + "::f(" + acc + ", " + P + "[" + base + "]);\n";
-    comb += "    const float s" + std::to_string(s) + " = " + acc + ";\n";
+    comb += "    const float s" + std::to_string(s) + " = (float)" + acc + ";\n";
   }
   w2.bind(s, "s" + std::to_string(s));
   std::string rows = row_outputs(w2, g, rs, "true", "    ");
@@ -240,7 +247,8 @@ std::vector<PlanKernel> emit_tile(EmitContext& cx, const KernelGroup& g, const K
   const Graph& gr = *cx.partition.graph;
   int W = ks.block / 32;
   std::string Ws = std::to_string(W), K = std::to_string(rs.K) + "LL";
-  std::string loop = "if (active) for (i64 r = warp; r < " + std::to_string(rs.R) + "LL; r += " + Ws + ")";
+  std::string R = std::to_string(rs.R) + "LL";  // an inactive lane starts past the row's end
+  std::string loop = unrolled(ks) + "for (i64 r = active ? warp : " + R + "; r < " + R + "; r += " + Ws + ")";
   KernelWriter w(cx.partition, g, cx.buffer_of_owner);
   std::string body;
   for (int s : g.stats) {
@@ -256,8 +264,10 @@ std::vector<PlanKernel> emit_tile(EmitContext& cx, const KernelGroup& g, const K
     } else {
       std::string op = op_struct(kind);
       body += "    kf_part[warp][lane] = " + acc + ";\n    __syncthreads();\n";
-      body += "    float " + sv + " = kf_part[0][lane];\n";
-      body += "    for (int q = 1; q < " + Ws + "; ++q) " + sv + " = " + op + "::f(" + sv + ", kf_part[q][lane]);\n";
+      body += "    " + op + "::T t" + std::to_string(s) + " = kf_part[0][lane];\n";
+      body += "    for (int q = 1; q < " + Ws + "; ++q) t" + std::to_string(s) + " = " + op + "::f(t" + std::to_string(s) +
+              ", kf_part[q][lane]);\n";
+      body += "    const float " + sv + " = (float)t" + std::to_string(s) + ";\n";
     }
     w.bind(s, sv);
   }
@@ -265,7 +275,7 @@ std::vector<PlanKernel> emit_tile(EmitContext& cx, const KernelGroup& g, const K
   body += elem_outputs_pass(w, g, rs, loop);
   std::string s = kernel_header(cx.partition, g, ks, name);
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + name + "(" + w.params() + ") {\n";
-  s += "  __shared__ float kf_part[" + Ws + "][32];\n  __shared__ KfArg kf_apart[" + Ws + "][32];\n";
+  s += "  __shared__ double kf_part[" + Ws + "][32];\n  __shared__ KfArg kf_apart[" + Ws + "][32];\n";
   s += "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n";
   s += "  for (i64 tile = blockIdx.x; tile * 32 < " + K + "; tile += gridDim.x) {\n";
   s += "    const i64 k = tile * 32 + lane;\n    const bool active = k < " + K + ";\n" + body + "  }\n}\n";
@@ -324,7 +334,7 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const Ke
     body += ks.strategy == Strategy::warp ? "    __syncwarp();\n" : "    __syncthreads();\n";
   std::string s = kernel_header(cx.partition, g, ks, name);
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + name + "(" + w.params() + ") {\n";
-  if (ks.strategy == Strategy::block) s += "  __shared__ float kf_scratch[32];\n  __shared__ KfArg kf_ascratch[32];\n";
+  if (ks.strategy == Strategy::block) s += "  __shared__ double kf_scratch[32];\n  __shared__ KfArg kf_ascratch[32];\n";
   if (!cached.empty()) s += "  extern __shared__ float kf_row[];  // " + std::to_string(cached.size()) + " cached row buffer(s)\n";
   s += "  " + sk.row_loop + " {\n" + body + "  }\n}\n";
   PlanKernel k = make_kernel(g, ks, name, s, w, sk.blocks, ks.block);

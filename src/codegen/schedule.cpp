@@ -102,6 +102,8 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
       if (ks.strategy == Strategy::warp && row_length(g) > 32 * kMaxSerial)
         illegal(g, "strategy", "warp would walk " + std::to_string(row_length(g) / 32) + " elements per lane");
       if (ks.vec != 1) illegal(g, "vec", "must be 1 for a reduction");
+      if (ks.items != 1 && ks.items != 2 && ks.items != 4 && ks.items != 8)
+        illegal(g, "items", "must be 1, 2, 4 or 8 for a reduction (the unroll of its row walks)");
       if (ks.cache_row) {
         bool suffix = true;
         for (size_t i = 0; i < g.axes.size(); ++i)
@@ -151,6 +153,7 @@ KernelSchedule default_schedule(const KernelGroup& g) {
         ks.strategy = Strategy::split, ks.chunks = int(std::min<int64_t>(1024, 1056 / std::max<int64_t>(K, 1) + 1)), ks.block = 512;
       else ks.strategy = Strategy::block, ks.block = R >= 8192 ? 1024 : 256;
       if (ks.strategy == Strategy::split && ks.chunks < 2) ks.chunks = 2;
+      ks.items = 4;  // unrolled row walks: four loads in flight per thread
       // Several passes over a row that fits in shared memory: read it from HBM once.
       bool passes = g.stats.size() + (g.elem_outputs.empty() ? 0 : 1) > 1;
       ks.cache_row = passes && (ks.strategy == Strategy::warp || ks.strategy == Strategy::block) &&
@@ -190,14 +193,16 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
         for (int it : {1, 2, 4, 8}) keep({Strategy::block, b, 1, it, 1});
       break;
     case GroupKind::row:
-      for (int b : {64, 128, 256}) keep({Strategy::thread, b, 1, 1, 1});
-      for (int b : {64, 128, 256, 512, 1024}) keep({Strategy::tile, b, 1, 1, 1});
-      for (bool cache : {false, true}) {
-        for (int b : {128, 256, 512}) keep({Strategy::warp, b, 1, 1, 1, cache});
-        for (int b : {128, 256, 512, 1024}) keep({Strategy::block, b, 1, 1, 1, cache});
+      for (int it : {1, 4}) {
+        for (int b : {64, 128, 256}) keep({Strategy::thread, b, 1, it, 1});
+        for (int b : {64, 128, 256, 512, 1024}) keep({Strategy::tile, b, 1, it, 1});
+        for (bool cache : {false, true}) {
+          for (int b : {128, 256, 512}) keep({Strategy::warp, b, 1, it, 1, cache});
+          for (int b : {128, 256, 512, 1024}) keep({Strategy::block, b, 1, it, 1, cache});
+        }
+        for (int b : {256, 512, 1024})
+          for (int c : {8, 32, 128, 512}) keep({Strategy::split, b, 1, it, c});
       }
-      for (int b : {256, 512, 1024})
-        for (int c : {8, 32, 128, 512}) keep({Strategy::split, b, 1, 1, c});
       break;
   }
   return out;
