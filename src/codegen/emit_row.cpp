@@ -4,6 +4,7 @@
 // writes the elementwise outputs. Rows are re-read from memory on each pass; L1/L2 serve most re-reads
 // of short rows.
 #include <algorithm>
+#include <map>
 
 #include "codegen/emitters.h"
 #include "ir/error.h"
@@ -114,29 +115,30 @@ Coords coords_at(const KernelGroup& g, const RowShape& rs, bool in_row, const st
   return out;
 }
 
-// One pass over the row accumulating statistic `s` into `acc`.
+// One walk over the row accumulating statistics `stats` (which do not read each other) into acc<s>.
 // `prefetch` runs at the top of every iteration, after the coordinates (the row cache's fill).
-std::string stat_pass(KernelWriter& w, const Graph& gr, const KernelGroup& g, const RowShape& rs, int s,
-                      const std::string& loop, const std::string& indent, const std::string& prefetch = "") {
-  const Node& n = gr.at(s);
-  std::string kind = n.attr_s("kind"), in = indent + "  ";
+std::string stat_pass(KernelWriter& w, const Graph& gr, const KernelGroup& g, const RowShape& rs,
+                      const std::vector<int>& stats, const std::string& loop, const std::string& indent,
+                      const std::string& prefetch = "") {
+  std::string in = indent + "  ";
   Coords c = coords_at(g, rs, true, in);
   w.begin_site(c.c, c.linear, in);
-  std::string v = w.value(n.args[0]);
+  std::vector<std::string> values;
+  for (int s : stats) values.push_back(w.value(gr.at(s).args[0]));
   std::string body = w.take();
-  std::string acc = "acc" + std::to_string(s);
-  std::string out;
-  if (is_arg(kind)) {
-    out += indent + "KfArg " + acc + " = {" + (kind == "argmax" ? "-KF_INF" : "KF_INF") + ", -1};\n";
-    out += indent + loop + " {\n" + c.stmts + prefetch + body;
-    out += in + acc + " = kf_arg_combine<" + is_max(kind) + ">(" + acc + ", KfArg{(float)(" + v + "), c" +
-           std::to_string(rs.axes[0]) + "});\n" + indent + "}\n";
-  } else {
-    out += indent + op_struct(kind) + "::T " + acc + " = " + op_struct(kind) + "::init();\n";
-    out += indent + loop + " {\n" + c.stmts + prefetch + body;
-    out += in + acc + " = " + op_struct(kind) + "::f(" + acc + ", (float)(" + v + "));\n" + indent + "}\n";
+  std::string decls, updates;
+  for (size_t i = 0; i < stats.size(); ++i) {
+    std::string kind = gr.at(stats[i]).attr_s("kind"), acc = "acc" + std::to_string(stats[i]);
+    if (is_arg(kind)) {
+      decls += indent + "KfArg " + acc + " = {" + (kind == "argmax" ? "-KF_INF" : "KF_INF") + ", -1};\n";
+      updates += in + acc + " = kf_arg_combine<" + is_max(kind) + ">(" + acc + ", KfArg{(float)(" + values[i] +
+                 "), c" + std::to_string(rs.axes[0]) + "});\n";
+    } else {
+      decls += indent + op_struct(kind) + "::T " + acc + " = " + op_struct(kind) + "::init();\n";
+      updates += in + acc + " = " + op_struct(kind) + "::f(" + acc + ", (float)(" + values[i] + "));\n";
+    }
   }
-  return out;
+  return decls + indent + loop + " {\n" + c.stmts + prefetch + body + updates + indent + "}\n";
 }
 
 std::string finish_stat(const Graph& gr, int s, const std::string& reduce_f, const std::string& reduce_arg,
@@ -174,29 +176,51 @@ std::string elem_outputs_pass(KernelWriter& w, const KernelGroup& g, const RowSh
   return "    " + loop + " {\n" + c.stmts + w.take() + writes + "    }\n";
 }
 
+// Per-statistic partial results of the split strategy. Double accumulators get 8-byte slots: the IR has no
+// f64, so the temp buffer is typed i64 (only its size matters) and the kernels declare it double.
+struct Partials {
+  int value = -1, index = -1;  // buffer indices; index only for argmax/argmin
+  std::string ctype;
+};
+
 std::vector<PlanKernel> emit_split(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks,
                                    const std::string& name, const RowShape& rs) {
   const Graph& gr = *cx.partition.graph;
-  int s = g.stats.at(0);
-  std::string kind = gr.at(s).attr_s("kind");
   int64_t C = ks.chunks, L = (rs.R + C - 1) / C;
-  int pv = int(cx.buffers.size());
-  cx.buffers.push_back({BufferRole::temp, -1, g.key + ".partials", DType::f32, {rs.K * C}});
-  int pi = -1;
-  if (is_arg(kind)) {
-    pi = int(cx.buffers.size());
-    cx.buffers.push_back({BufferRole::temp, -1, g.key + ".partial_index", DType::i64, {rs.K * C}});
+  std::map<int, Partials> part;
+  for (int s : g.stats) {
+    std::string kind = gr.at(s).attr_s("kind"), tag = g.stats.size() > 1 ? "." + gr.at(s).name : "";
+    bool dbl = kind == "sum" || kind == "prod";
+    Partials& pt = part[s];
+    pt.ctype = dbl ? "double" : "float";
+    pt.value = int(cx.buffers.size());
+    cx.buffers.push_back({BufferRole::temp, -1, g.key + tag + ".partials", dbl ? DType::i64 : DType::f32, {rs.K * C}});
+    if (is_arg(kind)) {
+      pt.index = int(cx.buffers.size());
+      cx.buffers.push_back({BufferRole::temp, -1, g.key + tag + ".partial_index", DType::i64, {rs.K * C}});
+    }
   }
-  std::string P = "b" + std::to_string(pv), PI = "b" + std::to_string(pi);
+  auto B = [](int b) { return "b" + std::to_string(b); };
 
-  // Stage 1: block (k, chunk) reduces its slice of row k.
+  // Stage 1: block (k, chunk) reduces its slice of row k, all statistics in one walk.
   KernelWriter w1(cx.partition, g, cx.buffer_of_owner);
   std::string loop = unrolled(ks) + "for (i64 r = chunk * " + std::to_string(L) + "LL + threadIdx.x; r < min((chunk + 1) * " +
                      std::to_string(L) + "LL, " + std::to_string(rs.R) + "LL); r += " + std::to_string(ks.block) + ")";
-  std::string pass = stat_pass(w1, gr, g, rs, s, loop, "  ");
-  w1.declare_buffer(pv, "float", true);
-  if (pi >= 0) w1.declare_buffer(pi, "i64", true);
-  std::string acc = "acc" + std::to_string(s);
+  std::string pass = stat_pass(w1, gr, g, rs, g.stats, loop, "  ");
+  std::string store;
+  for (int s : g.stats) {
+    const Partials& pt = part[s];
+    std::string kind = gr.at(s).attr_s("kind"), acc = "acc" + std::to_string(s);
+    w1.declare_buffer(pt.value, pt.ctype, true);
+    if (is_arg(kind)) {
+      w1.declare_buffer(pt.index, "i64", true);
+      store += "  " + acc + " = kf_block_arg_reduce<" + is_max(kind) + ">(" + acc + ", kf_ascratch);\n";
+      store += "  if (threadIdx.x == 0) { " + B(pt.value) + "[bid] = " + acc + ".v; " + B(pt.index) + "[bid] = " + acc + ".i; }\n";
+    } else {
+      store += "  " + acc + " = kf_block_reduce<" + op_struct(kind) + ">(" + acc + ", kf_scratch);\n";
+      store += "  if (threadIdx.x == 0) " + B(pt.value) + "[bid] = " + acc + ";\n";
+    }
+  }
   std::string n1 = name + "_partial";
   std::string k1 = kernel_header(cx.partition, g, ks, n1);
   k1 += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + n1 + "(" + w1.params() + ") {\n";
@@ -204,32 +228,29 @@ std::vector<PlanKernel> emit_split(EmitContext& cx, const KernelGroup& g, const 
   // Grid-stride over (row, chunk) pairs: the grid is clamped (clamp_grid), the pairs are not.
   k1 += "  for (i64 bid = blockIdx.x; bid < " + std::to_string(rs.K * C) + "LL; bid += gridDim.x) {\n";
   k1 += "  const i64 k = bid / " + std::to_string(C) + ", chunk = bid % " + std::to_string(C) + ";\n";
-  k1 += pass;
-  if (is_arg(kind)) {
-    k1 += "  " + acc + " = kf_block_arg_reduce<" + is_max(kind) + ">(" + acc + ", kf_ascratch);\n";
-    k1 += "  if (threadIdx.x == 0) { " + P + "[bid] = " + acc + ".v; " + PI + "[bid] = " + acc + ".i; }\n  }\n}\n";
-  } else {
-    k1 += "  " + acc + " = kf_block_reduce<" + op_struct(kind) + ">(" + acc + ", kf_scratch);\n";
-    k1 += "  if (threadIdx.x == 0) " + P + "[bid] = " + acc + ";\n  }\n}\n";
-  }
+  k1 += pass + store + "  }\n}\n";
   std::vector<PlanKernel> out = {make_kernel(g, ks, n1, k1, w1, rs.K * C, ks.block)};
 
   // Stage 2: one thread per row combines the partials and writes the row outputs.
   KernelWriter w2(cx.partition, g, cx.buffer_of_owner);
-  w2.declare_buffer(pv, "float", false);
-  if (pi >= 0) w2.declare_buffer(pi, "i64", false);
-  std::string comb;
-  std::string base = "k * " + std::to_string(C) + "LL + j";
-  if (is_arg(kind)) {
-    comb = "    KfArg " + acc + " = {0.f, -1};\n    for (int j = 0; j < " + std::to_string(C) + "; ++j) " + acc +
-           " = kf_arg_combine<" + is_max(kind) + ">(" + acc + ", KfArg{" + P + "[" + base + "], " + PI + "[" + base + "]});\n";
-    comb += "    const i64 s" + std::to_string(s) + " = " + acc + ".i;\n";
-  } else {
-    comb = "    " + op_struct(kind) + "::T " + acc + " = " + op_struct(kind) + "::init();\n    for (int j = 0; j < " + std::to_string(C) + "; ++j) " +
-           acc + " = " + op_struct(kind) + "::f(" + acc + ", " + P + "[" + base + "]);\n";
-    comb += "    const float s" + std::to_string(s) + " = (float)" + acc + ";\n";
+  std::string comb, base = "k * " + std::to_string(C) + "LL + j", J = "    for (int j = 0; j < " + std::to_string(C) + "; ++j) ";
+  for (int s : g.stats) {
+    const Partials& pt = part[s];
+    std::string kind = gr.at(s).attr_s("kind"), acc = "acc" + std::to_string(s), sv = "s" + std::to_string(s);
+    w2.declare_buffer(pt.value, pt.ctype, false);
+    if (is_arg(kind)) {
+      w2.declare_buffer(pt.index, "i64", false);
+      comb += "    KfArg " + acc + " = {0.f, -1};\n" + J + acc + " = kf_arg_combine<" + is_max(kind) + ">(" + acc +
+              ", KfArg{" + B(pt.value) + "[" + base + "], " + B(pt.index) + "[" + base + "]});\n";
+      comb += "    const i64 " + sv + " = " + acc + ".i;\n";
+    } else {
+      std::string op = op_struct(kind);
+      comb += "    " + op + "::T " + acc + " = " + op + "::init();\n" + J + acc + " = " + op + "::f(" + acc + ", " +
+              B(pt.value) + "[" + base + "]);\n";
+      comb += "    const float " + sv + " = (float)" + acc + ";\n";
+    }
+    w2.bind(s, sv);
   }
-  w2.bind(s, "s" + std::to_string(s));
   std::string rows = row_outputs(w2, g, rs, "true", "    ");
   std::string n2 = name + "_finish";
   std::string k2 = kernel_header(cx.partition, g, ks, n2);
@@ -238,6 +259,25 @@ std::vector<PlanKernel> emit_split(EmitContext& cx, const KernelGroup& g, const 
   k2 += comb + rows + "  }\n}\n";
   out.push_back(make_kernel(g, ks, n2, k2, w2, (rs.K + 127) / 128, 128));
   return out;
+}
+
+// The tile strategy's cross-warp combine of statistic `s`: each warp's partial for lane l's row goes to
+// shared memory, then every thread folds the W partials of its row into s<s>.
+std::string tile_combine(const Graph& gr, int s, const std::string& Ws) {
+  std::string kind = gr.at(s).attr_s("kind"), acc = "acc" + std::to_string(s), sv = "s" + std::to_string(s);
+  std::string t = "t" + std::to_string(s);
+  std::string out = "    __syncthreads();  // the previous statistic's partials have been read\n";
+  if (is_arg(kind)) {
+    out += "    kf_apart[warp][lane] = " + acc + ";\n    __syncthreads();\n";
+    out += "    KfArg " + t + " = kf_apart[0][lane];\n";
+    out += "    for (int q = 1; q < " + Ws + "; ++q) " + t + " = kf_arg_combine<" + is_max(kind) + ">(" + t + ", kf_apart[q][lane]);\n";
+    return out + "    const i64 " + sv + " = " + t + ".i;\n";
+  }
+  std::string op = op_struct(kind);
+  out += "    kf_part[warp][lane] = " + acc + ";\n    __syncthreads();\n";
+  out += "    " + op + "::T " + t + " = kf_part[0][lane];\n";
+  out += "    for (int q = 1; q < " + Ws + "; ++q) " + t + " = " + op + "::f(" + t + ", kf_part[q][lane]);\n";
+  return out + "    const float " + sv + " = (float)" + t + ";\n";
 }
 
 // Tile strategy: lane l of every warp owns row k = tile * 32 + l; warp w walks r = w, w + W, ...; the
@@ -251,25 +291,13 @@ std::vector<PlanKernel> emit_tile(EmitContext& cx, const KernelGroup& g, const K
   std::string loop = unrolled(ks) + "for (i64 r = active ? warp : " + R + "; r < " + R + "; r += " + Ws + ")";
   KernelWriter w(cx.partition, g, cx.buffer_of_owner);
   std::string body;
-  for (int s : g.stats) {
-    std::string kind = gr.at(s).attr_s("kind"), acc = "acc" + std::to_string(s), sv = "s" + std::to_string(s);
-    body += stat_pass(w, gr, g, rs, s, loop, "    ");
-    body += "    __syncthreads();  // the previous statistic's partials have been read\n";
-    if (is_arg(kind)) {
-      body += "    kf_apart[warp][lane] = " + acc + ";\n    __syncthreads();\n";
-      body += "    KfArg t" + std::to_string(s) + " = kf_apart[0][lane];\n";
-      body += "    for (int q = 1; q < " + Ws + "; ++q) t" + std::to_string(s) + " = kf_arg_combine<" + is_max(kind) +
-              ">(t" + std::to_string(s) + ", kf_apart[q][lane]);\n";
-      body += "    const i64 " + sv + " = t" + std::to_string(s) + ".i;\n";
-    } else {
-      std::string op = op_struct(kind);
-      body += "    kf_part[warp][lane] = " + acc + ";\n    __syncthreads();\n";
-      body += "    " + op + "::T t" + std::to_string(s) + " = kf_part[0][lane];\n";
-      body += "    for (int q = 1; q < " + Ws + "; ++q) t" + std::to_string(s) + " = " + op + "::f(t" + std::to_string(s) +
-              ", kf_part[q][lane]);\n";
-      body += "    const float " + sv + " = (float)t" + std::to_string(s) + ";\n";
+  for (int pass = 0; pass < stat_walks(g); ++pass) {
+    std::vector<int> stats = stats_in_pass(g, pass);
+    body += stat_pass(w, gr, g, rs, stats, loop, "    ");
+    for (int s : stats) {
+      body += tile_combine(gr, s, Ws);
+      w.bind(s, "s" + std::to_string(s));
     }
-    w.bind(s, sv);
   }
   if (!g.row_outputs.empty()) body += row_outputs(w, g, rs, "active && warp == 0", "    ");
   body += elem_outputs_pass(w, g, rs, loop);
@@ -302,7 +330,7 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const Ke
   int64_t smem = 0;
   std::string cache_base = ks.strategy == Strategy::warp ? "(threadIdx.x >> 5) * " : "0 * ";
   if (ks.cache_row) {
-    stat_pass(w, gr, g, rs, g.stats.at(0), sk.elem_loop, "    ");
+    stat_pass(w, gr, g, rs, stats_in_pass(g, 0), sk.elem_loop, "    ");
     w.take();
     cached.assign(w.contiguous_reads().begin(), w.contiguous_reads().end());
     // As many row buffers as fit; the rest are re-read from memory.
@@ -320,12 +348,12 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const Ke
     fill += "      " + cache_slot(i) + " = b" + std::to_string(cached[i]) + "[lin];\n";
     w.set_vector_source(cached[i], cache_slot(i));
   }
-  for (size_t si = 0; si < g.stats.size(); ++si) {
-    int s = g.stats[si];
-    body += stat_pass(w, gr, g, rs, s, sk.elem_loop, "    ", si == 0 ? fill : "");
-    body += finish_stat(gr, s, sk.reduce_f, sk.reduce_arg, "    ");
-    if (si == 0 && !cached.empty() && ks.strategy == Strategy::warp) body += "    __syncwarp();\n";
-    w.bind(s, "s" + std::to_string(s));
+  for (int pass = 0; pass < stat_walks(g); ++pass) {
+    std::vector<int> stats = stats_in_pass(g, pass);
+    body += stat_pass(w, gr, g, rs, stats, sk.elem_loop, "    ", pass == 0 ? fill : "");
+    for (int s : stats) body += finish_stat(gr, s, sk.reduce_f, sk.reduce_arg, "    ");
+    if (pass == 0 && !cached.empty() && ks.strategy == Strategy::warp) body += "    __syncwarp();\n";
+    for (int s : stats) w.bind(s, "s" + std::to_string(s));
   }
   body += row_outputs(w, g, rs, sk.leader, "    ");
   body += elem_outputs_pass(w, g, rs, sk.elem_loop);

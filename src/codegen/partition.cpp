@@ -207,8 +207,35 @@ struct Partitioner {
       group_of[id] = gi;
       return;
     }
+    if (n.op == "reduce" && join_sibling(id)) return;
     group_of[id] = int(p.groups.size());
     p.groups.push_back(new_group(id));
+  }
+
+  // A reduction over the same rows as a row group's, reading none of its members, joins it as a sibling.
+  bool join_sibling(int id) {
+    const Node& n = g.at(id);
+    for (size_t gi = 0; gi < p.groups.size(); ++gi) {
+      KernelGroup& k = p.groups[gi];
+      if (k.kind != GroupKind::row || g.at(n.args[0]).type.shape != k.shape || n.attr_ints("dims") != k.axes) continue;
+      auto mem = members(k);
+      if (std::any_of(mem.begin(), mem.end(), [&](int m) { return depends[id][m]; }) || !can_join(id, int(gi)))
+        continue;
+      k.stats.push_back(id);
+      group_of[id] = int(gi);
+      return true;
+    }
+    return false;
+  }
+
+  // A statistic's walk comes after the walks of the statistics it reads (through elementwise work).
+  void assign_stat_passes() {
+    for (auto& k : p.groups) {
+      k.stat_pass.assign(k.stats.size(), 0);
+      for (size_t i = 0; i < k.stats.size(); ++i)
+        for (size_t j = 0; j < i; ++j)
+          if (depends[k.stats[i]][k.stats[j]]) k.stat_pass[i] = std::max(k.stat_pass[i], k.stat_pass[j] + 1);
+    }
   }
 
   // A statistic is written to memory when a graph output is it or another group's expressions read it.
@@ -277,6 +304,7 @@ struct Partitioner {
     for (size_t i = 0; i < g.nodes.size(); ++i)
       if (is_root(int(i))) try_fuse(int(i));
     add_stat_outputs();
+    assign_stat_passes();
     order_groups();
     return std::move(p);
   }
@@ -285,5 +313,18 @@ struct Partitioner {
 }  // namespace
 
 Partition partition(const Graph& g, bool fuse_rows) { return Partitioner(g, fuse_rows).run(); }
+
+int stat_walks(const KernelGroup& g) {
+  return g.stat_pass.empty() ? 0 : *std::max_element(g.stat_pass.begin(), g.stat_pass.end()) + 1;
+}
+
+int row_walks(const KernelGroup& g) { return stat_walks(g) + (g.elem_outputs.empty() ? 0 : 1); }
+
+std::vector<int> stats_in_pass(const KernelGroup& g, int pass) {
+  std::vector<int> out;
+  for (size_t i = 0; i < g.stats.size(); ++i)
+    if (g.stat_pass[i] == pass) out.push_back(g.stats[i]);
+  return out;
+}
 
 }  // namespace kforge

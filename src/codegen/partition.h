@@ -7,7 +7,9 @@
 //
 // Row fusion: a reduction and the elementwise outputs of the same iteration shape that use it (softmax's
 // max, sum and division; LayerNorm's two statistics and its output) become one kernel that walks each row
-// once per statistic and once more for the outputs. It is a schedule choice (Schedule::fuse_rows).
+// once per dependent statistic and once more for the outputs. It is a schedule choice (Schedule::fuse_rows).
+// Sibling statistics (same rows, neither reading the other: a cosine similarity's dot product and two norms)
+// always share a kernel and a walk, fused or not: reading the rows once is never worse.
 #pragma once
 #include <string>
 #include <vector>
@@ -24,6 +26,8 @@ struct KernelGroup {
   Shape shape;                  // iteration shape S (row: the reduce input shape)
   std::vector<int64_t> axes;    // row: reduced dims of S; scan: {dim}
   std::vector<int> stats;       // row: reduce nodes in evaluation order
+  std::vector<int> stat_pass;   // row: per statistic, the walk over the row that computes it (0, 1, ...):
+                                // statistics that do not read each other share a walk
   std::vector<int> elem_outputs;// stored values computed at every point of S
   std::vector<int> row_outputs; // row: stored values of the reduced shape (reduces and their epilogues)
   int anchor = -1;              // scan / pool: the scan or pool node
@@ -37,5 +41,12 @@ struct Partition {
 };
 
 Partition partition(const Graph& primitive_graph, bool fuse_rows);
+
+// Walks a row kernel makes over each row to compute its statistics (one per stat_pass value), and in all
+// (one more for the elementwise outputs).
+int stat_walks(const KernelGroup& g);
+int row_walks(const KernelGroup& g);
+// The statistics computed in walk `pass`, in evaluation order.
+std::vector<int> stats_in_pass(const KernelGroup& g, int pass);
 
 }  // namespace kforge

@@ -109,7 +109,7 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
         for (size_t i = 0; i < g.axes.size(); ++i)
           suffix = suffix && g.axes[i] == int64_t(g.shape.size() - g.axes.size() + i);
         if (!suffix) illegal(g, "cache_row", "needs the reduced dims to be the innermost ones");
-        if (g.stats.size() + (g.elem_outputs.empty() ? 0 : 1) < 2) illegal(g, "cache_row", "has nothing to reuse: one pass");
+        if (row_walks(g) < 2) illegal(g, "cache_row", "has nothing to reuse: one walk over the row");
         if (ks.strategy != Strategy::warp && ks.strategy != Strategy::block)
           illegal(g, "cache_row", "needs the warp or block strategy (a row per warp or block)");
         if (row_cache_bytes(g, ks, 1) > kMaxRowCache)
@@ -118,8 +118,8 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
       if (ks.strategy == Strategy::tile && g.axes.back() == int64_t(g.shape.size()) - 1)
         illegal(g, "strategy", "tile needs the innermost dim kept (rows side by side in memory)");
       if (ks.strategy == Strategy::split) {
-        if (g.stats.size() != 1 || !g.elem_outputs.empty())
-          illegal(g, "strategy", "split needs a single reduction with no elementwise outputs");
+        if (row_walks(g) != 1 || !g.elem_outputs.empty())
+          illegal(g, "strategy", "split needs one walk over the row (statistics that do not read each other) and no elementwise outputs");
         if (ks.chunks < 2 || ks.chunks > 1024) illegal(g, "chunks", "must be in [2, 1024] for split");
       }
       break;
@@ -149,13 +149,13 @@ KernelSchedule default_schedule(const KernelGroup& g) {
       // Innermost dim kept: a lane per row reads coalesced across the warp, warps split the rows.
       if (innermost_kept) ks.strategy = Strategy::tile, ks.block = 256;
       else if (R <= 1024 && K >= 1024) ks.strategy = Strategy::warp, ks.block = 256;
-      else if (K < 264 && R >= 65536 && g.stats.size() == 1 && g.elem_outputs.empty())
+      else if (K < 264 && R >= 65536 && row_walks(g) == 1 && g.elem_outputs.empty())
         ks.strategy = Strategy::split, ks.chunks = int(std::min<int64_t>(1024, 1056 / std::max<int64_t>(K, 1) + 1)), ks.block = 512;
       else ks.strategy = Strategy::block, ks.block = R >= 8192 ? 1024 : 256;
       if (ks.strategy == Strategy::split && ks.chunks < 2) ks.chunks = 2;
       ks.items = 4;  // unrolled row walks: four loads in flight per thread
       // Several passes over a row that fits in shared memory: read it from HBM once.
-      bool passes = g.stats.size() + (g.elem_outputs.empty() ? 0 : 1) > 1;
+      bool passes = row_walks(g) > 1;
       ks.cache_row = passes && (ks.strategy == Strategy::warp || ks.strategy == Strategy::block) &&
                      row_cache_bytes(g, ks, 1) <= kMaxRowCache;
       if (ks.cache_row) {

@@ -82,7 +82,7 @@ PlanFeatures plan_features(const Graph& graph, const Schedule& schedule) {
     p.max_vec = std::max(p.max_vec, double(ks.vec));
     p.max_chunks = std::max(p.max_chunks, double(ks.chunks));
     p.cached_rows += ks.cache_row;
-    p.passes += double(g.stats.size()) + (g.elem_outputs.empty() ? 0 : 1);
+    p.passes += double(row_walks(g));
     min_rows = std::min(min_rows, double(rows_of(g)));
     max_row = std::max(max_row, double(row_length(g)));
     threads += double(numel(g.shape)) / std::max<double>(1, ks.strategy == Strategy::flat ? ks.vec * ks.items : 1);

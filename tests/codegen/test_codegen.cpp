@@ -3,6 +3,8 @@
 #include <set>
 
 #include "codegen/lower.h"
+#include "codegen/partition.h"
+#include "ir/decompose.h"
 #include "common/representative_schedules.h"
 #include "common/sample_graphs.h"
 #include "ir/error.h"
@@ -53,6 +55,34 @@ TEST(Partition, SoftmaxAndNormsFuseIntoOneKernel) {
   EXPECT_EQ(kernels_for(sample("layer_norm"), false), 3);
 }
 
+// The row group holding statistic node `name` of the primitive graph of `sample_name`.
+KernelGroup row_group_of(const std::string& sample_name, const std::string& name, bool fuse) {
+  Graph g = decompose(graph_from_json(sample(sample_name)));
+  Partition p = partition(g, fuse);
+  for (auto& k : p.groups)
+    for (int s : k.stats)
+      if (g.at(s).name.find(name) != std::string::npos) return k;
+  throw std::runtime_error("no statistic named like " + name);
+}
+
+TEST(Partition, SiblingStatisticsShareOneWalkFusedOrNot) {
+  // cosine_similarity: dot product and the two squared norms read the rows, not each other.
+  for (bool fuse : {true, false}) {
+    KernelGroup k = row_group_of("cosine_similarity", "reduce", fuse);
+    EXPECT_EQ(k.stats.size(), 3u) << fuse;
+    EXPECT_EQ(stat_walks(k), 1) << fuse;
+  }
+  EXPECT_EQ(kernels_for(sample("cosine_similarity"), false), 2);  // the three statistics, then the division
+}
+
+TEST(Partition, DependentStatisticsTakeLaterWalks) {
+  // softmax: the sum of exp(x - max) reads the max; LayerNorm's two-pass variance reads the mean.
+  KernelGroup sm = row_group_of("softmax", "reduce", true);
+  ASSERT_EQ(sm.stats.size(), 2u);
+  EXPECT_EQ(sm.stat_pass, (std::vector<int>{0, 1}));
+  EXPECT_EQ(row_walks(sm), 3);
+}
+
 TEST(Partition, ScanEpiloguesAndProloguesFuse) {
   EXPECT_EQ(kernels_for(sample("exclusive_cumsum"), true), 1);
   EXPECT_EQ(kernels_for(sample("masked_cumsum"), true), 1);
@@ -75,7 +105,7 @@ TEST(Schedule, IllegalSchedulesNameKernelAndField) {
     check_schedule(groups[0], ks);
     FAIL();
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("schedule of kernel 'y.reduce0': strategy split needs a single reduction"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("schedule of kernel 'y.reduce0': strategy split needs one walk over the row"), std::string::npos) << e.what();
   }
   ks = {Strategy::block, 100};
   EXPECT_THROW(check_schedule(groups[0], ks), UserError);
