@@ -36,6 +36,7 @@ RowShape row_shape_of(const KernelGroup& g) {
 std::string op_struct(const std::string& kind) {
   if (kind == "sum") return "KfSum";
   if (kind == "prod") return "KfProd";
+  if (kind == "var") return "KfVar";
   if (kind == "max") return "KfMax";
   return "KfMin";
 }
@@ -135,18 +136,19 @@ std::string stat_pass(KernelWriter& w, const Graph& gr, const KernelGroup& g, co
                  "), c" + std::to_string(rs.axes[0]) + "});\n";
     } else {
       decls += indent + op_struct(kind) + "::T " + acc + " = " + op_struct(kind) + "::init();\n";
-      updates += in + acc + " = " + op_struct(kind) + "::f(" + acc + ", (float)(" + values[i] + "));\n";
+      updates += in + acc + " = " + op_struct(kind) + "::f(" + acc + ", " + op_struct(kind) + "::lift((float)(" + values[i] + ")));\n";
     }
   }
   return decls + indent + loop + " {\n" + c.stmts + prefetch + body + updates + indent + "}\n";
 }
 
-std::string finish_stat(const Graph& gr, int s, const std::string& reduce_f, const std::string& reduce_arg,
-                        const std::string& indent) {
+std::string finish_stat(const Graph& gr, const RowShape& rs, int s, const std::string& reduce_f,
+                        const std::string& reduce_arg, const std::string& indent) {
   std::string kind = gr.at(s).attr_s("kind"), acc = "acc" + std::to_string(s);
   if (is_arg(kind))
     return indent + "const i64 s" + std::to_string(s) + " = " + subst(subst(reduce_arg, "MAX", is_max(kind)), "ACC", acc) + ".i;\n";
-  return indent + "const float s" + std::to_string(s) + " = (float)(" + subst(subst(reduce_f, "OP", op_struct(kind)), "ACC", acc) + ");\n";
+  return indent + "const float s" + std::to_string(s) + " = " + op_struct(kind) + "::finish(" +
+         subst(subst(reduce_f, "OP", op_struct(kind)), "ACC", acc) + ", " + std::to_string(rs.R) + ".0);\n";
 }
 
 std::string row_outputs(KernelWriter& w, const KernelGroup& g, const RowShape& rs, const std::string& leader,
@@ -176,8 +178,9 @@ std::string elem_outputs_pass(KernelWriter& w, const KernelGroup& g, const RowSh
   return "    " + loop + " {\n" + c.stmts + w.take() + writes + "    }\n";
 }
 
-// Per-statistic partial results of the split strategy. Double accumulators get 8-byte slots: the IR has no
-// f64, so the temp buffer is typed i64 (only its size matters) and the kernels declare it double.
+// Per-statistic partial results of the split strategy, one Op::T per (row, chunk). Double accumulators
+// get 8-byte slots: the IR has no f64, so the temp buffer is typed i64 (only its size matters) and the
+// kernels declare it as Op::T.
 struct Partials {
   int value = -1, index = -1;  // buffer indices; index only for argmax/argmin
   std::string ctype;
@@ -190,11 +193,13 @@ std::vector<PlanKernel> emit_split(EmitContext& cx, const KernelGroup& g, const 
   std::map<int, Partials> part;
   for (int s : g.stats) {
     std::string kind = gr.at(s).attr_s("kind"), tag = g.stats.size() > 1 ? "." + gr.at(s).name : "";
-    bool dbl = kind == "sum" || kind == "prod";
+    // 8-byte slots for double accumulators, two for the variance's moments.
+    int64_t slots = kind == "var" ? 2 : (kind == "sum" || kind == "prod") ? 1 : 0;
     Partials& pt = part[s];
-    pt.ctype = dbl ? "double" : "float";
+    pt.ctype = is_arg(kind) ? "float" : op_struct(kind) + "::T";
     pt.value = int(cx.buffers.size());
-    cx.buffers.push_back({BufferRole::temp, -1, g.key + tag + ".partials", dbl ? DType::i64 : DType::f32, {rs.K * C}});
+    cx.buffers.push_back({BufferRole::temp, -1, g.key + tag + ".partials", slots ? DType::i64 : DType::f32,
+                          {rs.K * C * std::max<int64_t>(slots, 1)}});
     if (is_arg(kind)) {
       pt.index = int(cx.buffers.size());
       cx.buffers.push_back({BufferRole::temp, -1, g.key + tag + ".partial_index", DType::i64, {rs.K * C}});
@@ -224,7 +229,7 @@ std::vector<PlanKernel> emit_split(EmitContext& cx, const KernelGroup& g, const 
   std::string n1 = name + "_partial";
   std::string k1 = kernel_header(cx.partition, g, ks, n1);
   k1 += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + n1 + "(" + w1.params() + ") {\n";
-  k1 += "  __shared__ double kf_scratch[32];\n  __shared__ KfArg kf_ascratch[32];\n";
+  k1 += "  __shared__ double kf_scratch[64];\n  __shared__ KfArg kf_ascratch[32];\n";
   // Grid-stride over (row, chunk) pairs: the grid is clamped (clamp_grid), the pairs are not.
   k1 += "  for (i64 bid = blockIdx.x; bid < " + std::to_string(rs.K * C) + "LL; bid += gridDim.x) {\n";
   k1 += "  const i64 k = bid / " + std::to_string(C) + ", chunk = bid % " + std::to_string(C) + ";\n";
@@ -247,7 +252,7 @@ std::vector<PlanKernel> emit_split(EmitContext& cx, const KernelGroup& g, const 
       std::string op = op_struct(kind);
       comb += "    " + op + "::T " + acc + " = " + op + "::init();\n" + J + acc + " = " + op + "::f(" + acc + ", " +
               B(pt.value) + "[" + base + "]);\n";
-      comb += "    const float " + sv + " = (float)" + acc + ";\n";
+      comb += "    const float " + sv + " = " + op + "::finish(" + acc + ", " + std::to_string(rs.R) + ".0);\n";
     }
     w2.bind(s, sv);
   }
@@ -263,7 +268,7 @@ std::vector<PlanKernel> emit_split(EmitContext& cx, const KernelGroup& g, const 
 
 // The tile strategy's cross-warp combine of statistic `s`: each warp's partial for lane l's row goes to
 // shared memory, then every thread folds the W partials of its row into s<s>.
-std::string tile_combine(const Graph& gr, int s, const std::string& Ws) {
+std::string tile_combine(const Graph& gr, const RowShape& rs, int s, const std::string& Ws) {
   std::string kind = gr.at(s).attr_s("kind"), acc = "acc" + std::to_string(s), sv = "s" + std::to_string(s);
   std::string t = "t" + std::to_string(s);
   std::string out = "    __syncthreads();  // the previous statistic's partials have been read\n";
@@ -274,10 +279,11 @@ std::string tile_combine(const Graph& gr, int s, const std::string& Ws) {
     return out + "    const i64 " + sv + " = " + t + ".i;\n";
   }
   std::string op = op_struct(kind);
-  out += "    kf_part[warp][lane] = " + acc + ";\n    __syncthreads();\n";
-  out += "    " + op + "::T " + t + " = kf_part[0][lane];\n";
-  out += "    for (int q = 1; q < " + Ws + "; ++q) " + t + " = " + op + "::f(" + t + ", kf_part[q][lane]);\n";
-  return out + "    const float " + sv + " = (float)" + t + ";\n";
+  std::string part = "reinterpret_cast<" + op + "::T*>(kf_part)";  // slots sized for the largest Op::T
+  out += "    " + part + "[warp * 32 + lane] = " + acc + ";\n    __syncthreads();\n";
+  out += "    " + op + "::T " + t + " = " + part + "[lane];\n";
+  out += "    for (int q = 1; q < " + Ws + "; ++q) " + t + " = " + op + "::f(" + t + ", " + part + "[q * 32 + lane]);\n";
+  return out + "    const float " + sv + " = " + op + "::finish(" + t + ", " + std::to_string(rs.R) + ".0);\n";
 }
 
 // Tile strategy: lane l of every warp owns row k = tile * 32 + l; warp w walks r = w, w + W, ...; the
@@ -295,7 +301,7 @@ std::vector<PlanKernel> emit_tile(EmitContext& cx, const KernelGroup& g, const K
     std::vector<int> stats = stats_in_pass(g, pass);
     body += stat_pass(w, gr, g, rs, stats, loop, "    ");
     for (int s : stats) {
-      body += tile_combine(gr, s, Ws);
+      body += tile_combine(gr, rs, s, Ws);
       w.bind(s, "s" + std::to_string(s));
     }
   }
@@ -303,7 +309,7 @@ std::vector<PlanKernel> emit_tile(EmitContext& cx, const KernelGroup& g, const K
   body += elem_outputs_pass(w, g, rs, loop);
   std::string s = kernel_header(cx.partition, g, ks, name);
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + name + "(" + w.params() + ") {\n";
-  s += "  __shared__ double kf_part[" + Ws + "][32];\n  __shared__ KfArg kf_apart[" + Ws + "][32];\n";
+  s += "  __shared__ KfMoments kf_part[" + Ws + "][32];\n  __shared__ KfArg kf_apart[" + Ws + "][32];\n";
   s += "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n";
   s += "  for (i64 tile = blockIdx.x; tile * 32 < " + K + "; tile += gridDim.x) {\n";
   s += "    const i64 k = tile * 32 + lane;\n    const bool active = k < " + K + ";\n" + body + "  }\n}\n";
@@ -351,7 +357,7 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const Ke
   for (int pass = 0; pass < stat_walks(g); ++pass) {
     std::vector<int> stats = stats_in_pass(g, pass);
     body += stat_pass(w, gr, g, rs, stats, sk.elem_loop, "    ", pass == 0 ? fill : "");
-    for (int s : stats) body += finish_stat(gr, s, sk.reduce_f, sk.reduce_arg, "    ");
+    for (int s : stats) body += finish_stat(gr, rs, s, sk.reduce_f, sk.reduce_arg, "    ");
     if (pass == 0 && !cached.empty() && ks.strategy == Strategy::warp) body += "    __syncwarp();\n";
     for (int s : stats) w.bind(s, "s" + std::to_string(s));
   }
@@ -362,7 +368,7 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const Ke
     body += ks.strategy == Strategy::warp ? "    __syncwarp();\n" : "    __syncthreads();\n";
   std::string s = kernel_header(cx.partition, g, ks, name);
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + name + "(" + w.params() + ") {\n";
-  if (ks.strategy == Strategy::block) s += "  __shared__ double kf_scratch[32];\n  __shared__ KfArg kf_ascratch[32];\n";
+  if (ks.strategy == Strategy::block) s += "  __shared__ double kf_scratch[64];\n  __shared__ KfArg kf_ascratch[32];\n";
   if (!cached.empty()) s += "  extern __shared__ float kf_row[];  // " + std::to_string(cached.size()) + " cached row buffer(s)\n";
   s += "  " + sk.row_loop + " {\n" + body + "  }\n}\n";
   PlanKernel k = make_kernel(g, ks, name, s, w, sk.blocks, ks.block);

@@ -46,10 +46,12 @@ struct Lowering {
     s[0] = shape(p)[0];
     return b.reshape(p, s);
   }
-  // (x - mean) * rsqrt(var + eps) over dims, two-pass variance (stable for inputs with a large mean).
+  // (x - mean) * rsqrt(var + eps) over dims. The variance is its own reduction (kind var), not a second
+  // reduction over x - mean: the two statistics do not read each other, so a kernel computes both in one
+  // walk over the rows (kernels keep double moments, see device_prelude.cpp).
   int normalize(int x, const std::vector<int64_t>& dims, double eps) {
     int xc = b.sub(x, mean(x, dims));
-    int var = mean(b.mul(xc, xc), dims);
+    int var = b.reduce("var", x, dims);
     return b.mul(xc, b.un("rsqrt", b.add(var, b.cst(eps))));
   }
   int affine(int y, int w, int bias) {
@@ -88,9 +90,8 @@ struct Lowering {
     }
     if (op == "var") {
       auto dims = dims_attr(x);
-      int xc = b.sub(x, mean(x, dims));
-      double denom = double(count_over(shape(x), dims)) - n.attr_f("correction");
-      int v = b.scale(b.reduce("sum", b.mul(xc, xc), dims), 1.0 / denom);
+      double count = double(count_over(shape(x), dims));
+      int v = b.scale(b.reduce("var", x, dims), count / (count - n.attr_f("correction")));
       return finish_reduce(v, x, dims, n.attr_b("keepdim"));
     }
     if (op == "vector_norm") {

@@ -57,8 +57,31 @@ HostTensor elementwise(const Node& n, const std::vector<const HostTensor*>& a) {
   return out;
 }
 
+HostTensor reduce(const Node& n, const HostTensor& x);
+
+// Population variance over `dims`, two-pass in double: the reference the kernels' one-pass moments meet.
+HostTensor reduce_var(const Node& n, const HostTensor& x) {
+  Node sum = n;
+  sum.attrs["kind"] = "sum";
+  HostTensor mean = reduce(sum, x), out = mean;
+  double count = double(x.data.size()) / double(std::max<size_t>(mean.data.size(), 1));
+  for (auto& m : mean.data) m /= count;
+  std::fill(out.data.begin(), out.data.end(), 0.0);
+  Shape kept = x.type.shape;
+  for (auto d : n.attr_ints("dims")) kept[d] = 1;
+  auto ostrides = broadcast_strides(kept, x.type.shape);
+  CoordIter it(x.type.shape);
+  for (size_t i = 0; i < x.data.size(); ++i, it.next()) {
+    int64_t o = dot(it.c, ostrides);
+    out.data[o] += (x.data[i] - mean.data[o]) * (x.data[i] - mean.data[o]);
+  }
+  for (auto& v : out.data) v /= count;
+  return out;
+}
+
 HostTensor reduce(const Node& n, const HostTensor& x) {
   std::string kind = n.attr_s("kind");
+  if (kind == "var") return reduce_var(n, x);
   auto dims = n.attr_ints("dims");
   Shape kept = x.type.shape;
   for (auto d : dims) kept[d] = 1;

@@ -64,6 +64,8 @@ std::vector<SampleGraph> sample_graphs() {
                                  {"nodes", {node("y", "instance_norm", {"x", "", ""}, {{"eps", 1e-5}})}}, {"outputs", {"y"}}}});
   g.push_back({"rms_norm", {{"inputs", {input("x", {5, 64})}}, {"params", {input("w", {64})}},
                             {"nodes", {node("y", "rms_norm", {"x", "w"}, {{"normalized_ndim", 1}, {"eps", 1e-6}})}}, {"outputs", {"y"}}}});
+  g.push_back({"var_unbiased", {{"inputs", {input("x", {6, 300})}},
+                                {"nodes", {node("y", "var", {"x"}, {{"dims", {1}}, {"correction", 1.0}, {"keepdim", false}})}}, {"outputs", {"y"}}}});
   // Losses.
   auto two = [&](const std::string& op, std::vector<int64_t> shape, json attrs) {
     return SampleGraph{op, {{"inputs", {input("a", shape), input("b", shape)}}, {"nodes", {node("y", op, {"a", "b"}, attrs)}}, {"outputs", {"y"}}}};
