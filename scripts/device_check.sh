@@ -46,5 +46,14 @@ PYTHONUNBUFFERED=1 python3 bench/run_suite.py --kforge build-device/kforge --bud
   --out /tmp/suite --workdir /dev/shm/kforge --problems "$GLOB" --timeout $(( ${SUITE_TIMEOUT:-400} / n ))
 cat /tmp/suite/logs/session-*.log 2>/dev/null | grep -E "^\|" | tail -80 > "$OUT/session_rows.md"
 cp /tmp/suite/suite.json /tmp/suite/suite.md "$OUT/" 2>/dev/null
+# Every candidate's measurement (schedule, compile, verification, times): what the table's choices came from.
+python3 - > "$OUT/candidates.md" <<'PY' 2>/dev/null || true
+import sqlite3
+db = sqlite3.connect("/tmp/suite/kforge.db")
+cols = [r[1] for r in db.execute("PRAGMA table_info(measurements)")]
+print("columns:", ", ".join(cols))
+for row in db.execute("SELECT * FROM measurements ORDER BY rowid"):
+    print(" | ".join(str(v)[:300] for v in row))
+PY
 tar czf "$OUT/suite_logs.tgz" -C /tmp/suite logs reports 2>/dev/null
 echo "== done"
