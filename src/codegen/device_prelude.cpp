@@ -25,70 +25,33 @@ __device__ __forceinline__ float kf_sign(float x) { return (float)((x > 0.f) - (
 
 // Reductions. Each combine is associative; the (value, index) pair keeps the first index of the
 // extreme value, as torch.argmax does, so the combine order does not change the answer.
-// Two accumulator types per op: L is a thread's running value over its elements (float: one cheap op per
-// element keeps the kernel memory-bound), T what threads combine in (double for sums, products and moments,
-// so the cross-thread order adds no rounding). widen turns L into T; finish turns a row's T (over n elements)
-// into the float the kernel goes on with.
-// The variance: each thread keeps its moments about its first element x0 (sum and sum of squares of x - x0,
-// in float: no cancellation, x0 is near the data), widens them to raw moments in double, and the row
-// finishes as E[x^2] - E[x]^2 in double: one walk instead of two, and ~1e-16 * (mean/std)^2 relative error.
+// Sums and products accumulate in double (T): a float sum of thousands of terms rounds differently in every
+// order by ~1e-4 of its terms' size, as much as the strict tier allows; in double kforge's order does not
+// matter and the result is the exact one rounded once. The kernels stay memory-bound (one add per load).
+// lift turns an element into an accumulator, finish turns a row's accumulator (over n elements) into the float
+// the kernel goes on with.
+// The variance keeps the row's moments (sum, sum of squares) in double and finishes as E[x^2] - E[x]^2: one
+// walk instead of two, and double leaves ~1e-16 * (mean/std)^2 relative error, far below the strict tier
+// for any float data whose mean is not ~1e6 standard deviations from zero.
 struct KfMoments { double s, q; };
-struct KfShifted { float x0, s, q, n; };
-#define KF_FLOAT_LOCAL(T) \
-  typedef float L; __device__ static L add(L a, float x) { return f(a, x); } __device__ static T widen(L a) { return a; } \
-  __device__ static float finish(T v, double) { return (float)v; }
-struct KfSum  { typedef double T; __device__ static T init() { return 0.0; } __device__ static float local_init() { return 0.f; }
-                __device__ static T f(T a, T b) { return a + b; } KF_FLOAT_LOCAL(T) };
-struct KfProd { typedef double T; __device__ static T init() { return 1.0; } __device__ static float local_init() { return 1.f; }
-                __device__ static T f(T a, T b) { return a * b; } KF_FLOAT_LOCAL(T) };
-struct KfMax  { typedef float T; __device__ static T init() { return -KF_INF; } __device__ static float local_init() { return -KF_INF; }
-                __device__ static T f(T a, T b) { return kf_max(a, b); } KF_FLOAT_LOCAL(T) };
-struct KfMin  { typedef float T; __device__ static T init() { return KF_INF; } __device__ static float local_init() { return KF_INF; }
-                __device__ static T f(T a, T b) { return kf_min(a, b); } KF_FLOAT_LOCAL(T) };
-struct KfVar {
-  typedef KfMoments T;
-  typedef KfShifted L;
-  __device__ static T init() { return {0.0, 0.0}; }
-  __device__ static L local_init() { return {0.f, 0.f, 0.f, 0.f}; }
-  __device__ static L add(L a, float x) {
-    if (a.n == 0.f) a.x0 = x;
-    float d = x - a.x0;
-    return {a.x0, a.s + d, fmaf(d, d, a.q), a.n + 1.f};
-  }
-  __device__ static T widen(L a) {
-    double x0 = a.x0, s = a.s;
-    return {s + a.n * x0, a.q + 2.0 * x0 * s + a.n * x0 * x0};
-  }
-  __device__ static T f(T a, T b) { return {a.s + b.s, a.q + b.q}; }
-  __device__ static float finish(T v, double n) { double m = v.s / n; return (float)fmax(v.q / n - m * m, 0.0); }
-};
-// Log-sum-exp online (the max and the sum of exp(x - max) in one walk): when a larger x arrives the sum so
-// far is rescaled. An all -inf row stays {-inf, 0} and finishes as -inf; NaN propagates.
-struct KfMaxSum { float m, s; };
-struct KfLse {
-  typedef KfMaxSum T;
-  typedef KfMaxSum L;
-  __device__ static T init() { return {-KF_INF, 0.f}; }
-  __device__ static L local_init() { return init(); }
-  __device__ static L add(L a, float x) {
-    if (x > a.m) return {x, a.s * expf(a.m - x) + 1.f};
-    return {a.m, x == -KF_INF ? a.s : a.s + expf(x - a.m)};
-  }
-  __device__ static T widen(L a) { return a; }
-  __device__ static T f(T a, T b) {
-    if (a.m == -KF_INF) return b;
-    if (b.m == -KF_INF) return a;
-    float m = kf_max(a.m, b.m);
-    return {m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};
-  }
-  __device__ static float finish(T v, double) { return v.m == -KF_INF ? v.m : v.m + logf(v.s); }
-};
+#define KF_FINISH(T) __device__ static float finish(T v, double) { return (float)v; }
+struct KfSum  { typedef double T; __device__ static T init() { return 0.0; } __device__ static T lift(float x) { return x; }
+                __device__ static T f(T a, T b) { return a + b; } KF_FINISH(T) };
+struct KfProd { typedef double T; __device__ static T init() { return 1.0; } __device__ static T lift(float x) { return x; }
+                __device__ static T f(T a, T b) { return a * b; } KF_FINISH(T) };
+struct KfMax  { typedef float T; __device__ static T init() { return -KF_INF; } __device__ static T lift(float x) { return x; }
+                __device__ static T f(T a, T b) { return kf_max(a, b); } KF_FINISH(T) };
+struct KfMin  { typedef float T; __device__ static T init() { return KF_INF; } __device__ static T lift(float x) { return x; }
+                __device__ static T f(T a, T b) { return kf_min(a, b); } KF_FINISH(T) };
+struct KfVar  { typedef KfMoments T; __device__ static T init() { return {0.0, 0.0}; }
+                __device__ static T lift(float x) { return {(double)x, (double)x * (double)x}; }
+                __device__ static T f(T a, T b) { return {a.s + b.s, a.q + b.q}; }
+                __device__ static float finish(T v, double n) { double m = v.s / n; return (float)fmax(v.q / n - m * m, 0.0); } };
 template <class T> __device__ __forceinline__ T kf_shfl_xor(T v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
 __device__ __forceinline__ KfMoments kf_shfl_xor(KfMoments v, int o) { return {kf_shfl_xor(v.s, o), kf_shfl_xor(v.q, o)}; }
-__device__ __forceinline__ KfMaxSum kf_shfl_xor(KfMaxSum v, int o) { return {kf_shfl_xor(v.m, o), kf_shfl_xor(v.s, o)}; }
 struct KfArg { float v; i64 i; };
-// A thread's own walk visits increasing indices, so its step is simpler than the general combine: a later
-// element wins only if strictly better, or if it is the first NaN.
+// A thread's own walk visits increasing indices (every strategy's loop does), so its step is simpler than
+// the general combine: a later element wins only if strictly better, or if it is the first NaN.
 template <bool IS_MAX> __device__ __forceinline__ KfArg kf_arg_step(KfArg a, float v, i64 i) {
   bool take = a.i < 0 || (IS_MAX ? v > a.v : v < a.v) || (v != v && a.v == a.v);
   return take ? KfArg{v, i} : a;

@@ -6,13 +6,19 @@ namespace kforge {
 std::string decompose_index(const std::string& index, const std::vector<int64_t>& dims, const Shape& shape,
                             std::vector<std::string>& coords, const std::string& indent) {
   std::string s;
+  // An index below 2^31 is split in 32-bit unsigned arithmetic: division by a constant is then a multiply
+  // and a shift, where 64-bit division is a long emulated sequence per element.
+  int64_t extent = 1;
+  for (auto d : dims) extent *= shape[d];
+  bool narrow = extent < (int64_t(1) << 31);
+  std::string idx = narrow ? "(unsigned)(" + index + ")" : index, u = narrow ? "u" : "LL";
   int64_t stride = 1;
   for (int i = int(dims.size()) - 1; i >= 0; --i) {
     int64_t d = dims[i];
     std::string c = "c" + std::to_string(d);
-    std::string e = stride == 1 ? index : "(" + index + " / " + std::to_string(stride) + ")";
-    if (i > 0) e += " % " + std::to_string(shape[d]);
-    s += indent + "const i64 " + c + " = " + e + ";\n";
+    std::string e = stride == 1 ? idx : "(" + idx + " / " + std::to_string(stride) + u + ")";
+    if (i > 0) e += " % " + std::to_string(shape[d]) + u;
+    s += indent + "const i64 " + c + " = " + (e == index ? e : "(i64)(" + e + ")") + ";\n";
     coords[d] = c;
     stride *= shape[d];
   }

@@ -37,7 +37,6 @@ std::string op_struct(const std::string& kind) {
   if (kind == "sum") return "KfSum";
   if (kind == "prod") return "KfProd";
   if (kind == "var") return "KfVar";
-  if (kind == "lse") return "KfLse";
   if (kind == "max") return "KfMax";
   return "KfMin";
 }
@@ -117,8 +116,7 @@ Coords coords_at(const KernelGroup& g, const RowShape& rs, bool in_row, const st
   return out;
 }
 
-// One walk over the row accumulating statistics `stats` (which do not read each other) into the thread's
-// loc<s>, widened to acc<s> for the cross-thread combine.
+// One walk over the row accumulating statistics `stats` (which do not read each other) into acc<s>.
 // `prefetch` runs at the top of every iteration, after the coordinates (the row cache's fill).
 std::string stat_pass(KernelWriter& w, const Graph& gr, const KernelGroup& g, const RowShape& rs,
                       const std::vector<int>& stats, const std::string& loop, const std::string& indent,
@@ -129,7 +127,7 @@ std::string stat_pass(KernelWriter& w, const Graph& gr, const KernelGroup& g, co
   std::vector<std::string> values;
   for (int s : stats) values.push_back(w.value(gr.at(s).args[0]));
   std::string body = w.take();
-  std::string decls, updates, widen;
+  std::string decls, updates;
   for (size_t i = 0; i < stats.size(); ++i) {
     std::string kind = gr.at(stats[i]).attr_s("kind"), acc = "acc" + std::to_string(stats[i]);
     if (is_arg(kind)) {
@@ -137,13 +135,11 @@ std::string stat_pass(KernelWriter& w, const Graph& gr, const KernelGroup& g, co
       updates += in + acc + " = kf_arg_step<" + is_max(kind) + ">(" + acc + ", (float)(" + values[i] + "), c" +
                  std::to_string(rs.axes[0]) + ");\n";
     } else {
-      std::string op = op_struct(kind), loc = "loc" + std::to_string(stats[i]);
-      decls += indent + op + "::L " + loc + " = " + op + "::local_init();\n";
-      updates += in + loc + " = " + op + "::add(" + loc + ", (float)(" + values[i] + "));\n";
-      widen += indent + op + "::T " + acc + " = " + op + "::widen(" + loc + ");\n";
+      decls += indent + op_struct(kind) + "::T " + acc + " = " + op_struct(kind) + "::init();\n";
+      updates += in + acc + " = " + op_struct(kind) + "::f(" + acc + ", " + op_struct(kind) + "::lift((float)(" + values[i] + ")));\n";
     }
   }
-  return decls + indent + loop + " {\n" + c.stmts + prefetch + body + updates + indent + "}\n" + widen;
+  return decls + indent + loop + " {\n" + c.stmts + prefetch + body + updates + indent + "}\n";
 }
 
 std::string finish_stat(const Graph& gr, const RowShape& rs, int s, const std::string& reduce_f,
@@ -198,7 +194,7 @@ std::vector<PlanKernel> emit_split(EmitContext& cx, const KernelGroup& g, const 
   for (int s : g.stats) {
     std::string kind = gr.at(s).attr_s("kind"), tag = g.stats.size() > 1 ? "." + gr.at(s).name : "";
     // 8-byte slots for double accumulators, two for the variance's moments.
-    int64_t slots = kind == "var" ? 2 : (kind == "sum" || kind == "prod" || kind == "lse") ? 1 : 0;
+    int64_t slots = kind == "var" ? 2 : (kind == "sum" || kind == "prod") ? 1 : 0;
     Partials& pt = part[s];
     pt.ctype = is_arg(kind) ? "float" : op_struct(kind) + "::T";
     pt.value = int(cx.buffers.size());

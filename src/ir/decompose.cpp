@@ -104,9 +104,11 @@ struct Lowering {
       return finish_reduce(r, x, dims, n.attr_b("keepdim"));
     }
     if (op == "softmax" || op == "log_softmax") {
-      // One statistic, log-sum-exp (kernels compute it online: one walk, not a max walk and a sum walk).
-      int lse = b.reduce("lse", x, {n.attr_i("dim")});
-      return op == "softmax" ? b.un("exp", b.sub(x, lse)) : b.sub(x, lse);
+      int64_t d = n.attr_i("dim");
+      int shifted = b.sub(x, b.reduce("max", x, {d}));
+      int e = b.un("exp", shifted);
+      int s = b.reduce("sum", e, {d});
+      return op == "softmax" ? b.div(e, s) : b.sub(shifted, b.un("log", s));
     }
     if (op == "layer_norm") {
       int64_t k = n.attr_i("normalized_ndim"), r = int64_t(shape(x).size());
@@ -176,7 +178,8 @@ struct Lowering {
     if (op == "cross_entropy") {
       // loss_n = logsumexp(x_n) - x[n, t_n]: no [N, C] log-softmax is materialised.
       int64_t N = shape(x)[0];
-      int lse = b.reduce("lse", x, {1});
+      int m = b.reduce("max", x, {1});
+      int lse = b.add(m, b.un("log", b.reduce("sum", b.un("exp", b.sub(x, m)), {1})));
       int picked = b.op("gather", {x, b.reshape(arg(1), {N, 1})}, {{"dim", 1}});
       int l = b.sub(lse, picked);
       return apply_reduction(b.reshape(l, {N}));

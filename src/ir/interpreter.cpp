@@ -79,29 +79,9 @@ HostTensor reduce_var(const Node& n, const HostTensor& x) {
   return out;
 }
 
-// log(sum(exp(x))) over `dims`, in double about the row's max (the stable form; an all -inf row gives -inf).
-HostTensor reduce_lse(const Node& n, const HostTensor& x) {
-  Node max = n;
-  max.attrs["kind"] = "max";
-  HostTensor m = reduce(max, x), out = m;
-  std::fill(out.data.begin(), out.data.end(), 0.0);
-  Shape kept = x.type.shape;
-  for (auto d : n.attr_ints("dims")) kept[d] = 1;
-  auto ostrides = broadcast_strides(kept, x.type.shape);
-  CoordIter it(x.type.shape);
-  for (size_t i = 0; i < x.data.size(); ++i, it.next()) {
-    int64_t o = dot(it.c, ostrides);
-    if (!std::isinf(m.data[o]) || std::isnan(x.data[i])) out.data[o] += std::exp(x.data[i] - m.data[o]);
-  }
-  for (size_t o = 0; o < out.data.size(); ++o)
-    out.data[o] = std::isinf(m.data[o]) ? m.data[o] : m.data[o] + std::log(out.data[o]);
-  return out;
-}
-
 HostTensor reduce(const Node& n, const HostTensor& x) {
   std::string kind = n.attr_s("kind");
   if (kind == "var") return reduce_var(n, x);
-  if (kind == "lse") return reduce_lse(n, x);
   auto dims = n.attr_ints("dims");
   Shape kept = x.type.shape;
   for (auto d : dims) kept[d] = 1;

@@ -206,9 +206,8 @@ TensorType infer_type(const Graph& g, const Node& n) {
       if (dims.size() != 1) fail(n, k + " reduces exactly one dim");
       return {DType::i64, reduced_shape(arg(g, n, 0).shape, dims, n.attr_b("keepdim"))};
     }
-    if (k != "sum" && k != "prod" && k != "max" && k != "min" && k != "var" && k != "lse")
-      fail(n, "unknown reduce kind '" + k + "'");
-    if ((k == "var" || k == "lse") && arg(g, n, 0).dtype != DType::f32) fail(n, k + " reduces f32 values only");
+    if (k != "sum" && k != "prod" && k != "max" && k != "min" && k != "var") fail(n, "unknown reduce kind '" + k + "'");
+    if (k == "var" && arg(g, n, 0).dtype != DType::f32) fail(n, "var reduces f32 values only");
     return reduction(g, n, arg(g, n, 0).dtype);
   }
   if (op == "sum" || op == "amax" || op == "amin" || op == "prod") {  // integers reduce exactly, as in torch
