@@ -59,9 +59,15 @@ def check_outputs(problem, graph, outputs) -> None:
         raise RuntimeError(f"{problem.path}: the model returned {got} but the IR graph says {want}")
 
 
-def flags(outputs) -> dict:
-    """Outputs a trivial kernel could fake (all equal, all near zero): the reward must not trust such tasks."""
-    ranges = [(float(t.min()), float(t.max())) for t in outputs if t.numel()]  # no copy of a GB-sized output
+def output_ranges(outputs, so_far=None) -> list:
+    """(min, max) of each output, merged with the ranges of earlier sets: no copy of a GB-sized output."""
+    ranges = [(float(t.min()), float(t.max())) for t in outputs if t.numel()]
+    return ranges if so_far is None else [(min(a[0], b[0]), max(a[1], b[1])) for a, b in zip(so_far, ranges)]
+
+
+def flags(ranges) -> dict:
+    """Outputs a trivial kernel could fake (the same value on every hidden set, or all near zero): the reward
+    must not trust such tasks. `ranges` spans every set, so a scalar loss that moves with the inputs is fine."""
     return {"constant_output": all(hi - lo < CONSTANT_SPREAD for lo, hi in ranges),
             "near_zero_output": all(max(-lo, hi) < NEAR_ZERO for lo, hi in ranges)}
 
@@ -91,8 +97,8 @@ def import_problem(path, out, num_sets: int, device: str, with_baselines: bool) 
                 bundle.write_tensor(f"sets/{k}/in{i}.bin", t)
             for j, t in enumerate(outputs_k):
                 bundle.write_tensor(f"sets/{k}/out{j}.bin", t)
-            if k == 0:
-                task_flags = flags(outputs_k)
+            ranges = output_ranges(outputs_k, ranges if k else None)
+        task_flags = flags(ranges)
         bundle.write_json("task.json", {
             "name": problem.path.stem, "source": str(problem.path), "graph": graph,
             "gpu": torch.cuda.get_device_name() if device == "cuda" else "cpu",

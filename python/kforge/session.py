@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from kforge import fx_to_ir, timing
-from kforge.bridge import TOLERANCE, check_outputs, draw_set, flags, run_model
+from kforge.bridge import TOLERANCE, check_outputs, draw_set, flags, output_ranges, run_model
 from kforge.bundle import read_inputs, read_outputs, read_params, read_task
 from kforge.errors import ImportProblemError
 from kforge.fx_to_ir import lookup
@@ -61,8 +61,8 @@ def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 
             check_outputs(problem, graph, outputs_k)
             sets.append([t.contiguous() for t in inputs_k])
             refs.append([t.contiguous() for t in outputs_k])
-            if k == 0:
-                task_flags = flags(outputs_k)
+            ranges = output_ranges(outputs_k, ranges if k else None)
+        task_flags = flags(ranges)
     compiled = torch.compile(model)  # inductor, default mode
     with torch.no_grad():
         base = timing.time_interleaved({"eager": lambda: model(*inputs0), "compile": lambda: compiled(*inputs0)})

@@ -71,10 +71,13 @@ def test_a_variant_that_overflows_falls_back_to_the_inputs_as_drawn(tmp_path):
 
 def test_flags(tmp_path):
     flags = {name: read_task(import_case(tmp_path, Case(name, forward, []))[1])["flags"]
-             for name, forward in (("zero", "x - x"), ("tiny", "x * 1e-5"), ("normal", "x * 2"))}
+             for name, forward in (("zero", "x - x"), ("tiny", "x * 1e-5"), ("normal", "x * 2"),
+                                   ("scalar", "x.mean()"))}
     assert flags["zero"] == {"constant_output": True, "near_zero_output": True}
     assert flags["tiny"] == {"constant_output": False, "near_zero_output": True}
     assert flags["normal"] == {"constant_output": False, "near_zero_output": False}
+    # One number per set, but a different one on each (the sets' scales and shifts differ): not constant.
+    assert flags["scalar"]["constant_output"] is False
 
 
 def test_reimport_replaces_the_bundle(tmp_path):
