@@ -33,7 +33,7 @@ RawCudaBuild build_raw_cuda(const std::string& source, const RawCudaOptions& o) 
   so.timeout_s = o.timeout_s;
   so.namespaces = false;
   so.uid = 0;
-  so.memory_bytes = 16LL << 30;
+  so.memory_bytes = 16LL << 30;  // resident; nvcc's front end can need several GiB on big templates
   auto t0 = std::chrono::steady_clock::now();
   SandboxResult r = run_sandboxed(argv, so);
   b.millis = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
