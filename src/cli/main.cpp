@@ -10,6 +10,7 @@
 
 #include "codegen/lower.h"
 #include "env/bundle.h"
+#include "env/plan_worker.h"
 #include "ir/error.h"
 #include "runtime/compiler.h"
 #include "runtime/driver.h"
@@ -121,14 +122,18 @@ int cmd_train_costmodel(const std::string& db_path, const std::string& out, cons
   return 0;
 }
 
+struct EvaluateArgs {
+  std::string bundle, plan, schedule, cuda, so, out;
+  double copy_gbs = 0;  // measured by the caller already (the service's worker); 0 = measure here
+};
+
 // One candidate through the environment: the unit of work the service's sandboxed workers run.
-int cmd_evaluate(const std::string& bundle_dir, const std::string& plan_path, const std::string& schedule_path,
-                 const std::string& cuda_path, const std::string& out) {
-  Bundle b = load_bundle(bundle_dir);
+int cmd_evaluate(const EvaluateArgs& a) {
+  Bundle b = load_bundle(a.bundle);
   std::optional<Plan> p;
-  if (cuda_path.empty())
-    p = !plan_path.empty() ? Plan::from_json(nlohmann::json::parse(read_file(plan_path)))
-        : lower(b.graph, schedule_path.empty() ? Schedule{} : schedule_from_json(nlohmann::json::parse(read_file(schedule_path))));
+  if (a.cuda.empty() && a.so.empty())
+    p = !a.plan.empty() ? Plan::from_json(nlohmann::json::parse(read_file(a.plan)))
+        : lower(b.graph, a.schedule.empty() ? Schedule{} : schedule_from_json(nlohmann::json::parse(read_file(a.schedule))));
   ensure_context();
   DeviceTask task(b);
   Compiler compiler({"sm_90", default_cache_dir(), {}});
@@ -136,13 +141,25 @@ int cmd_evaluate(const std::string& bundle_dir, const std::string& plan_path, co
   CUstream stream;
   KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   EvalOptions eo;
-  eo.copy_gbs = measure_copy_bandwidth(stream);
-  EvalResult r = p ? evaluate(b.spec(), task, *p, compiler, verifier, eo, stream)
-                   : evaluate_raw_cuda(b.spec(), task, read_file(cuda_path), {default_cache_dir()}, verifier, eo, stream);
+  eo.copy_gbs = a.copy_gbs > 0 ? a.copy_gbs : measure_copy_bandwidth(stream);
+  EvalResult r;
+  if (p) {
+    r = evaluate(b.spec(), task, *p, compiler, verifier, eo, stream);
+  } else if (!a.so.empty()) {  // built beforehand (the service's compile pool): load and check it
+    try {
+      RawCudaCandidate c(a.so);
+      r = evaluate(b.spec(), task, c, true, verifier, eo, stream, r);
+    } catch (const UserError& e) {
+      r.log = e.what();
+    }
+  } else {
+    r = evaluate_raw_cuda(b.spec(), task, read_file(a.cuda), {default_cache_dir()}, verifier, eo, stream);
+  }
   nlohmann::json j = r.to_json();
   j["gpu"] = device_name();
-  if (out.empty()) std::cout << j.dump(2) << "\n";
-  else write_json(out, j);
+  j["copy_gbs"] = eo.copy_gbs;
+  if (a.out.empty()) std::cout << j.dump(2) << "\n";
+  else write_json(a.out, j);
   return r.relaxed ? 0 : 1;
 }
 
@@ -220,16 +237,20 @@ int main(int argc, char** argv) {
   syn->allow_extras();
   syn->prefix_command();
 
-  std::string eval_out;
+  EvaluateArgs ea;
   auto* ev = app.add_subcommand("evaluate", "compile, verify, time and reward one candidate on a bundle (native protocol)");
-  ev->add_option("bundle", bundle, "bundle directory")->required();
-  ev->add_option("--plan", plan, "plan JSON (a candidate's kernels)");
-  ev->add_option("--schedule", schedule_path, "schedule JSON for the built-in generator (default: its default)");
-  ev->add_option("-o,--out", eval_out, "result JSON (default: stdout)");
-  std::string cuda_path, modelnew_path, rules = "none";
-  ev->add_option("--cuda", cuda_path, "a raw CUDA candidate exporting kforge_forward (see `kforge abi`)");
+  ev->add_option("bundle", ea.bundle, "bundle directory")->required();
+  ev->add_option("--plan", ea.plan, "plan JSON (a candidate's kernels)");
+  ev->add_option("--schedule", ea.schedule, "schedule JSON for the built-in generator (default: its default)");
+  ev->add_option("-o,--out", ea.out, "result JSON (default: stdout)");
+  std::string modelnew_path, rules = "none";
+  ev->add_option("--cuda", ea.cuda, "a raw CUDA candidate exporting kforge_forward (see `kforge abi`)");
+  ev->add_option("--so", ea.so, "a raw CUDA candidate already built into a shared object");
+  ev->add_option("--copy-gbs", ea.copy_gbs, "device copy bandwidth (GB/s) measured before; default: measure it");
   ev->add_option("--modelnew", modelnew_path, "a KernelBench-style ModelNew file (runs in Python: kforge.modelnew_eval)");
   ev->add_option("--rules", rules, "none, or cuda-agent: no torch operator inside a ModelNew's forward");
+  auto* wk = app.add_subcommand("worker", "evaluate schedules for one task, one JSON job per line on stdin (the service's persistent worker)");
+  wk->add_option("bundle", bundle, "bundle directory")->required();
   auto* abi = app.add_subcommand("abi", "print the C ABI a raw CUDA candidate for this task must export");
   abi->add_option("bundle", bundle, "bundle directory or graph JSON")->required();
 
@@ -253,11 +274,12 @@ int main(int argc, char** argv) {
     }
     if (*low) return cmd_lower(graph_path, schedule_path, out, compile);
     if (*ev && !modelnew_path.empty()) {
-      std::vector<std::string> args = {bundle, modelnew_path, "--rules", rules};
-      if (!eval_out.empty()) args.insert(args.end(), {"-o", eval_out});
+      std::vector<std::string> args = {ea.bundle, modelnew_path, "--rules", rules};
+      if (!ea.out.empty()) args.insert(args.end(), {"-o", ea.out});
       return python_status("modelnew_eval", args);  // 1: evaluated, not correct (the JSON says why)
     }
-    if (*ev) return cmd_evaluate(bundle, plan, schedule_path, cuda_path, eval_out);
+    if (*ev) return cmd_evaluate(ea);
+    if (*wk) return serve_plan_jobs(bundle, std::cin, std::cout);
     if (*abi) {
       std::cout << abi_header(load_graph(bundle));
       return 0;

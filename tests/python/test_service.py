@@ -157,7 +157,7 @@ def test_a_job_is_answered_and_the_service_stays_up(server, bundle):
         time.sleep(0.1)
     assert j["status"] in ("done", "failed"), j
     if not os.path.exists("/dev/nvidia0"):
-        assert j["status"] == "failed" and "CUDA driver" in j["error"], j
+        assert j["status"] == "failed" and "CUDA driver" in j["error"], json.dumps(j)
     else:
         assert j["status"] == "done" and j["result"]["tier"] in ("strict", "relaxed", "failed"), j
     assert server.get("/health")[0] == 200
@@ -180,13 +180,53 @@ def test_restart_loses_no_job(workdir, bundle):
     task = s.post("/tasks", {"bundle": str(bundle)})[1]["task_id"]
     ids = [s.post("/jobs", {"task_id": task, "kind": "schedule", "schedule": {}})[1]["job_id"] for _ in range(3)]
     s.kill()
-    # As if the service died while a worker ran the first job.
+    # As if the service died while a worker ran the first job, the compile pool built the second (a
+    # raw CUDA job with its shared object) and was building the third.
     with sqlite3.connect(work / "jobs.db") as db:
         db.execute("UPDATE jobs SET status = 'running' WHERE id = ?", (ids[0],))
+        db.execute("UPDATE jobs SET status = 'running', kind = 'cuda', artifact = '/x/candidate.so' WHERE id = ?", (ids[1],))
+        db.execute("UPDATE jobs SET status = 'compiling', kind = 'cuda' WHERE id = ?", (ids[2],))
     s = Server(work, "--workers", "0")
     try:
         health = s.get("/health")[1]
-        assert health["queued"] == 3 and health["requeued_on_start"] == 1
-        assert [s.get(f"/jobs/{i}")[1]["status"] for i in ids] == ["queued"] * 3
+        assert health["queued"] == 2 and health["compiled"] == 1 and health["requeued_on_start"] == 3, health
+        assert [s.get(f"/jobs/{i}")[1]["status"] for i in ids] == ["queued", "compiled", "queued"]
     finally:
         s.kill()
+
+
+GOOD_CUDA = r"""
+#include <cuda_runtime.h>
+__global__ void copy(const float* x, float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }
+extern "C" int kforge_forward(const void* const* in, const void* const* p, void* const* out, cudaStream_t s) {
+  copy<<<1, 256, 0, s>>>((const float*)in[0], (float*)out[0], 200);
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+"""
+
+
+def wait_for(server, job, seconds=300):
+    for _ in range(seconds * 10):
+        j = server.get(f"/jobs/{job}")[1]
+        if j["status"] in ("done", "failed"):
+            return j
+        time.sleep(0.1)
+    raise AssertionError(f"job {job} unfinished: {j}")
+
+
+def test_raw_cuda_jobs_are_built_by_the_compile_pool(server, workdir, bundle):
+    task = server.post("/tasks", {"bundle": str(bundle)})[1]["task_id"]
+    bad = server.post("/jobs", {"task_id": task, "kind": "cuda", "cuda": {"source": "__global__ void k() { no_such_call(); }"}})[1]
+    good = [server.post("/jobs", {"task_id": task, "kind": "cuda", "cuda": {"source": GOOD_CUDA}})[1] for _ in range(2)]
+    j = wait_for(server, bad["job_id"])
+    assert j["status"] == "done" and not j["result"]["compiled"] and j["result"]["reward"] == -1, j
+    assert "no_such_call" in j["result"]["log"], j
+    for g in good:
+        j = wait_for(server, g["job_id"])
+        if not os.path.exists("/dev/nvidia0"):
+            assert j["status"] == "failed" and "CUDA driver" in j["error"], json.dumps(j)
+        else:
+            assert j["status"] == "done" and j["result"]["compiled"], j
+    built = list((workdir / "cache" / "raw").glob("raw-*/candidate.so"))
+    assert len(built) == 1, built  # the same source twice: built once
+    assert server.get("/health")[1]["status"] == "ok"
