@@ -10,6 +10,7 @@
 
 #include "codegen/lower.h"
 #include "env/bundle.h"
+#include "env/gpu_lock.h"
 #include "env/plan_worker.h"
 #include "ir/error.h"
 #include "runtime/compiler.h"
@@ -123,7 +124,7 @@ int cmd_train_costmodel(const std::string& db_path, const std::string& out, cons
 }
 
 struct EvaluateArgs {
-  std::string bundle, plan, schedule, cuda, so, out;
+  std::string bundle, plan, schedule, cuda, so, out, gpu_lock;
   double copy_gbs = 0;  // measured by the caller already (the service's worker); 0 = measure here
 };
 
@@ -140,19 +141,23 @@ int cmd_evaluate(const EvaluateArgs& a) {
   Verifier verifier(compiler);
   CUstream stream;
   KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-  EvalOptions eo;
-  eo.copy_gbs = a.copy_gbs > 0 ? a.copy_gbs : measure_copy_bandwidth(stream);
+  std::unique_ptr<RawCudaCandidate> loaded;
   EvalResult r;
-  if (p) {
-    r = evaluate(b.spec(), task, *p, compiler, verifier, eo, stream);
-  } else if (!a.so.empty()) {  // built beforehand (the service's compile pool): load and check it
+  if (!a.so.empty()) {
     try {
-      RawCudaCandidate c(a.so);
-      r = evaluate(b.spec(), task, c, true, verifier, eo, stream, r);
+      loaded = std::make_unique<RawCudaCandidate>(a.so);
     } catch (const UserError& e) {
       r.log = e.what();
     }
-  } else {
+  }
+  GpuLock turn(a.gpu_lock);  // everything above overlaps other evaluations; what follows takes turns
+  EvalOptions eo;
+  eo.copy_gbs = a.copy_gbs > 0 ? a.copy_gbs : measure_copy_bandwidth(stream);
+  if (p) {
+    r = evaluate(b.spec(), task, *p, compiler, verifier, eo, stream);
+  } else if (loaded) {  // built beforehand (the service's compile pool)
+    r = evaluate(b.spec(), task, *loaded, true, verifier, eo, stream, r);
+  } else if (a.so.empty()) {
     r = evaluate_raw_cuda(b.spec(), task, read_file(a.cuda), {default_cache_dir()}, verifier, eo, stream);
   }
   nlohmann::json j = r.to_json();
@@ -247,10 +252,13 @@ int main(int argc, char** argv) {
   ev->add_option("--cuda", ea.cuda, "a raw CUDA candidate exporting kforge_forward (see `kforge abi`)");
   ev->add_option("--so", ea.so, "a raw CUDA candidate already built into a shared object");
   ev->add_option("--copy-gbs", ea.copy_gbs, "device copy bandwidth (GB/s) measured before; default: measure it");
+  ev->add_option("--gpu-lock", ea.gpu_lock, "take turns on the GPU with other evaluations (flock on this file) for checks and timing");
   ev->add_option("--modelnew", modelnew_path, "a KernelBench-style ModelNew file (runs in Python: kforge.modelnew_eval)");
   ev->add_option("--rules", rules, "none, or cuda-agent: no torch operator inside a ModelNew's forward");
   auto* wk = app.add_subcommand("worker", "evaluate schedules for one task, one JSON job per line on stdin (the service's persistent worker)");
   wk->add_option("bundle", bundle, "bundle directory")->required();
+  std::string worker_lock;
+  wk->add_option("--gpu-lock", worker_lock, "take turns on the GPU with other evaluations (flock on this file) for each job");
   auto* abi = app.add_subcommand("abi", "print the C ABI a raw CUDA candidate for this task must export");
   abi->add_option("bundle", bundle, "bundle directory or graph JSON")->required();
 
@@ -276,10 +284,11 @@ int main(int argc, char** argv) {
     if (*ev && !modelnew_path.empty()) {
       std::vector<std::string> args = {ea.bundle, modelnew_path, "--rules", rules};
       if (!ea.out.empty()) args.insert(args.end(), {"-o", ea.out});
+      if (!ea.gpu_lock.empty()) args.insert(args.end(), {"--gpu-lock", ea.gpu_lock});
       return python_status("modelnew_eval", args);  // 1: evaluated, not correct (the JSON says why)
     }
     if (*ev) return cmd_evaluate(ea);
-    if (*wk) return serve_plan_jobs(bundle, std::cin, std::cout);
+    if (*wk) return serve_plan_jobs(bundle, worker_lock, std::cin, std::cout);
     if (*abi) {
       std::cout << abi_header(load_graph(bundle));
       return 0;

@@ -4,6 +4,7 @@
 
 #include "codegen/lower.h"
 #include "env/evaluator.h"
+#include "env/gpu_lock.h"
 #include "ir/error.h"
 #include "runtime/driver.h"
 
@@ -31,7 +32,7 @@ std::vector<std::pair<uint64_t, uint64_t>> task_fingerprints(const Graph& g, con
 
 }  // namespace
 
-int serve_plan_jobs(const std::string& bundle_dir, std::istream& in, std::ostream& out) {
+int serve_plan_jobs(const std::string& bundle_dir, const std::string& gpu_lock, std::istream& in, std::ostream& out) {
   Bundle b = load_bundle(bundle_dir);
   ensure_context();
   DeviceTask task(b);
@@ -40,7 +41,10 @@ int serve_plan_jobs(const std::string& bundle_dir, std::istream& in, std::ostrea
   CUstream stream;
   KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   EvalOptions eo;
-  eo.copy_gbs = measure_copy_bandwidth(stream);
+  {
+    GpuLock turn(gpu_lock);
+    eo.copy_gbs = measure_copy_bandwidth(stream);
+  }
   const auto pristine = task_fingerprints(b.graph, task, verifier, stream);
   out << json{{"ready", true}, {"gpu", device_name()}, {"copy_gbs", eo.copy_gbs}}.dump() << std::endl;
 
@@ -48,6 +52,7 @@ int serve_plan_jobs(const std::string& bundle_dir, std::istream& in, std::ostrea
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     json answer;
+    GpuLock turn(gpu_lock);
     try {
       json job = json::parse(line);
       if (!job.is_object() || !job.contains("schedule") || !job["schedule"].is_object())

@@ -20,6 +20,7 @@
 namespace kforge {
 
 // Returns the exit code: 0 at end of input, 3 after a job that spoiled the process.
-int serve_plan_jobs(const std::string& bundle_dir, std::istream& in, std::ostream& out);
+// `gpu_lock` (env/gpu_lock.h; "" = none) is held during each job.
+int serve_plan_jobs(const std::string& bundle_dir, const std::string& gpu_lock, std::istream& in, std::ostream& out);
 
 }  // namespace kforge

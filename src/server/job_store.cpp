@@ -92,8 +92,9 @@ std::optional<Job> JobStore::claim_where(const std::string& condition, const std
   return read_job(get);
 }
 
-std::optional<Job> JobStore::claim() {
-  return claim_where("(status = 'queued' AND kind != 'cuda') OR status = 'compiled'", "running");
+std::optional<Job> JobStore::claim(bool schedules) {
+  return claim_where(std::string("(status = 'queued' AND kind != 'cuda'") + (schedules ? "" : " AND kind != 'schedule'") +
+                         ") OR status = 'compiled'", "running");
 }
 
 std::optional<Job> JobStore::claim_compile() { return claim_where("status = 'queued' AND kind = 'cuda'", "compiling"); }

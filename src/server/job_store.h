@@ -36,7 +36,8 @@ class JobStore {
   int64_t add_task(const std::string& name, const std::string& bundle_dir);
   std::optional<TaskRecord> task(int64_t id);
   int64_t submit(int64_t task_id, const std::string& kind, const std::string& payload);
-  std::optional<Job> claim();          // oldest job ready for the GPU (queued, or compiled), now running
+  // Oldest job ready for the GPU (queued, or compiled), now running; schedules only when `schedules`.
+  std::optional<Job> claim(bool schedules = true);
   std::optional<Job> claim_compile();  // oldest queued raw CUDA job, now compiling
   void compiled(int64_t id, const std::string& artifact);
   void requeue(int64_t id);            // back to queued, artifact dropped (it went missing)

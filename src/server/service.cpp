@@ -49,7 +49,11 @@ Service::Service(ServiceOptions opts) : opts_(std::move(opts)), store_((scratch(
     Compiler({"sm_90", (cache_dir_ / "nvrtc").string(), {}}).compile(verification_source(), "kf_compare");
   } catch (const std::exception&) {  // no NVRTC: each process compiles it itself
   }
-  for (int i = 0; i < opts_.workers; ++i) threads_.emplace_back([this, i] { worker_loop(i); });
+  for (int gpu = 0; gpu < opts_.workers; ++gpu) {
+    std::ofstream(gpu_lock(gpu)).flush();  // readable by the sandbox user: flock needs no more
+    for (int slot = 0; slot < std::max(1, opts_.slots_per_gpu); ++slot)
+      threads_.emplace_back([this, gpu, slot] { worker_loop(gpu, slot); });
+  }
   if (opts_.workers > 0 && opts_.compile_workers > 0) {
     RawCudaOptions build;
     build.cache_dir = (cache_dir_ / "raw").string();
@@ -112,11 +116,13 @@ int64_t Service::submit(int64_t task_id, const std::string& kind, const std::str
   return id;
 }
 
-void Service::worker_loop(int gpu) {
-  std::unique_ptr<PlanWorkerProcess> plan_worker;  // this GPU's persistent worker, for one task at a time
+std::string Service::gpu_lock(int gpu) const { return (cache_dir_ / ("gpu" + std::to_string(gpu) + ".lock")).string(); }
+
+void Service::worker_loop(int gpu, int slot) {
+  std::unique_ptr<PlanWorkerProcess> plan_worker;  // slot 0's persistent worker, for one task at a time
   int64_t plan_worker_task = -1;
   while (!stopping_) {
-    std::optional<Job> job = store_.claim();
+    std::optional<Job> job = store_.claim(slot == 0);
     if (!job) {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait_for(lock, std::chrono::milliseconds(100));
@@ -151,12 +157,13 @@ void Service::run_job(const Job& job, int gpu, std::unique_ptr<PlanWorkerProcess
   }
   if (job.kind != "schedule") {
     fs::path dir = scratch(fs::absolute(fs::path(opts_.work_dir) / "jobs" / std::to_string(job.id)));
-    run_fresh(job, *task, job_sandbox(dir, *task, gpu));
+    run_fresh(job, *task, gpu, job_sandbox(dir, *task, gpu));
     return;
   }
   if (!plan_worker || plan_worker_task != task->id) {  // one task on the device at a time
     SandboxOptions o = job_sandbox(cache_dir_ / "nvrtc", *task, gpu);  // trusted: may fill the kernel cache
-    plan_worker = std::make_unique<PlanWorkerProcess>(std::vector<std::string>{opts_.kforge_exe, "worker", task->bundle_dir}, o);
+    plan_worker = std::make_unique<PlanWorkerProcess>(
+        std::vector<std::string>{opts_.kforge_exe, "worker", task->bundle_dir, "--gpu-lock", gpu_lock(gpu)}, o);
     plan_worker_task = task->id;
   }
   PlanWorkerProcess::Answer a = plan_worker->evaluate({{"schedule", nlohmann::json::parse(job.payload)}});
@@ -165,12 +172,12 @@ void Service::run_job(const Job& job, int gpu, std::unique_ptr<PlanWorkerProcess
   else store_.finish(job.id, false, "", "evaluation failed: " + a.error);
 }
 
-void Service::run_fresh(const Job& job, const TaskRecord& task, SandboxOptions o) {
+void Service::run_fresh(const Job& job, const TaskRecord& task, int gpu, SandboxOptions o) {
   fs::path dir = o.scratch_dir;
   auto payload = nlohmann::json::parse(job.payload);
   fs::path result = dir / "result.json";
   fs::remove(result);
-  std::vector<std::string> argv = {opts_.kforge_exe, "evaluate", task.bundle_dir, "-o", result.string()};
+  std::vector<std::string> argv = {opts_.kforge_exe, "evaluate", task.bundle_dir, "-o", result.string(), "--gpu-lock", gpu_lock(gpu)};
   if (job.kind == "plan") {
     std::ofstream(dir / "plan.json") << job.payload;
     argv.insert(argv.end(), {"--plan", (dir / "plan.json").string()});

@@ -32,6 +32,9 @@ struct ServiceOptions {
   std::string kforge_exe;                   // the binary the sandboxed workers run
   std::string python_dir;                   // PYTHONPATH for imports of problem files
   SandboxOptions sandbox;                   // per job; scratch_dir is set to the job's folder
+  // Evaluation processes per GPU: while one is checked and timed (they take turns, env/gpu_lock.h), the
+  // others start, create their CUDA context and upload the task. The persistent worker is one of them.
+  int slots_per_gpu = 2;
   int compile_workers = 2;                  // parallel nvcc builds of raw CUDA candidates (0 with workers = 0)
   double compile_timeout_s = 120;           // per build
 };
@@ -53,11 +56,12 @@ class Service {
   };
 
  private:
-  void worker_loop(int gpu);
+  void worker_loop(int gpu, int slot);
   void run_job(const Job& job, int gpu, std::unique_ptr<PlanWorkerProcess>& plan_worker, int64_t& plan_worker_task);
   // `kforge evaluate` for one job in a fresh sandboxed process; finishes the job.
-  void run_fresh(const Job& job, const TaskRecord& task, SandboxOptions o);
+  void run_fresh(const Job& job, const TaskRecord& task, int gpu, SandboxOptions o);
   SandboxOptions job_sandbox(const std::filesystem::path& dir, const TaskRecord& task, int gpu) const;
+  std::string gpu_lock(int gpu) const;
 
   ServiceOptions opts_;
   JobStore store_;
