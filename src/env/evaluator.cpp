@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "ir/error.h"
 #include "runtime/driver.h"
@@ -69,13 +70,27 @@ std::vector<std::pair<uint64_t, uint64_t>> fingerprints(const Graph& g, const Bi
   return f;
 }
 
+// A hung kernel never returns from cuStreamSynchronize, and the process would hold the GPU (and its
+// turn, env/gpu_lock.h) until the sandbox's timeout: poll instead, and give up at the run limit.
+void synchronize_within(CUstream stream, double limit_ms) {
+  auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    CUresult r = driver().cuStreamQuery(stream);
+    if (r == CUDA_SUCCESS) return;
+    if (r != CUDA_ERROR_NOT_READY) KF_CU(r);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (ms > limit_ms) throw UserError("the candidate did not finish within " + std::to_string(int(limit_ms)) + " ms (a hang?)");
+    std::this_thread::sleep_for(std::chrono::microseconds(ms < 5 ? 10 : 200));
+  }
+}
+
 bool check_set(const Graph& g, DeviceTask& task, Executable& lp, Verifier& v, const EvalOptions& o,
-               CUstream stream, int s, EvalResult& r, bool& strict) {
+               CUstream stream, int s, double limit_ms, EvalResult& r, bool& strict) {
   for (int j = 0; j < task.num_outputs(); ++j) Verifier::poison(task.output(j), task.output_bytes(j), stream);
   Bindings b = task.bindings(s);
   auto before = fingerprints(g, b, v, stream);
   lp.run(b, stream);
-  KF_CU(driver().cuStreamSynchronize(stream));
+  synchronize_within(stream, limit_ms);
   if (fingerprints(g, b, v, stream) != before) {
     r.log += "set " + std::to_string(s) + ": the candidate wrote into its inputs or parameters (rejected: in-place edit)\n";
     strict = false;
@@ -101,7 +116,7 @@ EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, Executable& exe, boo
   try {
     for (int s = 0; s < task.num_sets() && relaxed; ++s) {
       auto t0 = std::chrono::steady_clock::now();
-      relaxed = check_set(spec.graph, task, exe, verifier, o, stream, s, r, strict);
+      relaxed = check_set(spec.graph, task, exe, verifier, o, stream, s, limit, r, strict);
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (ms > limit) {
         r.log += "too slow: " + std::to_string(ms) + " ms for one checked run (limit " + std::to_string(limit) + " ms)\n";
@@ -117,7 +132,7 @@ EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, Executable& exe, boo
     r.wall_ms = t.wall_ms_per_trial;
     // Re-verify after timing, on the last set: the candidate must still be right once nobody is checking.
     bool strict_after = true;
-    if (!check_set(spec.graph, task, exe, verifier, o, stream, task.num_sets() - 1, r, strict_after)) {
+    if (!check_set(spec.graph, task, exe, verifier, o, stream, task.num_sets() - 1, limit, r, strict_after)) {
       r.log += "wrong after timing\n";
       return r;
     }
