@@ -35,7 +35,9 @@ constexpr int kSeccompFd = 3;  // where bwrap finds the filter in the child (`--
 std::vector<std::string> bwrap_argv(const std::vector<std::string>& argv, const SandboxOptions& o) {
   std::vector<std::string> a = {o.bwrap, "--ro-bind", "/", "/", "--proc", "/proc", "--tmpfs", "/tmp",
                                 "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"};
-  if (o.gpu) a.insert(a.end(), {"--dev-bind", "/dev", "/dev"});
+  // The GPU's device nodes, but a private /dev/shm: the host's is writable shared memory (and may hold the
+  // service's own folders); what a job must read there is bound read-only below.
+  if (o.gpu) a.insert(a.end(), {"--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm"});
   else a.insert(a.end(), {"--dev", "/dev"});
   if (o.network) a.push_back("--share-net");
   if (o.seccomp) a.insert(a.end(), {"--seccomp", std::to_string(kSeccompFd)});

@@ -76,6 +76,26 @@ TEST(Sandbox, FileSystemIsReadOnlyOutsideScratch) {
   EXPECT_FALSE(sh("cat /etc/shadow", o).ok());
 }
 
+// With the GPU's device nodes exposed, the host's shared memory stays out of reach (it may hold the
+// service's folders); folders bound read-only stay read-only.
+TEST(Sandbox, GpuModeKeepsTheHostsSharedMemoryPrivate) {
+  fs::path shm = "/dev/shm/kforge-sandbox-test";
+  fs::create_directories(shm);
+  fs::permissions(shm, fs::perms::all);
+  fs::remove(shm / "planted");
+  SandboxOptions o = quick();
+  o.gpu = true;
+  o.uid = 0;  // even root inside the sandbox
+  auto r = sh("echo x > " + (shm / "planted").string() + "; ls /dev/shm", o);
+  EXPECT_FALSE(fs::exists(shm / "planted"));
+  EXPECT_EQ(r.out.find("kforge-sandbox-test"), std::string::npos) << r.out;
+  o.read_only.push_back(shm.string());
+  auto ro = sh("echo x > " + (shm / "planted").string(), o);
+  EXPECT_FALSE(ro.ok());
+  EXPECT_FALSE(fs::exists(shm / "planted"));
+  fs::remove_all(shm);
+}
+
 TEST(Sandbox, HasNoNetwork) {
   // A server on the host's loopback that the sandbox must not reach.
   int fd = socket(AF_INET, SOCK_STREAM, 0);
