@@ -25,7 +25,7 @@ USER_FLAG=$(sandbox_user)
 echo "== service bench: $PROBLEM (sandbox user $USER_FLAG)"
 timeout $(( 570 - ($(date +%s) - START) )) python3 bench/service_bench.py --kforge "$ROOT/$BUILD_DIR/kforge" --problem "$PROBLEM" \
   --work "$WORK" --out "$OUT" --sandbox-user "$USER_FLAG" --schedules "${SCHEDULES:-100}" --raw "${RAW:-60}" \
-  --modelnew "${MODELNEW:-3}" --slots "${SLOTS:-3}"
+  --modelnew "${MODELNEW:-3}" --slots "${SLOTS:-4}"
 rc=$?
 rm -rf "$WORK"
 echo "== done in $(( $(date +%s) - START )) s (exit $rc)"

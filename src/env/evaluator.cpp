@@ -10,25 +10,25 @@
 namespace kforge {
 
 namespace {
-DeviceBuffer upload(const std::string& bytes) {
-  DeviceBuffer b(bytes.size());
-  if (!bytes.empty()) b.upload(bytes.data(), bytes.size());
+DeviceBuffer upload(const MappedFile& f) {
+  DeviceBuffer b(f.size());
+  if (f.size()) b.upload(f.data(), f.size());
   return b;
 }
 }  // namespace
 
 DeviceTask::DeviceTask(const Bundle& b) {
   const Graph& g = b.graph;
-  auto keep = [&](const std::string& bytes) {
-    owned_.push_back(upload(bytes));
+  auto keep = [&](const MappedFile& f) {
+    owned_.push_back(upload(f));
     return owned_.back().get();
   };
-  for (size_t i = 0; i < g.params.size(); ++i) params_.push_back(keep(b.param_bytes(int(i))));
+  for (size_t i = 0; i < g.params.size(); ++i) params_.push_back(keep(b.param_file(int(i))));
   for (int s = 0; s < b.num_sets(); ++s) {
     inputs_.emplace_back();
     refs_.emplace_back();
-    for (size_t i = 0; i < g.inputs.size(); ++i) inputs_.back().push_back(keep(b.input_bytes(s, int(i))));
-    for (size_t j = 0; j < g.outputs.size(); ++j) refs_.back().push_back(keep(b.output_bytes(s, int(j))));
+    for (size_t i = 0; i < g.inputs.size(); ++i) inputs_.back().push_back(keep(b.input_file(s, int(i))));
+    for (size_t j = 0; j < g.outputs.size(); ++j) refs_.back().push_back(keep(b.output_file(s, int(j))));
   }
   allocate_outputs(g);
 }
