@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "env/memory_cgroup.h"
 #include "env/process_tree.h"
 #include "env/seccomp_filter.h"
 #include "ir/error.h"
@@ -19,9 +20,11 @@ namespace kforge {
 
 std::string SandboxResult::cause() const {
   if (timed_out) return "timed out after " + std::to_string(seconds).substr(0, 5) + " s";
-  if (memory_exceeded)
+  if (memory_exceeded > memory_limit)  // seen by the watchdog
     return "memory limit exceeded (" + std::to_string(memory_exceeded >> 20) + " MiB > limit " +
            std::to_string(memory_limit >> 20) + " MiB)";
+  if (memory_exceeded)  // the kernel's cgroup limit: usage never passes it
+    return "memory limit exceeded (reached the limit of " + std::to_string(memory_limit >> 20) + " MiB; the kernel stopped it)";
   if (signal == SIGSYS) return "killed by signal 31 (Bad system call): a system call the sandbox forbids (seccomp)";
   if (signal) return "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
   if (exit_code == 0) return "exited normally";
@@ -56,8 +59,13 @@ std::vector<std::string> bwrap_argv(const std::vector<std::string>& argv, const 
 
 // In the child, between fork and exec: only async-signal-safe calls (the service forks from many threads).
 [[noreturn]] void exec_child(const std::vector<std::string>& full, const SandboxOptions& o, const int fds[3],
-                             int seccomp_fd, const std::vector<sock_filter>& filter) {
+                             int seccomp_fd, const std::vector<sock_filter>& filter, const char* cgroup_procs) {
   setpgid(0, 0);
+  if (cgroup_procs) {  // first, while still allowed to write there; bwrap and the command inherit it
+    int fd = open(cgroup_procs, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, "0", 1) != 1) fail_in_child("sandbox: cannot join the memory cgroup\n", 126);
+    close(fd);
+  }
   for (int i = 0; i < 3; ++i) dup2(fds[i], i);  // dup2 clears close-on-exec on the copies
   if (seccomp_fd >= 0) {
     if (seccomp_fd == kSeccompFd) fcntl(kSeccompFd, F_SETFD, 0);
@@ -89,14 +97,15 @@ double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The memory watchdog's one look: kills the tree and records the cause when it holds too much.
-bool over_memory_limit(pid_t pid, const SandboxOptions& o, SandboxResult& r) {
-  if (o.memory_bytes <= 0) return false;
-  int64_t rss = tree_resident_bytes(pid);
+// The memory watchdog's one look: kills the tree and records the cause when it holds too much. Not
+// needed where a cgroup has the kernel enforce the limit.
+bool over_memory_limit(const SandboxedProcess& p, const SandboxOptions& o, SandboxResult& r) {
+  if (o.memory_bytes <= 0 || p.cgroup) return false;
+  int64_t rss = tree_resident_bytes(p.pid);
   if (rss <= o.memory_bytes) return false;
   r.memory_exceeded = rss;
   r.memory_limit = o.memory_bytes;
-  kill_tree(pid);
+  kill_tree(p.pid);
   return true;
 }
 
@@ -117,6 +126,12 @@ SandboxedProcess spawn_sandboxed(const std::vector<std::string>& argv, const San
   if (argv.empty()) throw UserError("sandbox: empty command");
   auto full = o.namespaces ? bwrap_argv(argv, o) : argv;
   const auto& filter = sandbox_seccomp_program(o.network);  // built here: the child may not allocate
+  std::shared_ptr<MemoryCgroup> cgroup;
+  if (!o.cgroup_parent.empty() && o.memory_bytes > 0) {
+    std::string why;
+    cgroup = MemoryCgroup::create(o.cgroup_parent, o.memory_bytes, why);
+    if (!cgroup) throw UserError("sandbox: memory cgroup: " + why);
+  }
   int seccomp_fd = o.namespaces && o.seccomp ? sandbox_seccomp_fd(filter) : -1;
   int in_p[2], out_p[2], err_p[2];
   if (pipe2(in_p, O_CLOEXEC) || pipe2(out_p, O_CLOEXEC) || pipe2(err_p, O_CLOEXEC))
@@ -125,14 +140,14 @@ SandboxedProcess spawn_sandboxed(const std::vector<std::string>& argv, const San
   if (pid < 0) throw UserError(std::string("sandbox: fork failed: ") + strerror(errno));
   if (pid == 0) {
     int fds[3] = {in_p[0], out_p[1], err_p[1]};
-    exec_child(full, o, fds, seccomp_fd, filter);
+    exec_child(full, o, fds, seccomp_fd, filter, cgroup ? cgroup->procs_file().c_str() : nullptr);
   }
   setpgid(pid, pid);  // also here: no race with the child's own call
   if (seccomp_fd >= 0) close(seccomp_fd);
   close(in_p[0]);
   close(out_p[1]);
   close(err_p[1]);
-  return {pid, in_p[1], out_p[0], err_p[0]};
+  return {pid, in_p[1], out_p[0], err_p[0], cgroup};
 }
 
 PumpStop pump_output(const SandboxedProcess& p, const SandboxOptions& o, double timeout_s, SandboxResult& r,
@@ -152,7 +167,7 @@ PumpStop pump_output(const SandboxedProcess& p, const SandboxOptions& o, double 
     }
     if (o.memory_bytes > 0 && since(last_memory_check) >= 0.02) {
       last_memory_check = std::chrono::steady_clock::now();
-      if (over_memory_limit(p.pid, o, r)) return PumpStop::memory;
+      if (over_memory_limit(p, o, r)) return PumpStop::memory;
     }
     double wait_s = std::min(left, o.memory_bytes > 0 ? 0.02 : 0.5);
     int n = poll(fds, 2, int(wait_s * 1000) + 1);
@@ -183,6 +198,11 @@ void end_sandboxed(SandboxedProcess& p, const SandboxOptions& o, SandboxResult& 
     waitpid(p.pid, &status, 0);
   }
   p.pid = -1;
+  if (p.cgroup && p.cgroup->oom_killed()) {  // the kernel enforced the limit
+    r.memory_exceeded = p.cgroup->peak_bytes();
+    r.memory_limit = o.memory_bytes;
+  }
+  p.cgroup.reset();  // kills stragglers, removes the cgroup
   if (r.timed_out || r.memory_exceeded) return;  // we killed it; its status says nothing more
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
@@ -206,7 +226,7 @@ SandboxResult run_sandboxed(const std::vector<std::string>& argv, const SandboxO
         kill_tree(p.pid);
         break;
       }
-      if (polls % 20 == 0 && over_memory_limit(p.pid, o, r)) break;
+      if (polls % 20 == 0 && over_memory_limit(p, o, r)) break;
       usleep(1000);
     }
   }

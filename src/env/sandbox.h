@@ -9,16 +9,22 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace kforge {
+
+class MemoryCgroup;
 
 struct SandboxOptions {
   double timeout_s = 60;                 // wall clock, then SIGKILL to the whole tree
   // Resident memory (VmRSS summed over the process tree, polled every 20 ms; SIGKILL beyond it). Unlike
   // RLIMIT_AS this works with CUDA, whose driver reserves far more address space than it uses. 0 = none.
   int64_t memory_bytes = 4LL << 30;
+  // A delegated cgroup v2 folder: the memory limit is then the kernel's (env/memory_cgroup.h), exact and
+  // counting every page. "" = the watchdog. A folder that cannot hold it is an error, not a silent fallback.
+  std::string cgroup_parent;
   int64_t address_space_bytes = 0;       // RLIMIT_AS, a hard bound for commands that never load CUDA; 0 = none
   int64_t max_processes = 128;           // RLIMIT_NPROC of the sandbox user: fork bombs stop here
   int64_t max_file_bytes = 1LL << 30;    // RLIMIT_FSIZE
@@ -60,6 +66,7 @@ SandboxResult run_sandboxed(const std::vector<std::string>& argv, const SandboxO
 struct SandboxedProcess {
   pid_t pid = -1;
   int in = -1, out = -1, err = -1;
+  std::shared_ptr<MemoryCgroup> cgroup;  // when the kernel enforces the memory limit
 };
 SandboxedProcess spawn_sandboxed(const std::vector<std::string>& argv, const SandboxOptions& opts);
 

@@ -12,7 +12,7 @@ struct ServeArgs {
   int64_t max_queue = 256;
   double job_timeout_s = 300;
   size_t max_body = 8 << 20;
-  std::string sandbox_user = "nobody";
+  std::string sandbox_user = "nobody", memory_cgroup;
 };
 
 CLI::App* add_serve_command(CLI::App& app, ServeArgs& a);

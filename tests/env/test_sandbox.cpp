@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "env/sandbox.h"
+#include "ir/error.h"
 
 namespace kforge {
 namespace {
@@ -136,6 +138,49 @@ TEST(Sandbox, BoundsResidentMemory) {
     auto small = run_sandboxed({"python3", "-c", "x = b'x' * (64 << 20); print('allocated')"}, o);
     EXPECT_TRUE(small.ok()) << small.cause() << small.err;
     EXPECT_EQ(small.out, "allocated\n");
+  }
+}
+
+// Where a cgroup v2 hierarchy hands the memory controller to its children (a test cgroup is made under
+// /sys/fs/cgroup when running as root; the host's own settings are left alone), the kernel enforces the
+// limit; the cause is still named.
+TEST(Sandbox, BoundsMemoryWithACgroupWhereOneIsDelegated) {
+  fs::path root = "/sys/fs/cgroup", parent = root / ("kforge-test-" + std::to_string(getpid()));
+  std::ifstream controllers(root / "cgroup.subtree_control");
+  std::string line;
+  std::getline(controllers, line);
+  if (line.find("memory") == std::string::npos || geteuid() != 0)
+    GTEST_SKIP() << "/sys/fs/cgroup does not hand the cgroup v2 memory controller to its children, or not root: "
+                    "the watchdog tests cover this host";
+  std::error_code ec;
+  fs::create_directory(parent, ec);
+  std::ofstream(parent / "cgroup.subtree_control") << "+memory";
+  SandboxOptions o = quick(30);
+  o.gpu = true;
+  o.memory_bytes = 256LL << 20;
+  o.cgroup_parent = parent.string();
+  SandboxResult r, small;
+  try {
+    r = run_sandboxed({"python3", "-c", "x = b'x' * (2 << 30); print('allocated')"}, o);
+    small = run_sandboxed({"python3", "-c", "x = b'x' * (64 << 20); print('allocated')"}, o);
+  } catch (const UserError& e) {
+    rmdir(parent.c_str());
+    GTEST_SKIP() << "cgroup " << parent << " not usable here: " << e.what();
+  }
+  rmdir(parent.c_str());
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.cause().find("memory limit exceeded ("), std::string::npos) << r.cause() << r.err;
+  EXPECT_TRUE(small.ok()) << small.cause() << small.err;
+}
+
+TEST(Sandbox, AnUnusableCgroupIsAClearError) {
+  SandboxOptions o = quick();
+  o.cgroup_parent = "/nonexistent-cgroup";
+  try {
+    sh("true", o);
+    FAIL() << "ran without the memory cgroup it was given";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-cgroup is not a cgroup v2 folder with the memory controller"), std::string::npos) << e.what();
   }
 }
 
