@@ -6,7 +6,6 @@ calls, memory hogs, malformed input, and every class of the reward-hack catalogu
 Then checks that the service is alive, that every good candidate got its correct result (done, its tier),
 that every faulty one got a named failure, and that no job was lost. Writes fault_injection.json and
 fault_injection.md under --out; exits 1 when any check fails."""
-import argparse
 import json
 import subprocess
 import sys
@@ -14,7 +13,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from service_client import Service  # noqa: E402
+from service_client import Service, common_arguments, import_bundle  # noqa: E402
 
 PROBLEM = """import torch
 class Model(torch.nn.Module):
@@ -124,12 +123,8 @@ def candidates(args):
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--kforge", required=True)
+    ap = common_arguments(__doc__.splitlines()[0])
     ap.add_argument("--dump-hack-plans", required=True)
-    ap.add_argument("--work", required=True, type=Path)
-    ap.add_argument("--out", required=True, type=Path)
-    ap.add_argument("--sandbox-user", default="nobody")
     ap.add_argument("--deadline-s", type=float, default=420, help="time for submitting and waiting")
     ap.add_argument("--schedules", type=int, default=560)
     ap.add_argument("--malformed", type=int, default=20)
@@ -139,18 +134,12 @@ def main() -> int:
     ap.add_argument("--hogs", type=int, default=4)
     ap.add_argument("--plans-per-hack", type=int, default=12)
     ap.add_argument("--modelnew", type=int, default=2)
-    ap.add_argument("--import-args", default="", help="extra `kforge import` flags (a GPU-free smoke run: '--device cpu --no-baselines')")
     args = ap.parse_args()
     t0 = time.time()
     args.work.mkdir(parents=True, exist_ok=True)
     (args.work / "relu4096.py").write_text(PROBLEM)
     bundle = args.work / "bundles" / "relu4096"
-    r = subprocess.run([args.kforge, "import", str(args.work / "relu4096.py"), "-o", str(bundle), *args.import_args.split()],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        print(r.stdout, r.stderr)
-        return 1
-    print(f"imported in {time.time() - t0:.0f} s", flush=True)
+    print(f"imported in {import_bundle(args, args.work / 'relu4096.py', bundle):.0f} s", flush=True)
     svc = Service(args.kforge, args.work / "service", args.out / "serve.log", "--workers", "1", "--max-queue", "2000",
                   "--job-timeout", "60", "--memory-limit", "16384", "--compile-workers", "8", "--slots-per-gpu", "3", "--sandbox-user", args.sandbox_user)
     try:

@@ -4,15 +4,13 @@ then a fresh sandboxed process each) and ModelNew candidates (a fresh Python pro
 ModelNew built with torch's load_inline, all on one task of KernelBench level-1 size, in one run.
 Each kind: submit N jobs at once, wait for all; the rate is N over the time from the first submission to the
 last answer. Writes service_bench.json and service_bench.md under --out."""
-import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from service_client import Service  # noqa: E402
+from service_client import Service, common_arguments, import_bundle  # noqa: E402
 
 RAW = """// variant {variant}
 #include <cuda_runtime.h>
@@ -77,26 +75,16 @@ def measure(svc, task, kind, payloads, timeout_s):
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--kforge", required=True)
+    ap = common_arguments(__doc__.splitlines()[0])
     ap.add_argument("--problem", required=True)
-    ap.add_argument("--work", required=True, type=Path)
-    ap.add_argument("--out", required=True, type=Path)
-    ap.add_argument("--sandbox-user", default="nobody")
     ap.add_argument("--schedules", type=int, default=100)
     ap.add_argument("--raw", type=int, default=60)
     ap.add_argument("--modelnew", type=int, default=3)
     ap.add_argument("--slots", type=int, default=3)
-    ap.add_argument("--import-args", default="", help="extra `kforge import` flags (GPU-free smoke run: '--device cpu --no-baselines')")
     args = ap.parse_args()
     name = Path(args.problem).stem
     bundle = args.work / "bundles" / name
-    t0 = time.time()
-    r = subprocess.run([args.kforge, "import", args.problem, "-o", str(bundle), *args.import_args.split()], capture_output=True, text=True)
-    if r.returncode != 0:
-        print(r.stdout, r.stderr)
-        return 1
-    import_s = time.time() - t0
+    import_s = import_bundle(args, Path(args.problem), bundle)
     graph = json.loads((bundle / "task.json").read_text())["graph"]
     if [n["op"] for n in graph["nodes"]] != ["relu"]:
         print(f"{args.problem}: the bench's raw CUDA and ModelNew candidates compute ReLU; give a ReLU problem")

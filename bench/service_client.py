@@ -1,5 +1,7 @@
 """A small client of `kforge serve` for the device scripts (scripts/service_bench.sh, scripts/fault_injection.sh):
-start the service, register a task, submit jobs, wait for them. Standard library only."""
+their common arguments, importing the task, starting the service, registering the task, submitting jobs and
+waiting for them. Standard library only."""
+import argparse
 import json
 import socket
 import subprocess
@@ -7,6 +9,26 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+
+def common_arguments(description: str) -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--kforge", required=True)
+    ap.add_argument("--work", required=True, type=Path, help="folder for the bundle and the service (tmpfs)")
+    ap.add_argument("--out", required=True, type=Path, help="where the JSON and markdown summaries go")
+    ap.add_argument("--sandbox-user", default="nobody")
+    ap.add_argument("--import-args", default="", help="extra `kforge import` flags (GPU-free smoke run: '--device cpu --no-baselines')")
+    return ap
+
+
+def import_bundle(args, problem: Path, bundle: Path) -> float:
+    """`kforge import`s the problem; returns the seconds it took. Raises with kforge's output when it fails."""
+    t0 = time.time()
+    r = subprocess.run([args.kforge, "import", str(problem), "-o", str(bundle), *args.import_args.split()],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"kforge import {problem} failed:\n{r.stdout}{r.stderr}")
+    return time.time() - t0
 
 
 def free_port() -> int:
@@ -31,8 +53,8 @@ class Service:
                 time.sleep(0.1)
         raise RuntimeError(f"kforge serve did not answer: see {log}")
 
-    def request(self, method: str, path: str, body=None):
-        data = json.dumps(body).encode() if body is not None else None
+    def request(self, method: str, path: str, body=None, raw: bytes | None = None):
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
         req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method)
         try:
             with urllib.request.urlopen(req, timeout=60) as r:
@@ -43,8 +65,8 @@ class Service:
     def get(self, path: str):
         return self.request("GET", path)
 
-    def post(self, path: str, body):
-        return self.request("POST", path, body)
+    def post(self, path: str, body=None, raw: bytes | None = None):
+        return self.request("POST", path, body, raw)
 
     def add_task(self, bundle: Path) -> int:
         status, body = self.post("/tasks", {"bundle": str(bundle)})
@@ -82,6 +104,12 @@ class Service:
         for i in pending:
             done[i] = self.get(f"/jobs/{i}")[1]
         return done
+
+    def kill(self):
+        """As if the machine lost the service: SIGKILL, no shutdown."""
+        self.proc.kill()
+        self.proc.wait()
+        self.log.close()
 
     def stop(self):
         self.proc.terminate()

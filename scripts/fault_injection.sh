@@ -8,21 +8,10 @@
 #
 #   run with carry [".deps"] (scripts/fetch_device_deps.sh first): bash scripts/fault_injection.sh
 set -uo pipefail
-START=$(date +%s)
-OUT=${OUT:-/tmp/kforge-fault-out}
-mkdir -p "$OUT"
-exec > >(tee "$OUT/fault_injection.log") 2>&1
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
-source "$ROOT/scripts/device_build.sh"
-source "$ROOT/scripts/sandbox_user.sh"
-echo "== machine"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-echo "== build"
-device_build || exit 1
+NAME=fault_injection
 WORK=${WORK:-/dev/shm/kforge-fault}
-rm -rf "$WORK" && mkdir -p "$WORK" && chmod 755 "$WORK"
-export KFORGE_CACHE="$WORK/cache"
-USER_FLAG=$(sandbox_user)
+source "$ROOT/scripts/service_run_prologue.sh"
 echo "== fault injection (sandbox user $USER_FLAG)"
 timeout $(( 530 - ($(date +%s) - START) )) python3 bench/fault_injection.py --kforge "$ROOT/$BUILD_DIR/kforge" \
   --dump-hack-plans "$ROOT/$BUILD_DIR/tests/dump_hack_plans" --work "$WORK" --out "$OUT" --sandbox-user "$USER_FLAG" \

@@ -6,22 +6,11 @@
 #   run with carry [".deps"] (scripts/fetch_device_deps.sh first): bash scripts/service_bench.sh [PROBLEM]
 #   (default bench/level1/01_relu.py; SCHEDULES, RAW, MODELNEW, SLOTS set the counts)
 set -uo pipefail
-START=$(date +%s)
 PROBLEM=${1:-bench/level1/01_relu.py}
-OUT=${OUT:-/tmp/kforge-bench-out}
-mkdir -p "$OUT"
-exec > >(tee "$OUT/service_bench.log") 2>&1
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
-source "$ROOT/scripts/device_build.sh"
-source "$ROOT/scripts/sandbox_user.sh"
-echo "== machine"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-echo "== build"
-device_build || exit 1
+NAME=service_bench
 WORK=${WORK:-/dev/shm/kforge-bench}  # tmpfs: the hidden sets load from memory
-rm -rf "$WORK" && mkdir -p "$WORK" && chmod 755 "$WORK"
-export KFORGE_CACHE="$WORK/cache"
-USER_FLAG=$(sandbox_user)
+source "$ROOT/scripts/service_run_prologue.sh"
 echo "== service bench: $PROBLEM (sandbox user $USER_FLAG)"
 timeout $(( 570 - ($(date +%s) - START) )) python3 bench/service_bench.py --kforge "$ROOT/$BUILD_DIR/kforge" --problem "$PROBLEM" \
   --work "$WORK" --out "$OUT" --sandbox-user "$USER_FLAG" --schedules "${SCHEDULES:-100}" --raw "${RAW:-60}" \

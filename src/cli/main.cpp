@@ -135,12 +135,7 @@ int cmd_evaluate(const EvaluateArgs& a) {
   if (a.cuda.empty() && a.so.empty())
     p = !a.plan.empty() ? Plan::from_json(nlohmann::json::parse(read_file(a.plan)))
         : lower(b.graph, a.schedule.empty() ? Schedule{} : schedule_from_json(nlohmann::json::parse(read_file(a.schedule))));
-  ensure_context();
-  DeviceTask task(b);
-  Compiler compiler({"sm_90", default_cache_dir(), {}});
-  Verifier verifier(compiler);
-  CUstream stream;
-  KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  TaskSession s(std::move(b));
   std::unique_ptr<RawCudaCandidate> loaded;
   EvalResult r;
   if (!a.so.empty()) {
@@ -152,13 +147,13 @@ int cmd_evaluate(const EvaluateArgs& a) {
   }
   GpuLock turn(a.gpu_lock);  // everything above overlaps other evaluations; what follows takes turns
   EvalOptions eo;
-  eo.copy_gbs = a.copy_gbs > 0 ? a.copy_gbs : measure_copy_bandwidth(stream);
+  eo.copy_gbs = a.copy_gbs > 0 ? a.copy_gbs : measure_copy_bandwidth(s.stream);
   if (p) {
-    r = evaluate(b.spec(), task, *p, compiler, verifier, eo, stream);
+    r = evaluate(s.bundle.spec(), s.task, *p, s.compiler, s.verifier, eo, s.stream);
   } else if (loaded) {  // built beforehand (the service's compile pool)
-    r = evaluate(b.spec(), task, *loaded, true, verifier, eo, stream, r);
+    r = evaluate(s.bundle.spec(), s.task, *loaded, true, s.verifier, eo, s.stream, r);
   } else if (a.so.empty()) {
-    r = evaluate_raw_cuda(b.spec(), task, read_file(a.cuda), {default_cache_dir()}, verifier, eo, stream);
+    r = evaluate_raw_cuda(s.bundle.spec(), s.task, read_file(a.cuda), {default_cache_dir()}, s.verifier, eo, s.stream);
   }
   nlohmann::json j = r.to_json();
   j["gpu"] = device_name();

@@ -200,6 +200,18 @@ EvalResult evaluate_raw_cuda(const TaskSpec& spec, DeviceTask& task, const std::
   return evaluate(spec, task, *c, true, verifier, o, stream, r);
 }
 
+TaskSession::TaskSession(Bundle b)
+    : bundle(std::move(b)),
+      task((ensure_context(), bundle)),
+      compiler({"sm_90", default_cache_dir(), {}}),
+      verifier(compiler) {
+  KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+}
+
+TaskSession::~TaskSession() {
+  if (stream) driver().cuStreamDestroy(stream);
+}
+
 int64_t min_bytes(const Graph& g) {
   int64_t b = 0;
   for (auto* ids : {&g.inputs, &g.params, &g.outputs})

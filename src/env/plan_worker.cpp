@@ -33,19 +33,14 @@ std::vector<std::pair<uint64_t, uint64_t>> task_fingerprints(const Graph& g, con
 }  // namespace
 
 int serve_plan_jobs(const std::string& bundle_dir, const std::string& gpu_lock, std::istream& in, std::ostream& out) {
-  Bundle b = load_bundle(bundle_dir);
-  ensure_context();
-  DeviceTask task(b);
-  Compiler compiler({"sm_90", default_cache_dir(), {}});
-  Verifier verifier(compiler);
-  CUstream stream;
-  KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  TaskSession s(load_bundle(bundle_dir));
+  const Bundle& b = s.bundle;
   EvalOptions eo;
   {
     GpuLock turn(gpu_lock);
-    eo.copy_gbs = measure_copy_bandwidth(stream);
+    eo.copy_gbs = measure_copy_bandwidth(s.stream);
   }
-  const auto pristine = task_fingerprints(b.graph, task, verifier, stream);
+  const auto pristine = task_fingerprints(b.graph, s.task, s.verifier, s.stream);
   out << json{{"ready", true}, {"gpu", device_name()}, {"copy_gbs", eo.copy_gbs}}.dump() << std::endl;
 
   std::string line;
@@ -58,7 +53,7 @@ int serve_plan_jobs(const std::string& bundle_dir, const std::string& gpu_lock, 
       if (!job.is_object() || !job.contains("schedule") || !job["schedule"].is_object())
         throw UserError("a job is one JSON object with \"schedule\" (an object)");
       Plan plan = lower(b.graph, schedule_from_json(job["schedule"]));
-      EvalResult r = evaluate(b.spec(), task, plan, compiler, verifier, eo, stream);
+      EvalResult r = evaluate(b.spec(), s.task, plan, s.compiler, s.verifier, eo, s.stream);
       answer = {{"ok", true}, {"result", r.to_json()}};
       answer["result"]["gpu"] = device_name();
     } catch (const json::exception& e) {
@@ -71,7 +66,7 @@ int serve_plan_jobs(const std::string& bundle_dir, const std::string& gpu_lock, 
       answer["worker_restart"] = "the CUDA context is broken (error " + std::to_string(int(health)) + ")";
     } else {
       try {
-        if (task_fingerprints(b.graph, task, verifier, stream) != pristine)  // then this job's verdict is void too
+        if (task_fingerprints(b.graph, s.task, s.verifier, s.stream) != pristine)  // then this job's verdict is void too
           answer = {{"ok", false}, {"error", "the task's data on the device changed during the job (an out-of-bounds write?)"},
                     {"worker_restart", "the task's data changed"}};
       } catch (const std::exception& e) {

@@ -4,17 +4,17 @@ cause while the service stays up. No GPU needed: without one, jobs fail with the
 import json
 import os
 import shutil
-import signal
-import socket
 import sqlite3
 import subprocess
+import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from service_client import Service, free_port  # noqa: E402  (the device scripts' client, tested here too)
 
 KFORGE = Path(os.environ.get("KFORGE_BIN", Path(__file__).resolve().parents[2] / "build" / "kforge"))
 PROBLEM = """import torch
@@ -28,43 +28,10 @@ def get_init_inputs():
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    def __init__(self, workdir: Path, *args):
-        self.port = free_port()
-        self.proc = subprocess.Popen([str(KFORGE), "serve", "--port", str(self.port), "--dir", str(workdir), *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        for _ in range(100):
-            try:
-                if self.get("/health")[0] == 200:
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("kforge serve did not start: " + self.proc.stdout.read())
-
-    def request(self, method, path, body=None, raw: bytes | None = None):
-        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method)
-        try:
-            with urllib.request.urlopen(req, timeout=30) as r:
-                return r.status, json.loads(r.read())
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"{}")
-
-    def get(self, path):
-        return self.request("GET", path)
-
-    def post(self, path, body=None, raw=None):
-        return self.request("POST", path, body, raw)
-
-    def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
+def Server(workdir: Path, *args) -> Service:
+    """kforge serve on a free port; its output goes to a log beside the service folder."""
+    workdir.parent.mkdir(parents=True, exist_ok=True)
+    return Service(str(KFORGE), workdir, workdir.parent / f"serve-{time.time_ns()}.log", *args)
 
 
 @pytest.fixture(scope="module")
