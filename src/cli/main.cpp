@@ -1,5 +1,7 @@
 // The kforge command. A thin front end: argument parsing, the Python bridge where PyTorch must run
 // (import, kb-protocol timing, export), and printing. The work is in libkforge.
+#include <sys/wait.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -41,7 +43,8 @@ int python_status(const std::string& module, const std::vector<std::string>& arg
                     (py ? std::string(py) : "python3") + " -m kforge." + module;
   for (auto& a : args) cmd += " " + quote(a);
   int rc = std::system(cmd.c_str());
-  return rc == -1 ? 127 : WEXITSTATUS(rc);
+  if (rc == -1) return 127;
+  return WIFSIGNALED(rc) ? 128 + WTERMSIG(rc) : WEXITSTATUS(rc);  // a crash reads as the shell would say it
 }
 
 // The same, for steps that must succeed.
@@ -160,7 +163,10 @@ int cmd_evaluate(const EvaluateArgs& a) {
   j["copy_gbs"] = eo.copy_gbs;
   if (a.out.empty()) std::cout << j.dump(2) << "\n";
   else write_json(a.out, j);
-  return r.relaxed ? 0 : 1;
+  // The answer is out; end here. Tearing down a context a candidate left behind can block (a kernel that
+  // still spins after the run limit gave up on it), and nothing below needs to run.
+  std::cout.flush();
+  std::_Exit(r.relaxed ? 0 : 1);
 }
 
 int cmd_lower(const std::string& path, const std::string& schedule_path, const std::string& out, bool compile) {

@@ -191,6 +191,9 @@ void Service::run_fresh(const Job& job, const TaskRecord& task, int gpu, Sandbox
     std::ofstream(dir / "candidate.py") << payload.value("source", "");
     argv.insert(argv.end(), {"--modelnew", (dir / "candidate.py").string(), "--rules", payload.value("rules", "none")});
     o.env.push_back({"TORCH_EXTENSIONS_DIR", (dir / "torch_extensions").string()});  // load_inline builds here
+    // The reference model comes from the problem file the bundle was imported from: show its folder.
+    fs::path source = load_bundle(task.bundle_dir).task.value("source", "");
+    if (!source.empty() && fs::exists(source)) o.read_only.push_back(fs::absolute(source).parent_path().string());
   } else {
     store_.finish(job.id, false, "", "unknown job kind '" + job.kind + "'");
     return;

@@ -197,3 +197,22 @@ def test_raw_cuda_jobs_are_built_by_the_compile_pool(server, workdir, bundle):
     built = list((workdir / "cache" / "raw").glob("raw-*/candidate.so"))
     assert len(built) == 1, built  # the same source twice: built once
     assert server.get("/health")[1]["status"] == "ok"
+
+
+def test_a_modelnew_job_sees_the_problem_it_is_checked_against(workdir, bundle):
+    # As root inside the sandbox: the job's Python must import torch, which this machine may keep in a
+    # folder the user nobody cannot read. What is tested is the sandbox's view of the problem file.
+    s = Server(workdir, "--workers", "1", "--sandbox-user", "root")
+    try:
+        task = s.post("/tasks", {"bundle": str(bundle)})[1]["task_id"]
+        source = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.softmax(x, dim=1)\n"
+        job = s.post("/jobs", {"task_id": task, "kind": "modelnew", "modelnew": {"source": source}})[1]["job_id"]
+        j = wait_for(s, job)
+        text = json.dumps(j)
+        assert "no such file" not in text, text
+        if os.path.exists("/dev/nvidia0"):
+            assert j["status"] == "done" and j["result"]["tier"] == "strict", text
+        else:
+            assert j["status"] == "done" and "NVIDIA driver" in j["result"]["log"], text
+    finally:
+        s.kill()
