@@ -16,19 +16,11 @@ LOG="$OUT/device_check.log"
 exec > >(tee "$LOG") 2>&1
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-DEPS="$ROOT/.deps/root/usr"
-export LD_LIBRARY_PATH="$DEPS/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PATH="$DEPS/bin:$PATH"
+source "$ROOT/scripts/device_build.sh"
 export KFORGE_CACHE=/tmp/kforge-cache
 echo "== machine"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; python3 -c 'import torch; print("torch", torch.__version__)'
 echo "== build"
-t0=$(date +%s)
-cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$(which python3)" \
-  -DCMAKE_PREFIX_PATH="$DEPS" -DSQLite3_INCLUDE_DIR="$DEPS/include" \
-  -DSQLite3_LIBRARY="$DEPS/lib/x86_64-linux-gnu/libsqlite3.so" > "$OUT/cmake.txt" 2>&1 || { tail -30 "$OUT/cmake.txt"; exit 1; }
-grep -E "not found: building" "$OUT/cmake.txt" || true
-ninja -C build-device -j16 > /tmp/ninja.txt 2>&1 || { grep -B2 -A10 error /tmp/ninja.txt | head -80; exit 1; }
-echo "built in $(( $(date +%s) - t0 )) s"
+device_build || exit 1
 if [ "${RUN_GPU_TESTS:-1}" = 1 ]; then
   echo "== GPU tests (ctest -L gpu)"
   (cd build-device && timeout 300 ctest -L gpu -j1 --output-on-failure > /tmp/gpu_tests.txt 2>&1)

@@ -9,6 +9,8 @@ rule: the work must be the candidate's own kernels; allocation and tensor metada
 
 The code is untrusted: the service runs this inside its sandbox, like every other candidate."""
 import argparse
+import contextlib
+import fcntl
 import importlib.util
 import json
 import sys
@@ -129,8 +131,12 @@ def main(argv=None) -> int:
     parser.add_argument("-o", "--out", default=None)
     parser.add_argument("--rules", choices=("none", "cuda-agent"), default="none")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    parser.add_argument("--gpu-lock", default=None, help="take turns on the GPU with other evaluations (flock on this file)")
     args = parser.parse_args(argv)
-    result = evaluate_modelnew(args.bundle, args.candidate, args.rules, args.device)
+    with open(args.gpu_lock) if args.gpu_lock else contextlib.nullcontext() as lock:
+        if lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        result = evaluate_modelnew(args.bundle, args.candidate, args.rules, args.device)
     text = json.dumps(result, indent=1)
     if args.out:
         Path(args.out).write_text(text)

@@ -1,5 +1,7 @@
 // The kforge command. A thin front end: argument parsing, the Python bridge where PyTorch must run
 // (import, kb-protocol timing, export), and printing. The work is in libkforge.
+#include <sys/wait.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +12,8 @@
 
 #include "codegen/lower.h"
 #include "env/bundle.h"
+#include "env/gpu_lock.h"
+#include "env/plan_worker.h"
 #include "ir/error.h"
 #include "runtime/compiler.h"
 #include "runtime/driver.h"
@@ -39,7 +43,8 @@ int python_status(const std::string& module, const std::vector<std::string>& arg
                     (py ? std::string(py) : "python3") + " -m kforge." + module;
   for (auto& a : args) cmd += " " + quote(a);
   int rc = std::system(cmd.c_str());
-  return rc == -1 ? 127 : WEXITSTATUS(rc);
+  if (rc == -1) return 127;
+  return WIFSIGNALED(rc) ? 128 + WTERMSIG(rc) : WEXITSTATUS(rc);  // a crash reads as the shell would say it
 }
 
 // The same, for steps that must succeed.
@@ -121,29 +126,47 @@ int cmd_train_costmodel(const std::string& db_path, const std::string& out, cons
   return 0;
 }
 
+struct EvaluateArgs {
+  std::string bundle, plan, schedule, cuda, so, out, gpu_lock;
+  double copy_gbs = 0;  // measured by the caller already (the service's worker); 0 = measure here
+};
+
 // One candidate through the environment: the unit of work the service's sandboxed workers run.
-int cmd_evaluate(const std::string& bundle_dir, const std::string& plan_path, const std::string& schedule_path,
-                 const std::string& cuda_path, const std::string& out) {
-  Bundle b = load_bundle(bundle_dir);
+int cmd_evaluate(const EvaluateArgs& a) {
+  Bundle b = load_bundle(a.bundle);
   std::optional<Plan> p;
-  if (cuda_path.empty())
-    p = !plan_path.empty() ? Plan::from_json(nlohmann::json::parse(read_file(plan_path)))
-        : lower(b.graph, schedule_path.empty() ? Schedule{} : schedule_from_json(nlohmann::json::parse(read_file(schedule_path))));
-  ensure_context();
-  DeviceTask task(b);
-  Compiler compiler({"sm_90", default_cache_dir(), {}});
-  Verifier verifier(compiler);
-  CUstream stream;
-  KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  if (a.cuda.empty() && a.so.empty())
+    p = !a.plan.empty() ? Plan::from_json(nlohmann::json::parse(read_file(a.plan)))
+        : lower(b.graph, a.schedule.empty() ? Schedule{} : schedule_from_json(nlohmann::json::parse(read_file(a.schedule))));
+  TaskSession s(std::move(b));
+  std::unique_ptr<RawCudaCandidate> loaded;
+  EvalResult r;
+  if (!a.so.empty()) {
+    try {
+      loaded = std::make_unique<RawCudaCandidate>(a.so);
+    } catch (const UserError& e) {
+      r.log = e.what();
+    }
+  }
+  GpuLock turn(a.gpu_lock);  // everything above overlaps other evaluations; what follows takes turns
   EvalOptions eo;
-  eo.copy_gbs = measure_copy_bandwidth(stream);
-  EvalResult r = p ? evaluate(b.spec(), task, *p, compiler, verifier, eo, stream)
-                   : evaluate_raw_cuda(b.spec(), task, read_file(cuda_path), {default_cache_dir()}, verifier, eo, stream);
+  eo.copy_gbs = a.copy_gbs > 0 ? a.copy_gbs : measure_copy_bandwidth(s.stream);
+  if (p) {
+    r = evaluate(s.bundle.spec(), s.task, *p, s.compiler, s.verifier, eo, s.stream);
+  } else if (loaded) {  // built beforehand (the service's compile pool)
+    r = evaluate(s.bundle.spec(), s.task, *loaded, true, s.verifier, eo, s.stream, r);
+  } else if (a.so.empty()) {
+    r = evaluate_raw_cuda(s.bundle.spec(), s.task, read_file(a.cuda), {default_cache_dir()}, s.verifier, eo, s.stream);
+  }
   nlohmann::json j = r.to_json();
   j["gpu"] = device_name();
-  if (out.empty()) std::cout << j.dump(2) << "\n";
-  else write_json(out, j);
-  return r.relaxed ? 0 : 1;
+  j["copy_gbs"] = eo.copy_gbs;
+  if (a.out.empty()) std::cout << j.dump(2) << "\n";
+  else write_json(a.out, j);
+  // The answer is out; end here. Tearing down a context a candidate left behind can block (a kernel that
+  // still spins after the run limit gave up on it), and nothing below needs to run.
+  std::cout.flush();
+  std::_Exit(r.relaxed ? 0 : 1);
 }
 
 int cmd_lower(const std::string& path, const std::string& schedule_path, const std::string& out, bool compile) {
@@ -220,16 +243,23 @@ int main(int argc, char** argv) {
   syn->allow_extras();
   syn->prefix_command();
 
-  std::string eval_out;
+  EvaluateArgs ea;
   auto* ev = app.add_subcommand("evaluate", "compile, verify, time and reward one candidate on a bundle (native protocol)");
-  ev->add_option("bundle", bundle, "bundle directory")->required();
-  ev->add_option("--plan", plan, "plan JSON (a candidate's kernels)");
-  ev->add_option("--schedule", schedule_path, "schedule JSON for the built-in generator (default: its default)");
-  ev->add_option("-o,--out", eval_out, "result JSON (default: stdout)");
-  std::string cuda_path, modelnew_path, rules = "none";
-  ev->add_option("--cuda", cuda_path, "a raw CUDA candidate exporting kforge_forward (see `kforge abi`)");
+  ev->add_option("bundle", ea.bundle, "bundle directory")->required();
+  ev->add_option("--plan", ea.plan, "plan JSON (a candidate's kernels)");
+  ev->add_option("--schedule", ea.schedule, "schedule JSON for the built-in generator (default: its default)");
+  ev->add_option("-o,--out", ea.out, "result JSON (default: stdout)");
+  std::string modelnew_path, rules = "none";
+  ev->add_option("--cuda", ea.cuda, "a raw CUDA candidate exporting kforge_forward (see `kforge abi`)");
+  ev->add_option("--so", ea.so, "a raw CUDA candidate already built into a shared object");
+  ev->add_option("--copy-gbs", ea.copy_gbs, "device copy bandwidth (GB/s) measured before; default: measure it");
+  ev->add_option("--gpu-lock", ea.gpu_lock, "take turns on the GPU with other evaluations (flock on this file) for checks and timing");
   ev->add_option("--modelnew", modelnew_path, "a KernelBench-style ModelNew file (runs in Python: kforge.modelnew_eval)");
   ev->add_option("--rules", rules, "none, or cuda-agent: no torch operator inside a ModelNew's forward");
+  auto* wk = app.add_subcommand("worker", "evaluate schedules for one task, one JSON job per line on stdin (the service's persistent worker)");
+  wk->add_option("bundle", bundle, "bundle directory")->required();
+  std::string worker_lock;
+  wk->add_option("--gpu-lock", worker_lock, "take turns on the GPU with other evaluations (flock on this file) for each job");
   auto* abi = app.add_subcommand("abi", "print the C ABI a raw CUDA candidate for this task must export");
   abi->add_option("bundle", bundle, "bundle directory or graph JSON")->required();
 
@@ -253,11 +283,13 @@ int main(int argc, char** argv) {
     }
     if (*low) return cmd_lower(graph_path, schedule_path, out, compile);
     if (*ev && !modelnew_path.empty()) {
-      std::vector<std::string> args = {bundle, modelnew_path, "--rules", rules};
-      if (!eval_out.empty()) args.insert(args.end(), {"-o", eval_out});
+      std::vector<std::string> args = {ea.bundle, modelnew_path, "--rules", rules};
+      if (!ea.out.empty()) args.insert(args.end(), {"-o", ea.out});
+      if (!ea.gpu_lock.empty()) args.insert(args.end(), {"--gpu-lock", ea.gpu_lock});
       return python_status("modelnew_eval", args);  // 1: evaluated, not correct (the JSON says why)
     }
-    if (*ev) return cmd_evaluate(bundle, plan, schedule_path, cuda_path, eval_out);
+    if (*ev) return cmd_evaluate(ea);
+    if (*wk) return serve_plan_jobs(bundle, worker_lock, std::cin, std::cout);
     if (*abi) {
       std::cout << abi_header(load_graph(bundle));
       return 0;

@@ -1,5 +1,12 @@
 #include "env/bundle.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -33,23 +40,39 @@ nlohmann::json to_json(const Stats& s) {
   return {{"mean_ms", s.mean_ms}, {"median_ms", s.median_ms}, {"min_ms", s.min_ms}, {"std_ms", s.std_ms}, {"trials", s.trials}};
 }
 
-namespace {
-std::string sized(const std::string& path, int64_t want) {
-  std::string b = read_file(path);
-  if (int64_t(b.size()) != want)
-    throw UserError(path + " holds " + std::to_string(b.size()) + " bytes, the graph says " + std::to_string(want));
-  return b;
+MappedFile::MappedFile(const std::string& path, int64_t expected_bytes) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw UserError("cannot read " + path + ": " + strerror(errno));
+  struct stat st {};
+  fstat(fd, &st);
+  if (int64_t(st.st_size) != expected_bytes) {
+    close(fd);
+    throw UserError(path + " holds " + std::to_string(st.st_size) + " bytes, the graph says " + std::to_string(expected_bytes));
+  }
+  size_ = size_t(st.st_size);
+  if (size_ > 0) {
+    data_ = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (data_ == MAP_FAILED) {
+      data_ = nullptr;
+      close(fd);
+      throw UserError("cannot map " + path + ": " + strerror(errno));
+    }
+  }
+  close(fd);
 }
-}  // namespace
 
-std::string Bundle::param_bytes(int i) const {
-  return sized(dir + "/params/" + std::to_string(i) + ".bin", nbytes(graph.at(graph.params.at(i)).type));
+MappedFile::~MappedFile() {
+  if (data_) munmap(data_, size_);
 }
-std::string Bundle::input_bytes(int set, int i) const {
-  return sized(dir + "/sets/" + std::to_string(set) + "/in" + std::to_string(i) + ".bin", nbytes(graph.at(graph.inputs.at(i)).type));
+
+MappedFile Bundle::param_file(int i) const {
+  return {dir + "/params/" + std::to_string(i) + ".bin", nbytes(graph.at(graph.params.at(i)).type)};
 }
-std::string Bundle::output_bytes(int set, int j) const {
-  return sized(dir + "/sets/" + std::to_string(set) + "/out" + std::to_string(j) + ".bin", nbytes(graph.at(graph.outputs.at(j)).type));
+MappedFile Bundle::input_file(int set, int i) const {
+  return {dir + "/sets/" + std::to_string(set) + "/in" + std::to_string(i) + ".bin", nbytes(graph.at(graph.inputs.at(i)).type)};
+}
+MappedFile Bundle::output_file(int set, int j) const {
+  return {dir + "/sets/" + std::to_string(set) + "/out" + std::to_string(j) + ".bin", nbytes(graph.at(graph.outputs.at(j)).type)};
 }
 
 Bundle load_bundle(const std::string& dir) {

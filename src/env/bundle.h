@@ -23,6 +23,25 @@ struct TaskSpec {
   double eager_ms = 0, compile_ms = 0;  // kb-protocol baselines (0 = not measured)
 };
 
+// A bundle file mapped read-only: a task's hidden sets can be several GB, and a fresh evaluation process
+// uploads them straight from the page cache (tmpfs, for a service that keeps its bundles in /dev/shm)
+// without copying them into its own memory first.
+class MappedFile {
+ public:
+  // Throws UserError naming the file when it cannot be read or does not hold `expected_bytes`.
+  MappedFile(const std::string& path, int64_t expected_bytes);
+  ~MappedFile();
+  MappedFile(MappedFile&& o) noexcept : data_(o.data_), size_(o.size_) { o.data_ = nullptr, o.size_ = 0; }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  const void* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 struct Bundle {
   std::string dir;
   nlohmann::json task;  // task.json as written by the bridge
@@ -33,9 +52,9 @@ struct Bundle {
   bool constant_output = false, near_zero_output = false;
   TaskSpec spec() const { return {name(), graph, eager.median_ms, compile.median_ms}; }
   // Raw bytes of files in the bundle.
-  std::string param_bytes(int i) const;
-  std::string input_bytes(int set, int i) const;
-  std::string output_bytes(int set, int j) const;
+  MappedFile param_file(int i) const;
+  MappedFile input_file(int set, int i) const;
+  MappedFile output_file(int set, int j) const;
 };
 
 // Throws UserError naming the file and what is wrong.

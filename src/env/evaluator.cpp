@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "ir/error.h"
 #include "runtime/driver.h"
@@ -9,25 +10,25 @@
 namespace kforge {
 
 namespace {
-DeviceBuffer upload(const std::string& bytes) {
-  DeviceBuffer b(bytes.size());
-  if (!bytes.empty()) b.upload(bytes.data(), bytes.size());
+DeviceBuffer upload(const MappedFile& f) {
+  DeviceBuffer b(f.size());
+  if (f.size()) b.upload(f.data(), f.size());
   return b;
 }
 }  // namespace
 
 DeviceTask::DeviceTask(const Bundle& b) {
   const Graph& g = b.graph;
-  auto keep = [&](const std::string& bytes) {
-    owned_.push_back(upload(bytes));
+  auto keep = [&](const MappedFile& f) {
+    owned_.push_back(upload(f));
     return owned_.back().get();
   };
-  for (size_t i = 0; i < g.params.size(); ++i) params_.push_back(keep(b.param_bytes(int(i))));
+  for (size_t i = 0; i < g.params.size(); ++i) params_.push_back(keep(b.param_file(int(i))));
   for (int s = 0; s < b.num_sets(); ++s) {
     inputs_.emplace_back();
     refs_.emplace_back();
-    for (size_t i = 0; i < g.inputs.size(); ++i) inputs_.back().push_back(keep(b.input_bytes(s, int(i))));
-    for (size_t j = 0; j < g.outputs.size(); ++j) refs_.back().push_back(keep(b.output_bytes(s, int(j))));
+    for (size_t i = 0; i < g.inputs.size(); ++i) inputs_.back().push_back(keep(b.input_file(s, int(i))));
+    for (size_t j = 0; j < g.outputs.size(); ++j) refs_.back().push_back(keep(b.output_file(s, int(j))));
   }
   allocate_outputs(g);
 }
@@ -69,13 +70,27 @@ std::vector<std::pair<uint64_t, uint64_t>> fingerprints(const Graph& g, const Bi
   return f;
 }
 
+// A hung kernel never returns from cuStreamSynchronize, and the process would hold the GPU (and its
+// turn, env/gpu_lock.h) until the sandbox's timeout: poll instead, and give up at the run limit.
+void synchronize_within(CUstream stream, double limit_ms) {
+  auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    CUresult r = driver().cuStreamQuery(stream);
+    if (r == CUDA_SUCCESS) return;
+    if (r != CUDA_ERROR_NOT_READY) KF_CU(r);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (ms > limit_ms) throw UserError("the candidate did not finish within " + std::to_string(int(limit_ms)) + " ms (a hang?)");
+    std::this_thread::sleep_for(std::chrono::microseconds(ms < 5 ? 10 : 200));
+  }
+}
+
 bool check_set(const Graph& g, DeviceTask& task, Executable& lp, Verifier& v, const EvalOptions& o,
-               CUstream stream, int s, EvalResult& r, bool& strict) {
+               CUstream stream, int s, double limit_ms, EvalResult& r, bool& strict) {
   for (int j = 0; j < task.num_outputs(); ++j) Verifier::poison(task.output(j), task.output_bytes(j), stream);
   Bindings b = task.bindings(s);
   auto before = fingerprints(g, b, v, stream);
   lp.run(b, stream);
-  KF_CU(driver().cuStreamSynchronize(stream));
+  synchronize_within(stream, limit_ms);
   if (fingerprints(g, b, v, stream) != before) {
     r.log += "set " + std::to_string(s) + ": the candidate wrote into its inputs or parameters (rejected: in-place edit)\n";
     strict = false;
@@ -101,7 +116,7 @@ EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, Executable& exe, boo
   try {
     for (int s = 0; s < task.num_sets() && relaxed; ++s) {
       auto t0 = std::chrono::steady_clock::now();
-      relaxed = check_set(spec.graph, task, exe, verifier, o, stream, s, r, strict);
+      relaxed = check_set(spec.graph, task, exe, verifier, o, stream, s, limit, r, strict);
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (ms > limit) {
         r.log += "too slow: " + std::to_string(ms) + " ms for one checked run (limit " + std::to_string(limit) + " ms)\n";
@@ -117,7 +132,7 @@ EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, Executable& exe, boo
     r.wall_ms = t.wall_ms_per_trial;
     // Re-verify after timing, on the last set: the candidate must still be right once nobody is checking.
     bool strict_after = true;
-    if (!check_set(spec.graph, task, exe, verifier, o, stream, task.num_sets() - 1, r, strict_after)) {
+    if (!check_set(spec.graph, task, exe, verifier, o, stream, task.num_sets() - 1, limit, r, strict_after)) {
       r.log += "wrong after timing\n";
       return r;
     }
@@ -183,6 +198,18 @@ EvalResult evaluate_raw_cuda(const TaskSpec& spec, DeviceTask& task, const std::
     return r;
   }
   return evaluate(spec, task, *c, true, verifier, o, stream, r);
+}
+
+TaskSession::TaskSession(Bundle b)
+    : bundle(std::move(b)),
+      task((ensure_context(), bundle)),
+      compiler({"sm_90", default_cache_dir(), {}}),
+      verifier(compiler) {
+  KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+}
+
+TaskSession::~TaskSession() {
+  if (stream) driver().cuStreamDestroy(stream);
 }
 
 int64_t min_bytes(const Graph& g) {

@@ -68,6 +68,20 @@ EvalResult evaluate_raw_cuda(const TaskSpec& spec, DeviceTask& task, const std::
 EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, Executable& exe, bool use_graph, Verifier& verifier,
                     const EvalOptions& opts, CUstream stream, EvalResult r);
 
+// What a process needs to evaluate candidates of one bundle: the task on the device (current context), the
+// compiler with the kernel cache, the verifier and a stream of its own. `kforge evaluate` and `kforge worker`.
+struct TaskSession {
+  explicit TaskSession(Bundle b);
+  ~TaskSession();
+  TaskSession(const TaskSession&) = delete;
+  TaskSession& operator=(const TaskSession&) = delete;
+  Bundle bundle;
+  DeviceTask task;
+  Compiler compiler;
+  Verifier verifier;
+  CUstream stream = nullptr;
+};
+
 // Bytes a task must move at least: its inputs and params read once, its outputs written once.
 int64_t min_bytes(const Graph& g);
 

@@ -11,12 +11,21 @@
 #include <chrono>
 #include <cstring>
 
+#include "env/memory_cgroup.h"
+#include "env/process_tree.h"
+#include "env/seccomp_filter.h"
 #include "ir/error.h"
 
 namespace kforge {
 
 std::string SandboxResult::cause() const {
   if (timed_out) return "timed out after " + std::to_string(seconds).substr(0, 5) + " s";
+  if (memory_exceeded > memory_limit)  // seen by the watchdog
+    return "memory limit exceeded (" + std::to_string(memory_exceeded >> 20) + " MiB > limit " +
+           std::to_string(memory_limit >> 20) + " MiB)";
+  if (memory_exceeded)  // the kernel's cgroup limit: usage never passes it
+    return "memory limit exceeded (reached the limit of " + std::to_string(memory_limit >> 20) + " MiB; the kernel stopped it)";
+  if (signal == SIGSYS) return "killed by signal 31 (Bad system call): a system call the sandbox forbids (seccomp)";
   if (signal) return "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
   if (exit_code == 0) return "exited normally";
   return "exited with code " + std::to_string(exit_code);
@@ -24,12 +33,17 @@ std::string SandboxResult::cause() const {
 
 namespace {
 
+constexpr int kSeccompFd = 3;  // where bwrap finds the filter in the child (`--seccomp 3`)
+
 std::vector<std::string> bwrap_argv(const std::vector<std::string>& argv, const SandboxOptions& o) {
   std::vector<std::string> a = {o.bwrap, "--ro-bind", "/", "/", "--proc", "/proc", "--tmpfs", "/tmp",
                                 "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"};
-  if (o.gpu) a.insert(a.end(), {"--dev-bind", "/dev", "/dev"});
+  // The GPU's device nodes, but a private /dev/shm: the host's is writable shared memory (and may hold the
+  // service's own folders); what a job must read there is bound read-only below.
+  if (o.gpu) a.insert(a.end(), {"--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm"});
   else a.insert(a.end(), {"--dev", "/dev"});
   if (o.network) a.push_back("--share-net");
+  if (o.seccomp) a.insert(a.end(), {"--seccomp", std::to_string(kSeccompFd)});
   for (auto& [k, v] : o.env) a.insert(a.end(), {"--setenv", k, v});
   for (auto& p : o.read_only) a.insert(a.end(), {"--ro-bind", p, p});
   if (!o.scratch_dir.empty()) a.insert(a.end(), {"--bind", o.scratch_dir, o.scratch_dir, "--chdir", o.scratch_dir});
@@ -38,12 +52,25 @@ std::vector<std::string> bwrap_argv(const std::vector<std::string>& argv, const 
   return a;
 }
 
-// In the child, between fork and exec: only async-signal-safe calls.
-[[noreturn]] void exec_child(const std::vector<std::string>& full, const SandboxOptions& o, int in_fd, int out_fd, int err_fd) {
+[[noreturn]] void fail_in_child(const char* msg, int code) {
+  (void)!write(2, msg, strlen(msg));
+  _exit(code);
+}
+
+// In the child, between fork and exec: only async-signal-safe calls (the service forks from many threads).
+[[noreturn]] void exec_child(const std::vector<std::string>& full, const SandboxOptions& o, const int fds[3],
+                             int seccomp_fd, const std::vector<sock_filter>& filter, const char* cgroup_procs) {
   setpgid(0, 0);
-  dup2(in_fd, 0);
-  dup2(out_fd, 1);
-  dup2(err_fd, 2);
+  if (cgroup_procs) {  // first, while still allowed to write there; bwrap and the command inherit it
+    int fd = open(cgroup_procs, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, "0", 1) != 1) fail_in_child("sandbox: cannot join the memory cgroup\n", 126);
+    close(fd);
+  }
+  for (int i = 0; i < 3; ++i) dup2(fds[i], i);  // dup2 clears close-on-exec on the copies
+  if (seccomp_fd >= 0) {
+    if (seccomp_fd == kSeccompFd) fcntl(kSeccompFd, F_SETFD, 0);
+    else dup2(seccomp_fd, kSeccompFd);
+  }
   auto limit = [](int res, rlim_t v) {
     rlimit r{v, v};
     setrlimit(res, &r);
@@ -51,68 +78,106 @@ std::vector<std::string> bwrap_argv(const std::vector<std::string>& argv, const 
   limit(RLIMIT_CORE, 0);
   limit(RLIMIT_FSIZE, rlim_t(o.max_file_bytes));
   limit(RLIMIT_NPROC, rlim_t(o.max_processes));
-  if (!o.gpu) limit(RLIMIT_AS, rlim_t(o.memory_bytes));
+  if (o.address_space_bytes > 0) limit(RLIMIT_AS, rlim_t(o.address_space_bytes));
   if (geteuid() == 0 && o.uid != 0) {  // root ignores RLIMIT_NPROC and may write anywhere: drop to the sandbox user
     setgroups(0, nullptr);
-    if (setgid(o.gid) != 0 || setuid(o.uid) != 0) {
-      const char msg[] = "sandbox: cannot drop privileges\n";
-      (void)!write(2, msg, sizeof msg - 1);
-      _exit(126);
-    }
+    if (setgid(o.gid) != 0 || setuid(o.uid) != 0) fail_in_child("sandbox: cannot drop privileges\n", 126);
   }
+  // Without bubblewrap the filter goes on here, last, so that the calls above are not filtered.
+  if (!o.namespaces && o.seccomp && !install_sandbox_seccomp(filter))
+    fail_in_child("sandbox: the kernel refused the seccomp filter\n", 126);
   std::vector<char*> args;
   for (auto& s : full) args.push_back(const_cast<char*>(s.c_str()));
   args.push_back(nullptr);
   execvp(args[0], args.data());
-  const char msg[] = "sandbox: cannot run the command (is bubblewrap installed? Debian: bubblewrap)\n";
-  (void)!write(2, msg, sizeof msg - 1);
-  _exit(127);
+  fail_in_child("sandbox: cannot run the command (is bubblewrap installed? Debian: bubblewrap)\n", 127);
+}
+
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The memory watchdog's one look: kills the tree and records the cause when it holds too much. Not
+// needed where a cgroup has the kernel enforce the limit.
+bool over_memory_limit(const SandboxedProcess& p, const SandboxOptions& o, SandboxResult& r) {
+  if (o.memory_bytes <= 0 || p.cgroup) return false;
+  int64_t rss = tree_resident_bytes(p.pid);
+  if (rss <= o.memory_bytes) return false;
+  r.memory_exceeded = rss;
+  r.memory_limit = o.memory_bytes;
+  kill_tree(p.pid);
+  return true;
+}
+
+// Whether the child has exited, leaving it to be reaped.
+bool has_exited(pid_t pid) {
+  siginfo_t info{};
+  return waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != 0;
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
 }
 
 }  // namespace
 
-SandboxResult run_sandboxed(const std::vector<std::string>& argv, const SandboxOptions& o, const std::string& stdin_data) {
+SandboxedProcess spawn_sandboxed(const std::vector<std::string>& argv, const SandboxOptions& o) {
   if (argv.empty()) throw UserError("sandbox: empty command");
   auto full = o.namespaces ? bwrap_argv(argv, o) : argv;
+  const auto& filter = sandbox_seccomp_program(o.network);  // built here: the child may not allocate
+  std::shared_ptr<MemoryCgroup> cgroup;
+  if (!o.cgroup_parent.empty() && o.memory_bytes > 0) {
+    std::string why;
+    cgroup = MemoryCgroup::create(o.cgroup_parent, o.memory_bytes, why);
+    if (!cgroup) throw UserError("sandbox: memory cgroup: " + why);
+  }
+  int seccomp_fd = o.namespaces && o.seccomp ? sandbox_seccomp_fd(filter) : -1;
   int in_p[2], out_p[2], err_p[2];
-  if (pipe(in_p) || pipe(out_p) || pipe(err_p)) throw UserError(std::string("sandbox: pipe failed: ") + strerror(errno));
-  auto t0 = std::chrono::steady_clock::now();
+  if (pipe2(in_p, O_CLOEXEC) || pipe2(out_p, O_CLOEXEC) || pipe2(err_p, O_CLOEXEC))
+    throw UserError(std::string("sandbox: pipe failed: ") + strerror(errno));
   pid_t pid = fork();
   if (pid < 0) throw UserError(std::string("sandbox: fork failed: ") + strerror(errno));
   if (pid == 0) {
-    close(in_p[1]);
-    close(out_p[0]);
-    close(err_p[0]);
-    exec_child(full, o, in_p[0], out_p[1], err_p[1]);
+    int fds[3] = {in_p[0], out_p[1], err_p[1]};
+    exec_child(full, o, fds, seccomp_fd, filter, cgroup ? cgroup->procs_file().c_str() : nullptr);
   }
   setpgid(pid, pid);  // also here: no race with the child's own call
+  if (seccomp_fd >= 0) close(seccomp_fd);
   close(in_p[0]);
   close(out_p[1]);
   close(err_p[1]);
-  if (!stdin_data.empty()) (void)!write(in_p[1], stdin_data.data(), stdin_data.size());
-  close(in_p[1]);
+  return {pid, in_p[1], out_p[0], err_p[0], cgroup};
+}
 
-  SandboxResult r;
-  pollfd fds[2] = {{out_p[0], POLLIN, 0}, {err_p[0], POLLIN, 0}};
+PumpStop pump_output(const SandboxedProcess& p, const SandboxOptions& o, double timeout_s, SandboxResult& r,
+                     const std::function<bool(const std::string&)>& enough) {
+  auto t0 = std::chrono::steady_clock::now();
+  pollfd fds[2] = {{p.out, POLLIN, 0}, {p.err, POLLIN, 0}};
   std::string* bufs[2] = {&r.out, &r.err};
-  int open_fds = 2;
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-  while (open_fds > 0) {
-    double left = o.timeout_s - elapsed();
+  auto last_memory_check = t0 - std::chrono::seconds(1);
+  for (;;) {
+    if (enough && enough(r.out)) return PumpStop::enough;
+    if (fds[0].fd < 0 && fds[1].fd < 0) return PumpStop::closed;
+    double left = timeout_s - since(t0);
     if (left <= 0) {
       r.timed_out = true;
-      break;
+      kill_tree(p.pid);
+      return PumpStop::timed_out;
     }
-    int n = poll(fds, 2, int(std::min(left, 0.5) * 1000) + 1);
-    if (n < 0 && errno != EINTR) break;
+    if (o.memory_bytes > 0 && since(last_memory_check) >= 0.02) {
+      last_memory_check = std::chrono::steady_clock::now();
+      if (over_memory_limit(p, o, r)) return PumpStop::memory;
+    }
+    double wait_s = std::min(left, o.memory_bytes > 0 ? 0.02 : 0.5);
+    int n = poll(fds, 2, int(wait_s * 1000) + 1);
+    if (n < 0 && errno != EINTR) return PumpStop::closed;
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       char buf[65536];
       ssize_t got = read(fds[i].fd, buf, sizeof buf);
       if (got <= 0) {
-        close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
+        fds[i].fd = -1;  // the caller closes it (end_sandboxed)
         continue;
       }
       size_t room = o.max_output_bytes > bufs[i]->size() ? o.max_output_bytes - bufs[i]->size() : 0;
@@ -120,30 +185,53 @@ SandboxResult run_sandboxed(const std::vector<std::string>& argv, const SandboxO
       bufs[i]->append(buf, std::min(size_t(got), room));
     }
   }
-  if (r.timed_out) kill(-pid, SIGKILL);  // bwrap's group; its PID namespace dies with it
-  for (auto& f : fds)
-    if (f.fd >= 0) close(f.fd);
+}
+
+void end_sandboxed(SandboxedProcess& p, const SandboxOptions& o, SandboxResult& r) {
+  close_fd(p.in);
+  close_fd(p.out);
+  close_fd(p.err);
+  if (p.pid <= 0) return;
   int status = 0;
-  if (!r.timed_out) {
-    // Output closed; the process should be exiting. Wait within what is left of the timeout.
-    while (waitpid(pid, &status, WNOHANG) == 0) {
-      if (elapsed() > o.timeout_s) {
+  if (waitpid(p.pid, &status, WNOHANG) == 0) {
+    kill_tree(p.pid);
+    waitpid(p.pid, &status, 0);
+  }
+  p.pid = -1;
+  if (p.cgroup && p.cgroup->oom_killed()) {  // the kernel enforced the limit
+    r.memory_exceeded = p.cgroup->peak_bytes();
+    r.memory_limit = o.memory_bytes;
+  }
+  p.cgroup.reset();  // kills stragglers, removes the cgroup
+  if (r.timed_out || r.memory_exceeded) return;  // we killed it; its status says nothing more
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  // bwrap reports a child killed by signal N as exit code 128 + N (a program that itself exits with
+  // such a code reads the same).
+  if (o.namespaces && r.exit_code > 128 && r.exit_code < 128 + 65) r.signal = r.exit_code - 128, r.exit_code = -1;
+}
+
+SandboxResult run_sandboxed(const std::vector<std::string>& argv, const SandboxOptions& o, const std::string& stdin_data) {
+  auto t0 = std::chrono::steady_clock::now();
+  SandboxedProcess p = spawn_sandboxed(argv, o);
+  if (!stdin_data.empty()) (void)!write(p.in, stdin_data.data(), stdin_data.size());
+  close_fd(p.in);
+  SandboxResult r;
+  if (pump_output(p, o, o.timeout_s, r) == PumpStop::closed) {
+    // Output closed; the process should be exiting. Wait within what is left of the timeout, still
+    // watching memory (a process may close its streams and go on allocating).
+    for (int polls = 0; !has_exited(p.pid); ++polls) {
+      if (since(t0) > o.timeout_s) {
         r.timed_out = true;
-        kill(-pid, SIGKILL);
+        kill_tree(p.pid);
         break;
       }
+      if (polls % 20 == 0 && over_memory_limit(p, o, r)) break;
       usleep(1000);
     }
   }
-  if (r.timed_out) waitpid(pid, &status, 0);
-  r.seconds = elapsed();
-  if (!r.timed_out) {
-    if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-    // bwrap reports a child killed by signal N as exit code 128 + N (a program that itself exits with
-    // such a code reads the same).
-    if (o.namespaces && r.exit_code > 128 && r.exit_code < 128 + 65) r.signal = r.exit_code - 128, r.exit_code = -1;
-  }
+  end_sandboxed(p, o, r);
+  r.seconds = since(t0);
   return r;
 }
 

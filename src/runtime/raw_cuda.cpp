@@ -1,13 +1,15 @@
 #include "runtime/raw_cuda.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <cstring>
 #include <fstream>
+#include <thread>
 
 #include "codegen/lower.h"
-#include "env/sandbox.h"
 #include "ir/error.h"
 
 namespace kforge {
@@ -25,24 +27,34 @@ RawCudaBuild build_raw_cuda(const std::string& source, const RawCudaOptions& o) 
     return b;
   }
   fs::create_directories(dir);
+  SandboxOptions so = o.sandbox;
+  so.timeout_s = o.timeout_s;
+  so.scratch_dir = dir.string();
+  if (geteuid() == 0 && so.uid != 0 && chown(dir.c_str(), so.uid, so.gid) != 0)
+    throw UserError("cannot hand " + dir.string() + " to the sandbox user: " + strerror(errno));
   std::ofstream(dir / "candidate.cu") << source;
+  // A name of this build's own: two builds of one source (a resubmitted candidate) may run at once.
+  std::string tmp = "candidate.so." + std::to_string(getpid()) + "." + std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
   std::vector<std::string> argv = {o.nvcc};
   argv.insert(argv.end(), o.flags.begin(), o.flags.end());
-  argv.insert(argv.end(), {"-o", (dir / "candidate.so.tmp").string(), (dir / "candidate.cu").string()});
-  SandboxOptions so;  // rlimits and a timeout; the compiler itself is trusted, its input is not
-  so.timeout_s = o.timeout_s;
-  so.namespaces = false;
-  so.uid = 0;
-  so.memory_bytes = 16LL << 30;
+  argv.insert(argv.end(), {"-o", (dir / tmp).string(), (dir / "candidate.cu").string()});
   auto t0 = std::chrono::steady_clock::now();
   SandboxResult r = run_sandboxed(argv, so);
   b.millis = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   b.log = r.out + r.err;
+  if (!r.ok() && fs::exists(b.so_path)) {  // a concurrent build of the same source finished first
+    std::error_code ignored;
+    fs::remove(dir / tmp, ignored);
+    b.ok = b.cache_hit = true;
+    return b;
+  }
   if (!r.ok()) {
     b.log = "nvcc " + r.cause() + ":\n" + b.log;
     return b;
   }
-  fs::rename(dir / "candidate.so.tmp", b.so_path);
+  fs::rename(dir / tmp, b.so_path);
+  if (geteuid() == 0 && so.uid != 0)  // built: no later sandbox may change it
+    for (const fs::path& p : {dir, fs::path(b.so_path)}) (void)!chown(p.c_str(), 0, 0);
   b.ok = true;
   return b;
 }

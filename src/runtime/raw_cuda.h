@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "env/sandbox.h"
 #include "ir/graph.h"
 #include "runtime/executable.h"
 
@@ -22,6 +23,16 @@ struct RawCudaOptions {
   // Add "-lcublas" (and an rpath to the CUDA libraries) for candidates that call cuBLAS.
   std::vector<std::string> flags = {"-O3", "-arch=sm_90", "-shared", "-Xcompiler", "-fPIC"};
   double timeout_s = 300;           // compile time limit
+  // Where nvcc runs: the compiler is trusted, its input is not. The default keeps the caller's user and
+  // file system (seccomp, memory and time limits only); the service passes its bubblewrap sandbox, and
+  // the candidate's cache folder, the only writable one, is handed to the sandbox user for the build.
+  SandboxOptions sandbox = [] {
+    SandboxOptions s;
+    s.namespaces = false;
+    s.uid = 0;
+    s.memory_bytes = 16LL << 30;  // resident; nvcc's front end can need several GiB on big templates
+    return s;
+  }();
 };
 
 struct RawCudaBuild {

@@ -8,7 +8,7 @@ namespace kforge {
 namespace {
 using Stmt = SqlStatement;
 
-constexpr const char* kJobColumns = "id, task_id, kind, payload, status, result, error, created, started, finished";
+constexpr const char* kJobColumns = "id, task_id, kind, payload, status, result, error, created, started, finished, artifact";
 
 Job read_job(Stmt& st) {
   Job j;
@@ -22,6 +22,7 @@ Job read_job(Stmt& st) {
   j.created = st.col_text(7);
   j.started = st.col_text(8);
   j.finished = st.col_text(9);
+  j.artifact = st.col_text(10);
   return j;
 }
 }  // namespace
@@ -40,8 +41,14 @@ JobStore::JobStore(const std::string& path) : path_(path) {
   exec("CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, task_id INTEGER, kind TEXT, payload TEXT, "
        "status TEXT, result TEXT, error TEXT, created TEXT DEFAULT (datetime('now')), started TEXT, finished TEXT)");
   exec("CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs(status, id)");
-  // A job that was running when the service died never finished: run it again.
-  exec("UPDATE jobs SET status = 'queued', started = NULL WHERE status = 'running'");
+  sqlite3_stmt* probe = nullptr;  // job databases from before the compile stage lack the column
+  if (sqlite3_prepare_v2(db_, "SELECT artifact FROM jobs LIMIT 0", -1, &probe, nullptr) != SQLITE_OK)
+    exec("ALTER TABLE jobs ADD COLUMN artifact TEXT");
+  sqlite3_finalize(probe);
+  // A job that was compiling or running when the service died never finished: run it again (a built
+  // candidate keeps its shared object).
+  exec("UPDATE jobs SET status = CASE WHEN artifact IS NOT NULL AND artifact != '' THEN 'compiled' ELSE 'queued' END, "
+       "started = NULL WHERE status IN ('running', 'compiling')");
   requeued_ = sqlite3_changes(db_);
 }
 
@@ -73,16 +80,37 @@ int64_t JobStore::submit(int64_t task_id, const std::string& kind, const std::st
   return sqlite3_last_insert_rowid(db_);
 }
 
-std::optional<Job> JobStore::claim() {
+std::optional<Job> JobStore::claim_where(const std::string& condition, const std::string& new_status) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt st(db_, "UPDATE jobs SET status = 'running', started = datetime('now') WHERE id = "
-               "(SELECT id FROM jobs WHERE status = 'queued' ORDER BY id LIMIT 1) RETURNING id");
+  Stmt st(db_, "UPDATE jobs SET status = '" + new_status + "', started = COALESCE(started, datetime('now')) WHERE id = "
+               "(SELECT id FROM jobs WHERE " + condition + " ORDER BY id LIMIT 1) RETURNING id");
   if (sqlite3_step(st.s) != SQLITE_ROW) return std::nullopt;
   int64_t id = sqlite3_column_int64(st.s, 0);
   Stmt get(db_, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?");
   get.integer(1, id);
   sqlite3_step(get.s);
   return read_job(get);
+}
+
+std::optional<Job> JobStore::claim(bool schedules) {
+  return claim_where(std::string("(status = 'queued' AND kind != 'cuda'") + (schedules ? "" : " AND kind != 'schedule'") +
+                         ") OR status = 'compiled'", "running");
+}
+
+std::optional<Job> JobStore::claim_compile() { return claim_where("status = 'queued' AND kind = 'cuda'", "compiling"); }
+
+void JobStore::compiled(int64_t id, const std::string& artifact) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt st(db_, "UPDATE jobs SET status = 'compiled', artifact = ? WHERE id = ?");
+  st.text(1, artifact).integer(2, id);
+  sqlite3_step(st.s);
+}
+
+void JobStore::requeue(int64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt st(db_, "UPDATE jobs SET status = 'queued', artifact = NULL, started = NULL WHERE id = ?");
+  st.integer(1, id);
+  sqlite3_step(st.s);
 }
 
 void JobStore::finish(int64_t id, bool ok, const std::string& result_json, const std::string& error) {

@@ -1,7 +1,9 @@
 // The service's durable state (SQLite): registered tasks and submitted jobs with their status and
-// results. A job is claimed by moving it from `queued` to `running` in one statement, so two workers never
-// take the same job; on open, jobs a crashed service left `running` go back to `queued`: a restart loses
-// none.
+// results. A job's life: queued -> running -> done | failed; a raw CUDA job (kind "cuda") is first built on
+// the CPU: queued -> compiling -> compiled (its shared object in `artifact`) -> running. A job is claimed by
+// moving it to its next status in one statement, so two workers never take the same job; on open, jobs a
+// crashed service left `compiling` or `running` go back to `queued` (or to `compiled`, when built): a
+// restart loses none.
 #pragma once
 #include <sqlite3.h>
 
@@ -15,7 +17,7 @@ namespace kforge {
 
 struct Job {
   int64_t id = 0, task_id = 0;
-  std::string kind, payload, status, result, error, created, started, finished;
+  std::string kind, payload, status, result, error, created, started, finished, artifact;
   nlohmann::json to_json() const;
 };
 
@@ -34,7 +36,11 @@ class JobStore {
   int64_t add_task(const std::string& name, const std::string& bundle_dir);
   std::optional<TaskRecord> task(int64_t id);
   int64_t submit(int64_t task_id, const std::string& kind, const std::string& payload);
-  std::optional<Job> claim();  // oldest queued job, now running
+  // Oldest job ready for the GPU (queued, or compiled), now running; schedules only when `schedules`.
+  std::optional<Job> claim(bool schedules = true);
+  std::optional<Job> claim_compile();  // oldest queued raw CUDA job, now compiling
+  void compiled(int64_t id, const std::string& artifact);
+  void requeue(int64_t id);            // back to queued, artifact dropped (it went missing)
   void finish(int64_t id, bool ok, const std::string& result_json, const std::string& error);
   std::optional<Job> job(int64_t id);
   std::vector<Job> list(const std::string& status, int limit);
@@ -43,6 +49,7 @@ class JobStore {
 
  private:
   void exec(const std::string& sql);
+  std::optional<Job> claim_where(const std::string& condition, const std::string& new_status);
   std::mutex mu_;
   sqlite3* db_ = nullptr;
   std::string path_;

@@ -18,6 +18,11 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   s->add_option("--workers", a.workers, "workers (one per GPU; 0 = queue only)");
   s->add_option("--max-queue", a.max_queue, "queued jobs before new ones are refused (429)");
   s->add_option("--job-timeout", a.job_timeout_s, "seconds a job may run");
+  s->add_option("--slots-per-gpu", a.slots_per_gpu, "evaluation processes per GPU (one is checked and timed while the others load)");
+  s->add_option("--compile-workers", a.compile_workers, "parallel nvcc builds of raw CUDA candidates (on the CPU cores)");
+  s->add_option("--memory-limit", a.memory_mib, "resident memory (MiB) a job's processes may hold together");
+  s->add_option("--memory-cgroup", a.memory_cgroup, "a delegated cgroup v2 folder (memory controller enabled for its children): "
+                "the kernel enforces --memory-limit; default: a watchdog polls the processes' resident memory");
   s->add_option("--max-body", a.max_body, "largest request body in bytes (413 beyond)");
   s->add_option("--sandbox-user", a.sandbox_user, "user the sandboxed jobs run as (needs read access to python and torch)");
   return s;
@@ -33,6 +38,10 @@ int run_serve(const ServeArgs& a, const char* argv0) {
   o.python_dir = KFORGE_PYTHON_DIR;
   o.sandbox.timeout_s = a.job_timeout_s;
   o.sandbox.gpu = true;
+  o.sandbox.memory_bytes = a.memory_mib << 20;
+  o.sandbox.cgroup_parent = a.memory_cgroup;
+  o.compile_workers = a.compile_workers;
+  o.slots_per_gpu = a.slots_per_gpu;
   passwd* pw = getpwnam(a.sandbox_user.c_str());
   if (!pw) throw UserError("no user '" + a.sandbox_user + "' for the sandbox");
   o.sandbox.uid = pw->pw_uid;

@@ -7,11 +7,12 @@ namespace kforge {
 
 struct ServeArgs {
   std::string host = "127.0.0.1", work_dir = "kforge_service";
-  int port = 8080, workers = 1;
+  int port = 8080, workers = 1, slots_per_gpu = 2, compile_workers = 2;
+  int64_t memory_mib = 32768;
   int64_t max_queue = 256;
   double job_timeout_s = 300;
   size_t max_body = 8 << 20;
-  std::string sandbox_user = "nobody";
+  std::string sandbox_user = "nobody", memory_cgroup;
 };
 
 CLI::App* add_serve_command(CLI::App& app, ServeArgs& a);

@@ -1,11 +1,15 @@
 #include "server/service.h"
 
+#include <signal.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "env/bundle.h"
+#include "env/verify.h"
 #include "ir/error.h"
+#include "runtime/compiler.h"
 
 namespace kforge {
 
@@ -23,6 +27,7 @@ fs::path scratch(const fs::path& p) {
 }  // namespace
 
 Service::Service(ServiceOptions opts) : opts_(std::move(opts)), store_((scratch(opts_.work_dir) / "jobs.db").string()) {
+  signal(SIGPIPE, SIG_IGN);  // a worker that died mid-job is a failed write, not the service's end
   // The sandbox's /tmp is private: the kforge binary and the Python bridge stay visible wherever they live.
   for (const std::string& p : {fs::path(opts_.kforge_exe).parent_path().string(), opts_.python_dir})
     if (!p.empty() && fs::exists(p)) opts_.sandbox.read_only.push_back(p);
@@ -34,18 +39,42 @@ Service::Service(ServiceOptions opts) : opts_(std::move(opts)), store_((scratch(
   if (!r.ok())
     throw UserError("service folder " + o.scratch_dir + " is not reachable by the sandbox user (uid " +
                     std::to_string(o.uid) + "): make the folders above it searchable (" + tail(r.err, 300) + ")");
-  for (int i = 0; i < opts_.workers; ++i) threads_.emplace_back([this] { worker_loop(); });
+  // Caches. nvrtc/: kernels of trusted code (the verifier, the generator's plans), written by the service
+  // and the persistent workers only; fresh processes of untrusted candidates see it read-only. raw/: the
+  // compile pool's shared objects, each folder handed to the sandbox user for its build only.
+  cache_dir_ = fs::absolute(fs::path(opts_.work_dir) / "cache");
+  scratch(cache_dir_ / "nvrtc");
+  fs::create_directories(cache_dir_ / "raw");
+  try {  // the verifier every evaluation loads: compiled once here, not once per fresh process
+    Compiler({"sm_90", (cache_dir_ / "nvrtc").string(), {}}).compile(verification_source(), "kf_compare");
+  } catch (const std::exception&) {  // no NVRTC: each process compiles it itself
+  }
+  for (int gpu = 0; gpu < opts_.workers; ++gpu) {
+    std::ofstream(gpu_lock(gpu)).flush();  // readable by the sandbox user: flock needs no more
+    for (int slot = 0; slot < std::max(1, opts_.slots_per_gpu); ++slot)
+      threads_.emplace_back([this, gpu, slot] { worker_loop(gpu, slot); });
+  }
+  if (opts_.workers > 0 && opts_.compile_workers > 0) {
+    RawCudaOptions build;
+    build.cache_dir = (cache_dir_ / "raw").string();
+    build.timeout_s = opts_.compile_timeout_s;
+    build.sandbox = opts_.sandbox;
+    build.sandbox.gpu = false;  // nvcc needs no device
+    compile_pool_ = std::make_unique<CompilePool>(store_, build, opts_.compile_workers, [this] { cv_.notify_one(); });
+  }
 }
 
 Service::~Service() {
   stopping_ = true;
   cv_.notify_all();
+  compile_pool_.reset();
   for (auto& t : threads_) t.join();
 }
 
 nlohmann::json Service::health() {
   return {{"status", "ok"}, {"workers", opts_.workers}, {"busy", busy_.load()}, {"queued", store_.count("queued")},
-          {"running", store_.count("running")}, {"done", store_.count("done")}, {"failed", store_.count("failed")},
+          {"running", store_.count("running")},
+          {"compiling", store_.count("compiling")}, {"compiled", store_.count("compiled")}, {"done", store_.count("done")}, {"failed", store_.count("failed")},
           {"max_queue", opts_.max_queue}, {"requeued_on_start", store_.requeued_on_open()}};
 }
 
@@ -80,24 +109,28 @@ TaskRecord Service::import_problem(const std::string& problem_path) {
 }
 
 int64_t Service::submit(int64_t task_id, const std::string& kind, const std::string& payload) {
-  if (store_.count("queued") >= opts_.max_queue)
+  if (store_.count("queued") + store_.count("compiling") + store_.count("compiled") >= opts_.max_queue)
     throw QueueFull("the queue holds " + std::to_string(opts_.max_queue) + " jobs; retry later");
   int64_t id = store_.submit(task_id, kind, payload);
   cv_.notify_one();
   return id;
 }
 
-void Service::worker_loop() {
+std::string Service::gpu_lock(int gpu) const { return (cache_dir_ / ("gpu" + std::to_string(gpu) + ".lock")).string(); }
+
+void Service::worker_loop(int gpu, int slot) {
+  std::unique_ptr<PlanWorkerProcess> plan_worker;  // slot 0's persistent worker, for one task at a time
+  int64_t plan_worker_task = -1;
   while (!stopping_) {
-    std::optional<Job> job = store_.claim();
+    std::optional<Job> job = store_.claim(slot == 0);
     if (!job) {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, std::chrono::milliseconds(500));
+      cv_.wait_for(lock, std::chrono::milliseconds(100));
       continue;
     }
     ++busy_;
     try {
-      run_job(*job);
+      run_job(*job, gpu, plan_worker, plan_worker_task);
     } catch (const std::exception& e) {  // the service outlives any job
       store_.finish(job->id, false, "", std::string("worker error: ") + e.what());
     }
@@ -105,42 +138,82 @@ void Service::worker_loop() {
   }
 }
 
-void Service::run_job(const Job& job) {
+SandboxOptions Service::job_sandbox(const fs::path& dir, const TaskRecord& task, int gpu) const {
+  SandboxOptions o = opts_.sandbox;
+  o.scratch_dir = dir.string();
+  o.read_only.push_back(task.bundle_dir);
+  o.read_only.push_back(cache_dir_.string());
+  o.env.push_back({"KFORGE_CACHE", (cache_dir_ / "nvrtc").string()});
+  o.env.push_back({"PYTHONPATH", opts_.python_dir});
+  if (opts_.workers > 1) o.env.push_back({"CUDA_VISIBLE_DEVICES", std::to_string(gpu)});
+  return o;
+}
+
+void Service::run_job(const Job& job, int gpu, std::unique_ptr<PlanWorkerProcess>& plan_worker, int64_t& plan_worker_task) {
   auto task = store_.task(job.task_id);
   if (!task) {
     store_.finish(job.id, false, "", "task " + std::to_string(job.task_id) + " no longer exists");
     return;
   }
-  fs::path dir = scratch(fs::absolute(fs::path(opts_.work_dir) / "jobs" / std::to_string(job.id)));
-  fs::path input = dir / (job.kind + ".json"), result = dir / "result.json";
-  std::ofstream(input) << job.payload;
-  auto payload = nlohmann::json::parse(job.payload);
-  std::vector<std::string> extra;
-  if (job.kind == "cuda" || job.kind == "modelnew") {  // the payload carries the source file's text
-    input = dir / (job.kind == "cuda" ? "candidate.cu" : "candidate.py");
-    std::ofstream(input) << payload.value("source", "");
-    if (job.kind == "modelnew") extra = {"--rules", payload.value("rules", "none")};
+  if (job.kind != "schedule") {
+    fs::path dir = scratch(fs::absolute(fs::path(opts_.work_dir) / "jobs" / std::to_string(job.id)));
+    run_fresh(job, *task, gpu, job_sandbox(dir, *task, gpu));
+    return;
   }
+  if (!plan_worker || plan_worker_task != task->id) {  // one task on the device at a time
+    SandboxOptions o = job_sandbox(cache_dir_ / "nvrtc", *task, gpu);  // trusted: may fill the kernel cache
+    plan_worker = std::make_unique<PlanWorkerProcess>(
+        std::vector<std::string>{opts_.kforge_exe, "worker", task->bundle_dir, "--gpu-lock", gpu_lock(gpu)}, o);
+    plan_worker_task = task->id;
+  }
+  PlanWorkerProcess::Answer a = plan_worker->evaluate({{"schedule", nlohmann::json::parse(job.payload)}});
+  if (copy_gbs_ == 0) copy_gbs_ = plan_worker->copy_gbs();
+  if (a.ok) store_.finish(job.id, true, a.result.dump(), "");
+  else store_.finish(job.id, false, "", "evaluation failed: " + a.error);
+}
+
+void Service::run_fresh(const Job& job, const TaskRecord& task, int gpu, SandboxOptions o) {
+  fs::path dir = o.scratch_dir;
+  auto payload = nlohmann::json::parse(job.payload);
+  fs::path result = dir / "result.json";
   fs::remove(result);
-  SandboxOptions o = opts_.sandbox;
-  o.scratch_dir = dir.string();
-  o.read_only.push_back(task->bundle_dir);
-  o.env.push_back({"KFORGE_CACHE", (dir / "cache").string()});  // per job: no candidate can poison another's cache
-  std::vector<std::string> argv = {opts_.kforge_exe, "evaluate", task->bundle_dir, "--" + job.kind, input.string(),
-                                   "-o", result.string()};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  o.env.push_back({"PYTHONPATH", opts_.python_dir});
+  std::vector<std::string> argv = {opts_.kforge_exe, "evaluate", task.bundle_dir, "-o", result.string(), "--gpu-lock", gpu_lock(gpu)};
+  if (job.kind == "plan") {
+    std::ofstream(dir / "plan.json") << job.payload;
+    argv.insert(argv.end(), {"--plan", (dir / "plan.json").string()});
+  } else if (job.kind == "cuda") {
+    if (!fs::exists(job.artifact)) {  // the cache was cleared under a compiled job: build it again
+      store_.requeue(job.id);
+      return;
+    }
+    argv.insert(argv.end(), {"--so", job.artifact});
+  } else if (job.kind == "modelnew") {
+    std::ofstream(dir / "candidate.py") << payload.value("source", "");
+    argv.insert(argv.end(), {"--modelnew", (dir / "candidate.py").string(), "--rules", payload.value("rules", "none")});
+    o.env.push_back({"TORCH_EXTENSIONS_DIR", (dir / "torch_extensions").string()});  // load_inline builds here
+    // The reference model comes from the problem file the bundle was imported from: show its folder.
+    fs::path source = load_bundle(task.bundle_dir).task.value("source", "");
+    if (!source.empty() && fs::exists(source)) o.read_only.push_back(fs::absolute(source).parent_path().string());
+  } else {
+    store_.finish(job.id, false, "", "unknown job kind '" + job.kind + "'");
+    return;
+  }
+  if (copy_gbs_ > 0 && job.kind != "modelnew") argv.insert(argv.end(), {"--copy-gbs", std::to_string(copy_gbs_.load())});
   SandboxResult r = run_sandboxed(argv, o);
   std::ifstream in(result);
-  if (r.timed_out || !in) {
+  if ((!r.ok() && r.exit_code != 1) || !in) {  // exit 1: evaluated, not correct (the result says why)
     store_.finish(job.id, false, "", "evaluation " + r.cause() + (r.err.empty() ? "" : ":\n" + tail(r.err)));
     return;
   }
   std::stringstream ss;
   ss << in.rdbuf();
   auto parsed = nlohmann::json::parse(ss.str(), nullptr, false);
-  if (parsed.is_discarded()) store_.finish(job.id, false, "", "evaluation wrote an unreadable result (" + r.cause() + ")");
-  else store_.finish(job.id, true, parsed.dump(), "");
+  if (parsed.is_discarded()) {
+    store_.finish(job.id, false, "", "evaluation wrote an unreadable result (" + r.cause() + ")");
+    return;
+  }
+  if (copy_gbs_ == 0) copy_gbs_ = parsed.value("copy_gbs", 0.0);
+  store_.finish(job.id, true, parsed.dump(), "");
 }
 
 }  // namespace kforge

@@ -1,15 +1,26 @@
 // The environment as a service: tasks and jobs in SQLite (job_store.h), a bounded queue, and one worker
-// per GPU that runs each job as `kforge evaluate` in a sandbox (env/sandbox.h). A candidate that crashes,
-// hangs or corrupts its CUDA context takes down only its own process; the job is answered with the cause.
+// per GPU. A candidate that crashes, hangs, exceeds its memory or corrupts its CUDA context takes down only
+// its own sandboxed process (env/sandbox.h); the job is answered with the cause. Where each kind runs:
+//   schedule  the built-in generator's plans are trusted: a persistent `kforge worker` per GPU
+//             (plan_worker_process.h) keeps the task on the device, so a job costs milliseconds of overhead;
+//   cuda      built by the compile pool (compile_pool.h) on the CPU cores while the GPU is busy with
+//             earlier jobs, then `kforge evaluate --so` in a fresh sandboxed process;
+//   plan, modelnew  untrusted code: `kforge evaluate` in a fresh sandboxed process.
+// Untrusted code never shares a process with a later job: it could tamper with what that job is checked
+// against.
 #pragma once
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "env/sandbox.h"
+#include "server/compile_pool.h"
 #include "server/job_store.h"
+#include "server/plan_worker_process.h"
 
 namespace kforge {
 
@@ -21,6 +32,11 @@ struct ServiceOptions {
   std::string kforge_exe;                   // the binary the sandboxed workers run
   std::string python_dir;                   // PYTHONPATH for imports of problem files
   SandboxOptions sandbox;                   // per job; scratch_dir is set to the job's folder
+  // Evaluation processes per GPU: while one is checked and timed (they take turns, env/gpu_lock.h), the
+  // others start, create their CUDA context and upload the task. The persistent worker is one of them.
+  int slots_per_gpu = 2;
+  int compile_workers = 2;                  // parallel nvcc builds of raw CUDA candidates (0 with workers = 0)
+  double compile_timeout_s = 120;           // per build
 };
 
 class Service {
@@ -40,8 +56,12 @@ class Service {
   };
 
  private:
-  void worker_loop();
-  void run_job(const Job& job);
+  void worker_loop(int gpu, int slot);
+  void run_job(const Job& job, int gpu, std::unique_ptr<PlanWorkerProcess>& plan_worker, int64_t& plan_worker_task);
+  // `kforge evaluate` for one job in a fresh sandboxed process; finishes the job.
+  void run_fresh(const Job& job, const TaskRecord& task, int gpu, SandboxOptions o);
+  SandboxOptions job_sandbox(const std::filesystem::path& dir, const TaskRecord& task, int gpu) const;
+  std::string gpu_lock(int gpu) const;
 
   ServiceOptions opts_;
   JobStore store_;
@@ -50,6 +70,9 @@ class Service {
   std::atomic<int> busy_{0};
   std::mutex mu_;
   std::condition_variable cv_;
+  std::filesystem::path cache_dir_;
+  std::atomic<double> copy_gbs_{0};  // measured once by a worker; passed to the fresh processes
+  std::unique_ptr<CompilePool> compile_pool_;
 };
 
 }  // namespace kforge

@@ -20,9 +20,10 @@ extern "C" int kforge_forward(const void* const* inputs, const void* const* para
 }
 )CU";
 
+// A cache of the test's own: ctest runs these tests in parallel processes, and one of them empties its cache.
 RawCudaOptions options() {
   RawCudaOptions o;
-  o.cache_dir = ::testing::TempDir() + "/kforge-raw-cache";
+  o.cache_dir = ::testing::TempDir() + "/kforge-raw-cache-" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
   return o;
 }
 

@@ -4,17 +4,17 @@ cause while the service stays up. No GPU needed: without one, jobs fail with the
 import json
 import os
 import shutil
-import signal
-import socket
 import sqlite3
 import subprocess
+import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from service_client import Service, free_port  # noqa: E402  (the device scripts' client, tested here too)
 
 KFORGE = Path(os.environ.get("KFORGE_BIN", Path(__file__).resolve().parents[2] / "build" / "kforge"))
 PROBLEM = """import torch
@@ -28,43 +28,10 @@ def get_init_inputs():
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    def __init__(self, workdir: Path, *args):
-        self.port = free_port()
-        self.proc = subprocess.Popen([str(KFORGE), "serve", "--port", str(self.port), "--dir", str(workdir), *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        for _ in range(100):
-            try:
-                if self.get("/health")[0] == 200:
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("kforge serve did not start: " + self.proc.stdout.read())
-
-    def request(self, method, path, body=None, raw: bytes | None = None):
-        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method)
-        try:
-            with urllib.request.urlopen(req, timeout=30) as r:
-                return r.status, json.loads(r.read())
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"{}")
-
-    def get(self, path):
-        return self.request("GET", path)
-
-    def post(self, path, body=None, raw=None):
-        return self.request("POST", path, body, raw)
-
-    def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
+def Server(workdir: Path, *args) -> Service:
+    """kforge serve on a free port; its output goes to a log beside the service folder."""
+    workdir.parent.mkdir(parents=True, exist_ok=True)
+    return Service(str(KFORGE), workdir, workdir.parent / f"serve-{time.time_ns()}.log", *args)
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +124,7 @@ def test_a_job_is_answered_and_the_service_stays_up(server, bundle):
         time.sleep(0.1)
     assert j["status"] in ("done", "failed"), j
     if not os.path.exists("/dev/nvidia0"):
-        assert j["status"] == "failed" and "CUDA driver" in j["error"], j
+        assert j["status"] == "failed" and "CUDA driver" in j["error"], json.dumps(j)
     else:
         assert j["status"] == "done" and j["result"]["tier"] in ("strict", "relaxed", "failed"), j
     assert server.get("/health")[0] == 200
@@ -180,13 +147,72 @@ def test_restart_loses_no_job(workdir, bundle):
     task = s.post("/tasks", {"bundle": str(bundle)})[1]["task_id"]
     ids = [s.post("/jobs", {"task_id": task, "kind": "schedule", "schedule": {}})[1]["job_id"] for _ in range(3)]
     s.kill()
-    # As if the service died while a worker ran the first job.
+    # As if the service died while a worker ran the first job, the compile pool built the second (a
+    # raw CUDA job with its shared object) and was building the third.
     with sqlite3.connect(work / "jobs.db") as db:
         db.execute("UPDATE jobs SET status = 'running' WHERE id = ?", (ids[0],))
+        db.execute("UPDATE jobs SET status = 'running', kind = 'cuda', artifact = '/x/candidate.so' WHERE id = ?", (ids[1],))
+        db.execute("UPDATE jobs SET status = 'compiling', kind = 'cuda' WHERE id = ?", (ids[2],))
     s = Server(work, "--workers", "0")
     try:
         health = s.get("/health")[1]
-        assert health["queued"] == 3 and health["requeued_on_start"] == 1
-        assert [s.get(f"/jobs/{i}")[1]["status"] for i in ids] == ["queued"] * 3
+        assert health["queued"] == 2 and health["compiled"] == 1 and health["requeued_on_start"] == 3, health
+        assert [s.get(f"/jobs/{i}")[1]["status"] for i in ids] == ["queued", "compiled", "queued"]
+    finally:
+        s.kill()
+
+
+GOOD_CUDA = r"""
+#include <cuda_runtime.h>
+__global__ void copy(const float* x, float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }
+extern "C" int kforge_forward(const void* const* in, const void* const* p, void* const* out, cudaStream_t s) {
+  copy<<<1, 256, 0, s>>>((const float*)in[0], (float*)out[0], 200);
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+"""
+
+
+def wait_for(server, job, seconds=300):
+    for _ in range(seconds * 10):
+        j = server.get(f"/jobs/{job}")[1]
+        if j["status"] in ("done", "failed"):
+            return j
+        time.sleep(0.1)
+    raise AssertionError(f"job {job} unfinished: {j}")
+
+
+def test_raw_cuda_jobs_are_built_by_the_compile_pool(server, workdir, bundle):
+    task = server.post("/tasks", {"bundle": str(bundle)})[1]["task_id"]
+    bad = server.post("/jobs", {"task_id": task, "kind": "cuda", "cuda": {"source": "__global__ void k() { no_such_call(); }"}})[1]
+    good = [server.post("/jobs", {"task_id": task, "kind": "cuda", "cuda": {"source": GOOD_CUDA}})[1] for _ in range(2)]
+    j = wait_for(server, bad["job_id"])
+    assert j["status"] == "done" and not j["result"]["compiled"] and j["result"]["reward"] == -1, j
+    assert "no_such_call" in j["result"]["log"], j
+    for g in good:
+        j = wait_for(server, g["job_id"])
+        if not os.path.exists("/dev/nvidia0"):
+            assert j["status"] == "failed" and "CUDA driver" in j["error"], json.dumps(j)
+        else:
+            assert j["status"] == "done" and j["result"]["compiled"], j
+    built = list((workdir / "cache" / "raw").glob("raw-*/candidate.so"))
+    assert len(built) == 1, built  # the same source twice: built once
+    assert server.get("/health")[1]["status"] == "ok"
+
+
+def test_a_modelnew_job_sees_the_problem_it_is_checked_against(workdir, bundle):
+    # As root inside the sandbox: the job's Python must import torch, which this machine may keep in a
+    # folder the user nobody cannot read. What is tested is the sandbox's view of the problem file.
+    s = Server(workdir, "--workers", "1", "--sandbox-user", "root")
+    try:
+        task = s.post("/tasks", {"bundle": str(bundle)})[1]["task_id"]
+        source = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.softmax(x, dim=1)\n"
+        job = s.post("/jobs", {"task_id": task, "kind": "modelnew", "modelnew": {"source": source}})[1]["job_id"]
+        j = wait_for(s, job)
+        text = json.dumps(j)
+        assert "no such file" not in text, text
+        if os.path.exists("/dev/nvidia0"):
+            assert j["status"] == "done" and j["result"]["tier"] == "strict", text
+        else:
+            assert j["status"] == "done" and "NVIDIA driver" in j["result"]["log"], text
     finally:
         s.kill()

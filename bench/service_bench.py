@@ -1,0 +1,138 @@
+"""Throughput of `kforge serve` on one GPU (run by scripts/service_bench.sh): candidate evaluations per
+GPU-minute for the built-in generator's schedules (persistent worker), raw CUDA candidates (compile pool,
+then a fresh sandboxed process each) and ModelNew candidates (a fresh Python process each), plus one
+ModelNew built with torch's load_inline, all on one task of KernelBench level-1 size, in one run.
+Each kind: submit N jobs at once, wait for all; the rate is N over the time from the first submission to the
+last answer. Writes service_bench.json and service_bench.md under --out."""
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from service_client import Service, common_arguments, import_bundle  # noqa: E402
+
+RAW = """// variant {variant}
+#include <cuda_runtime.h>
+__global__ void relu(const float* __restrict__ x, float* __restrict__ y, long long n) {{
+  long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) * 4;
+  if (i + 3 < n) {{
+    float4 v = *reinterpret_cast<const float4*>(x + i);
+    v.x = fmaxf(v.x, 0.f); v.y = fmaxf(v.y, 0.f); v.z = fmaxf(v.z, 0.f); v.w = fmaxf(v.w, 0.f);
+    *reinterpret_cast<float4*>(y + i) = v;
+  }} else {{
+    for (; i < n; ++i) y[i] = fmaxf(x[i], 0.f);
+  }}
+}}
+extern "C" int kforge_forward(const void* const* in, const void* const* p, void* const* out, cudaStream_t s) {{
+  const long long n = {numel};
+  relu<<<(unsigned)((n / 4 + 255) / 256), 256, 0, s>>>((const float*)in[0], (float*)out[0], n);
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}}
+"""
+
+MODELNEW = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
+
+LOAD_INLINE = '''import torch
+from torch.utils.cpp_extension import load_inline
+CUDA = r"""
+__global__ void relu_kernel(const float* x, float* y, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = fmaxf(x[i], 0.f);
+}
+torch::Tensor relu_cuda(torch::Tensor x) {
+  auto y = torch::empty_like(x);
+  long long n = x.numel();
+  relu_kernel<<<(unsigned)((n + 255) / 256), 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+  return y;
+}
+"""
+ext = load_inline(name="kforge_bench_relu", cpp_sources="torch::Tensor relu_cuda(torch::Tensor x);",
+                  cuda_sources=CUDA, functions=["relu_cuda"], verbose=False)
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        return ext.relu_cuda(x)
+'''
+
+
+def measure(svc, task, kind, payloads, timeout_s):
+    t0 = time.time()
+    ids = [svc.submit(task, kind, p) for p in payloads]
+    jobs = svc.wait(ids, timeout_s)
+    wall = time.time() - t0
+    tiers, errors = {}, []
+    for j in jobs.values():
+        tier = (j.get("result") or {}).get("tier") if j.get("status") == "done" else j.get("status")
+        tiers[tier] = tiers.get(tier, 0) + 1
+        if j.get("status") != "done" and len(errors) < 3:
+            errors.append((j.get("error") or "")[-600:])
+    results = [j["result"] for j in jobs.values() if j.get("status") == "done"]
+    median = lambda xs: sorted(xs)[len(xs) // 2] if xs else None  # noqa: E731
+    return {"kind": kind, "jobs": len(ids), "wall_s": round(wall, 2), "per_gpu_minute": round(len(ids) / wall * 60, 1),
+            "seconds_per_job": round(wall / len(ids), 3), "tiers": tiers,
+            "median_native_ms": median([r["native"]["median_ms"] for r in results if r.get("native", {}).get("trials")]),
+            "median_compile_ms": median([r.get("compile_ms", 0) for r in results]), "errors": errors}
+
+
+def main() -> int:
+    ap = common_arguments(__doc__.splitlines()[0])
+    ap.add_argument("--problem", required=True)
+    ap.add_argument("--schedules", type=int, default=100)
+    ap.add_argument("--raw", type=int, default=60)
+    ap.add_argument("--modelnew", type=int, default=3)
+    ap.add_argument("--slots", type=int, default=3)
+    args = ap.parse_args()
+    name = Path(args.problem).stem
+    bundle = args.work / "bundles" / name
+    import_s = import_bundle(args, Path(args.problem), bundle)
+    graph = json.loads((bundle / "task.json").read_text())["graph"]
+    if [n["op"] for n in graph["nodes"]] != ["relu"]:
+        print(f"{args.problem}: the bench's raw CUDA and ModelNew candidates compute ReLU; give a ReLU problem")
+        return 1
+    numel = 1
+    for d in graph["inputs"][0]["shape"]:
+        numel *= d
+    print(f"imported {name} ({numel} elements per input, {import_s:.0f} s)", flush=True)
+    svc = Service(args.kforge, args.work / "service", args.out / "serve.log", "--workers", "1", "--slots-per-gpu", str(args.slots),
+                  "--compile-workers", "8", "--max-queue", "1000", "--job-timeout", "300", "--memory-limit", "65536",
+                  "--sandbox-user", args.sandbox_user)
+    rows = []
+    try:
+        task = svc.add_task(bundle)
+        rows.append(measure(svc, task, "schedule", [{}] * args.schedules, 300))
+        print(rows[-1], flush=True)
+        # Every raw candidate differs (a comment): each is built by the compile pool, overlapping the GPU work.
+        rows.append(measure(svc, task, "cuda", [{"source": RAW.format(variant=i, numel=numel)} for i in range(args.raw)], 400))
+        print(rows[-1], flush=True)
+        rows.append(measure(svc, task, "modelnew", [{"source": MODELNEW}] * args.modelnew, 400))
+        print(rows[-1], flush=True)
+        rows.append(measure(svc, task, "modelnew", [{"source": LOAD_INLINE}], 400))
+        rows[-1]["kind"] = "modelnew (load_inline, once)"
+        print(rows[-1], flush=True)
+        health = svc.get("/health")[1]
+    finally:
+        svc.stop()
+    summary = {"problem": args.problem, "numel": numel, "import_s": round(import_s, 1), "slots_per_gpu": args.slots,
+               "rows": rows, "health": health}
+    (args.out / "service_bench.json").write_text(json.dumps(summary, indent=1))
+    lines = [f"# kforge serve throughput on {name} (one GPU, {args.slots} evaluation slots, protocol native/kb as each kind reports)", "",
+             "| kind | jobs | wall s | evaluations per GPU-minute | s per job | tiers | median kernel ms | median compile ms |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row['kind']} | {row['jobs']} | {row['wall_s']} | {row['per_gpu_minute']} | {row['seconds_per_job']} | "
+                     f"{json.dumps(row['tiers'])} | {row['median_native_ms']} | {row['median_compile_ms']} |")
+    raw = rows[1]
+    all_correct = raw["tiers"].get("strict", 0) == raw["jobs"]  # a fast answer that is an error does not count
+    lines += ["", f"Issue 4's target, raw CUDA candidates at >= 100 evaluations per GPU-minute, all correct: "
+                  f"{'met' if raw['per_gpu_minute'] >= 100 and all_correct else 'NOT met'} ({raw['per_gpu_minute']}, tiers {raw['tiers']}). Schedules: {rows[0]['seconds_per_job'] * 1000:.0f} ms "
+                  "a job, checks and timing included."]
+    errors = [e for row in rows for e in row["errors"]]
+    if errors:
+        lines += ["", "First errors:", *["    " + e.replace("\n", "\n    ") for e in errors[:4]]]
+    (args.out / "service_bench.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

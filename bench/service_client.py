@@ -1,0 +1,120 @@
+"""A small client of `kforge serve` for the device scripts (scripts/service_bench.sh, scripts/fault_injection.sh):
+their common arguments, importing the task, starting the service, registering the task, submitting jobs and
+waiting for them. Standard library only."""
+import argparse
+import json
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+
+def common_arguments(description: str) -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--kforge", required=True)
+    ap.add_argument("--work", required=True, type=Path, help="folder for the bundle and the service (tmpfs)")
+    ap.add_argument("--out", required=True, type=Path, help="where the JSON and markdown summaries go")
+    ap.add_argument("--sandbox-user", default="nobody")
+    ap.add_argument("--import-args", default="", help="extra `kforge import` flags (GPU-free smoke run: '--device cpu --no-baselines')")
+    return ap
+
+
+def import_bundle(args, problem: Path, bundle: Path) -> float:
+    """`kforge import`s the problem; returns the seconds it took. Raises with kforge's output when it fails."""
+    t0 = time.time()
+    r = subprocess.run([args.kforge, "import", str(problem), "-o", str(bundle), *args.import_args.split()],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"kforge import {problem} failed:\n{r.stdout}{r.stderr}")
+    return time.time() - t0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Service:
+    def __init__(self, kforge: str, workdir: Path, log: Path, *args: str):
+        self.port = free_port()
+        self.log = open(log, "w")
+        self.proc = subprocess.Popen([kforge, "serve", "--port", str(self.port), "--dir", str(workdir), *args],
+                                     stdout=self.log, stderr=subprocess.STDOUT, text=True)
+        for _ in range(600):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"kforge serve exited ({self.proc.returncode}): see {log}")
+            try:
+                if self.get("/health")[0] == 200:
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"kforge serve did not answer: see {log}")
+
+    def request(self, method: str, path: str, body=None, raw: bytes | None = None):
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+
+    def get(self, path: str):
+        return self.request("GET", path)
+
+    def post(self, path: str, body=None, raw: bytes | None = None):
+        return self.request("POST", path, body, raw)
+
+    def add_task(self, bundle: Path) -> int:
+        status, body = self.post("/tasks", {"bundle": str(bundle)})
+        if status != 201:
+            raise RuntimeError(f"registering {bundle}: {status} {body}")
+        return body["task_id"]
+
+    def submit(self, task: int, kind: str, payload: dict) -> int:
+        """Submits, waiting while the queue is full (429)."""
+        while True:
+            status, body = self.post("/jobs", {"task_id": task, "kind": kind, kind: payload})
+            if status == 202:
+                return body["job_id"]
+            if status != 429:
+                raise RuntimeError(f"submitting a {kind} job: {status} {body}")
+            time.sleep(0.05)
+
+    def wait(self, ids, timeout_s: float) -> dict:
+        """Polls until every job is done or failed (or the time is up); returns {id: job}."""
+        pending, done = set(ids), {}
+        deadline = time.time() + timeout_s
+        while pending and time.time() < deadline:
+            for job in self.get("/jobs?limit=1000")[1]["jobs"]:
+                if job["id"] in pending and job["status"] in ("done", "failed"):
+                    done[job["id"]] = job
+                    pending.discard(job["id"])
+            if pending:
+                # Older jobs can fall out of the recent 1000: ask for those one by one.
+                for i in sorted(pending)[:20]:
+                    job = self.get(f"/jobs/{i}")[1]
+                    if job.get("status") in ("done", "failed"):
+                        done[i] = job
+                        pending.discard(i)
+                time.sleep(0.2)
+        for i in pending:
+            done[i] = self.get(f"/jobs/{i}")[1]
+        return done
+
+    def kill(self):
+        """As if the machine lost the service: SIGKILL, no shutdown."""
+        self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
