@@ -12,6 +12,8 @@
 #include "runtime/driver.h"
 #include "runtime/executor.h"
 #include "search/optimize.h"
+#include "search/policy_curves.h"
+#include "search/policy_trainer.h"
 
 namespace py = pybind11;
 using namespace kforge;
@@ -69,6 +71,57 @@ class Runner {
   std::unique_ptr<LoadedPlan> plan_;
 };
 
+using PtrSets = std::vector<std::vector<uintptr_t>>;
+
+// PyTorch's tensors (device pointers) as a task: inputs and references never leave the GPU.
+std::unique_ptr<DeviceTask> borrowed_task(const Graph& g, const PtrSets& sets, const PtrSets& refs, const std::vector<uintptr_t>& params) {
+  auto ptrs = [](const PtrSets& v) {
+    std::vector<std::vector<CUdeviceptr>> out;
+    for (auto& s : v) out.emplace_back(s.begin(), s.end());
+    return out;
+  };
+  ensure_context();
+  return std::make_unique<DeviceTask>(g, ptrs(sets), ptrs(refs), std::vector<CUdeviceptr>(params.begin(), params.end()));
+}
+
+Compiler default_compiler() { return Compiler({"sm_90", default_cache_dir(), {}}); }
+
+// The on-policy learner seen from Python (python/kforge/train.py hosts the tasks on PyTorch's GPU tensors).
+class Trainer {
+ public:
+  Trainer(const std::string& checkpoint_dir, int samples, int compile_threads, uint64_t seed, double learning_rate,
+          double entropy_bonus, const std::string& versions) {
+    TrainerOptions o;
+    o.checkpoint_dir = checkpoint_dir;
+    o.samples = samples;
+    o.compile_threads = compile_threads;
+    o.policy.seed = seed;
+    o.policy.learning_rate = learning_rate;
+    o.policy.entropy_bonus = entropy_bonus;
+    o.versions = versions;
+    trainer_ = std::make_unique<PolicyTrainer>(o);
+  }
+  std::string collect(const std::string& graph_json, const std::string& name, const PtrSets& sets, const PtrSets& refs,
+                      const std::vector<uintptr_t>& params, const std::string& db_path, double eager_ms, double compile_ms) {
+    TaskSpec spec{name, graph_from_json(nlohmann::json::parse(graph_json)), eager_ms, compile_ms};
+    py::gil_scoped_release release;
+    auto task = borrowed_task(spec.graph, sets, refs, params);
+    MeasurementDB db(db_path);
+    Compiler compiler = default_compiler();
+    return trainer_->collect(spec, *task, db, compiler).dump();
+  }
+  std::string update(int64_t tasks_done) {
+    py::gil_scoped_release release;
+    return trainer_->update(tasks_done).dump();
+  }
+  std::string progress() { return trainer_->policy().progress().dump(); }
+  int64_t step() { return trainer_->policy().step(); }
+  bool resumed() const { return trainer_->resumed(); }
+
+ private:
+  std::unique_ptr<PolicyTrainer> trainer_;
+};
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -95,21 +148,14 @@ PYBIND11_MODULE(_core, m) {
                        const std::vector<std::vector<uintptr_t>>& sets, const std::vector<std::vector<uintptr_t>>& refs,
                        const std::vector<uintptr_t>& params, int budget, const std::string& db_path, double eager_ms,
                        double compile_ms, uint64_t seed, bool progress, const std::string& versions,
-                       const std::string& policy, const std::string& cost_model) {
-    // The search on PyTorch's tensors (device pointers): inputs and references never leave the GPU.
+                       const std::string& policy, const std::string& cost_model, const std::string& checkpoint) {
     TaskSpec spec{name, graph_from_json(nlohmann::json::parse(graph_json)), eager_ms, compile_ms};
-    auto ptrs = [](const std::vector<std::vector<uintptr_t>>& v) {
-      std::vector<std::vector<CUdeviceptr>> out;
-      for (auto& s : v) out.emplace_back(s.begin(), s.end());
-      return out;
-    };
     OptimizeResult r;
     {
       py::gil_scoped_release release;
-      ensure_context();
-      DeviceTask task(spec.graph, ptrs(sets), ptrs(refs), std::vector<CUdeviceptr>(params.begin(), params.end()));
+      auto task = borrowed_task(spec.graph, sets, refs, params);
       MeasurementDB db(db_path);
-      Compiler compiler({"sm_90", default_cache_dir(), {}});
+      Compiler compiler = default_compiler();
       OptimizeOptions opts;
       opts.budget = budget;
       opts.seed = seed;
@@ -117,7 +163,8 @@ PYBIND11_MODULE(_core, m) {
       opts.versions = versions;
       opts.policy = policy_from_string(policy);
       opts.cost_model = cost_model;
-      r = optimize(spec, task, db, compiler, opts);
+      if (!checkpoint.empty()) opts.checkpoint = checkpoint;
+      r = optimize(spec, *task, db, compiler, opts);
     }
     nlohmann::json out = {{"gpu", r.gpu}, {"copy_gbs", r.copy_gbs}, {"candidates", r.candidates},
                           {"compiled", r.compiled}, {"correct", r.correct}, {"strict", r.strict},
@@ -132,7 +179,38 @@ PYBIND11_MODULE(_core, m) {
     return out.dump();
   }, py::arg("graph_json"), py::arg("name"), py::arg("sets"), py::arg("refs"), py::arg("params"), py::arg("budget"),
      py::arg("db_path"), py::arg("eager_ms") = 0.0, py::arg("compile_ms") = 0.0, py::arg("seed") = 1,
-     py::arg("progress") = true, py::arg("versions") = "", py::arg("policy") = "local", py::arg("cost_model") = "");
+     py::arg("progress") = true, py::arg("versions") = "", py::arg("policy") = "local", py::arg("cost_model") = "", py::arg("checkpoint") = "");
+  m.def("policy_curves", [](const std::string& graph_json, const std::string& name, const PtrSets& sets, const PtrSets& refs,
+                            const std::vector<uintptr_t>& params, const std::string& db_path, double eager_ms, double compile_ms,
+                            int candidates, int reference, const std::vector<std::string>& policies,
+                            const std::string& checkpoint, const std::string& cost_model, uint64_t seed, int compile_threads,
+                            const std::string& versions) {
+    TaskSpec spec{name, graph_from_json(nlohmann::json::parse(graph_json)), eager_ms, compile_ms};
+    py::gil_scoped_release release;
+    auto task = borrowed_task(spec.graph, sets, refs, params);
+    MeasurementDB db(db_path);
+    Compiler compiler = default_compiler();
+    CurveOptions o;
+    o.candidates = candidates;
+    o.reference = reference;
+    o.policies = policies;
+    o.search.checkpoint = checkpoint;
+    o.search.cost_model = cost_model;
+    o.search.seed = seed;
+    o.search.versions = versions;
+    o.compile_threads = compile_threads;
+    return policy_curves(spec, *task, db, compiler, o).dump();
+  }, "Best time after 1..N candidates for each policy, and a longer random search's best (search/policy_curves.h).");
+  py::class_<Trainer>(m, "Trainer")
+      .def(py::init<const std::string&, int, int, uint64_t, double, double, const std::string&>(), py::arg("checkpoint_dir"),
+           py::arg("samples") = 16, py::arg("compile_threads") = 16, py::arg("seed") = 1, py::arg("learning_rate") = 3e-3,
+           py::arg("entropy_bonus") = 0.01, py::arg("versions") = "")
+      .def("collect", &Trainer::collect, py::arg("graph_json"), py::arg("name"), py::arg("sets"), py::arg("refs"),
+           py::arg("params"), py::arg("db_path"), py::arg("eager_ms") = 0.0, py::arg("compile_ms") = 0.0)
+      .def("update", &Trainer::update, py::arg("tasks_done"))
+      .def("progress", &Trainer::progress)
+      .def("step", &Trainer::step)
+      .def("resumed", &Trainer::resumed);
   m.def("reward", [](bool correct, double ms, double eager_ms, double compile_ms, double floor_ms) {
     RewardResult r = compute_reward({correct, ms, eager_ms, compile_ms, floor_ms});
     return py::dict(py::arg("reward") = r.reward, py::arg("speedup_eager") = r.speedup_eager,

@@ -11,6 +11,7 @@
 #include "ir/error.h"
 #include "search/decisions.h"
 #include "search/learned_policy.h"
+#include "search/policy_trainer.h"
 
 namespace kforge {
 namespace {
@@ -172,6 +173,34 @@ TEST_F(LearnedPolicyTest, BehaviourCloningRaisesTheRecordedBestPlan) {
   double after = policy.replay(g, {}, best).log_prob;
   EXPECT_GT(after, before + 1.0);
   EXPECT_GT(policy.value(e.task), 1.0);  // the critic learned the recorded reward's scale
+}
+
+// GPU-free warm start: the fastest recorded plan of a task becomes the likeliest; a failed one is not imitated.
+TEST_F(LearnedPolicyTest, WarmStartFromTheDatabaseImitatesTheFastestPlan) {
+  std::string path = ::testing::TempDir() + "/kforge-warm.db";
+  std::filesystem::remove(path);
+  MeasurementDB db(path);
+  Graph g = graph_from_json(testing::sample_graph("softmax"));
+  std::string graph_json = graph_to_json(g).dump();
+  db.record_task("h", "softmax", graph_json);
+  Schedule fast = schedule_from_choices(g, {3, 7}), slow = schedule_from_choices(g, {0, 1}),
+           broken = schedule_from_choices(g, {1, 2});
+  auto record = [&](const Schedule& s, bool ok, double ms) {
+    Measurement m{"softmax", "h", to_json(s).dump(), "H200"};
+    m.compiled = m.relaxed = ok;
+    m.median_ms = ms;
+    m.reward = ok ? 1.5 : -1;
+    db.record(m);
+  };
+  record(fast, true, 0.010);
+  record(slow, true, 0.030);
+  record(broken, false, 0.001);  // faster, but wrong: never a training row
+  LearnedPolicy policy({.learning_rate = 1e-2, .seed = 6});
+  double fast_before = policy.replay(g, {}, fast).log_prob, broken_before = policy.replay(g, {}, broken).log_prob;
+  nlohmann::json stats = warm_start_from_db(policy, db, 1, 30);
+  EXPECT_EQ(stats["episodes"], 1);
+  EXPECT_GT(policy.replay(g, {}, fast).log_prob, fast_before + 1.0);
+  EXPECT_LT(policy.replay(g, {}, broken).log_prob, broken_before);
 }
 
 TEST_F(LearnedPolicyTest, CheckpointRoundTripResumesExactly) {
