@@ -1,10 +1,12 @@
 """`kforge train --tasks DIR [--checkpoints DIR] [--db DB] [--samples K] [--batch B] [--seconds S] [--log L.jsonl]`
+or, without a GPU, `kforge train --from-db DB [--checkpoints DIR] [--top 4] [--epochs 50]`
 
 The on-policy loop of the learned policy (src/search/learned_policy.h) on the GPU: for each batch of B training
 tasks (problem files from `kforge synth`), host every task on the GPU (hidden sets, references, eager baseline), let
 the C++ trainer sample K plans from the policy, measure them in the environment and record every measurement in
 the database; then one PPO update and a checkpoint. Progress, rewards and losses go to a JSONL log, one line per
-update. Resumable: the checkpoint remembers how many tasks it has seen, and a rerun continues from the next one.
+update. `--from-db` is the GPU-free warm start instead: behaviour cloning of the `--top` fastest correct plans of
+every task the database recorded, continuing the newest checkpoint. Resumable: the checkpoint remembers how many tasks it has seen, and a rerun continues from the next one.
 Tasks are visited in a fixed order, cycling when time is left after the last. Problems under bench/ are refused:
 the benchmark is for evaluation only.
 """
@@ -43,7 +45,10 @@ def log_line(path: Path | None, record: dict) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="kforge train", description=__doc__.split("\n\n")[1].split(".")[0])
-    p.add_argument("--tasks", type=Path, required=True, help="folder of training problems (kforge synth --out)")
+    p.add_argument("--tasks", type=Path, help="folder of training problems (kforge synth --out)")
+    p.add_argument("--from-db", default=None, help="GPU-free: behaviour cloning of this database's fastest plans")
+    p.add_argument("--top", type=int, default=4, help="with --from-db: plans per task to imitate")
+    p.add_argument("--epochs", type=int, default=50, help="with --from-db: passes over them")
     p.add_argument("--checkpoints", default="kforge_policy", help="checkpoint folder (resumes from its newest)")
     p.add_argument("--db", default="kforge.db", help="measurement database: every sampled plan is recorded")
     p.add_argument("--samples", type=int, default=16, help="plans sampled per task (K)")
@@ -59,12 +64,23 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=1, help="initialisation and sampling seed of a fresh policy")
     p.add_argument("--log", type=Path, default=None, help="JSONL log (default CHECKPOINTS/train_log.jsonl)")
     args = p.parse_args(argv)
+    import kforge._core as core
+
+    if args.from_db:
+        try:
+            stats = json.loads(core.warm_start_from_db(args.from_db, args.checkpoints, args.top, args.epochs, args.seed))
+        except ValueError as e:  # kforge's UserError: no usable measurement, a foreign checkpoint, no libtorch
+            print(f"kforge train: error: {e}", file=sys.stderr)
+            return 2
+        print(f"behaviour cloning on {stats['episodes']} plans of {stats['tasks']} tasks ({stats['skipped']} skipped): "
+              f"loss {stats['policy_loss']:.3f}, critic loss {stats['value_loss']:.3f} -> {stats['checkpoint']}")
+        return 0
+    if args.tasks is None:
+        p.error("--tasks is required (or --from-db for the GPU-free warm start)")
     if not torch.cuda.is_available():
         print("kforge train: error: on-policy training measures plans on a CUDA GPU (none is visible); "
               "without one, `kforge train --from-db DB` learns from recorded measurements", file=sys.stderr)
         return 2
-    import kforge._core as core
-
     tasks = training_tasks(args.tasks)
     log = args.log or Path(args.checkpoints) / "train_log.jsonl"
     trainer = core.Trainer(args.checkpoints, args.samples, args.compile_threads, args.seed, args.learning_rate,

@@ -17,7 +17,6 @@
 #include "search/cost_model.h"
 #include "search/features.h"
 #include "search/optimize.h"
-#include "search/policy_trainer.h"
 #ifdef KFORGE_HAVE_SERVER
 #include "server/serve_command.h"
 #endif
@@ -123,21 +122,6 @@ int cmd_train_costmodel(const std::string& db_path, const std::string& out, cons
   return 0;
 }
 
-// GPU-free warm start of the learned policy: behaviour cloning of the fastest plans the database recorded,
-// continuing the newest checkpoint in `dir` (or a fresh policy) and writing the next one.
-int cmd_train_from_db(const std::string& db_path, const std::string& dir, int top, int epochs, uint64_t seed) {
-  MeasurementDB db(db_path);
-  std::string newest = newest_checkpoint(dir);
-  auto policy = newest.empty() ? std::make_unique<LearnedPolicy>(PolicyOptions{.seed = seed}) : LearnedPolicy::load(newest);
-  nlohmann::json stats = warm_start_from_db(*policy, db, top, epochs);
-  std::string path = checkpoint_path(dir, policy->step());
-  policy->save(path);
-  std::printf("behaviour cloning on %d plans of %d tasks (%d skipped): loss %.3f, critic loss %.3f -> %s\n",
-              stats["episodes"].get<int>(), stats["tasks"].get<int>(), stats["skipped"].get<int>(),
-              stats["policy_loss"].get<double>(), stats["value_loss"].get<double>(), path.c_str());
-  return 0;
-}
-
 // One candidate through the environment: the unit of work the service's sandboxed workers run.
 int cmd_evaluate(const std::string& bundle_dir, const std::string& plan_path, const std::string& schedule_path,
                  const std::string& cuda_path, const std::string& out) {
@@ -213,17 +197,10 @@ int main(int argc, char** argv) {
   opt->add_option("--cost-model", oa.cost_model, "model file from `kforge train-costmodel`");
   opt->add_option("--checkpoint", oa.checkpoint, "policy checkpoint file or folder (default kforge_policy/, its newest)");
 
-  std::string from_db, policy_dir = "kforge_policy";
-  int bc_top = 4, bc_epochs = 50;
-  uint64_t train_seed = 1;
-  auto* trn = app.add_subcommand("train", "train the learned policy: on-policy on the GPU over synth tasks "
-                                 "(python -m kforge.train; --help there), or GPU-free from a database (--from-db)");
-  trn->add_option("--from-db", from_db, "behaviour cloning of the fastest plans this measurement database recorded");
-  trn->add_option("--checkpoints", policy_dir, "checkpoint folder (resumes from its newest)");
-  trn->add_option("--top", bc_top, "with --from-db: plans per task to imitate");
-  trn->add_option("--epochs", bc_epochs, "with --from-db: passes over them");
-  trn->add_option("--seed", train_seed, "initialisation seed of a fresh policy");
-  trn->allow_extras();
+  // Learning runs where libtorch is, in the Python module (src/CMakeLists.txt says why the command lacks it).
+  auto* trn = app.add_subcommand("train", "train the learned policy: on-policy on the GPU over synth tasks, or GPU-free "
+                                 "from a measurement database (--from-db); python -m kforge.train, --help there");
+  trn->prefix_command();
 
   std::string train_db = "kforge.db", model_out = "costmodel.json", train_gpu;
   double holdout = 0.25;
@@ -294,12 +271,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*tcm) return cmd_train_costmodel(train_db, model_out, train_gpu, holdout);
-    if (*trn && !from_db.empty()) return cmd_train_from_db(from_db, policy_dir, bc_top, bc_epochs, train_seed);
-    if (*trn) {
-      std::vector<std::string> args = {"--checkpoints", policy_dir, "--seed", std::to_string(train_seed)};
-      for (auto& extra : trn->remaining()) args.push_back(extra);
-      return python_status("train", args);
-    }
+    if (*trn) return python_status("train", trn->remaining());
     if (*syn) {
       run_python("synth", syn->remaining());
       return 0;

@@ -73,18 +73,25 @@ class Runner {
 
 using PtrSets = std::vector<std::vector<uintptr_t>>;
 
-// PyTorch's tensors (device pointers) as a task: inputs and references never leave the GPU.
-std::unique_ptr<DeviceTask> borrowed_task(const Graph& g, const PtrSets& sets, const PtrSets& refs, const std::vector<uintptr_t>& params) {
-  auto ptrs = [](const PtrSets& v) {
-    std::vector<std::vector<CUdeviceptr>> out;
-    for (auto& s : v) out.emplace_back(s.begin(), s.end());
-    return out;
-  };
-  ensure_context();
-  return std::make_unique<DeviceTask>(g, ptrs(sets), ptrs(refs), std::vector<CUdeviceptr>(params.begin(), params.end()));
-}
-
-Compiler default_compiler() { return Compiler({"sm_90", default_cache_dir(), {}}); }
+// One task as Python hands it over: PyTorch's tensors (device pointers) as a DeviceTask, so inputs and references
+// never leave the GPU, with its database and compiler. Built with the GIL released (it sets up the CUDA context).
+struct BorrowedTask {
+  TaskSpec spec;
+  std::unique_ptr<DeviceTask> task;
+  MeasurementDB db;
+  Compiler compiler{{"sm_90", default_cache_dir(), {}}};
+  BorrowedTask(const std::string& graph_json, const std::string& name, const PtrSets& sets, const PtrSets& refs,
+               const std::vector<uintptr_t>& params, const std::string& db_path, double eager_ms, double compile_ms)
+      : spec{name, graph_from_json(nlohmann::json::parse(graph_json)), eager_ms, compile_ms}, db(db_path) {
+    auto ptrs = [](const PtrSets& v) {
+      std::vector<std::vector<CUdeviceptr>> out;
+      for (auto& s : v) out.emplace_back(s.begin(), s.end());
+      return out;
+    };
+    ensure_context();
+    task = std::make_unique<DeviceTask>(spec.graph, ptrs(sets), ptrs(refs), std::vector<CUdeviceptr>(params.begin(), params.end()));
+  }
+};
 
 // The on-policy learner seen from Python (python/kforge/train.py hosts the tasks on PyTorch's GPU tensors).
 class Trainer {
@@ -103,12 +110,9 @@ class Trainer {
   }
   std::string collect(const std::string& graph_json, const std::string& name, const PtrSets& sets, const PtrSets& refs,
                       const std::vector<uintptr_t>& params, const std::string& db_path, double eager_ms, double compile_ms) {
-    TaskSpec spec{name, graph_from_json(nlohmann::json::parse(graph_json)), eager_ms, compile_ms};
     py::gil_scoped_release release;
-    auto task = borrowed_task(spec.graph, sets, refs, params);
-    MeasurementDB db(db_path);
-    Compiler compiler = default_compiler();
-    return trainer_->collect(spec, *task, db, compiler).dump();
+    BorrowedTask t(graph_json, name, sets, refs, params, db_path, eager_ms, compile_ms);
+    return trainer_->collect(t.spec, *t.task, t.db, t.compiler).dump();
   }
   std::string update(int64_t tasks_done) {
     py::gil_scoped_release release;
@@ -149,13 +153,10 @@ PYBIND11_MODULE(_core, m) {
                        const std::vector<uintptr_t>& params, int budget, const std::string& db_path, double eager_ms,
                        double compile_ms, uint64_t seed, bool progress, const std::string& versions,
                        const std::string& policy, const std::string& cost_model, const std::string& checkpoint) {
-    TaskSpec spec{name, graph_from_json(nlohmann::json::parse(graph_json)), eager_ms, compile_ms};
     OptimizeResult r;
     {
       py::gil_scoped_release release;
-      auto task = borrowed_task(spec.graph, sets, refs, params);
-      MeasurementDB db(db_path);
-      Compiler compiler = default_compiler();
+      BorrowedTask t(graph_json, name, sets, refs, params, db_path, eager_ms, compile_ms);
       OptimizeOptions opts;
       opts.budget = budget;
       opts.seed = seed;
@@ -164,7 +165,7 @@ PYBIND11_MODULE(_core, m) {
       opts.policy = policy_from_string(policy);
       opts.cost_model = cost_model;
       if (!checkpoint.empty()) opts.checkpoint = checkpoint;
-      r = optimize(spec, *task, db, compiler, opts);
+      r = optimize(t.spec, *t.task, t.db, t.compiler, opts);
     }
     nlohmann::json out = {{"gpu", r.gpu}, {"copy_gbs", r.copy_gbs}, {"candidates", r.candidates},
                           {"compiled", r.compiled}, {"correct", r.correct}, {"strict", r.strict},
@@ -185,11 +186,8 @@ PYBIND11_MODULE(_core, m) {
                             int candidates, int reference, const std::vector<std::string>& policies,
                             const std::string& checkpoint, const std::string& cost_model, uint64_t seed, int compile_threads,
                             const std::string& versions) {
-    TaskSpec spec{name, graph_from_json(nlohmann::json::parse(graph_json)), eager_ms, compile_ms};
     py::gil_scoped_release release;
-    auto task = borrowed_task(spec.graph, sets, refs, params);
-    MeasurementDB db(db_path);
-    Compiler compiler = default_compiler();
+    BorrowedTask t(graph_json, name, sets, refs, params, db_path, eager_ms, compile_ms);
     CurveOptions o;
     o.candidates = candidates;
     o.reference = reference;
@@ -199,8 +197,20 @@ PYBIND11_MODULE(_core, m) {
     o.search.seed = seed;
     o.search.versions = versions;
     o.compile_threads = compile_threads;
-    return policy_curves(spec, *task, db, compiler, o).dump();
+    return policy_curves(t.spec, *t.task, t.db, t.compiler, o).dump();
   }, "Best time after 1..N candidates for each policy, and a longer random search's best (search/policy_curves.h).");
+  m.def("learned_policy_available", &learned_policy_available, "Whether this module was built with libtorch.");
+  m.def("warm_start_from_db", [](const std::string& db_path, const std::string& dir, int top, int epochs, uint64_t seed) {
+    // GPU-free: behaviour cloning of the fastest recorded plans, continuing the newest checkpoint in `dir`.
+    py::gil_scoped_release release;
+    MeasurementDB db(db_path);
+    std::string newest = newest_checkpoint(dir);
+    auto policy = newest.empty() ? std::make_unique<LearnedPolicy>(PolicyOptions{.seed = seed}) : LearnedPolicy::load(newest);
+    nlohmann::json stats = warm_start_from_db(*policy, db, top, epochs);
+    stats["checkpoint"] = checkpoint_path(dir, policy->step());
+    policy->save(stats["checkpoint"]);
+    return stats.dump();
+  }, py::arg("db_path"), py::arg("checkpoint_dir"), py::arg("top") = 4, py::arg("epochs") = 50, py::arg("seed") = 1);
   py::class_<Trainer>(m, "Trainer")
       .def(py::init<const std::string&, int, int, uint64_t, double, double, const std::string&>(), py::arg("checkpoint_dir"),
            py::arg("samples") = 16, py::arg("compile_threads") = 16, py::arg("seed") = 1, py::arg("learning_rate") = 3e-3,

@@ -9,9 +9,18 @@ import pytest
 from kforge import learning_eval, train
 from test_cli import KFORGE, SOFTMAX, kforge
 
-needs_torch_build = pytest.mark.skipif(
-    not KFORGE.exists() or b"built without libtorch" in KFORGE.read_bytes(),
-    reason="kforge built without libtorch (KFORGE_WITH_TORCH)")
+
+
+def built_with_torch() -> bool:
+    try:
+        import kforge._core as core
+    except ImportError:
+        return False
+    return core.learned_policy_available()
+
+
+needs_torch_build = pytest.mark.skipif(not KFORGE.exists() or not built_with_torch(),
+                                       reason="kforge built without libtorch (KFORGE_WITH_TORCH)")
 
 
 @needs_torch_build
