@@ -204,8 +204,7 @@ PYBIND11_MODULE(_core, m) {
     // GPU-free: behaviour cloning of the fastest recorded plans, continuing the newest checkpoint in `dir`.
     py::gil_scoped_release release;
     MeasurementDB db(db_path);
-    std::string newest = newest_checkpoint(dir);
-    auto policy = newest.empty() ? std::make_unique<LearnedPolicy>(PolicyOptions{.seed = seed}) : LearnedPolicy::load(newest);
+    auto policy = resume_or_start(dir, {.seed = seed});
     nlohmann::json stats = warm_start_from_db(*policy, db, top, epochs);
     stats["checkpoint"] = checkpoint_path(dir, policy->step());
     policy->save(stats["checkpoint"]);

@@ -25,6 +25,11 @@ std::string newest_checkpoint(const std::string& dir) {
   return best;
 }
 
+std::unique_ptr<LearnedPolicy> resume_or_start(const std::string& dir, const PolicyOptions& opts) {
+  std::string newest = newest_checkpoint(dir);
+  return newest.empty() ? std::make_unique<LearnedPolicy>(opts) : LearnedPolicy::load(newest, opts);
+}
+
 nlohmann::json checkpoint_schema() {
   return {{"action_space", action_space_version()}, {"features", decision_feature_names()}};
 }

@@ -85,6 +85,8 @@ bool learned_policy_available();
 // Checkpoint files are DIR/policy-<step>.pt; the newest is the one with the highest step ("" if none).
 std::string checkpoint_path(const std::string& dir, int64_t step);
 std::string newest_checkpoint(const std::string& dir);
+// The policy of the newest checkpoint in `dir`, or a fresh one when there is none.
+std::unique_ptr<LearnedPolicy> resume_or_start(const std::string& dir, const PolicyOptions& opts);
 // Throws UserError, naming both, when a checkpoint's recorded schema (its "action_space" and "features")
 // is not this build's.
 void check_checkpoint_schema(const nlohmann::json& meta, const std::string& path);

@@ -12,9 +12,9 @@ namespace kforge {
 
 namespace {
 
-// The first `count` schedules of `policy` that lower to distinct plans: its opening candidates, then the
+// The first `count` schedules of `policy` that lower to distinct plans (`policy` changes where it fell back): its opening candidates, then the
 // proposer's edits of the default (what `kforge optimize --policy P` would measure, minus the database prior).
-std::vector<Schedule> distinct_sequence(const Graph& graph, Policy policy, OptimizeOptions opts, int count, double copy_gbs) {
+std::vector<Schedule> distinct_sequence(const Graph& graph, Policy& policy, OptimizeOptions opts, int count, double copy_gbs) {
   opts.budget = count;
   ScheduleProposer proposer(graph, opts.seed);
   std::vector<Schedule> queue = opening_candidates(graph, policy, opts, proposer, copy_gbs);
@@ -55,9 +55,8 @@ nlohmann::json curve(const std::vector<PlanMeter::Result>& results, size_t from,
 
 }  // namespace
 
-nlohmann::json policy_curves(const TaskSpec& spec, DeviceTask& task, MeasurementDB& db, const Compiler& compiler,
-                             const CurveOptions& opts) {
-  PlanMeter meter(spec, task, db, compiler, opts.search.versions, opts.compile_threads);
+std::vector<std::pair<std::string, std::vector<Schedule>>> candidate_sequences(const Graph& graph, const CurveOptions& opts,
+                                                                              double copy_gbs) {
   std::vector<std::pair<std::string, std::vector<Schedule>>> sequences;
   for (auto& name : opts.policies) {
     Policy p = policy_from_string(name);
@@ -65,11 +64,19 @@ nlohmann::json policy_curves(const TaskSpec& spec, DeviceTask& task, Measurement
     if (p == Policy::local) throw UserError("policy curves compare policies whose proposals need no measurement; not local");
     if (p == Policy::costmodel && opts.search.cost_model.empty()) continue;
     Policy used = p;
-    auto seq = distinct_sequence(spec.graph, used, opts.search, opts.candidates, meter.copy_gbs());
+    auto seq = distinct_sequence(graph, used, opts.search, opts.candidates, copy_gbs);
     if (used != p) throw UserError("policy " + name + " is not available (no checkpoint at " + opts.search.checkpoint + ")");
     sequences.push_back({name, std::move(seq)});
   }
-  sequences.push_back({"reference", distinct_sequence(spec.graph, Policy::random, opts.search, opts.reference, meter.copy_gbs())});
+  Policy random = Policy::random;
+  sequences.push_back({"reference", distinct_sequence(graph, random, opts.search, opts.reference, copy_gbs)});
+  return sequences;
+}
+
+nlohmann::json policy_curves(const TaskSpec& spec, DeviceTask& task, MeasurementDB& db, const Compiler& compiler,
+                             const CurveOptions& opts) {
+  PlanMeter meter(spec, task, db, compiler, opts.search.versions, opts.compile_threads);
+  auto sequences = candidate_sequences(spec.graph, opts, meter.copy_gbs());
   std::vector<Schedule> all;
   for (auto& [name, seq] : sequences) all.insert(all.end(), seq.begin(), seq.end());
   auto results = meter.measure(all);

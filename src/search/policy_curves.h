@@ -20,7 +20,13 @@ struct CurveOptions {
   int compile_threads = 16;
 };
 
-// {"task", "baseline_ms", "policies": {NAME: {"best_ms": [N values, null before the first correct plan],
+// Each policy's first `candidates` schedules that lower to distinct plans, in its order, then "reference": the
+// first `reference` of random search. Throws UserError for `local` (its order depends on measurements) and for
+// `trained` without a checkpoint; skips `costmodel` without a model. No GPU needed.
+std::vector<std::pair<std::string, std::vector<Schedule>>> candidate_sequences(const Graph& graph, const CurveOptions& opts,
+                                                                              double copy_gbs);
+
+// {"task", "eager_ms", "compile_ms", "policies": {NAME: {"best_ms": [N values, null before the first correct plan],
 //   "candidates": n}}, "reference": {"best_ms", "candidates"}, "distinct_plans_measured"}.
 nlohmann::json policy_curves(const TaskSpec& spec, DeviceTask& task, MeasurementDB& db, const Compiler& compiler,
                              const CurveOptions& opts);

@@ -8,11 +8,8 @@
 
 namespace kforge {
 
-PolicyTrainer::PolicyTrainer(const TrainerOptions& opts) : opts_(opts) {
-  std::string newest = newest_checkpoint(opts.checkpoint_dir);
-  resumed_ = !newest.empty();
-  policy_ = resumed_ ? LearnedPolicy::load(newest, opts.policy) : std::make_unique<LearnedPolicy>(opts.policy);
-}
+PolicyTrainer::PolicyTrainer(const TrainerOptions& opts)
+    : opts_(opts), policy_(resume_or_start(opts.checkpoint_dir, opts.policy)), resumed_(policy_->step() > 0) {}
 
 nlohmann::json PolicyTrainer::collect(const TaskSpec& spec, DeviceTask& task, MeasurementDB& db, const Compiler& compiler) {
   PlanMeter meter(spec, task, db, compiler, opts_.versions, opts_.compile_threads);

@@ -35,8 +35,8 @@ class PolicyTrainer {
  private:
   TrainerOptions opts_;
   std::unique_ptr<LearnedPolicy> policy_;
-  std::vector<Episode> pending_;
   bool resumed_ = false;
+  std::vector<Episode> pending_;
 };
 
 // Behaviour cloning of the `top` fastest correct plans of every task in `db` (rewards as recorded), for
