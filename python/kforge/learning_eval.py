@@ -74,7 +74,12 @@ def markdown(summary: dict, meta: dict) -> str:
               + (f"{pct:.0f}% of {summary['problems']}" if pct is not None else "n/a"),
               f"- mean ratio trained vs random at {at} (random best ms / trained best ms; > 1 favours trained): "
               + (f"{ratio:.3f} (geometric mean {geo:.3f})" if ratio is not None else "n/a"),
-              f"- training: {meta.get('training', 'see train_log.jsonl')}", ""]
+              f"- training: {meta.get('training', 'see train_log.jsonl')}"]
+    for name, error in meta.get("errors", {}).items():
+        lines.append(f"- not evaluated: {name}: {error[:200]}")
+    if meta.get("stopped_early"):
+        lines.append(f"- {meta['stopped_early']} (of {meta.get('problems_offered', '?')} offered)")
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -149,6 +154,7 @@ def main(argv=None) -> int:
     import torch
 
     import kforge._core as core
+    from kforge.errors import ImportProblemError
     from kforge.session import host_task
 
     problems = sorted(args.problems.glob("*.py"))
@@ -161,18 +167,24 @@ def main(argv=None) -> int:
         if time.time() - t0 > args.seconds:
             meta["stopped_early"] = f"time budget of {args.seconds:.0f} s spent after {len(results)} problems"
             break
-        t_task = time.time()
-        hosted = host_task(path, 5, compile_baseline=False)
-        sets, refs, params = hosted.pointers()
-        r = json.loads(core.policy_curves(json.dumps(hosted.graph), path.stem, sets, refs, params, args.db,
-                                          hosted.baseline_ms("eager"), 0.0, args.candidates, args.reference, policies,
-                                          args.checkpoint, args.cost_model, args.seed, args.compile_threads,
-                                          f"torch {torch.__version__}"))
+        t_task, hosted = time.time(), None
+        try:
+            hosted = host_task(path, 5, compile_baseline=False)
+            sets, refs, params = hosted.pointers()
+            r = json.loads(core.policy_curves(json.dumps(hosted.graph), path.stem, sets, refs, params, args.db,
+                                              hosted.baseline_ms("eager"), 0.0, args.candidates, args.reference, policies,
+                                              args.checkpoint, args.cost_model, args.seed, args.compile_threads,
+                                              f"torch {torch.__version__}"))
+        except (ImportProblemError, RuntimeError) as e:  # reported, and the other problems still evaluated
+            meta.setdefault("errors", {})[path.stem] = f"{type(e).__name__}: {e}"[:500]
+            print(f"{path.stem}: {meta['errors'][path.stem]}", file=sys.stderr, flush=True)
+            continue
+        finally:
+            del hosted
+            torch.cuda.empty_cache()
         r["seconds"] = round(time.time() - t_task, 1)
         results.append(r)
         print(f"{path.stem}: {r['distinct_plans_measured']} distinct plans in {r['seconds']} s", file=sys.stderr, flush=True)
-        del hosted
-        torch.cuda.empty_cache()
         write_report(results, meta, args.out)  # partial results survive a timeout
     summary = write_report(results, meta, args.out)
     print(markdown(summary, meta))

@@ -134,9 +134,12 @@ def test_evaluation_loop_writes_the_report(tmp_path, monkeypatch):
     problems = tmp_path / "heldout"
     problems.mkdir()
     (problems / "0000_a.py").write_text("")
+    (problems / "0001_b.py").write_text("")
     asked = {}
 
     def curves(graph, name, sets, refs, params, db, eager, compile_ms, n, ref, policies, ck, cm, seed, threads, versions):
+        if name == "0001_b":
+            raise RuntimeError("launch failed")  # one problem's failure is reported, not fatal
         asked.update(policies=policies, n=n, ref=ref)
         return json.dumps({"task": name, "reference": curve([1.0] * ref), "distinct_plans_measured": 9,
                            "policies": {p: curve([2.0] + [1.0] * (n - 1)) for p in policies}})
@@ -148,4 +151,6 @@ def test_evaluation_loop_writes_the_report(tmp_path, monkeypatch):
     assert asked == {"policies": ["trained", "untrained", "random"], "n": 20, "ref": 40}  # no cost model given
     report = json.loads((out / "learning_eval.json").read_text())
     assert report["summary"]["trained_reaches_95pct_of_reference"] == 100.0
-    assert (out / "learning_eval.svg").exists() and "0000_a" in (out / "learning_eval.md").read_text()
+    md = (out / "learning_eval.md").read_text()
+    assert (out / "learning_eval.svg").exists() and "| 0000_a |" in md
+    assert "not evaluated: 0001_b: RuntimeError: launch failed" in md and report["summary"]["problems"] == 1
