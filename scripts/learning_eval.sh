@@ -9,7 +9,8 @@
 #   bash scripts/learning_eval.sh eval    # cost model from the training measurements, curves, report (~6 min)
 #   bash scripts/learning_eval.sh all     # both in one command, with smaller budgets               (~9.5 min)
 # Knobs (environment): TRAIN_TASKS (24), HELDOUT_TASKS (8), TRAIN_SECONDS (240; all: 150), SAMPLES (16),
-# BATCH (4), EVAL_SECONDS (300; all: 180), CANDIDATES (64), REFERENCE (256), MAX_ELEMS (16M).
+# BATCH (4), EVAL_SECONDS (300; all: 180), CANDIDATES (64), REFERENCE (256), MAX_ELEMS (16M), SELF_IMITATION (1:
+# after PPO, behaviour cloning of the fastest plans the training run measured; 0: the PPO policy alone).
 # Under $OUT: learning_eval.md (table), learning_eval.svg (plot), learning_eval.json, train_log.jsonl, the newest
 # checkpoint, synth manifests and logs.
 set -uo pipefail
@@ -72,6 +73,11 @@ for line in open(sys.argv[1]):
     print(f"step {r['step']:3d}  tasks {r['tasks_done']:4d}  {r['elapsed_s']:6.0f} s  reward {r['mean_reward']:+.3f}  "
           f"policy loss {r['policy_loss']:+.3f}  value loss {r['value_loss']:.3f}  entropy {r['entropy']:.2f}")
 PY
+  if [ "${SELF_IMITATION:-1}" = 1 ]; then
+    # Off-policy from the same run's records: behaviour cloning of the 2 fastest plans measured per training task.
+    echo "== behaviour cloning of the best measured training plans ($(date +%T))"
+    "$KF" train --from-db "$W/train.db" --checkpoints "$W/policy" --top 2 --epochs 30 || exit 1
+  fi
   cp "$W/policy/train_log.jsonl" "$OUT/"
   cp "$(ls "$W"/policy/policy-*.pt | tail -1)" "$OUT/"
 }
@@ -86,7 +92,8 @@ evaluate() {
   steps=$(tail -1 "$W/policy/train_log.jsonl" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["step"], r["tasks_done"])')
   PYTHONPATH="$ROOT/python" python3 -m kforge.learning_eval --problems "$W/heldout" --out "$OUT" --checkpoint "$W/policy" \
     "${cm[@]}" --db "$W/eval.db" --candidates "$CANDIDATES" --reference "$REFERENCE" --seconds "$EVAL_SECONDS" \
-    --compile-threads "$THREADS" --training "PPO steps and tasks seen: $steps (K=$SAMPLES, ${TRAIN_TASKS} synth tasks, seed 101)"
+    --compile-threads "$THREADS" --training "PPO steps and tasks seen: $steps (K=$SAMPLES, ${TRAIN_TASKS} synth tasks, seed 101), \
+then behaviour cloning of the best measured plans: $([ "${SELF_IMITATION:-1}" = 1 ] && echo yes || echo no)"
 }
 
 echo "== machine"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; python3 -c 'import torch; print("torch", torch.__version__)'
