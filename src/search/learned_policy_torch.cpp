@@ -60,15 +60,27 @@ struct LearnedPolicy::Impl {
     return torch::log_softmax(actor->forward(matrix(rows)).squeeze(-1), 0);
   }
 
-  // Sum of the chosen candidates' log-probabilities and the mean entropy of an episode's decisions.
-  std::pair<torch::Tensor, torch::Tensor> evaluate(const Episode& e) const {
-    torch::Tensor lp = torch::zeros({}), ent = torch::zeros({});
-    for (auto& d : e.decisions) {
-      torch::Tensor l = log_probs(d.rows);
-      lp = lp + l[d.chosen];
-      ent = ent - (l.exp() * l).sum();
+  // Per episode: the sum of its chosen candidates' log-probabilities and the mean entropy of its decisions. All
+  // candidate rows go through the actor in one batch; the softmax is then taken per decision.
+  std::pair<torch::Tensor, torch::Tensor> evaluate(const std::vector<Episode>& episodes) const {
+    std::vector<FeatureRow> rows;
+    for (auto& e : episodes)
+      for (auto& d : e.decisions) rows.insert(rows.end(), d.rows.begin(), d.rows.end());
+    torch::Tensor logits = actor->forward(matrix(rows)).squeeze(-1);
+    std::vector<torch::Tensor> lps, ents;
+    int64_t at = 0;
+    for (auto& e : episodes) {
+      torch::Tensor lp = torch::zeros({}), ent = torch::zeros({});
+      for (auto& d : e.decisions) {
+        torch::Tensor l = torch::log_softmax(logits.narrow(0, at, int64_t(d.rows.size())), 0);
+        at += int64_t(d.rows.size());
+        lp = lp + l[d.chosen];
+        ent = ent - (l.exp() * l).sum();
+      }
+      lps.push_back(lp);
+      ents.push_back(ent / double(std::max<size_t>(1, e.decisions.size())));
     }
-    return {lp, ent / double(std::max<size_t>(1, e.decisions.size()))};
+    return {torch::stack(lps), torch::stack(ents)};
   }
 
   torch::Tensor values(const std::vector<Episode>& episodes) const {
@@ -165,13 +177,7 @@ UpdateStats LearnedPolicy::update(const std::vector<Episode>& episodes) {
     if (episodes.size() > 1) adv = (adv - adv.mean()) / (adv.std() + 1e-6);
   }
   for (int epoch = 0; epoch < impl_->opts.epochs; ++epoch) {
-    std::vector<torch::Tensor> lps, ents;
-    for (auto& e : episodes) {
-      auto [lp, ent] = impl_->evaluate(e);
-      lps.push_back(lp);
-      ents.push_back(ent);
-    }
-    torch::Tensor lp = torch::stack(lps), ent = torch::stack(ents);
+    auto [lp, ent] = impl_->evaluate(episodes);
     torch::Tensor ratio = (lp - old_lp).exp();
     double c = impl_->opts.clip;
     torch::Tensor policy_loss = -torch::min(ratio * adv, ratio.clamp(1 - c, 1 + c) * adv).mean();
@@ -193,13 +199,8 @@ UpdateStats LearnedPolicy::imitate(const std::vector<Episode>& episodes, int epo
   s.episodes = int(episodes.size());
   torch::Tensor reward = Impl::rewards(episodes);
   for (int epoch = 0; epoch < epochs; ++epoch) {
-    std::vector<torch::Tensor> lps, ents;
-    for (auto& e : episodes) {
-      auto [lp, ent] = impl_->evaluate(e);
-      lps.push_back(lp);
-      ents.push_back(ent);
-    }
-    torch::Tensor nll = -torch::stack(lps).mean(), ent = torch::stack(ents).mean();
+    auto [lps, ents] = impl_->evaluate(episodes);
+    torch::Tensor nll = -lps.mean(), ent = ents.mean();
     torch::Tensor value_loss = (impl_->values(episodes) - reward).pow(2).mean();
     impl_->apply(nll + impl_->opts.value_weight * value_loss);
     s.policy_loss = nll.item<double>();
