@@ -98,15 +98,9 @@ class Trainer {
  public:
   Trainer(const std::string& checkpoint_dir, int samples, int compile_threads, uint64_t seed, double learning_rate,
           double entropy_bonus, const std::string& versions) {
-    TrainerOptions o;
-    o.checkpoint_dir = checkpoint_dir;
-    o.samples = samples;
-    o.compile_threads = compile_threads;
-    o.policy.seed = seed;
-    o.policy.learning_rate = learning_rate;
-    o.policy.entropy_bonus = entropy_bonus;
-    o.versions = versions;
-    trainer_ = std::make_unique<PolicyTrainer>(o);
+    trainer_ = std::make_unique<PolicyTrainer>(TrainerOptions{
+        .checkpoint_dir = checkpoint_dir, .samples = samples, .compile_threads = compile_threads,
+        .policy = {.learning_rate = learning_rate, .entropy_bonus = entropy_bonus, .seed = seed}, .versions = versions});
   }
   std::string collect(const std::string& graph_json, const std::string& name, const PtrSets& sets, const PtrSets& refs,
                       const std::vector<uintptr_t>& params, const std::string& db_path, double eager_ms, double compile_ms) {
@@ -188,15 +182,9 @@ PYBIND11_MODULE(_core, m) {
                             const std::string& versions) {
     py::gil_scoped_release release;
     BorrowedTask t(graph_json, name, sets, refs, params, db_path, eager_ms, compile_ms);
-    CurveOptions o;
-    o.candidates = candidates;
-    o.reference = reference;
-    o.policies = policies;
-    o.search.checkpoint = checkpoint;
-    o.search.cost_model = cost_model;
-    o.search.seed = seed;
-    o.search.versions = versions;
-    o.compile_threads = compile_threads;
+    CurveOptions o{.candidates = candidates, .reference = reference, .policies = policies,
+                   .search = {.cost_model = cost_model, .checkpoint = checkpoint, .seed = seed, .versions = versions},
+                   .compile_threads = compile_threads};
     return policy_curves(t.spec, *t.task, t.db, t.compiler, o).dump();
   }, "Best time after 1..N candidates for each policy, and a longer random search's best (search/policy_curves.h).");
   m.def("learned_policy_available", &learned_policy_available, "Whether this module was built with libtorch.");

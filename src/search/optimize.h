@@ -29,7 +29,7 @@ struct OptimizeOptions {
   bool use_db_prior = true;  // also measure the database's best schedule for this graph and GPU
   uint64_t seed = 1;
   bool progress = true;
-  EvalOptions eval;
+  EvalOptions eval = {};
   std::string versions;  // recorded with every measurement
 };
 
