@@ -5,11 +5,11 @@
 #
 # Two device commands of under 10 minutes each, on one warm machine (the second reuses the first's work folder,
 # build-device/learning, which git ignores); run with carry [".deps"] after scripts/fetch_device_deps.sh:
-#   bash scripts/learning_eval.sh train   # build, synth both sets, train for TRAIN_SECONDS         (~7 min)
-#   bash scripts/learning_eval.sh eval    # cost model from the training measurements, curves, report (~6 min)
-#   bash scripts/learning_eval.sh all     # both in one command, with smaller budgets               (~9.5 min)
-# Knobs (environment): TRAIN_TASKS (24), HELDOUT_TASKS (8), TRAIN_SECONDS (240; all: 150), SAMPLES (16),
-# BATCH (4), EVAL_SECONDS (300; all: 180), CANDIDATES (64), REFERENCE (256), MAX_ELEMS (16M), SELF_IMITATION (1:
+#   bash scripts/learning_eval.sh train   # build, synth both sets, train for TRAIN_SECONDS         (~6 min)
+#   bash scripts/learning_eval.sh eval    # cost model from the training measurements, curves, report (~4 min)
+#   bash scripts/learning_eval.sh all     # both in one command, with smaller budgets               (~8.5 min)
+# Knobs (environment): TRAIN_TASKS (24), HELDOUT_TASKS (6), TRAIN_SECONDS (180; all: 120), SAMPLES (16),
+# BATCH (4), EVAL_SECONDS (200; all: 150), CANDIDATES (64), REFERENCE (256), MAX_ELEMS (16M), SELF_IMITATION (1:
 # after PPO, behaviour cloning of the fastest plans the training run measured; 0: the PPO policy alone).
 # Under $OUT: learning_eval.md (table), learning_eval.svg (plot), learning_eval.json, train_log.jsonl, the newest
 # checkpoint, synth manifests and logs.
@@ -27,16 +27,16 @@ export KFORGE_CACHE=/tmp/kforge-cache PYTHONUNBUFFERED=1
 W="$ROOT/build-device/learning"
 KF="$ROOT/build-device/kforge"
 TRAIN_TASKS=${TRAIN_TASKS:-24}
-HELDOUT_TASKS=${HELDOUT_TASKS:-8}
+HELDOUT_TASKS=${HELDOUT_TASKS:-6}
 SAMPLES=${SAMPLES:-16}
 BATCH=${BATCH:-4}
 CANDIDATES=${CANDIDATES:-64}
 REFERENCE=${REFERENCE:-256}
 MAX_ELEMS=${MAX_ELEMS:-16777216}
 THREADS=$(nproc)
-if [ "$MODE" = all ]; then TRAIN_SECONDS=${TRAIN_SECONDS:-150} EVAL_SECONDS=${EVAL_SECONDS:-180}; fi
-TRAIN_SECONDS=${TRAIN_SECONDS:-240}
-EVAL_SECONDS=${EVAL_SECONDS:-300}
+if [ "$MODE" = all ]; then TRAIN_SECONDS=${TRAIN_SECONDS:-120} EVAL_SECONDS=${EVAL_SECONDS:-150}; fi
+TRAIN_SECONDS=${TRAIN_SECONDS:-180}
+EVAL_SECONDS=${EVAL_SECONDS:-200}
 
 build() {
   echo "== build ($(date +%T))"
