@@ -11,13 +11,16 @@
 # Knobs (environment): TRAIN_TASKS (24), HELDOUT_TASKS (6), TRAIN_SECONDS (180; all: 120), SAMPLES (16),
 # BATCH (4), EVAL_SECONDS (200; all: 150), CANDIDATES (64), REFERENCE (256), MAX_ELEMS (16M), SELF_IMITATION (1:
 # after PPO, behaviour cloning of the fastest plans the training run measured; 0: the PPO policy alone).
-# Under $OUT: learning_eval.md (table), learning_eval.svg (plot), learning_eval.json, train_log.jsonl, the newest
-# checkpoint, synth manifests and logs.
+# Under $OUT (the device tool brings back 8 files at most): learning_eval.md (table), learning_eval.svg (plot),
+# learning_eval.json, train_log.jsonl, the newest checkpoint, the log, and aux_MODE.tgz (CMake output, synth logs
+# and manifests).
 set -uo pipefail
 MODE=${1:-all}
 OUT=${OUT:-/tmp/kforge-learning-out}
 mkdir -p "$OUT"
 exec > >(tee -a "$OUT/learning_eval_$MODE.log") 2>&1
+AUX=$(mktemp -d)
+trap 'tar czf "$OUT/aux_$MODE.tgz" -C "$AUX" . 2>/dev/null' EXIT
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 DEPS="$ROOT/.deps/root/usr"
@@ -43,8 +46,8 @@ build() {
   local t0=$(date +%s)
   cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$(which python3)" \
     -DCMAKE_PREFIX_PATH="$DEPS" -DSQLite3_INCLUDE_DIR="$DEPS/include" -DKFORGE_WITH_TORCH=ON \
-    -DSQLite3_LIBRARY="$DEPS/lib/x86_64-linux-gnu/libsqlite3.so" > "$OUT/cmake.txt" 2>&1 || { tail -30 "$OUT/cmake.txt"; exit 1; }
-  grep -E "not found: building" "$OUT/cmake.txt" || true
+    -DSQLite3_LIBRARY="$DEPS/lib/x86_64-linux-gnu/libsqlite3.so" > "$AUX/cmake.txt" 2>&1 || { tail -30 "$AUX/cmake.txt"; exit 1; }
+  grep -E "not found: building" "$AUX/cmake.txt" || true
   ninja -C build-device -j"$THREADS" > /tmp/ninja.txt 2>&1 || { grep -B2 -A10 error /tmp/ninja.txt | head -80; exit 1; }
   echo "built in $(( $(date +%s) - t0 )) s"
 }
@@ -53,19 +56,19 @@ build() {
 synth_sets() {
   echo "== synth ($(date +%T))"
   local common=(--device cuda --no-compile-check --max-elems "$MAX_ELEMS" --exclude bench)
-  [ -f "$W/train/manifest.json" ] || "$KF" synth --count "$TRAIN_TASKS" --seed 101 --out "$W/train" "${common[@]}" > "$OUT/synth_train.txt" 2>&1 \
-    || { tail -20 "$OUT/synth_train.txt"; exit 1; }
+  [ -f "$W/train/manifest.json" ] || "$KF" synth --count "$TRAIN_TASKS" --seed 101 --out "$W/train" "${common[@]}" > "$AUX/synth_train.txt" 2>&1 \
+    || { tail -20 "$AUX/synth_train.txt"; exit 1; }
   [ -f "$W/heldout/manifest.json" ] || "$KF" synth --count "$HELDOUT_TASKS" --seed 202 --out "$W/heldout" "${common[@]}" \
-    --exclude "$W/train" > "$OUT/synth_heldout.txt" 2>&1 || { tail -20 "$OUT/synth_heldout.txt"; exit 1; }
-  cp "$W/train/manifest.json" "$OUT/manifest_train.json"; cp "$W/heldout/manifest.json" "$OUT/manifest_heldout.json"
+    --exclude "$W/train" > "$AUX/synth_heldout.txt" 2>&1 || { tail -20 "$AUX/synth_heldout.txt"; exit 1; }
+  cp "$W/train/manifest.json" "$AUX/manifest_train.json"; cp "$W/heldout/manifest.json" "$AUX/manifest_heldout.json"
   echo "training tasks: $(ls "$W"/train/*.py | wc -l), held-out: $(ls "$W"/heldout/*.py | wc -l)"
 }
 
 train() {
   echo "== train for ${TRAIN_SECONDS} s, K=$SAMPLES, batch $BATCH ($(date +%T))"
   "$KF" train --tasks "$W/train" --checkpoints "$W/policy" --db "$W/train.db" --samples "$SAMPLES" --batch "$BATCH" \
-    --seconds "$TRAIN_SECONDS" --compile-threads "$THREADS" --log "$W/policy/train_log.jsonl" > /tmp/train_stdout.txt \
-    || { tail -20 /tmp/train_stdout.txt; exit 1; }
+    --seconds "$TRAIN_SECONDS" --compile-threads "$THREADS" --log "$W/policy/train_log.jsonl" > "$AUX/train_stdout.txt" \
+    || { tail -20 "$AUX/train_stdout.txt"; exit 1; }
   python3 - "$W/policy/train_log.jsonl" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
