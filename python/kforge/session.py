@@ -118,7 +118,7 @@ def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 
                                       base["compile"]["median_ms"], seed, progress, f"torch {torch.__version__}",
                                       policy, cost_model, checkpoint))
     report = {"name": name, "source": str(problem.path), "gpu": result["gpu"], "torch_version": torch.__version__,
-              "protocol": "kb", "candidates": result["candidates"], "correct_candidates": result["correct"],
+              "protocol": "kb", "policy": result["policy"], "candidates": result["candidates"], "correct_candidates": result["correct"],
               "strict_candidates": result["strict"], "copy_bandwidth_gbs": result["copy_gbs"], "flags": task_flags,
               "eager_ms": base["eager"]["median_ms"], "compile_ms": base["compile"]["median_ms"], "error": None}
     if "plan" not in result:

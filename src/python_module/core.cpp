@@ -161,7 +161,7 @@ PYBIND11_MODULE(_core, m) {
       if (!checkpoint.empty()) opts.checkpoint = checkpoint;
       r = optimize(t.spec, *t.task, t.db, t.compiler, opts);
     }
-    nlohmann::json out = {{"gpu", r.gpu}, {"copy_gbs", r.copy_gbs}, {"candidates", r.candidates},
+    nlohmann::json out = {{"gpu", r.gpu}, {"copy_gbs", r.copy_gbs}, {"policy", r.policy}, {"candidates", r.candidates},
                           {"compiled", r.compiled}, {"correct", r.correct}, {"strict", r.strict},
                           {"tier", r.best ? r.best_eval.tier() : "failed"}, {"log", r.best ? r.best_eval.log : r.last_failure}};
     if (r.best) {

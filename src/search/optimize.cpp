@@ -28,6 +28,17 @@ void progress(int done, int total, double best_speedup, double elapsed_s) {
 }
 }  // namespace
 
+std::string to_string(Policy p) {
+  switch (p) {
+    case Policy::local: return "local";
+    case Policy::random: return "random";
+    case Policy::costmodel: return "costmodel";
+    case Policy::trained: return "trained";
+    case Policy::untrained: return "untrained";
+  }
+  return "?";
+}
+
 Policy policy_from_string(const std::string& s) {
   if (s == "local") return Policy::local;
   if (s == "random") return Policy::random;
@@ -101,6 +112,7 @@ OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& d
   db.record_task(graph_hash, spec.name, graph_to_json(spec.graph).dump());
   Policy policy = opts.policy;
   std::vector<Schedule> queue = opening_candidates(spec.graph, policy, opts, proposer, eo.copy_gbs);
+  res.policy = to_string(policy);
   if (opts.use_db_prior)
     if (auto prior = db.best(graph_hash, res.gpu)) queue.push_back(schedule_from_json(nlohmann::json::parse(prior->schedule_json)));
   Schedule best_schedule;

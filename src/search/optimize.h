@@ -40,7 +40,9 @@ struct OptimizeResult {
   int candidates = 0, compiled = 0, correct = 0, strict = 0;
   double copy_gbs = 0;
   std::string gpu;
+  std::string policy;  // the policy that searched: `trained` without a checkpoint falls back to `local`
 };
+std::string to_string(Policy p);
 
 // The schedules a policy measures first, in order; search goes on with the proposer's edits after them.
 // `policy` may come back changed: `trained` without a checkpoint falls back to `local`.
