@@ -14,6 +14,7 @@ import math
 import sys
 import time
 import traceback
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -36,10 +37,30 @@ def ptrs(tensors) -> list[int]:
     return [t.data_ptr() for t in tensors]
 
 
-def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 5, seed: int = 1,
-                     progress: bool = True, policy: str = "local", cost_model: str = "") -> dict:
-    import kforge._core as core
+@dataclass
+class HostedTask:
+    """A problem on the GPU: its model, traced graph, params, hidden input sets with references, and baselines."""
+    problem: object
+    model: torch.nn.Module
+    graph: dict
+    params: list
+    sets: list
+    refs: list
+    flags: dict
+    base: dict  # {"eager": Stats, "compile": Stats (absent without the compile baseline)}
+    compiled: object = None  # torch.compile(model), when its baseline was timed
 
+    def pointers(self) -> tuple:
+        return [ptrs(s) for s in self.sets], [ptrs(r) for r in self.refs], ptrs(self.params)
+
+    def baseline_ms(self, which: str) -> float:
+        return self.base[which]["median_ms"] if which in self.base else 0.0
+
+
+def host_task(path, num_sets: int = 5, compile_baseline: bool = True) -> HostedTask:
+    """Imports a problem (or loads a bundle from `kforge import`) onto the GPU and times its baselines (kb protocol).
+    Without compile_baseline only eager is timed: torch.compile takes seconds per task, which training cannot
+    afford on every task; the reward then measures speed against eager alone."""
     if Path(path).is_dir():  # a bundle from `kforge import`: its hidden sets and references, loaded to the GPU
         stored = read_task(path)
         problem = load_problem(stored["source"])
@@ -48,7 +69,7 @@ def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 
         params = read_params(path, graph, "cuda")
         sets = [read_inputs(path, k, graph, "cuda") for k in range(stored["num_sets"])]
         refs = [read_outputs(path, k, graph, "cuda") for k in range(stored["num_sets"])]
-        inputs0, task_flags, num_sets = sets[0], stored["flags"], stored["num_sets"]
+        task_flags = stored["flags"]
     else:
         problem = load_problem(path)
         model = problem.build_model().to("cuda")
@@ -63,10 +84,26 @@ def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 
             refs.append([t.contiguous() for t in outputs_k])
             ranges = output_ranges(outputs_k, ranges if k else None)
         task_flags = flags(ranges)
-    compiled = torch.compile(model)  # inductor, default mode
+    inputs0 = sets[0]
+    runs = {"eager": lambda: model(*inputs0)}
+    compiled = None
+    if compile_baseline:
+        compiled = torch.compile(model)  # inductor, default mode
+        runs["compile"] = lambda: compiled(*inputs0)
     with torch.no_grad():
-        base = timing.time_interleaved({"eager": lambda: model(*inputs0), "compile": lambda: compiled(*inputs0)})
+        base = timing.time_interleaved(runs)
     torch.cuda.synchronize()  # the search runs on its own stream and reads these tensors
+    return HostedTask(problem, model, graph, params, sets, refs, task_flags, base, compiled)
+
+
+def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 5, seed: int = 1,
+                     progress: bool = True, policy: str = "local", cost_model: str = "", checkpoint: str = "") -> dict:
+    import kforge._core as core
+
+    hosted = host_task(path, num_sets)
+    problem, model, graph, params, compiled = hosted.problem, hosted.model, hosted.graph, hosted.params, hosted.compiled
+    sets, refs, task_flags, base, inputs0 = hosted.sets, hosted.refs, hosted.flags, hosted.base, hosted.sets[0]
+    num_sets = len(sets)
 
     name = problem.path.stem
     out_dir = Path(path) if Path(path).is_dir() else workdir / name
@@ -79,9 +116,9 @@ def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 
     result = json.loads(core.optimize(json.dumps(graph), name, [ptrs(s) for s in sets], [ptrs(r) for r in refs],
                                       ptrs(params), budget, db, base["eager"]["median_ms"],
                                       base["compile"]["median_ms"], seed, progress, f"torch {torch.__version__}",
-                                      policy, cost_model))
+                                      policy, cost_model, checkpoint))
     report = {"name": name, "source": str(problem.path), "gpu": result["gpu"], "torch_version": torch.__version__,
-              "protocol": "kb", "candidates": result["candidates"], "correct_candidates": result["correct"],
+              "protocol": "kb", "policy": result["policy"], "candidates": result["candidates"], "correct_candidates": result["correct"],
               "strict_candidates": result["strict"], "copy_bandwidth_gbs": result["copy_gbs"], "flags": task_flags,
               "eager_ms": base["eager"]["median_ms"], "compile_ms": base["compile"]["median_ms"], "error": None}
     if "plan" not in result:
@@ -128,8 +165,10 @@ def main(argv=None) -> int:
     parser.add_argument("--sets", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-progress", action="store_true")
-    parser.add_argument("--policy", choices=("local", "random", "costmodel"), default="local")
+    parser.add_argument("--policy", choices=("local", "random", "costmodel", "trained", "untrained"), default="local")
     parser.add_argument("--cost-model", default="", help="model file for --policy costmodel (kforge train-costmodel)")
+    parser.add_argument("--checkpoint", default="", help="policy checkpoint file or folder for --policy trained "
+                        "(default kforge_policy/: its newest; with none, the local policy, with a notice)")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("kforge: error: optimize needs a CUDA GPU (none is visible to PyTorch)", file=sys.stderr)
@@ -140,7 +179,7 @@ def main(argv=None) -> int:
         t0 = time.time()
         try:
             report = optimize_problem(path, args.budget, args.db, Path(args.workdir), args.sets, args.seed,
-                                      not args.no_progress, args.policy, args.cost_model)
+                                      not args.no_progress, args.policy, args.cost_model, args.checkpoint)
         except ImportProblemError as e:
             report = {"name": Path(path).stem, "tier": "failed", "error": str(e)}
         except Exception as e:  # noqa: BLE001 -- one problem's failure must not end the others

@@ -74,7 +74,7 @@ struct OptimizeArgs {
   int budget = 32, sets = 5;
   uint64_t seed = 1;
   bool no_progress = false;
-  std::string policy = "local", cost_model;
+  std::string policy = "local", cost_model, checkpoint;
 };
 
 // PyTorch hosts the loop in one process (python/kforge/session.py); the search is libkforge's. The hidden
@@ -93,6 +93,7 @@ int cmd_optimize(const OptimizeArgs& a) {
   if (a.no_progress) args.push_back("--no-progress");
   args.insert(args.end(), {"--policy", a.policy});
   if (!a.cost_model.empty()) args.insert(args.end(), {"--cost-model", fs::absolute(a.cost_model).string()});
+  if (!a.checkpoint.empty()) args.insert(args.end(), {"--checkpoint", fs::absolute(a.checkpoint).string()});
   run_python("session", args);
   if (!a.export_path.empty()) run_python("export", {bundle_dir, bundle_dir + "/best_plan.json", "-o", a.export_path});
   return 0;
@@ -214,8 +215,15 @@ int main(int argc, char** argv) {
   opt->add_option("--sets", oa.sets, "hidden input sets when importing");
   opt->add_option("--seed", oa.seed, "search seed");
   opt->add_flag("--no-progress", oa.no_progress, "no progress bar");
-  opt->add_option("--policy", oa.policy, "local (edit the best so far), random, or costmodel (rank with --cost-model)");
+  opt->add_option("--policy", oa.policy, "local (edit the best so far), random, costmodel (rank with --cost-model), "
+                  "trained (a learned policy: --checkpoint) or untrained (the same network, freshly initialised)");
   opt->add_option("--cost-model", oa.cost_model, "model file from `kforge train-costmodel`");
+  opt->add_option("--checkpoint", oa.checkpoint, "policy checkpoint file or folder (default kforge_policy/, its newest)");
+
+  // Learning runs where libtorch is, in the Python module (src/CMakeLists.txt says why the command lacks it).
+  auto* trn = app.add_subcommand("train", "train the learned policy: on-policy on the GPU over synth tasks, or GPU-free "
+                                 "from a measurement database (--from-db); python -m kforge.train, --help there");
+  trn->prefix_command();
 
   std::string train_db = "kforge.db", model_out = "costmodel.json", train_gpu;
   double holdout = 0.25;
@@ -295,6 +303,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*tcm) return cmd_train_costmodel(train_db, model_out, train_gpu, holdout);
+    if (*trn) return python_status("train", trn->remaining());
     if (*syn) {
       run_python("synth", syn->remaining());
       return 0;

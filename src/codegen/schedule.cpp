@@ -17,8 +17,14 @@ std::string to_string(Strategy s) {
   return "?";
 }
 
+const std::vector<Strategy>& all_strategies() {
+  static const std::vector<Strategy> all = {Strategy::flat, Strategy::thread, Strategy::warp,
+                                            Strategy::block, Strategy::split, Strategy::tile};
+  return all;
+}
+
 Strategy strategy_from_string(const std::string& s) {
-  for (auto st : {Strategy::flat, Strategy::thread, Strategy::warp, Strategy::block, Strategy::split, Strategy::tile})
+  for (auto st : all_strategies())
     if (to_string(st) == s) return st;
   throw UserError("unknown strategy '" + s + "' (flat, thread, warp, block or split)");
 }

@@ -39,6 +39,8 @@ struct Schedule {
 };
 
 std::string to_string(Strategy s);
+// Every strategy, in declaration order (the policy's features enumerate them).
+const std::vector<Strategy>& all_strategies();
 Strategy strategy_from_string(const std::string& s);
 nlohmann::json to_json(const Schedule& s);
 Schedule schedule_from_json(const nlohmann::json& j);

@@ -12,6 +12,8 @@
 #include "runtime/driver.h"
 #include "runtime/executor.h"
 #include "search/optimize.h"
+#include "search/policy_curves.h"
+#include "search/policy_trainer.h"
 
 namespace py = pybind11;
 using namespace kforge;
@@ -69,6 +71,55 @@ class Runner {
   std::unique_ptr<LoadedPlan> plan_;
 };
 
+using PtrSets = std::vector<std::vector<uintptr_t>>;
+
+// One task as Python hands it over: PyTorch's tensors (device pointers) as a DeviceTask, so inputs and references
+// never leave the GPU, with its database and compiler. Built with the GIL released (it sets up the CUDA context).
+struct BorrowedTask {
+  TaskSpec spec;
+  std::unique_ptr<DeviceTask> task;
+  MeasurementDB db;
+  Compiler compiler{{"sm_90", default_cache_dir(), {}}};
+  BorrowedTask(const std::string& graph_json, const std::string& name, const PtrSets& sets, const PtrSets& refs,
+               const std::vector<uintptr_t>& params, const std::string& db_path, double eager_ms, double compile_ms)
+      : spec{name, graph_from_json(nlohmann::json::parse(graph_json)), eager_ms, compile_ms}, db(db_path) {
+    auto ptrs = [](const PtrSets& v) {
+      std::vector<std::vector<CUdeviceptr>> out;
+      for (auto& s : v) out.emplace_back(s.begin(), s.end());
+      return out;
+    };
+    ensure_context();
+    task = std::make_unique<DeviceTask>(spec.graph, ptrs(sets), ptrs(refs), std::vector<CUdeviceptr>(params.begin(), params.end()));
+  }
+};
+
+// The on-policy learner seen from Python (python/kforge/train.py hosts the tasks on PyTorch's GPU tensors).
+class Trainer {
+ public:
+  Trainer(const std::string& checkpoint_dir, int samples, int compile_threads, uint64_t seed, double learning_rate,
+          double entropy_bonus, const std::string& versions) {
+    trainer_ = std::make_unique<PolicyTrainer>(TrainerOptions{
+        .checkpoint_dir = checkpoint_dir, .samples = samples, .compile_threads = compile_threads,
+        .policy = {.learning_rate = learning_rate, .entropy_bonus = entropy_bonus, .seed = seed}, .versions = versions});
+  }
+  std::string collect(const std::string& graph_json, const std::string& name, const PtrSets& sets, const PtrSets& refs,
+                      const std::vector<uintptr_t>& params, const std::string& db_path, double eager_ms, double compile_ms) {
+    py::gil_scoped_release release;
+    BorrowedTask t(graph_json, name, sets, refs, params, db_path, eager_ms, compile_ms);
+    return trainer_->collect(t.spec, *t.task, t.db, t.compiler).dump();
+  }
+  std::string update(int64_t tasks_done) {
+    py::gil_scoped_release release;
+    return trainer_->update(tasks_done).dump();
+  }
+  std::string progress() { return trainer_->policy().progress().dump(); }
+  int64_t step() { return trainer_->policy().step(); }
+  bool resumed() const { return trainer_->resumed(); }
+
+ private:
+  std::unique_ptr<PolicyTrainer> trainer_;
+};
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -95,21 +146,11 @@ PYBIND11_MODULE(_core, m) {
                        const std::vector<std::vector<uintptr_t>>& sets, const std::vector<std::vector<uintptr_t>>& refs,
                        const std::vector<uintptr_t>& params, int budget, const std::string& db_path, double eager_ms,
                        double compile_ms, uint64_t seed, bool progress, const std::string& versions,
-                       const std::string& policy, const std::string& cost_model) {
-    // The search on PyTorch's tensors (device pointers): inputs and references never leave the GPU.
-    TaskSpec spec{name, graph_from_json(nlohmann::json::parse(graph_json)), eager_ms, compile_ms};
-    auto ptrs = [](const std::vector<std::vector<uintptr_t>>& v) {
-      std::vector<std::vector<CUdeviceptr>> out;
-      for (auto& s : v) out.emplace_back(s.begin(), s.end());
-      return out;
-    };
+                       const std::string& policy, const std::string& cost_model, const std::string& checkpoint) {
     OptimizeResult r;
     {
       py::gil_scoped_release release;
-      ensure_context();
-      DeviceTask task(spec.graph, ptrs(sets), ptrs(refs), std::vector<CUdeviceptr>(params.begin(), params.end()));
-      MeasurementDB db(db_path);
-      Compiler compiler({"sm_90", default_cache_dir(), {}});
+      BorrowedTask t(graph_json, name, sets, refs, params, db_path, eager_ms, compile_ms);
       OptimizeOptions opts;
       opts.budget = budget;
       opts.seed = seed;
@@ -117,9 +158,10 @@ PYBIND11_MODULE(_core, m) {
       opts.versions = versions;
       opts.policy = policy_from_string(policy);
       opts.cost_model = cost_model;
-      r = optimize(spec, task, db, compiler, opts);
+      if (!checkpoint.empty()) opts.checkpoint = checkpoint;
+      r = optimize(t.spec, *t.task, t.db, t.compiler, opts);
     }
-    nlohmann::json out = {{"gpu", r.gpu}, {"copy_gbs", r.copy_gbs}, {"candidates", r.candidates},
+    nlohmann::json out = {{"gpu", r.gpu}, {"copy_gbs", r.copy_gbs}, {"policy", r.policy}, {"candidates", r.candidates},
                           {"compiled", r.compiled}, {"correct", r.correct}, {"strict", r.strict},
                           {"tier", r.best ? r.best_eval.tier() : "failed"}, {"log", r.best ? r.best_eval.log : r.last_failure}};
     if (r.best) {
@@ -132,7 +174,40 @@ PYBIND11_MODULE(_core, m) {
     return out.dump();
   }, py::arg("graph_json"), py::arg("name"), py::arg("sets"), py::arg("refs"), py::arg("params"), py::arg("budget"),
      py::arg("db_path"), py::arg("eager_ms") = 0.0, py::arg("compile_ms") = 0.0, py::arg("seed") = 1,
-     py::arg("progress") = true, py::arg("versions") = "", py::arg("policy") = "local", py::arg("cost_model") = "");
+     py::arg("progress") = true, py::arg("versions") = "", py::arg("policy") = "local", py::arg("cost_model") = "", py::arg("checkpoint") = "");
+  m.def("policy_curves", [](const std::string& graph_json, const std::string& name, const PtrSets& sets, const PtrSets& refs,
+                            const std::vector<uintptr_t>& params, const std::string& db_path, double eager_ms, double compile_ms,
+                            int candidates, int reference, const std::vector<std::string>& policies,
+                            const std::string& checkpoint, const std::string& cost_model, uint64_t seed, int compile_threads,
+                            const std::string& versions) {
+    py::gil_scoped_release release;
+    BorrowedTask t(graph_json, name, sets, refs, params, db_path, eager_ms, compile_ms);
+    CurveOptions o{.candidates = candidates, .reference = reference, .policies = policies,
+                   .search = {.cost_model = cost_model, .checkpoint = checkpoint, .seed = seed, .versions = versions},
+                   .compile_threads = compile_threads};
+    return policy_curves(t.spec, *t.task, t.db, t.compiler, o).dump();
+  }, "Best time after 1..N candidates for each policy, and a longer random search's best (search/policy_curves.h).");
+  m.def("learned_policy_available", &learned_policy_available, "Whether this module was built with libtorch.");
+  m.def("warm_start_from_db", [](const std::string& db_path, const std::string& dir, int top, int epochs, uint64_t seed) {
+    // GPU-free: behaviour cloning of the fastest recorded plans, continuing the newest checkpoint in `dir`.
+    py::gil_scoped_release release;
+    MeasurementDB db(db_path);
+    auto policy = resume_or_start(dir, {.seed = seed});
+    nlohmann::json stats = warm_start_from_db(*policy, db, top, epochs);
+    stats["checkpoint"] = checkpoint_path(dir, policy->step());
+    policy->save(stats["checkpoint"]);
+    return stats.dump();
+  }, py::arg("db_path"), py::arg("checkpoint_dir"), py::arg("top") = 4, py::arg("epochs") = 50, py::arg("seed") = 1);
+  py::class_<Trainer>(m, "Trainer")
+      .def(py::init<const std::string&, int, int, uint64_t, double, double, const std::string&>(), py::arg("checkpoint_dir"),
+           py::arg("samples") = 16, py::arg("compile_threads") = 16, py::arg("seed") = 1, py::arg("learning_rate") = 3e-3,
+           py::arg("entropy_bonus") = 0.01, py::arg("versions") = "")
+      .def("collect", &Trainer::collect, py::arg("graph_json"), py::arg("name"), py::arg("sets"), py::arg("refs"),
+           py::arg("params"), py::arg("db_path"), py::arg("eager_ms") = 0.0, py::arg("compile_ms") = 0.0)
+      .def("update", &Trainer::update, py::arg("tasks_done"))
+      .def("progress", &Trainer::progress)
+      .def("step", &Trainer::step)
+      .def("resumed", &Trainer::resumed);
   m.def("reward", [](bool correct, double ms, double eager_ms, double compile_ms, double floor_ms) {
     RewardResult r = compute_reward({correct, ms, eager_ms, compile_ms, floor_ms});
     return py::dict(py::arg("reward") = r.reward, py::arg("speedup_eager") = r.speedup_eager,

@@ -31,7 +31,7 @@ class MeasurementDB {
   void record_task(const std::string& graph_hash, const std::string& name, const std::string& graph_json);
   struct TrainingRow {
     std::string graph_hash, graph_json, schedule_json;
-    double median_ms = 0;
+    double median_ms = 0, reward = 0;
   };
   // Every correct measurement whose task graph is known, for the cost model.
   std::vector<TrainingRow> training_rows(const std::string& gpu = "");

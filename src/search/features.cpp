@@ -109,14 +109,21 @@ const std::vector<std::string>& feature_names() {
   return names;
 }
 
-std::vector<double> feature_vector(const TaskFeatures& t, const PlanFeatures& p) {
+size_t task_feature_count() { return 20; }
+
+std::vector<double> task_vector(const TaskFeatures& t) {
   auto lg = [](double x) { return std::log2(std::max(1.0, x)); };
   return {t.nodes, t.inputs, t.params, t.outputs, t.elementwise, t.transcendental, t.reductions, t.scans, t.pools,
           t.gathers, t.views, lg(t.input_bytes), lg(t.output_bytes), lg(t.min_bytes), lg(t.flops), t.intensity,
-          t.max_rank, t.floor_ms, t.gpu_copy_gbs, t.gpu_sms,
-          p.kernels, p.fuse_rows, p.cuda_graph, p.pointwise_groups, p.row_groups, p.scan_groups, p.pool_groups,
+          t.max_rank, t.floor_ms, t.gpu_copy_gbs, t.gpu_sms};
+}
+
+std::vector<double> feature_vector(const TaskFeatures& t, const PlanFeatures& p) {
+  std::vector<double> v = task_vector(t);
+  v.insert(v.end(), {p.kernels, p.fuse_rows, p.cuda_graph, p.pointwise_groups, p.row_groups, p.scan_groups, p.pool_groups,
           p.flat, p.thread, p.warp, p.block, p.split, p.tile, p.mean_block, p.max_vec, p.mean_items, p.max_chunks,
-          p.cached_rows, p.log_max_row_length, p.log_min_rows, p.log_total_threads, p.passes};
+          p.cached_rows, p.log_max_row_length, p.log_min_rows, p.log_total_threads, p.passes});
+  return v;
 }
 
 }  // namespace kforge

@@ -36,8 +36,11 @@ struct PlanFeatures {
 TaskFeatures task_features(const Graph& graph, const GpuInfo& gpu);
 PlanFeatures plan_features(const Graph& graph, const Schedule& schedule);
 
-// The flat vector a learner takes, and the name of each entry.
+// The flat vector a learner takes, and the name of each entry: the task's entries, then the plan's.
 std::vector<double> feature_vector(const TaskFeatures& t, const PlanFeatures& p);
 const std::vector<std::string>& feature_names();
+// The task's entries alone (sizes on a log2 scale), the first task_feature_count() of feature_vector.
+std::vector<double> task_vector(const TaskFeatures& t);
+size_t task_feature_count();
 
 }  // namespace kforge

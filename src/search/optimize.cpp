@@ -1,6 +1,7 @@
 #include "search/optimize.h"
 
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <set>
 
@@ -9,6 +10,8 @@
 #include "runtime/driver.h"
 #include "search/cost_model.h"
 #include "search/features.h"
+#include "search/learned_policy.h"
+#include "search/measure.h"
 #include "search/proposer.h"
 
 #include <numeric>
@@ -16,15 +19,6 @@
 namespace kforge {
 
 namespace {
-// What makes two plans the same candidate: their kernels (source and launch geometry) and graph replay.
-std::string plan_key(const Plan& p) {
-  std::string k = p.schedule.cuda_graph ? "graph" : "direct";
-  for (auto& kernel : p.kernels)
-    k += "|" + stable_hash(kernel.source) + ":" + std::to_string(kernel.grid) + "x" + std::to_string(kernel.block) + "+" +
-         std::to_string(kernel.smem);
-  return k;
-}
-
 void progress(int done, int total, double best_speedup, double elapsed_s) {
   int width = 30, filled = total ? done * width / total : width;
   double eta = done ? elapsed_s / done * (total - done) : 0;
@@ -34,23 +28,36 @@ void progress(int done, int total, double best_speedup, double elapsed_s) {
 }
 }  // namespace
 
+std::string to_string(Policy p) {
+  switch (p) {
+    case Policy::local: return "local";
+    case Policy::random: return "random";
+    case Policy::costmodel: return "costmodel";
+    case Policy::trained: return "trained";
+    case Policy::untrained: return "untrained";
+  }
+  return "?";
+}
+
 Policy policy_from_string(const std::string& s) {
   if (s == "local") return Policy::local;
   if (s == "random") return Policy::random;
   if (s == "costmodel") return Policy::costmodel;
-  throw UserError("unknown policy '" + s + "' (local, random or costmodel)");
+  if (s == "trained") return Policy::trained;
+  if (s == "untrained") return Policy::untrained;
+  throw UserError("unknown policy '" + s + "' (local, random, costmodel, trained or untrained)");
 }
 
 namespace {
 // Many distinct proposals around the default, ordered by the model's predicted time.
-std::vector<Schedule> ranked_by_model(const TaskSpec& spec, ScheduleProposer& proposer, const CostModel& model, int count,
+std::vector<Schedule> ranked_by_model(const Graph& graph, ScheduleProposer& proposer, const CostModel& model, int count,
                                       double copy_gbs) {
   std::vector<Schedule> pool;
   for (int k = 0; k < count; ++k)
     if (auto s = proposer.next(Schedule{})) pool.push_back(*s);
-  TaskFeatures t = task_features(spec.graph, {copy_gbs, 132});
+  TaskFeatures t = task_features(graph, {copy_gbs, 132});
   std::vector<std::vector<double>> rows;
-  for (auto& s : pool) rows.push_back(feature_vector(t, plan_features(spec.graph, s)));
+  for (auto& s : pool) rows.push_back(feature_vector(t, plan_features(graph, s)));
   std::vector<double> pred = model.predict(rows);
   std::vector<size_t> order(pool.size());
   std::iota(order.begin(), order.end(), 0);
@@ -60,6 +67,33 @@ std::vector<Schedule> ranked_by_model(const TaskSpec& spec, ScheduleProposer& pr
   return out;
 }
 }  // namespace
+
+std::vector<Schedule> opening_candidates(const Graph& graph, Policy& policy, const OptimizeOptions& opts,
+                                         ScheduleProposer& proposer, double copy_gbs) {
+  GpuInfo gpu{copy_gbs, 132};
+  if (policy == Policy::trained) {
+    std::string path = std::filesystem::is_directory(opts.checkpoint) ? newest_checkpoint(opts.checkpoint) : opts.checkpoint;
+    if (path.empty() || !std::filesystem::exists(path)) {
+      std::fprintf(stderr, "kforge: no policy checkpoint at '%s' (train one with kforge train): searching with the local "
+                   "policy instead\n", opts.checkpoint.c_str());
+      policy = Policy::local;
+    } else {
+      return LearnedPolicy::load(path)->propose(graph, gpu, 4 * opts.budget);
+    }
+  }
+  if (policy == Policy::untrained) return LearnedPolicy(PolicyOptions{.seed = opts.seed}).propose(graph, gpu, 4 * opts.budget);
+  // The hand-written default first; the unfused default second: a fused row kernel with few long rows
+  // (BatchNorm over 64 channels) leaves most of the GPU idle, where split reductions plus a pointwise kernel fill it.
+  std::vector<Schedule> queue = {Schedule{}};
+  Schedule unfused;
+  unfused.fuse_rows = false;
+  if (kernel_groups(graph, false).size() != kernel_groups(graph, true).size()) queue.push_back(unfused);
+  if (policy == Policy::costmodel) {
+    auto model = load_boosted_cost_model(opts.cost_model);
+    for (auto& s : ranked_by_model(graph, proposer, *model, 16 * opts.budget, copy_gbs)) queue.push_back(s);
+  }
+  return queue;
+}
 
 OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& db, const Compiler& compiler,
                         const OptimizeOptions& opts) {
@@ -75,19 +109,12 @@ OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& d
   ScheduleProposer proposer(spec.graph, opts.seed);
   std::string graph_hash = stable_hash(graph_to_json(spec.graph).dump());
 
-  // Start from the default schedule, then from the best this database has seen for this graph and GPU.
-  // The unfused default is the second candidate: a fused row kernel with few long rows (BatchNorm over
-  // 64 channels) leaves most of the GPU idle, where split reductions plus a pointwise kernel fill it.
-  Schedule unfused;
-  unfused.fuse_rows = false;
-  std::vector<Schedule> queue = {Schedule{}};
-  if (kernel_groups(spec.graph, false).size() != kernel_groups(spec.graph, true).size()) queue.push_back(unfused);
   db.record_task(graph_hash, spec.name, graph_to_json(spec.graph).dump());
-  if (opts.policy == Policy::costmodel) {
-    auto model = load_boosted_cost_model(opts.cost_model);
-    for (auto& s : ranked_by_model(spec, proposer, *model, 16 * opts.budget, eo.copy_gbs)) queue.push_back(s);
-  }
-  if (auto prior = db.best(graph_hash, res.gpu)) queue.push_back(schedule_from_json(nlohmann::json::parse(prior->schedule_json)));
+  Policy policy = opts.policy;
+  std::vector<Schedule> queue = opening_candidates(spec.graph, policy, opts, proposer, eo.copy_gbs);
+  res.policy = to_string(policy);
+  if (opts.use_db_prior)
+    if (auto prior = db.best(graph_hash, res.gpu)) queue.push_back(schedule_from_json(nlohmann::json::parse(prior->schedule_json)));
   Schedule best_schedule;
   double best_ms = 1e30;
   auto t0 = std::chrono::steady_clock::now();
@@ -101,7 +128,7 @@ OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& d
       s = queue.front();
       queue.erase(queue.begin());
       proposer.mark(s);  // the proposer need not offer it again; measured_plans drops repeats
-    } else if (auto n = proposer.next(opts.policy == Policy::local ? best_schedule : Schedule{})) {
+    } else if (auto n = proposer.next(policy == Policy::local ? best_schedule : Schedule{})) {
       s = *n;
     } else {
       break;  // space exhausted
@@ -115,7 +142,6 @@ OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& d
     }
     if (plan && !measured_plans.insert(plan_key(*plan)).second) continue;
     ++i;
-    Measurement m{spec.name, graph_hash, to_json(s).dump(), res.gpu, opts.versions};
     try {
       if (plan) r = evaluate(spec, task, *plan, compiler, verifier, eo, stream);
     } catch (const UserError& e) {
@@ -125,15 +151,7 @@ OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& d
     res.compiled += r.compiled;
     res.correct += r.relaxed;
     res.strict += r.strict;
-    m.compiled = r.compiled;
-    m.strict = r.strict;
-    m.relaxed = r.relaxed;
-    m.median_ms = r.native.median_ms;
-    m.mean_ms = r.native.mean_ms;
-    m.reward = r.reward.reward;
-    m.speedup_best = r.reward.speedup_best;
-    m.log = r.log;
-    db.record(m);
+    db.record(measurement_of(spec, graph_hash, s, r, res.gpu, opts.versions));
     if (!r.relaxed) res.last_failure = r.log;
     // Prefer strict-tier plans: a relaxed-only plan wins only if no strict plan exists.
     bool better = r.relaxed && (!res.best || (r.strict && !res.best_eval.strict) ||

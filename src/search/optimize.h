@@ -8,22 +8,28 @@
 #include "codegen/plan.h"
 #include "env/evaluator.h"
 #include "search/database.h"
+#include "search/proposer.h"
 
 namespace kforge {
 
 // How candidates are proposed: `local` edits the best schedule so far (default), `random` draws edits of
 // the default schedule only (the baseline a learned policy must beat), `costmodel` ranks many proposals with a
-// learned model and measures the best-ranked first.
-enum class Policy { local, random, costmodel };
+// learned model and measures the best-ranked first, `trained` samples a learned policy (learned_policy.h)
+// from a checkpoint, `untrained` the same network freshly initialised (what learning adds is the difference).
+enum class Policy { local, random, costmodel, trained, untrained };
 Policy policy_from_string(const std::string& s);
 
 struct OptimizeOptions {
   int budget = 32;
   Policy policy = Policy::local;
   std::string cost_model;  // model file for Policy::costmodel (kforge train-costmodel)
+  // Policy::trained: a checkpoint file, or a folder whose newest checkpoint is taken. With none there,
+  // the search falls back to `local` and says so.
+  std::string checkpoint = "kforge_policy";
+  bool use_db_prior = true;  // also measure the database's best schedule for this graph and GPU
   uint64_t seed = 1;
   bool progress = true;
-  EvalOptions eval;
+  EvalOptions eval = {};
   std::string versions;  // recorded with every measurement
 };
 
@@ -34,7 +40,14 @@ struct OptimizeResult {
   int candidates = 0, compiled = 0, correct = 0, strict = 0;
   double copy_gbs = 0;
   std::string gpu;
+  std::string policy;  // the policy that searched: `trained` without a checkpoint falls back to `local`
 };
+std::string to_string(Policy p);
+
+// The schedules a policy measures first, in order; search goes on with the proposer's edits after them.
+// `policy` may come back changed: `trained` without a checkpoint falls back to `local`.
+std::vector<Schedule> opening_candidates(const Graph& graph, Policy& policy, const OptimizeOptions& opts,
+                                         ScheduleProposer& proposer, double copy_gbs);
 
 // Searches on `task`'s device data; the caller keeps the data alive and owns the CUDA context.
 OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& db, const Compiler& compiler,

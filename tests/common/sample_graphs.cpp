@@ -1,4 +1,5 @@
 #include "common/sample_graphs.h"
+#include <stdexcept>
 
 namespace kforge::testing {
 
@@ -126,6 +127,12 @@ std::vector<SampleGraph> sample_graphs() {
       {"name": "o1", "op": "mul", "args": ["c", "s1"]}, {"name": "t", "op": "add", "args": ["c", "s1"]},
       {"name": "o2", "op": "sum", "args": ["t"], "attrs": {"dims": [1], "keepdim": true}}], "outputs": ["o1", "o2"]})");
   return g;
+}
+
+nlohmann::json sample_graph(const std::string& name) {
+  for (auto& s : sample_graphs())
+    if (s.name == name) return s.graph;
+  throw std::runtime_error("no sample graph named " + name);
 }
 
 }  // namespace kforge::testing

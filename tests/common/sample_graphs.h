@@ -14,5 +14,7 @@ struct SampleGraph {
 };
 
 std::vector<SampleGraph> sample_graphs();
+// The sample of that name (throws when there is none).
+nlohmann::json sample_graph(const std::string& name);
 
 }  // namespace kforge::testing

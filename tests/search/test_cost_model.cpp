@@ -5,6 +5,7 @@
 
 #include "codegen/lower.h"
 #include "common/sample_graphs.h"
+#include "common/synthetic_times.h"
 #include "ir/error.h"
 #include "search/cost_model.h"
 #include "search/features.h"
@@ -17,14 +18,6 @@ TEST(CostModel, RankCorrelation) {
   EXPECT_DOUBLE_EQ(rank_correlation({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0);
   EXPECT_DOUBLE_EQ(rank_correlation({1, 2, 3, 4}, {4, 3, 2, 1}), -1.0);
   EXPECT_NEAR(rank_correlation({1, 2, 3, 4}, {1, 1, 2, 2}), 0.894, 1e-3);  // ties share ranks
-}
-
-// A stand-in for measured times, a known function of the features plus noise: bytes at bandwidth times the
-// passes not served from shared memory, a launch cost per kernel, and a penalty for block sizes away from 256.
-double synthetic_log_ms(const TaskFeatures& t, const PlanFeatures& p, std::mt19937_64& rng) {
-  double ms = 1e4 * t.floor_ms * (1 + 0.5 * p.passes - 0.3 * p.cached_rows) + 0.005 * p.kernels +
-              0.01 * std::fabs(std::log2(p.mean_block) - 8) + 0.002 * p.mean_items;
-  return std::log(ms) + std::normal_distribution<double>(0, 0.01)(rng);
 }
 
 TEST(CostModel, LearnsToRankSchedulesItHasNotSeen) {
@@ -45,7 +38,7 @@ TEST(CostModel, LearnsToRankSchedulesItHasNotSeen) {
     for (auto& s : schedules) {
       PlanFeatures p = plan_features(g, s);
       (held_out ? test_rows : train_rows).push_back(feature_vector(t, p));
-      (held_out ? test_y : train_y).push_back(synthetic_log_ms(t, p, rng));
+      (held_out ? test_y : train_y).push_back(testing::synthetic_log_ms(t, p, rng));
       if (held_out) test_task.push_back(i);
     }
   }

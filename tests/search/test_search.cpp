@@ -65,14 +65,8 @@ TEST(Proposer, NeverRepeatsAndStaysLegal) {
 namespace kforge {
 namespace {
 
-nlohmann::json find_sample(const std::string& name) {
-  for (auto& s : testing::sample_graphs())
-    if (s.name == name) return s.graph;
-  throw std::runtime_error("no sample " + name);
-}
-
 TEST(Features, TaskFeaturesCountWhatTheGraphDoes) {
-  Graph g = graph_from_json(find_sample("softmax"));  // [17, 1023]
+  Graph g = graph_from_json(testing::sample_graph("softmax"));  // [17, 1023]
   TaskFeatures t = task_features(g, GpuInfo{4000, 132});
   EXPECT_EQ(t.reductions, 2);     // max, then sum of exp
   EXPECT_GE(t.transcendental, 1); // exp
@@ -82,7 +76,7 @@ TEST(Features, TaskFeaturesCountWhatTheGraphDoes) {
 }
 
 TEST(Features, PlanFeaturesFollowTheSchedule) {
-  Graph g = graph_from_json(find_sample("softmax"));
+  Graph g = graph_from_json(testing::sample_graph("softmax"));
   PlanFeatures fused = plan_features(g, Schedule{});
   EXPECT_EQ(fused.kernels, 1);
   EXPECT_EQ(fused.row_groups, 1);

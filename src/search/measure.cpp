@@ -1,0 +1,102 @@
+#include "search/measure.h"
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "codegen/lower.h"
+#include "ir/error.h"
+#include "runtime/driver.h"
+
+namespace kforge {
+
+std::string plan_key(const Plan& p) {
+  std::string k = p.schedule.cuda_graph ? "graph" : "direct";
+  for (auto& kernel : p.kernels)
+    k += "|" + stable_hash(kernel.source) + ":" + std::to_string(kernel.grid) + "x" + std::to_string(kernel.block) + "+" +
+         std::to_string(kernel.smem);
+  return k;
+}
+
+Measurement measurement_of(const TaskSpec& spec, const std::string& graph_hash, const Schedule& s, const EvalResult& r,
+                           const std::string& gpu, const std::string& versions) {
+  Measurement m{spec.name, graph_hash, to_json(s).dump(), gpu, versions};
+  m.compiled = r.compiled;
+  m.strict = r.strict;
+  m.relaxed = r.relaxed;
+  m.median_ms = r.native.median_ms;
+  m.mean_ms = r.native.mean_ms;
+  m.reward = r.reward.reward;
+  m.speedup_best = r.reward.speedup_best;
+  m.log = r.log;
+  return m;
+}
+
+void precompile(const std::vector<Plan>& plans, const Compiler& compiler, int threads) {
+  std::vector<std::pair<std::string, std::string>> work;  // distinct (source, name)
+  std::set<std::string> seen;
+  for (auto& p : plans)
+    for (auto& k : p.kernels)
+      if (seen.insert(k.source).second) work.push_back({k.source, k.name});
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next++) < work.size();) compiler.compile(work[i].first, work[i].second);  // fills the cache
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::max(1, threads) && size_t(t) < work.size(); ++t) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+}
+
+PlanMeter::PlanMeter(const TaskSpec& spec, DeviceTask& task, MeasurementDB& db, const Compiler& compiler,
+                     const std::string& versions, int compile_threads)
+    : spec_(spec), task_(task), db_(db), compiler_(compiler), versions_(versions), threads_(compile_threads) {
+  ensure_context();
+  gpu_ = device_name();
+  KF_CU(driver().cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
+  eo_.copy_gbs = measure_copy_bandwidth(stream_);
+  verifier_.emplace(compiler);
+  graph_hash_ = stable_hash(graph_to_json(spec.graph).dump());
+  db_.record_task(graph_hash_, spec.name, graph_to_json(spec.graph).dump());
+}
+
+PlanMeter::~PlanMeter() {
+  verifier_.reset();
+  if (stream_) driver().cuStreamDestroy(stream_);
+}
+
+std::vector<PlanMeter::Result> PlanMeter::measure(const std::vector<Schedule>& schedules) {
+  std::vector<Result> out(schedules.size());
+  std::vector<std::optional<Plan>> plans(schedules.size());
+  std::vector<Plan> fresh;
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    try {
+      plans[i] = lower(spec_.graph, schedules[i]);
+      out[i].key = plan_key(*plans[i]);
+      fresh.push_back(*plans[i]);
+    } catch (const UserError& e) {
+      out[i].key = "unlowerable:" + to_json(schedules[i]).dump();
+      out[i].eval.log = std::string("lowering failed: ") + e.what();
+    }
+  }
+  precompile(fresh, compiler_, threads_);
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    Result& r = out[i];
+    if (auto it = done_.find(r.key); it != done_.end()) {
+      r.eval = it->second;
+      r.repeat = true;
+      continue;
+    }
+    if (plans[i]) {
+      try {
+        r.eval = evaluate(spec_, task_, *plans[i], compiler_, *verifier_, eo_, stream_);
+      } catch (const UserError& e) {
+        r.eval.log = std::string("launch failed: ") + e.what();
+      }
+    }
+    db_.record(measurement_of(spec_, graph_hash_, schedules[i], r.eval, gpu_, versions_));
+    done_[r.key] = r.eval;
+  }
+  return out;
+}
+
+}  // namespace kforge

@@ -1,0 +1,271 @@
+// The learned policy's action space and learner (issue 5), GPU-free: legality of every sampled plan, an
+// update on fake measurements moving probability toward the better action, checkpoints.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "codegen/lower.h"
+#include "common/sample_graphs.h"
+#include "common/synthetic_times.h"
+#include "ir/error.h"
+#include "search/decisions.h"
+#include "search/learned_policy.h"
+#include "search/policy_trainer.h"
+
+namespace kforge {
+namespace {
+
+TEST(Decisions, EveryFamilyGivesRowsOfTheSchemaAndLegalSchedules) {
+  std::mt19937_64 rng(5);
+  for (auto& sample : testing::sample_graphs()) {
+    Graph g = graph_from_json(sample.graph);
+    for (int trial = 0; trial < 3; ++trial) {
+      PlanDecisions d(g, {});
+      EXPECT_EQ(d.task_row().size(), task_feature_count());
+      while (!d.done()) {
+        ASSERT_FALSE(d.candidates().empty()) << sample.name;
+        for (auto& r : d.candidates()) ASSERT_EQ(r.size(), decision_feature_names().size()) << sample.name;
+        d.choose(std::uniform_int_distribution<int>(0, int(d.candidates().size()) - 1)(rng));
+      }
+      EXPECT_EQ(d.decisions().size(), 1 + kernel_groups(g, d.schedule().fuse_rows).size());
+      for (auto& grp : kernel_groups(g, d.schedule().fuse_rows)) EXPECT_NO_THROW(schedule_for(d.schedule(), grp)) << sample.name;
+      // Replaying the schedule takes the same decisions.
+      PlanDecisions replay(g, {});
+      for (auto& taken : d.decisions()) {
+        EXPECT_EQ(replay.index_of(d.schedule()), taken.chosen) << sample.name;
+        replay.choose(taken.chosen);
+      }
+      EXPECT_EQ(replay.schedule(), d.schedule());
+    }
+  }
+}
+
+TEST(Decisions, GroupFeaturesNameTheFamilyAndCandidatesDiffer) {
+  // One graph per family: the group's kind is visible to the policy, and no two candidates look alike.
+  std::map<std::string, std::string> family = {{"relu", "group.pointwise"}, {"softmax", "group.row"},
+                                               {"cumsum_last", "group.scan"}, {"max_pool", "group.pool"}};
+  auto& names = decision_feature_names();
+  for (auto& [sample, feature] : family) {
+    PlanDecisions d(graph_from_json(testing::sample_graph(sample)), {});
+    d.choose(0);
+    ASSERT_FALSE(d.done()) << sample;
+    size_t col = size_t(std::find(names.begin(), names.end(), feature) - names.begin());
+    ASSERT_LT(col, names.size());
+    std::set<FeatureRow> distinct;
+    for (auto& r : d.candidates()) {
+      EXPECT_EQ(r[col], 1.f) << sample;
+      distinct.insert(r);
+    }
+    EXPECT_EQ(distinct.size(), d.candidates().size()) << sample;
+  }
+}
+
+TEST(Decisions, ScheduleFromChoicesClampsAndStaysLegal) {
+  Graph g = graph_from_json(testing::sample_graph("softmax"));
+  Schedule s = schedule_from_choices(g, {2, 1000});  // unfused, graph replay; the last candidate everywhere
+  EXPECT_FALSE(s.fuse_rows);
+  EXPECT_TRUE(s.cuda_graph);
+  for (auto& grp : kernel_groups(g, false)) EXPECT_NO_THROW(schedule_for(s, grp));
+}
+
+TEST(Checkpoint, SchemaMismatchIsRefusedWithBothVersions) {
+  nlohmann::json meta = checkpoint_schema();
+  EXPECT_NO_THROW(check_checkpoint_schema(meta, "ok.pt"));
+  meta["action_space"] = "actions-0-old";
+  try {
+    check_checkpoint_schema(meta, "old.pt");
+    FAIL() << "a checkpoint of another action space was accepted";
+  } catch (const UserError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("actions-0-old"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(action_space_version()), std::string::npos) << msg;
+  }
+  meta = checkpoint_schema();
+  meta["features"].push_back("plan.something_new");
+  EXPECT_THROW(check_checkpoint_schema(meta, "other.pt"), UserError);
+}
+
+TEST(Checkpoint, NewestIsTheHighestStep) {
+  std::string dir = ::testing::TempDir() + "/kforge-ckpt-names";
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(newest_checkpoint(dir), "");
+  std::filesystem::create_directories(dir);
+  for (int step : {2, 10, 9}) std::ofstream(checkpoint_path(dir, step)) << "x";
+  EXPECT_EQ(newest_checkpoint(dir), checkpoint_path(dir, 10));
+}
+
+class LearnedPolicyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!learned_policy_available()) GTEST_SKIP() << "built without libtorch (KFORGE_WITH_TORCH)";
+  }
+};
+
+TEST_F(LearnedPolicyTest, SamplesOnlyLegalActions) {
+  LearnedPolicy policy({.seed = 3});
+  for (auto& sample : testing::sample_graphs()) {
+    Graph g = graph_from_json(sample.graph);
+    for (int k = 0; k < 3; ++k) {
+      Episode e = policy.sample(g, {}, k == 0);
+      double lp = 0;
+      for (auto& d : e.decisions) {
+        ASSERT_GE(d.chosen, 0);
+        ASSERT_LT(size_t(d.chosen), d.rows.size());
+        auto p = policy.probabilities(d);
+        ASSERT_EQ(p.size(), d.rows.size());
+        lp += std::log(p[size_t(d.chosen)]);
+      }
+      EXPECT_NEAR(e.log_prob, lp, 1e-4) << sample.name;
+      for (auto& grp : kernel_groups(g, e.schedule.fuse_rows)) EXPECT_NO_THROW(schedule_for(e.schedule, grp)) << sample.name;
+    }
+    auto proposals = policy.propose(g, {}, 8);
+    std::set<std::string> distinct;
+    for (auto& s : proposals) distinct.insert(to_json(s).dump());
+    EXPECT_EQ(distinct.size(), proposals.size());
+  }
+}
+
+// Recorded fake measurements: plans whose first kernel runs 512-thread blocks pay +2, the rest -1. After a few
+// PPO updates on them the policy must give such plans much more probability.
+TEST_F(LearnedPolicyTest, PpoMovesProbabilityTowardTheBetterAction) {
+  Graph g = graph_from_json(testing::sample_graph("softmax"));
+  LearnedPolicy policy({.learning_rate = 2e-2, .seed = 11});
+  auto first_kernel_block = [&](const Schedule& s) { return schedule_for(s, kernel_groups(g, s.fuse_rows).front()).block; };
+  auto& names = decision_feature_names();
+  size_t log_block = size_t(std::find(names.begin(), names.end(), "action.log_block") - names.begin());
+  // Exact probability of a 512-thread first kernel: over the plan-level choices, then the first group's.
+  auto p512 = [&] {
+    PlanDecisions root(g, {});
+    auto plan_p = policy.probabilities({root.candidates(), 0});
+    double total = 0;
+    for (size_t c = 0; c < plan_p.size(); ++c) {
+      PlanDecisions d(g, {});
+      d.choose(int(c));
+      auto p = policy.probabilities({d.candidates(), 0});
+      for (size_t k = 0; k < p.size(); ++k) total += plan_p[c] * p[k] * (d.candidates()[k][log_block] == 9.f);
+    }
+    return total;
+  };
+  double before = p512();
+  for (int round = 0; round < 20; ++round) {
+    std::vector<Episode> batch;
+    for (int k = 0; k < 24; ++k) {
+      Episode e = policy.sample(g, {});
+      e.reward = first_kernel_block(e.schedule) == 512 ? 2.0 : -1.0;
+      batch.push_back(std::move(e));
+    }
+    EXPECT_EQ(policy.update(batch).episodes, 24);
+  }
+  double after = p512();
+  EXPECT_GT(after, before + 0.3) << "probability of a 512-thread first kernel: " << before << " -> " << after;
+  EXPECT_EQ(policy.step(), 20);
+}
+
+// Transfer without a GPU: PPO on synthetic times (common/synthetic_times.h) of half the sample graphs, rewarded
+// like the environment by the log speedup over a baseline (here the default schedule); on the other half, never
+// trained on, the trained policy's greedy plans must beat the untrained network's.
+TEST_F(LearnedPolicyTest, PpoOnSyntheticTimesTransfersToUnseenGraphs) {
+  auto samples = testing::sample_graphs();
+  std::vector<Graph> train, held_out;
+  for (size_t i = 0; i < samples.size(); ++i) (i % 2 ? held_out : train).push_back(graph_from_json(samples[i].graph));
+  std::mt19937_64 rng(1);
+  std::map<const Graph*, TaskFeatures> features;
+  for (auto* set : {&train, &held_out})
+    for (auto& g : *set) features[&g] = task_features(g, {});
+  auto speedup = [&](const Graph& g, const Schedule& s) {  // log(default ms / plan ms)
+    const TaskFeatures& t = features.at(&g);
+    return testing::synthetic_log_ms(t, plan_features(g, Schedule{}), rng) - testing::synthetic_log_ms(t, plan_features(g, s), rng);
+  };
+  LearnedPolicy untrained({.seed = 5}), policy({.seed = 5});
+  auto held_out_gain = [&](LearnedPolicy& p) {
+    double sum = 0;
+    for (auto& g : held_out) sum += speedup(g, p.sample(g, {}, true).schedule);
+    return sum / double(held_out.size());
+  };
+  for (int round = 0; round < 40; ++round) {
+    std::vector<Episode> batch;
+    for (int k = 0; k < 4; ++k) {
+      const Graph& g = train[size_t(round * 4 + k) % train.size()];
+      for (int j = 0; j < 8; ++j) {
+        batch.push_back(policy.sample(g, {}));
+        batch.back().reward = speedup(g, batch.back().schedule);
+      }
+    }
+    policy.update(batch);
+  }
+  double before = held_out_gain(untrained), after = held_out_gain(policy);
+  std::printf("held-out log speedup over the default: untrained %.3f, trained %.3f\n", before, after);
+  EXPECT_GT(after, before + 0.05);
+}
+
+TEST_F(LearnedPolicyTest, BehaviourCloningRaisesTheRecordedBestPlan) {
+  Graph g = graph_from_json(testing::sample_graph("softmax"));
+  LearnedPolicy policy({.learning_rate = 1e-2, .seed = 2});
+  Schedule best = schedule_from_choices(g, {3, 5});
+  Episode e = policy.replay(g, {}, best);
+  e.reward = 2.5;
+  double before = e.log_prob;
+  policy.imitate({e}, 20);
+  double after = policy.replay(g, {}, best).log_prob;
+  EXPECT_GT(after, before + 1.0);
+  EXPECT_GT(policy.value(e.task), 1.0);  // the critic learned the recorded reward's scale
+}
+
+// GPU-free warm start: the fastest recorded plan of a task becomes the likeliest; a failed one is not imitated.
+TEST_F(LearnedPolicyTest, WarmStartFromTheDatabaseImitatesTheFastestPlan) {
+  std::string path = ::testing::TempDir() + "/kforge-warm.db";
+  std::filesystem::remove(path);
+  MeasurementDB db(path);
+  Graph g = graph_from_json(testing::sample_graph("softmax"));
+  std::string graph_json = graph_to_json(g).dump();
+  db.record_task("h", "softmax", graph_json);
+  Schedule fast = schedule_from_choices(g, {3, 7}), slow = schedule_from_choices(g, {0, 1}),
+           broken = schedule_from_choices(g, {1, 2});
+  auto record = [&](const Schedule& s, bool ok, double ms) {
+    Measurement m{"softmax", "h", to_json(s).dump(), "H200"};
+    m.compiled = m.relaxed = ok;
+    m.median_ms = ms;
+    m.reward = ok ? 1.5 : -1;
+    db.record(m);
+  };
+  record(fast, true, 0.010);
+  record(slow, true, 0.030);
+  record(broken, false, 0.001);  // faster, but wrong: never a training row
+  LearnedPolicy policy({.learning_rate = 1e-2, .seed = 6});
+  double fast_before = policy.replay(g, {}, fast).log_prob, broken_before = policy.replay(g, {}, broken).log_prob;
+  nlohmann::json stats = warm_start_from_db(policy, db, 1, 30);
+  EXPECT_EQ(stats["episodes"], 1);
+  EXPECT_GT(policy.replay(g, {}, fast).log_prob, fast_before + 1.0);
+  EXPECT_LT(policy.replay(g, {}, broken).log_prob, broken_before);
+}
+
+TEST_F(LearnedPolicyTest, CheckpointRoundTripResumesExactly) {
+  Graph g = graph_from_json(testing::sample_graph("softmax"));
+  LearnedPolicy policy({.seed = 4});
+  std::vector<Episode> batch;
+  for (int k = 0; k < 8; ++k) {
+    batch.push_back(policy.sample(g, {}));
+    batch.back().reward = k % 2 ? 1.0 : -1.0;
+  }
+  policy.update(batch);
+  policy.progress()["tasks_done"] = 7;
+  std::string path = checkpoint_path(::testing::TempDir() + "/kforge-ckpt", policy.step());
+  policy.save(path);
+  auto loaded = LearnedPolicy::load(path);
+  EXPECT_EQ(loaded->step(), 1);
+  EXPECT_EQ(loaded->progress()["tasks_done"], 7);
+  EXPECT_EQ(loaded->probabilities(batch[0].decisions[1]), policy.probabilities(batch[0].decisions[1]));
+  // Same sampling stream, and the same next update (optimizer state restored).
+  for (int k = 0; k < 5; ++k) EXPECT_EQ(loaded->sample(g, {}).schedule, policy.sample(g, {}).schedule);
+  UpdateStats a = policy.update(batch), b = loaded->update(batch);
+  EXPECT_DOUBLE_EQ(a.policy_loss, b.policy_loss);
+  EXPECT_EQ(loaded->probabilities(batch[0].decisions[0]), policy.probabilities(batch[0].decisions[0]));
+
+  std::ofstream(path + ".bad") << "not a checkpoint";
+  EXPECT_THROW(LearnedPolicy::load(path + ".bad"), UserError);
+}
+
+}  // namespace
+}  // namespace kforge

@@ -1,0 +1,59 @@
+// What the held-out evaluation measures (search/policy_curves.h), GPU-free: each policy's distinct plans in its
+// own order, and refusals that would otherwise give a wrong curve silently.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "codegen/lower.h"
+#include "common/sample_graphs.h"
+#include "ir/error.h"
+#include "search/learned_policy.h"
+#include "search/measure.h"
+#include "search/policy_curves.h"
+
+namespace kforge {
+namespace {
+
+TEST(PolicyCurves, EachPolicyProposesDistinctPlansAndRandomIsAPrefixOfTheReference) {
+  if (!learned_policy_available()) GTEST_SKIP() << "built without libtorch (KFORGE_WITH_TORCH)";
+  std::string dir = ::testing::TempDir() + "/kforge-curves-policy";
+  std::filesystem::remove_all(dir);
+  LearnedPolicy trained({.seed = 9});
+  trained.save(checkpoint_path(dir, 1));
+  Graph g = graph_from_json(testing::sample_graph("layer_norm"));
+  CurveOptions o;
+  o.candidates = 12;
+  o.reference = 30;
+  o.policies = {"trained", "untrained", "random"};
+  o.search.checkpoint = dir;
+  auto seqs = candidate_sequences(g, o, 4000);
+  ASSERT_EQ(seqs.size(), 4u);
+  EXPECT_EQ(seqs.back().first, "reference");
+  for (auto& [name, seq] : seqs) {
+    EXPECT_EQ(int(seq.size()), name == "reference" ? 30 : 12) << name;
+    std::set<std::string> keys;
+    for (auto& s : seq) keys.insert(plan_key(lower(g, s)));
+    EXPECT_EQ(keys.size(), seq.size()) << name << " proposed the same plan twice";
+  }
+  EXPECT_EQ(seqs[0].second.front(), trained.sample(g, {4000, 132}, true).schedule);  // the greedy plan first
+  EXPECT_EQ(seqs[2].second, std::vector<Schedule>(seqs[3].second.begin(), seqs[3].second.begin() + 12));
+}
+
+TEST(PolicyCurves, RefusesWhatWouldGiveAMisleadingCurve) {
+  Graph g = graph_from_json(testing::sample_graph("softmax"));
+  CurveOptions o;
+  o.candidates = 4;
+  o.reference = 8;
+  o.search.checkpoint = ::testing::TempDir() + "/kforge-no-such-policy";
+  o.policies = {"trained"};
+  EXPECT_THROW(candidate_sequences(g, o, 4000), UserError);  // not the local fallback under the name "trained"
+  o.policies = {"local"};
+  EXPECT_THROW(candidate_sequences(g, o, 4000), UserError);
+  o.policies = {"costmodel"};  // without a model: left out, not guessed
+  auto seqs = candidate_sequences(g, o, 4000);
+  ASSERT_EQ(seqs.size(), 1u);
+  EXPECT_EQ(seqs[0].first, "reference");
+}
+
+}  // namespace
+}  // namespace kforge
