@@ -25,30 +25,47 @@ __device__ __forceinline__ float kf_sign(float x) { return (float)((x > 0.f) - (
 
 // Reductions. Each combine is associative; the (value, index) pair keeps the first index of the
 // extreme value, as torch.argmax does, so the combine order does not change the answer.
-// Sums and products accumulate in double (T): a float sum of thousands of terms rounds differently in every
-// order by ~1e-4 of its terms' size, as much as the strict tier allows; in double kforge's order does not
-// matter and the result is the exact one rounded once. The kernels stay memory-bound (one add per load).
-// lift turns an element into an accumulator, finish turns a row's accumulator (over n elements) into the float
-// the kernel goes on with.
-// The variance keeps the row's moments (sum, sum of squares) in double and finishes as E[x^2] - E[x]^2: one
-// walk instead of two, and double leaves ~1e-16 * (mean/std)^2 relative error, far below the strict tier
-// for any float data whose mean is not ~1e6 standard deviations from zero.
+// Two accumulator types per op: L is a thread's running value over its elements (float: one cheap op per
+// element keeps the kernel memory-bound; per-element double arithmetic measured 10-45% slower on LayerNorm),
+// T what threads combine in (double for sums, products and moments, so the cross-thread order adds no
+// rounding). widen turns L into T; finish turns a row's T (over n elements) into the float the kernel goes on with.
+// The variance: each thread keeps its moments about its first element x0 (sum and sum of squares of x - x0,
+// in float: no cancellation, x0 is near the data), widens them to raw moments in double, and the row
+// finishes as E[x^2] - E[x]^2 in double: one walk instead of two, and ~1e-16 * (mean/std)^2 relative error.
 struct KfMoments { double s, q; };
-#define KF_FINISH(T) __device__ static float finish(T v, double) { return (float)v; }
-struct KfSum  { typedef double T; __device__ static T init() { return 0.0; } __device__ static T lift(float x) { return x; }
-                __device__ static T f(T a, T b) { return a + b; } KF_FINISH(T) };
-struct KfProd { typedef double T; __device__ static T init() { return 1.0; } __device__ static T lift(float x) { return x; }
-                __device__ static T f(T a, T b) { return a * b; } KF_FINISH(T) };
-struct KfMax  { typedef float T; __device__ static T init() { return -KF_INF; } __device__ static T lift(float x) { return x; }
-                __device__ static T f(T a, T b) { return kf_max(a, b); } KF_FINISH(T) };
-struct KfMin  { typedef float T; __device__ static T init() { return KF_INF; } __device__ static T lift(float x) { return x; }
-                __device__ static T f(T a, T b) { return kf_min(a, b); } KF_FINISH(T) };
-struct KfVar  { typedef KfMoments T; __device__ static T init() { return {0.0, 0.0}; }
-                __device__ static T lift(float x) { return {(double)x, (double)x * (double)x}; }
-                __device__ static T f(T a, T b) { return {a.s + b.s, a.q + b.q}; }
-                __device__ static float finish(T v, double n) { double m = v.s / n; return (float)fmax(v.q / n - m * m, 0.0); } };
+struct KfShifted { float x0, s, q, n; };
+// A float running value; `step` combines it with an element in float.
+#define KF_FLOAT_LOCAL(T, step) \
+  typedef float L; __device__ static L add(L a, float x) { return step; } __device__ static T widen(L a) { return a; } \
+  __device__ static float finish(T v, double) { return (float)v; }
+struct KfSum  { typedef double T; __device__ static T init() { return 0.0; } __device__ static float local_init() { return 0.f; }
+                __device__ static T f(T a, T b) { return a + b; } KF_FLOAT_LOCAL(T, a + x) };
+struct KfProd { typedef double T; __device__ static T init() { return 1.0; } __device__ static float local_init() { return 1.f; }
+                __device__ static T f(T a, T b) { return a * b; } KF_FLOAT_LOCAL(T, a * x) };
+struct KfMax  { typedef float T; __device__ static T init() { return -KF_INF; } __device__ static float local_init() { return -KF_INF; }
+                __device__ static T f(T a, T b) { return kf_max(a, b); } KF_FLOAT_LOCAL(T, kf_max(a, x)) };
+struct KfMin  { typedef float T; __device__ static T init() { return KF_INF; } __device__ static float local_init() { return KF_INF; }
+                __device__ static T f(T a, T b) { return kf_min(a, b); } KF_FLOAT_LOCAL(T, kf_min(a, x)) };
+struct KfVar {
+  typedef KfMoments T;
+  typedef KfShifted L;
+  __device__ static T init() { return {0.0, 0.0}; }
+  __device__ static L local_init() { return {0.f, 0.f, 0.f, 0.f}; }
+  __device__ static L add(L a, float x) {
+    if (a.n == 0.f) a.x0 = x;
+    float d = x - a.x0;
+    return {a.x0, a.s + d, fmaf(d, d, a.q), a.n + 1.f};
+  }
+  __device__ static T widen(L a) {
+    double x0 = a.x0, s = a.s;
+    return {s + a.n * x0, a.q + 2.0 * x0 * s + a.n * x0 * x0};
+  }
+  __device__ static T f(T a, T b) { return {a.s + b.s, a.q + b.q}; }
+  __device__ static float finish(T v, double n) { double m = v.s / n; return (float)fmax(v.q / n - m * m, 0.0); }
+};
 template <class T> __device__ __forceinline__ T kf_shfl_xor(T v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
 __device__ __forceinline__ KfMoments kf_shfl_xor(KfMoments v, int o) { return {kf_shfl_xor(v.s, o), kf_shfl_xor(v.q, o)}; }
+
 struct KfArg { float v; i64 i; };
 // A thread's own walk visits increasing indices (every strategy's loop does), so its step is simpler than
 // the general combine: a later element wins only if strictly better, or if it is the first NaN.

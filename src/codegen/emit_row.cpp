@@ -116,7 +116,8 @@ Coords coords_at(const KernelGroup& g, const RowShape& rs, bool in_row, const st
   return out;
 }
 
-// One walk over the row accumulating statistics `stats` (which do not read each other) into acc<s>.
+// One walk over the row accumulating statistics `stats` (which do not read each other) into the thread's
+// loc<s>, widened to acc<s> for the cross-thread combine.
 // `prefetch` runs at the top of every iteration, after the coordinates (the row cache's fill).
 std::string stat_pass(KernelWriter& w, const Graph& gr, const KernelGroup& g, const RowShape& rs,
                       const std::vector<int>& stats, const std::string& loop, const std::string& indent,
@@ -127,7 +128,7 @@ std::string stat_pass(KernelWriter& w, const Graph& gr, const KernelGroup& g, co
   std::vector<std::string> values;
   for (int s : stats) values.push_back(w.value(gr.at(s).args[0]));
   std::string body = w.take();
-  std::string decls, updates;
+  std::string decls, updates, widen;
   for (size_t i = 0; i < stats.size(); ++i) {
     std::string kind = gr.at(stats[i]).attr_s("kind"), acc = "acc" + std::to_string(stats[i]);
     if (is_arg(kind)) {
@@ -135,11 +136,13 @@ std::string stat_pass(KernelWriter& w, const Graph& gr, const KernelGroup& g, co
       updates += in + acc + " = kf_arg_step<" + is_max(kind) + ">(" + acc + ", (float)(" + values[i] + "), c" +
                  std::to_string(rs.axes[0]) + ");\n";
     } else {
-      decls += indent + op_struct(kind) + "::T " + acc + " = " + op_struct(kind) + "::init();\n";
-      updates += in + acc + " = " + op_struct(kind) + "::f(" + acc + ", " + op_struct(kind) + "::lift((float)(" + values[i] + ")));\n";
+      std::string op = op_struct(kind), loc = "loc" + std::to_string(stats[i]);
+      decls += indent + op + "::L " + loc + " = " + op + "::local_init();\n";
+      updates += in + loc + " = " + op + "::add(" + loc + ", (float)(" + values[i] + "));\n";
+      widen += indent + op + "::T " + acc + " = " + op + "::widen(" + loc + ");\n";
     }
   }
-  return decls + indent + loop + " {\n" + c.stmts + prefetch + body + updates + indent + "}\n";
+  return decls + indent + loop + " {\n" + c.stmts + prefetch + body + updates + indent + "}\n" + widen;
 }
 
 std::string finish_stat(const Graph& gr, const RowShape& rs, int s, const std::string& reduce_f,
