@@ -173,8 +173,14 @@ UpdateStats LearnedPolicy::update(const std::vector<Episode>& episodes) {
   {
     torch::NoGradGuard no_grad;
     adv = reward - impl_->values(episodes);
-    // Normalised advantages keep the step size independent of the reward's scale and the critic's lag.
-    if (episodes.size() > 1) adv = (adv - adv.mean()) / (adv.std() + 1e-6);
+    // Normalised advantages keep the step size independent of the reward's scale and the critic's lag. A batch
+    // whose episodes all earned the same reward holds no preference: its advantages are zero. (Dividing by
+    // std + 1e-6 there turned the float rounding of adv - mean, ~1e-7, into advantages of ~0.1 to 1 with one
+    // arbitrary sign for every episode: an update that pushed all the sampled, equally good, plans up or down.)
+    if (episodes.size() > 1) {
+      double sd = adv.std().item<double>(), scale = std::max(1.0, adv.abs().max().item<double>());
+      adv = sd > 1e-5 * scale ? (adv - adv.mean()) / sd : torch::zeros_like(adv);
+    }
   }
   for (int epoch = 0; epoch < impl_->opts.epochs; ++epoch) {
     auto [lp, ent] = impl_->evaluate(episodes);
