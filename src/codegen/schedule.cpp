@@ -1,5 +1,7 @@
 #include "codegen/schedule.h"
 
+#include <cmath>
+
 #include "ir/error.h"
 #include "ir/types.h"
 
@@ -219,6 +221,29 @@ KernelSchedule schedule_for(const Schedule& s, const KernelGroup& g) {
   KernelSchedule ks = it == s.kernels.end() ? default_schedule(g) : it->second;
   check_schedule(g, ks);
   return ks;
+}
+
+std::pair<double, double> launch_size(const KernelGroup& g, const KernelSchedule& ks) {
+  double rows = double(rows_of(g)), n = double(numel(g.shape));
+  switch (ks.strategy) {
+    case Strategy::flat: {
+      double threads = std::ceil(n / (ks.vec * ks.items));
+      return {threads, std::ceil(threads / ks.block)};
+    }
+    case Strategy::thread: return {rows, std::ceil(rows / ks.block)};
+    case Strategy::warp: return {rows * 32, std::ceil(rows * 32 / ks.block)};
+    case Strategy::block: return {rows * ks.block, rows};
+    case Strategy::split: return {rows * ks.chunks * ks.block, rows * ks.chunks};
+    case Strategy::tile: return {std::ceil(rows / 32) * ks.block, std::ceil(rows / 32)};
+  }
+  return {0, 0};
+}
+
+bool starves_memory(const KernelGroup& g, const KernelSchedule& ks) {
+  constexpr double kSMs = 132, kMinThreads = 132 * 512, kL2Bytes = 64.0 * (1 << 20);
+  if (double(numel(g.shape)) * 4 <= kL2Bytes) return false;
+  auto [threads, blocks] = launch_size(g, ks);
+  return blocks < kSMs || threads < kMinThreads;
 }
 
 }  // namespace kforge

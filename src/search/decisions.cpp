@@ -16,22 +16,6 @@ float squash(double x) { return float(std::copysign(std::log1p(std::fabs(x)), x)
 float lg(double x) { return float(std::log2(std::max(1.0, x))); }
 
 // Threads and blocks a kernel launches under `ks`: what decides occupancy and tail effects.
-std::pair<double, double> launch_size(const KernelGroup& g, const KernelSchedule& ks) {
-  double rows = double(rows_of(g)), n = double(numel(g.shape));
-  switch (ks.strategy) {
-    case Strategy::flat: {
-      double threads = std::ceil(n / (ks.vec * ks.items));
-      return {threads, std::ceil(threads / ks.block)};
-    }
-    case Strategy::thread: return {rows, std::ceil(rows / ks.block)};
-    case Strategy::warp: return {rows * 32, std::ceil(rows * 32 / ks.block)};
-    case Strategy::block: return {rows * ks.block, rows};
-    case Strategy::split: return {rows * ks.chunks * ks.block, rows * ks.chunks};
-    case Strategy::tile: return {std::ceil(rows / 32) * ks.block, std::ceil(rows / 32)};
-  }
-  return {0, 0};
-}
-
 constexpr const char* kKinds[] = {"pointwise", "row", "scan", "pool"};
 
 }  // namespace

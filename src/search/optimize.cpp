@@ -106,7 +106,8 @@ OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& d
   if (eo.copy_gbs <= 0) eo.copy_gbs = measure_copy_bandwidth(stream);
   res.copy_gbs = eo.copy_gbs;
   Verifier verifier(compiler);
-  ScheduleProposer proposer(spec.graph, opts.seed);
+  // The local search skips memory-starving schedules; random search stays uniform (the learning baseline).
+  ScheduleProposer proposer(spec.graph, opts.seed, opts.policy == Policy::local);
   std::string graph_hash = stable_hash(graph_to_json(spec.graph).dump());
 
   db.record_task(graph_hash, spec.name, graph_to_json(spec.graph).dump());

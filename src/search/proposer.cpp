@@ -4,8 +4,17 @@
 
 namespace kforge {
 
-ScheduleProposer::ScheduleProposer(const Graph& graph, uint64_t seed)
-    : graph_(graph), rng_(seed), fused_(kernel_groups(graph, true)), unfused_(kernel_groups(graph, false)) {}
+ScheduleProposer::ScheduleProposer(const Graph& graph, uint64_t seed, bool skip_starved)
+    : graph_(graph), rng_(seed), fused_(kernel_groups(graph, true)), unfused_(kernel_groups(graph, false)),
+      skip_starved_(skip_starved) {}
+
+std::vector<KernelSchedule> ScheduleProposer::space_of(const KernelGroup& g) const {
+  std::vector<KernelSchedule> space = schedule_space(g), fed;
+  if (!skip_starved_) return space;
+  for (auto& ks : space)
+    if (!starves_memory(g, ks)) fed.push_back(ks);
+  return fed.empty() ? space : fed;
+}
 
 bool ScheduleProposer::mark(const Schedule& s) { return tried_.insert(to_json(s).dump()).second; }
 
@@ -32,7 +41,7 @@ std::optional<Schedule> ScheduleProposer::next(const Schedule& best) {
     int steps = 1 + std::uniform_int_distribution<int>(0, 3)(rng_) / 3;
     for (int k = 0; k < steps; ++k) {
       const KernelGroup& g = groups[std::uniform_int_distribution<size_t>(0, groups.size() - 1)(rng_)];
-      auto space = schedule_space(g);
+      auto space = space_of(g);
       if (space.empty()) continue;
       s.kernels[g.key] = space[std::uniform_int_distribution<size_t>(0, space.size() - 1)(rng_)];
     }

@@ -1,6 +1,7 @@
 // Proposes schedules for search: the hand-written default first, then edits of the best schedule so far
 // by one small action (tinygrad's search.py): replace one kernel group's schedule with another point of
-// its space, or toggle row fusion. Never proposes the same schedule twice.
+// its space, or toggle row fusion. Never proposes the same schedule twice. With `skip_starved`, a group's
+// schedules that starve the memory (starves_memory) are left out of its space when it has others.
 #pragma once
 #include <random>
 #include <set>
@@ -13,7 +14,7 @@ namespace kforge {
 
 class ScheduleProposer {
  public:
-  ScheduleProposer(const Graph& graph, uint64_t seed);
+  ScheduleProposer(const Graph& graph, uint64_t seed, bool skip_starved = false);
   // Next untried schedule near `best`; std::nullopt when the space is exhausted.
   std::optional<Schedule> next(const Schedule& best);
   // Marks a schedule as tried (e.g. the default, or the database's best).
@@ -25,6 +26,8 @@ class ScheduleProposer {
   std::mt19937_64 rng_;
   std::set<std::string> tried_;
   std::vector<KernelGroup> fused_, unfused_;
+  bool skip_starved_;
+  std::vector<KernelSchedule> space_of(const KernelGroup& g) const;
 };
 
 }  // namespace kforge

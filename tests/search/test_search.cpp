@@ -57,6 +57,31 @@ TEST(Proposer, NeverRepeatsAndStaysLegal) {
   }
 }
 
+// LayerNorm over rows of 24480 at 1.6 GB (bench/level1/26's shape): one thread per row, or few blocks, cannot
+// keep HBM busy; the local search leaves such schedules out while the group has others.
+TEST(Proposer, LocalSearchSkipsSchedulesThatStarveTheMemory) {
+  Graph g = graph_from_json(nlohmann::json::parse(R"({"inputs": [{"name": "x", "shape": [16384, 24480]}], "nodes": [
+      {"name": "y", "op": "layer_norm", "args": ["x", "", ""], "attrs": {"normalized_ndim": 1, "eps": 1e-5}}],
+      "outputs": ["y"]})"));
+  KernelGroup row = kernel_groups(g, true).front();
+  EXPECT_TRUE(starves_memory(row, {Strategy::thread, 128, 1, 1, 1}));  // 16384 threads
+  EXPECT_FALSE(starves_memory(row, default_schedule(row)));
+  Graph small = graph_from_json(testing::sample_graph("layer_norm"));  // fits in L2: nothing to starve
+  EXPECT_FALSE(starves_memory(kernel_groups(small, true).front(), {Strategy::thread, 64, 1, 1, 1}));
+
+  ScheduleProposer local(g, 3, true), uniform(g, 3, false);
+  int starved_local = 0, starved_uniform = 0;
+  for (int i = 0; i < 40; ++i) {
+    for (auto [p, count] : {std::pair{&local, &starved_local}, std::pair{&uniform, &starved_uniform}}) {
+      auto s = p->next(Schedule{});
+      if (!s) continue;
+      for (auto& grp : kernel_groups(g, s->fuse_rows)) *count += starves_memory(grp, schedule_for(*s, grp));
+    }
+  }
+  EXPECT_EQ(starved_local, 0);
+  EXPECT_GT(starved_uniform, 0);  // the random baseline still draws from the whole space
+}
+
 }  // namespace
 }  // namespace kforge
 
