@@ -121,6 +121,12 @@ std::vector<SampleGraph> sample_graphs() {
       {"name": "c", "op": "cumsum", "args": ["x"], "attrs": {"dim": 1, "reverse": false}},
       {"name": "f", "op": "flip", "args": ["c"], "attrs": {"dims": [1]}},
       {"name": "y", "op": "add", "args": ["c", "f"]}], "outputs": ["y"]})");
+  // A row cache just under 48 KB (12281 floats): with the kernel's static scratch it needs the shared-memory
+  // opt-in (device run 2.5: cuLaunchKernel "invalid argument" on 32_l2_normalize_rows).
+  raw("review_row_cache_near_48k", R"({"inputs": [{"name": "x", "shape": [3, 12281]}], "nodes": [
+      {"name": "q", "op": "mul", "args": ["x", "x"]},
+      {"name": "s", "op": "sum", "args": ["q"], "attrs": {"dims": [1], "keepdim": true}},
+      {"name": "y", "op": "div", "args": ["x", "s"]}], "outputs": ["y"]})");
   raw("review_group_cycle", R"({"inputs": [{"name": "x", "shape": [4, 128]}], "nodes": [
       {"name": "c", "op": "cumsum", "args": ["x"], "attrs": {"dim": 1, "reverse": false}},
       {"name": "s1", "op": "sum", "args": ["x"], "attrs": {"dims": [1], "keepdim": true}},
