@@ -250,7 +250,12 @@ bool starves_memory(const KernelGroup& g, const KernelSchedule& ks) {
   constexpr double kSMs = 132, kMinThreads = 132 * 512, kL2Bytes = 64.0 * (1 << 20);
   if (double(numel(g.shape)) * 4 <= kL2Bytes) return false;
   auto [threads, blocks] = launch_size(g, ks);
-  return blocks < kSMs || threads < kMinThreads;
+  if (blocks < kSMs || threads < kMinThreads) return true;
+  if (ks.strategy == Strategy::split && row_length(g) / ks.chunks < ks.block) return true;
+  bool innermost_kept = !g.axes.empty() && g.axes.back() != int64_t(g.shape.size()) - 1;
+  bool row_per_warp_or_block = ks.strategy == Strategy::warp || ks.strategy == Strategy::block;
+  if (g.kind == GroupKind::row && innermost_kept && row_per_warp_or_block) return true;
+  return g.kind == GroupKind::scan && innermost_kept && ks.strategy == Strategy::block;
 }
 
 }  // namespace kforge
