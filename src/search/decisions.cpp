@@ -88,7 +88,7 @@ void PlanDecisions::build_rows() {
   space_ = schedule_space(g);
   KF_ASSERT(!space_.empty(), "kernel group " + g.key + " has no legal schedule");
   KernelSchedule def = default_schedule(g);
-  bool innermost_kept = !g.axes.empty() && g.axes.back() != int64_t(g.shape.size()) - 1;
+  bool innermost_kept = keeps_innermost(g);
   for (auto& ks : space_) {
     FeatureRow r = row(false);
     for (int k = 0; k < 4; ++k) r.push_back(float(int(g.kind) == k));

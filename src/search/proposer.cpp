@@ -6,7 +6,10 @@ namespace kforge {
 
 ScheduleProposer::ScheduleProposer(const Graph& graph, uint64_t seed, bool skip_starved)
     : graph_(graph), rng_(seed), fused_(kernel_groups(graph, true)), unfused_(kernel_groups(graph, false)),
-      skip_starved_(skip_starved) {}
+      skip_starved_(skip_starved) {
+  for (auto& g : fused_) fused_spaces_.push_back(space_of(g));
+  for (auto& g : unfused_) unfused_spaces_.push_back(space_of(g));
+}
 
 std::vector<KernelSchedule> ScheduleProposer::space_of(const KernelGroup& g) const {
   std::vector<KernelSchedule> space = schedule_space(g), fed;
@@ -37,11 +40,13 @@ std::optional<Schedule> ScheduleProposer::next(const Schedule& best) {
       s.kernels.clear();
     }
     const auto& groups = s.fuse_rows ? fused_ : unfused_;
+    const auto& spaces = s.fuse_rows ? fused_spaces_ : unfused_spaces_;
     if (groups.empty()) return std::nullopt;
     int steps = 1 + std::uniform_int_distribution<int>(0, 3)(rng_) / 3;
     for (int k = 0; k < steps; ++k) {
-      const KernelGroup& g = groups[std::uniform_int_distribution<size_t>(0, groups.size() - 1)(rng_)];
-      auto space = space_of(g);
+      size_t gi = std::uniform_int_distribution<size_t>(0, groups.size() - 1)(rng_);
+      const KernelGroup& g = groups[gi];
+      const auto& space = spaces[gi];
       if (space.empty()) continue;
       s.kernels[g.key] = space[std::uniform_int_distribution<size_t>(0, space.size() - 1)(rng_)];
     }

@@ -27,6 +27,9 @@ class ScheduleProposer {
   std::set<std::string> tried_;
   std::vector<KernelGroup> fused_, unfused_;
   bool skip_starved_;
+  // Each group's space (less what starves the memory, with skip_starved), parallel to fused_ / unfused_:
+  // computed once, not on every proposal attempt.
+  std::vector<std::vector<KernelSchedule>> fused_spaces_, unfused_spaces_;
   std::vector<KernelSchedule> space_of(const KernelGroup& g) const;
 };
 
