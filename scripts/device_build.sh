@@ -12,6 +12,6 @@ device_build() {
     -DCMAKE_PREFIX_PATH="$DEPS" -DSQLite3_INCLUDE_DIR="$DEPS/include" \
     -DSQLite3_LIBRARY="$DEPS/lib/x86_64-linux-gnu/libsqlite3.so" > "$OUT/cmake.txt" 2>&1 || { tail -30 "$OUT/cmake.txt"; return 1; }
   grep -E "not found: building" "$OUT/cmake.txt" || true
-  ninja -C "$ROOT/$BUILD_DIR" -j"$(nproc)" > /tmp/ninja.txt 2>&1 || { grep -B2 -A10 error /tmp/ninja.txt | head -80; return 1; }
+  ninja -k 0 -C "$ROOT/$BUILD_DIR" -j"$(nproc)" > /tmp/ninja.txt 2>&1 || { grep -E "error" /tmp/ninja.txt | head -40; return 1; }
   echo "built $BUILD_DIR in $(( $(date +%s) - t0 )) s"
 }

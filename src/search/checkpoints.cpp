@@ -36,7 +36,8 @@ nlohmann::json checkpoint_schema() {
 
 void check_checkpoint_schema(const nlohmann::json& meta, const std::string& path) {
   nlohmann::json want = checkpoint_schema();
-  if (meta.value("action_space", "") != want["action_space"] || meta.value("features", nlohmann::json()) != want["features"])
+  if (meta.value("action_space", std::string()) != want["action_space"].get<std::string>() ||
+      meta.value("features", nlohmann::json()) != want["features"])
     throw UserError("policy checkpoint " + path + " was trained on action space " + meta.value("action_space", "?") +
                     ", this kforge has " + want["action_space"].get<std::string>() +
                     "; train a new policy (kforge train) or use the kforge that wrote it");
