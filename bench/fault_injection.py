@@ -39,7 +39,9 @@ RAW = {
     "honest": raw(),
     "wrong_result": raw(kernels="__global__ void relu(const float* x, float* y) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < 4096) y[i] = x[i]; }\n"),
     "illegal_address": raw(kernels="__global__ void relu(const float* x, float* y) { int i = blockIdx.x * blockDim.x + threadIdx.x; ((float*)0x10)[i * 1024] = x[i]; }\n"),
-    "hang": raw(kernels="__global__ void relu(const float* x, float* y) { volatile int spin = 1; while (spin) {} }\n"),
+    # A loop with no side effect may be deleted (C++ forward progress; NVVM did delete `volatile int spin`):
+    # __nanosleep is inline asm volatile, so this one spins for as long as the GPU lets it.
+    "hang": raw(kernels="__global__ void relu(const float* x, float* y) { for (;;) __nanosleep(100000); }\n"),
     "other_stream": HEAD + "__global__ void relu(const float* x, float* y) { for (int k = 0; k < 200; ++k) __nanosleep(10000);\n"
                     "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < 4096) y[i] = fmaxf(x[i], 0.f); }\n" + ENTRY +
                     "  static cudaStream_t mine = nullptr; if (!mine) cudaStreamCreateWithFlags(&mine, cudaStreamNonBlocking);\n"

@@ -2,10 +2,12 @@
 
 #include <pwd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
 #include "ir/error.h"
+#include "runtime/driver.h"
 #include "server/http_api.h"
 
 namespace kforge {
@@ -23,9 +25,23 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   s->add_option("--memory-limit", a.memory_mib, "resident memory (MiB) a job's processes may hold together");
   s->add_option("--memory-cgroup", a.memory_cgroup, "a delegated cgroup v2 folder (memory controller enabled for its children): "
                 "the kernel enforces --memory-limit; default: a watchdog polls the processes' resident memory");
+  s->add_option("--gpu-memory-gib", a.gpu_memory_gib, "device memory one GPU's evaluations may hold together (default: 90% of the GPU's)");
   s->add_option("--max-body", a.max_body, "largest request body in bytes (413 beyond)");
   s->add_option("--sandbox-user", a.sandbox_user, "user the sandboxed jobs run as (needs read access to python and torch)");
   return s;
+}
+
+// 90% of the smallest GPU's memory (the rest: other processes' contexts, fragmentation); 0 without a driver.
+static int64_t default_gpu_memory(int workers) {
+  if (workers == 0 || !driver_available()) return 0;
+  int64_t smallest = 0;
+  for (int gpu = 0; gpu < workers; ++gpu) {
+    CUdevice dev;
+    size_t bytes = 0;
+    if (driver().cuDeviceGet(&dev, gpu) != CUDA_SUCCESS || driver().cuDeviceTotalMem(&bytes, dev) != CUDA_SUCCESS) return 0;
+    smallest = smallest == 0 ? int64_t(bytes) : std::min(smallest, int64_t(bytes));
+  }
+  return smallest / 10 * 9;
 }
 
 int run_serve(const ServeArgs& a, const char* argv0) {
@@ -42,6 +58,7 @@ int run_serve(const ServeArgs& a, const char* argv0) {
   o.sandbox.cgroup_parent = a.memory_cgroup;
   o.compile_workers = a.compile_workers;
   o.slots_per_gpu = a.slots_per_gpu;
+  o.gpu_memory_bytes = a.gpu_memory_gib > 0 ? int64_t(a.gpu_memory_gib * double(1 << 30)) : default_gpu_memory(a.workers);
   passwd* pw = getpwnam(a.sandbox_user.c_str());
   if (!pw) throw UserError("no user '" + a.sandbox_user + "' for the sandbox");
   o.sandbox.uid = pw->pw_uid;

@@ -49,6 +49,7 @@ Service::Service(ServiceOptions opts) : opts_(std::move(opts)), store_((scratch(
     Compiler({"sm_90", (cache_dir_ / "nvrtc").string(), {}}).compile(verification_source(), "kf_compare");
   } catch (const std::exception&) {  // no NVRTC: each process compiles it itself
   }
+  for (int gpu = 0; gpu < opts_.workers; ++gpu) device_memory_.push_back(std::make_unique<DeviceMemoryLedger>(opts_.gpu_memory_bytes));
   for (int gpu = 0; gpu < opts_.workers; ++gpu) {
     std::ofstream(gpu_lock(gpu)).flush();  // readable by the sandbox user: flock needs no more
     for (int slot = 0; slot < std::max(1, opts_.slots_per_gpu); ++slot)
@@ -101,7 +102,7 @@ TaskRecord Service::import_problem(const std::string& problem_path) {
   SandboxOptions o = opts_.sandbox;
   o.scratch_dir = fs::absolute(dir).string();
   o.read_only.push_back(fs::absolute(fs::path(problem_path).parent_path()).string());
-  o.env.push_back({"PYTHONPATH", opts_.python_dir});
+  add_python_env(o);
   SandboxResult r = run_sandboxed({"python3", "-m", "kforge.bridge", "import", fs::absolute(problem_path).string(),
                                    "-o", (fs::absolute(out)).string()}, o);
   if (!r.ok()) throw UserError("importing " + problem_path + " failed (" + r.cause() + "):\n" + tail(r.err));
@@ -118,9 +119,17 @@ int64_t Service::submit(int64_t task_id, const std::string& kind, const std::str
 
 std::string Service::gpu_lock(int gpu) const { return (cache_dir_ / ("gpu" + std::to_string(gpu) + ".lock")).string(); }
 
+// Python in a sandbox: kforge's modules, and a HOME in the job's own folder. The user's HOME is read-only
+// there (and not the sandbox user's), yet torch.compile writes its Triton and Inductor caches under it.
+void Service::add_python_env(SandboxOptions& o) const {
+  o.env.push_back({"PYTHONPATH", opts_.python_dir});
+  o.env.push_back({"HOME", o.scratch_dir});
+  o.env.push_back({"TRITON_CACHE_DIR", o.scratch_dir + "/.triton"});
+  o.env.push_back({"TORCHINDUCTOR_CACHE_DIR", o.scratch_dir + "/.inductor"});
+}
+
 void Service::worker_loop(int gpu, int slot) {
-  std::unique_ptr<PlanWorkerProcess> plan_worker;  // slot 0's persistent worker, for one task at a time
-  int64_t plan_worker_task = -1;
+  PersistentWorker worker;
   while (!stopping_) {
     std::optional<Job> job = store_.claim(slot == 0);
     if (!job) {
@@ -130,7 +139,7 @@ void Service::worker_loop(int gpu, int slot) {
     }
     ++busy_;
     try {
-      run_job(*job, gpu, plan_worker, plan_worker_task);
+      run_job(*job, gpu, worker);
     } catch (const std::exception& e) {  // the service outlives any job
       store_.finish(job->id, false, "", std::string("worker error: ") + e.what());
     }
@@ -144,30 +153,38 @@ SandboxOptions Service::job_sandbox(const fs::path& dir, const TaskRecord& task,
   o.read_only.push_back(task.bundle_dir);
   o.read_only.push_back(cache_dir_.string());
   o.env.push_back({"KFORGE_CACHE", (cache_dir_ / "nvrtc").string()});
-  o.env.push_back({"PYTHONPATH", opts_.python_dir});
+  add_python_env(o);
   if (opts_.workers > 1) o.env.push_back({"CUDA_VISIBLE_DEVICES", std::to_string(gpu)});
   return o;
 }
 
-void Service::run_job(const Job& job, int gpu, std::unique_ptr<PlanWorkerProcess>& plan_worker, int64_t& plan_worker_task) {
+void Service::run_job(const Job& job, int gpu, PersistentWorker& worker) {
   auto task = store_.task(job.task_id);
   if (!task) {
     store_.finish(job.id, false, "", "task " + std::to_string(job.task_id) + " no longer exists");
     return;
   }
+  DeviceMemoryLedger& memory = *device_memory_.at(gpu);
+  const int64_t footprint = task_device_bytes(load_bundle(task->bundle_dir));
   if (job.kind != "schedule") {
     fs::path dir = scratch(fs::absolute(fs::path(opts_.work_dir) / "jobs" / std::to_string(job.id)));
+    DeviceMemoryReservation reserved(memory, footprint);
     run_fresh(job, *task, gpu, job_sandbox(dir, *task, gpu));
     return;
   }
-  if (!plan_worker || plan_worker_task != task->id) {  // one task on the device at a time
+  if (!worker.process || worker.task != task->id) {  // one task on the device at a time
+    worker.process.reset();
+    memory.let_go(worker.device_bytes);
+    worker.device_bytes = 0;
+    memory.hold(footprint);  // before the process starts uploading
+    worker.device_bytes = footprint;
     SandboxOptions o = job_sandbox(cache_dir_ / "nvrtc", *task, gpu);  // trusted: may fill the kernel cache
-    plan_worker = std::make_unique<PlanWorkerProcess>(
+    worker.process = std::make_unique<PlanWorkerProcess>(
         std::vector<std::string>{opts_.kforge_exe, "worker", task->bundle_dir, "--gpu-lock", gpu_lock(gpu)}, o);
-    plan_worker_task = task->id;
+    worker.task = task->id;
   }
-  PlanWorkerProcess::Answer a = plan_worker->evaluate({{"schedule", nlohmann::json::parse(job.payload)}});
-  if (copy_gbs_ == 0) copy_gbs_ = plan_worker->copy_gbs();
+  PlanWorkerProcess::Answer a = worker.process->evaluate({{"schedule", nlohmann::json::parse(job.payload)}});
+  if (copy_gbs_ == 0) copy_gbs_ = worker.process->copy_gbs();
   if (a.ok) store_.finish(job.id, true, a.result.dump(), "");
   else store_.finish(job.id, false, "", "evaluation failed: " + a.error);
 }

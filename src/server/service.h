@@ -19,6 +19,7 @@
 
 #include "env/sandbox.h"
 #include "server/compile_pool.h"
+#include "server/device_memory.h"
 #include "server/job_store.h"
 #include "server/plan_worker_process.h"
 
@@ -37,6 +38,9 @@ struct ServiceOptions {
   int slots_per_gpu = 2;
   int compile_workers = 2;                  // parallel nvcc builds of raw CUDA candidates (0 with workers = 0)
   double compile_timeout_s = 120;           // per build
+  // Device memory the evaluation processes of one GPU may hold together (server/device_memory.h); 0: no
+  // limit. `kforge serve` sets 90% of the GPU's memory.
+  int64_t gpu_memory_bytes = 0;
 };
 
 class Service {
@@ -57,9 +61,16 @@ class Service {
 
  private:
   void worker_loop(int gpu, int slot);
-  void run_job(const Job& job, int gpu, std::unique_ptr<PlanWorkerProcess>& plan_worker, int64_t& plan_worker_task);
+  // Slot 0's persistent worker, which keeps one task on the device between schedule jobs.
+  struct PersistentWorker {
+    std::unique_ptr<PlanWorkerProcess> process;
+    int64_t task = -1;
+    int64_t device_bytes = 0;  // held in the GPU's ledger while the process lives
+  };
+  void run_job(const Job& job, int gpu, PersistentWorker& worker);
   // `kforge evaluate` for one job in a fresh sandboxed process; finishes the job.
   void run_fresh(const Job& job, const TaskRecord& task, int gpu, SandboxOptions o);
+  void add_python_env(SandboxOptions& o) const;  // after o.scratch_dir is set
   SandboxOptions job_sandbox(const std::filesystem::path& dir, const TaskRecord& task, int gpu) const;
   std::string gpu_lock(int gpu) const;
 
@@ -73,6 +84,7 @@ class Service {
   std::filesystem::path cache_dir_;
   std::atomic<double> copy_gbs_{0};  // measured once by a worker; passed to the fresh processes
   std::unique_ptr<CompilePool> compile_pool_;
+  std::vector<std::unique_ptr<DeviceMemoryLedger>> device_memory_;  // per GPU
 };
 
 }  // namespace kforge
