@@ -174,14 +174,26 @@ EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, Executable& exe, boo
         return r;
       }
     }
+    double floor_ms = o.copy_gbs > 0 ? double(min_bytes(spec.graph)) / (o.copy_gbs * 1e9) * 1e3 : 0;
+    r.reward = compute_reward({true, r.native.median_ms, spec.eager_ms, spec.compile_ms, floor_ms});
+    if (r.reward.suspect) {
+      // Faster than the roofline allows: before anything is paid, time it again on the last set (other
+      // data, other addresses), launched directly rather than replayed; the second time is the one paid.
+      Bindings last = task.bindings(task.num_sets() - 1);
+      TimingResult again = time_on_gpu([&](CUstream st) { exe.run(last, st); }, stream, o.timing);
+      r.log += "under the roofline floor of " + std::to_string(floor_ms) + " ms at " + std::to_string(r.native.median_ms) +
+               " ms: re-measured on set " + std::to_string(task.num_sets() - 1) + ", " +
+               std::to_string(again.stats.median_ms) + " ms\n";
+      r.native = again.stats;
+      r.reward = compute_reward({true, r.native.median_ms, spec.eager_ms, spec.compile_ms, floor_ms});
+      if (r.reward.suspect) r.log += "still under the floor: not paid (reward 0)\n";
+    }
   } catch (const UserError& e) {  // a launch error or a candidate's own failure: rejected with the cause
     r.log += std::string("run failed: ") + e.what() + "\n";
     r.strict = false;
     return r;
   }
   r.relaxed = true;
-  double floor_ms = o.copy_gbs > 0 ? double(min_bytes(spec.graph)) / (o.copy_gbs * 1e9) * 1e3 : 0;
-  r.reward = compute_reward({true, r.native.median_ms, spec.eager_ms, spec.compile_ms, floor_ms});
   return r;
 }
 

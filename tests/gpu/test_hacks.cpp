@@ -71,6 +71,29 @@ TEST_P(Hacks, AreCaughtWithTheirReason) {
   }
 }
 
+// A time under the roofline floor is measured again before it is paid. No honest plan beats the floor, so
+// the test lowers the ceiling: at a claimed copy bandwidth of 1 MB/s every real time looks impossible.
+TEST(Roofline, ATimeUnderTheFloorIsReMeasuredAndNotPaid) {
+  if (!driver_available()) GTEST_SKIP() << "no CUDA driver or GPU on this machine";
+  testing::HackPlan honest;
+  for (auto& h : testing::hack_plans())
+    if (h.expect == "strict") honest = h;
+  ASSERT_FALSE(honest.name.empty());
+  HackTask t(7);
+  EvalOptions o;
+  o.copy_gbs = 1e-3;
+  EvalResult r = evaluate(t.spec, *t.task, honest.plan, t.compiler, t.verifier, o, t.stream);
+  EXPECT_TRUE(r.strict) << r.log;
+  EXPECT_TRUE(r.reward.suspect);
+  EXPECT_EQ(r.reward.reward, 0);
+  EXPECT_NE(r.log.find("re-measured on set 4"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("not paid"), std::string::npos) << r.log;
+  // At the real bandwidth nothing is re-measured.
+  EvalResult plain = evaluate(t.spec, *t.task, honest.plan, t.compiler, t.verifier, {}, t.stream);
+  EXPECT_EQ(plain.log.find("re-measured"), std::string::npos) << plain.log;
+  EXPECT_GT(plain.reward.reward, 0);
+}
+
 std::vector<std::string> names() {
   std::vector<std::string> n;
   for (auto& h : testing::hack_plans()) n.push_back(h.name);
