@@ -43,7 +43,7 @@ std::string kernel_header(const Partition& p, const KernelGroup& g, const Kernel
   list("row outputs", g.row_outputs);
   s += "// schedule: strategy " + to_string(ks.strategy) + ", block " + std::to_string(ks.block) + ", vec " +
        std::to_string(ks.vec) + ", items " + std::to_string(ks.items) + ", chunks " + std::to_string(ks.chunks) +
-       (ks.cache_row ? ", rows cached in shared memory" : "") + "\n";
+       (ks.cache_row != RowCache::none ? ", rows cached in " + std::string(ks.cache_row == RowCache::shared ? "shared memory" : "registers") : "") + "\n";
   return s;
 }
 
@@ -56,8 +56,7 @@ PlanKernel make_kernel(const KernelGroup& g, const KernelSchedule& ks, const std
   k.args = w.used_buffers();
   k.grid = clamp_grid(grid);
   k.block = block;
-  k.schedule = {{"strategy", to_string(ks.strategy)}, {"block", ks.block}, {"vec", ks.vec},
-                {"items", ks.items}, {"chunks", ks.chunks}, {"cache_row", ks.cache_row}};
+  k.schedule = to_json(ks);
   return k;
 }
 

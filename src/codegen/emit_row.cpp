@@ -331,23 +331,32 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const Ke
   if (ks.strategy == Strategy::split) return emit_split(cx, g, ks, name, rs);
   if (ks.strategy == Strategy::tile) return emit_tile(cx, g, ks, name, rs);
   Skeleton sk = skeleton(ks, rs);
+  const bool in_registers = ks.cache_row == RowCache::registers;
+  const int64_t slots = register_row_slots(g, ks);
+  if (in_registers)  // a walk of fixed length, fully unrolled: slot kf_j is then a register, not a stack index
+    sk.elem_loop = "_Pragma(\"unroll\") for (int kf_j = 0; kf_j < " + std::to_string(slots) +
+                   "; ++kf_j) if (const i64 r = threadIdx.x + (i64)kf_j * " + std::to_string(ks.block) + "; r < " +
+                   std::to_string(rs.R) + "LL)";
   KernelWriter w(cx.partition, g, cx.buffer_of_owner);
   std::string body;
-  // Row cache: the row buffers the first pass reads go to shared memory as they are read; later passes
-  // read them there, so each row crosses HBM once however many passes the group makes.
+  // Row cache: the row buffers the first pass reads are kept on chip as they are read (shared memory, or
+  // each thread's registers); later passes read them there, so each row crosses HBM once however many
+  // passes the group makes.
   std::vector<int> cached;
   int64_t smem = 0;
   std::string cache_base = ks.strategy == Strategy::warp ? "(threadIdx.x >> 5) * " : "0 * ";
-  if (ks.cache_row) {
+  if (ks.cache_row != RowCache::none) {
     stat_pass(w, gr, g, rs, stats_in_pass(g, 0), sk.elem_loop, "    ");
     w.take();
     cached.assign(w.contiguous_reads().begin(), w.contiguous_reads().end());
     // As many row buffers as fit; the rest are re-read from memory.
-    cached.resize(std::min<size_t>(cached.size(), size_t(kMaxRowCache / row_cache_bytes(g, ks, 1))));
-    smem = row_cache_bytes(g, ks, int(cached.size()));
+    size_t fit = in_registers ? size_t(kMaxRegisterRow / slots) : size_t(kMaxRowCache / row_cache_bytes(g, ks, 1));
+    cached.resize(std::min(cached.size(), fit));
+    if (!in_registers) smem = row_cache_bytes(g, ks, int(cached.size()));
     cache_base += std::to_string(int64_t(cached.size()) * rs.R) + "LL";
   }
   auto cache_slot = [&](size_t i) {
+    if (in_registers) return "kf_reg" + std::to_string(i) + "[kf_j]";
     return "kf_row[" + cache_base + " + " + std::to_string(int64_t(i) * rs.R) + "LL + r]";
   };
   // The first pass fills the cache unconditionally (a read under a `where` branch would leave holes),
@@ -361,18 +370,22 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const Ke
     std::vector<int> stats = stats_in_pass(g, pass);
     body += stat_pass(w, gr, g, rs, stats, sk.elem_loop, "    ", pass == 0 ? fill : "");
     for (int s : stats) body += finish_stat(gr, rs, s, sk.reduce_f, sk.reduce_arg, "    ");
-    if (pass == 0 && !cached.empty() && ks.strategy == Strategy::warp) body += "    __syncwarp();\n";
+    if (pass == 0 && !cached.empty() && ks.strategy == Strategy::warp && !in_registers) body += "    __syncwarp();\n";
     for (int s : stats) w.bind(s, "s" + std::to_string(s));
   }
   body += row_outputs(w, g, rs, sk.leader, "    ");
   body += elem_outputs_pass(w, g, rs, sk.elem_loop);
   w.clear_vector_sources();
-  if (!cached.empty())  // the next row overwrites the cache: every thread must be done with this one
+  if (!cached.empty() && !in_registers)  // the next row overwrites the cache: every thread must be done with this one
     body += ks.strategy == Strategy::warp ? "    __syncwarp();\n" : "    __syncthreads();\n";
   std::string s = kernel_header(cx.partition, g, ks, name);
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + name + "(" + w.params() + ") {\n";
   if (ks.strategy == Strategy::block) s += "  __shared__ double kf_scratch[64];\n  __shared__ KfArg kf_ascratch[32];\n";
-  if (!cached.empty()) s += "  extern __shared__ float kf_row[];  // " + std::to_string(cached.size()) + " cached row buffer(s)\n";
+  if (!cached.empty() && !in_registers)
+    s += "  extern __shared__ float kf_row[];  // " + std::to_string(cached.size()) + " cached row buffer(s)\n";
+  for (size_t i = 0; in_registers && i < cached.size(); ++i)
+    s += "  float kf_reg" + std::to_string(i) + "[" + std::to_string(slots) + "];  // this thread's elements of cached row buffer " +
+         std::to_string(i) + "\n";
   s += "  " + sk.row_loop + " {\n" + body + "  }\n}\n";
   PlanKernel k = make_kernel(g, ks, name, s, w, sk.blocks, ks.block);
   k.smem = int(smem);

@@ -31,11 +31,32 @@ Strategy strategy_from_string(const std::string& s) {
   throw UserError("unknown strategy '" + s + "' (flat, thread, warp, block or split)");
 }
 
+std::string to_string(RowCache c) {
+  switch (c) {
+    case RowCache::none: return "none";
+    case RowCache::shared: return "shared";
+    case RowCache::registers: return "registers";
+  }
+  return "?";
+}
+
+// Schedules recorded before registers joined read true/false.
+RowCache row_cache_from_json(const nlohmann::json& v) {
+  if (v.is_boolean()) return v.get<bool>() ? RowCache::shared : RowCache::none;
+  std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+  for (auto c : {RowCache::none, RowCache::shared, RowCache::registers})
+    if (to_string(c) == s) return c;
+  throw UserError("unknown cache_row '" + s + "' (none, shared or registers)");
+}
+
+nlohmann::json to_json(const KernelSchedule& ks) {
+  return {{"strategy", to_string(ks.strategy)}, {"block", ks.block}, {"vec", ks.vec},
+          {"items", ks.items}, {"chunks", ks.chunks}, {"cache_row", to_string(ks.cache_row)}};
+}
+
 nlohmann::json to_json(const Schedule& s) {
   nlohmann::json k = nlohmann::json::object();
-  for (auto& [key, ks] : s.kernels)
-    k[key] = {{"strategy", to_string(ks.strategy)}, {"block", ks.block}, {"vec", ks.vec},
-              {"items", ks.items}, {"chunks", ks.chunks}, {"cache_row", ks.cache_row}};
+  for (auto& [key, ks] : s.kernels) k[key] = to_json(ks);
   return {{"fuse_rows", s.fuse_rows}, {"cuda_graph", s.cuda_graph}, {"kernels", k}};
 }
 
@@ -51,10 +72,14 @@ Schedule schedule_from_json(const nlohmann::json& j) {
     ks.vec = v.value("vec", 1);
     ks.items = v.value("items", 1);
     ks.chunks = v.value("chunks", 1);
-    ks.cache_row = v.value("cache_row", false);
+    ks.cache_row = row_cache_from_json(v.value("cache_row", nlohmann::json(false)));
     s.kernels[key] = ks;
   }
   return s;
+}
+
+int64_t register_row_slots(const KernelGroup& g, const KernelSchedule& ks) {
+  return (row_length(g) + ks.block - 1) / ks.block;
 }
 
 int64_t row_cache_bytes(const KernelGroup& g, const KernelSchedule& ks, int buffers) {
@@ -116,7 +141,7 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
       if (ks.vec != 1) illegal(g, "vec", "must be 1 for a reduction");
       if (ks.items != 1 && ks.items != 2 && ks.items != 4 && ks.items != 8)
         illegal(g, "items", "must be 1, 2, 4 or 8 for a reduction (the unroll of its row walks)");
-      if (ks.cache_row) {
+      if (ks.cache_row != RowCache::none) {
         bool suffix = true;
         for (size_t i = 0; i < g.axes.size(); ++i)
           suffix = suffix && g.axes[i] == int64_t(g.shape.size() - g.axes.size() + i);
@@ -124,8 +149,13 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
         if (row_walks(g) < 2) illegal(g, "cache_row", "has nothing to reuse: one walk over the row");
         if (ks.strategy != Strategy::warp && ks.strategy != Strategy::block)
           illegal(g, "cache_row", "needs the warp or block strategy (a row per warp or block)");
-        if (row_cache_bytes(g, ks, 1) > kMaxRowCache)
+        if (ks.cache_row == RowCache::shared && row_cache_bytes(g, ks, 1) > kMaxRowCache)
           illegal(g, "cache_row", "needs " + std::to_string(row_cache_bytes(g, ks, 1)) + " bytes of shared memory per row buffer");
+        if (ks.cache_row == RowCache::registers && ks.strategy != Strategy::block)
+          illegal(g, "cache_row", "registers needs the block strategy (a warp's lanes would hold row/32 elements each)");
+        if (ks.cache_row == RowCache::registers && register_row_slots(g, ks) > kMaxRegisterRow)
+          illegal(g, "cache_row", "registers would take " + std::to_string(register_row_slots(g, ks)) + " per thread (at most " +
+                                      std::to_string(kMaxRegisterRow) + ")");
       }
       if (ks.strategy == Strategy::tile && !keeps_innermost(g))
         illegal(g, "strategy", "tile needs the innermost dim kept (rows side by side in memory)");
@@ -174,13 +204,14 @@ KernelSchedule default_schedule(const KernelGroup& g) {
       ks.items = ks.strategy == Strategy::split ? 1 : 4;  // elsewhere unrolled row walks: four loads in flight
       // Several passes over a row that fits in shared memory: read it from HBM once.
       bool passes = row_walks(g) > 1;
-      ks.cache_row = passes && (ks.strategy == Strategy::warp || ks.strategy == Strategy::block) &&
-                     row_cache_bytes(g, ks, 1) <= kMaxRowCache;
-      if (ks.cache_row) {
+      if (passes && (ks.strategy == Strategy::warp || ks.strategy == Strategy::block) &&
+          row_cache_bytes(g, ks, 1) <= kMaxRowCache)
+        ks.cache_row = RowCache::shared;
+      if (ks.cache_row != RowCache::none) {
         try {
           check_schedule(g, ks);
         } catch (const UserError&) {
-          ks.cache_row = false;
+          ks.cache_row = RowCache::none;
         }
       }
       break;
@@ -214,7 +245,7 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
       for (int it : {1, 4}) {
         for (int b : {64, 128, 256}) keep({Strategy::thread, b, 1, it, 1});
         for (int b : {64, 128, 256, 512, 1024}) keep({Strategy::tile, b, 1, it, 1});
-        for (bool cache : {false, true}) {
+        for (RowCache cache : {RowCache::none, RowCache::shared, RowCache::registers}) {
           for (int b : {128, 256, 512}) keep({Strategy::warp, b, 1, it, 1, cache});
           for (int b : {128, 256, 512, 1024}) keep({Strategy::block, b, 1, it, 1, cache});
         }

@@ -22,13 +22,19 @@ namespace kforge {
 //           whose innermost dim is kept (reducing dim 1 of [B, R, I]): coalesced and parallel along R.
 enum class Strategy { flat, thread, warp, block, split, tile };
 
+// Where a warp/block row strategy keeps the row its first pass read, for the later passes to reuse: nowhere
+// (they read HBM again), in shared memory, or (block strategy, rows of at most kMaxRegisterRow elements per
+// thread) in each thread's registers, the element at r = threadIdx.x + j * block in slot j of a
+// fully unrolled walk, which leaves the shared memory (and so the occupancy) free.
+enum class RowCache { none, shared, registers };
+
 struct KernelSchedule {
   Strategy strategy = Strategy::flat;
   int block = 256;   // threads per block, a multiple of 32 in [32, 1024]
   int vec = 1;       // elements per 16-byte-or-narrower access (1, 2 or 4); flat only
   int items = 1;     // grid-stride iterations per thread (flat) or elements per thread (scan block)
   int chunks = 1;    // split only
-  bool cache_row = false;  // warp/block rows: keep the first pass's row in shared memory for later passes
+  RowCache cache_row = RowCache::none;
   bool operator==(const KernelSchedule&) const = default;
 };
 
@@ -44,6 +50,8 @@ std::string to_string(Strategy s);
 const std::vector<Strategy>& all_strategies();
 Strategy strategy_from_string(const std::string& s);
 nlohmann::json to_json(const Schedule& s);
+nlohmann::json to_json(const KernelSchedule& ks);
+std::string to_string(RowCache c);  // "none", "shared", "registers"
 Schedule schedule_from_json(const nlohmann::json& j);
 
 // Throws UserError naming the kernel and the field when `ks` is illegal for `group`.
@@ -58,7 +66,11 @@ KernelSchedule schedule_for(const Schedule& s, const KernelGroup& group);
 // Shared memory a row cache takes for `buffers` cached f32 row buffers; at most kMaxRowCache (H100/H200
 // allow 227 KB of dynamic shared memory per block).
 constexpr int64_t kMaxRowCache = 227 * 1024;
+// Row elements a thread keeps in registers, over all cached buffers (64 registers of the 255 a thread has).
+constexpr int64_t kMaxRegisterRow = 64;
 int64_t row_cache_bytes(const KernelGroup& g, const KernelSchedule& ks, int buffers);
+// Registers one cached row buffer takes per thread under the block strategy: ceil(row / block).
+int64_t register_row_slots(const KernelGroup& g, const KernelSchedule& ks);
 
 // Row geometry of a group: kept elements K and reduced elements R (R = 1 for pointwise).
 int64_t rows_of(const KernelGroup& g);

@@ -35,7 +35,7 @@ const std::vector<std::string>& decision_feature_names() {
                    "group.innermost_kept", "group.rank"})
       n.push_back(s);
     for (auto st : all_strategies()) n.push_back("action." + to_string(st));
-    for (auto s : {"action.log_block", "action.vec", "action.log_items", "action.log_chunks", "action.cache_row",
+    for (auto s : {"action.log_block", "action.vec", "action.log_items", "action.log_chunks", "action.cache_row", "action.cache_registers",
                    "action.is_default", "action.log_threads", "action.log_blocks", "action.log_work_per_thread",
                    "action.fuse_rows", "action.cuda_graph", "action.log_kernels"})
       n.push_back(s);
@@ -77,7 +77,7 @@ void PlanDecisions::build_rows() {
   if (step_ == 0) {
     for (auto& c : plan_choices()) {
       FeatureRow r = row(true);
-      r.insert(r.end(), 4 + 7 + all_strategies().size() + 9, 0.f);  // no group, no kernel schedule
+      r.insert(r.end(), 4 + 7 + all_strategies().size() + 10, 0.f);  // no group, no kernel schedule
       r.insert(r.end(), {float(c.fuse_rows), float(c.cuda_graph), lg(double((c.fuse_rows ? fused_ : unfused_).size()))});
       context(r);
       rows_.push_back(std::move(r));
@@ -96,7 +96,8 @@ void PlanDecisions::build_rows() {
                        float(g.stats.size()), float(!g.elem_outputs.empty()), float(innermost_kept), float(g.shape.size())});
     for (auto st : all_strategies()) r.push_back(float(ks.strategy == st));
     auto [threads, blocks] = launch_size(g, ks);
-    r.insert(r.end(), {lg(ks.block), float(ks.vec), lg(ks.items), lg(ks.chunks), float(ks.cache_row), float(ks == def),
+    r.insert(r.end(), {lg(ks.block), float(ks.vec), lg(ks.items), lg(ks.chunks), float(ks.cache_row != RowCache::none),
+                       float(ks.cache_row == RowCache::registers), float(ks == def),
                        lg(threads), lg(blocks), lg(double(numel(g.shape)) / std::max(1.0, threads))});
     r.insert(r.end(), 3, 0.f);  // no plan-level action
     context(r);
@@ -115,7 +116,7 @@ void PlanDecisions::choose(int index) {
     schedule_.kernels[groups()[size_t(step_ - 1)].key] = ks;
     sum_log_block_ += std::log2(double(ks.block));
     splits_ += ks.strategy == Strategy::split;
-    cached_ += ks.cache_row;
+    cached_ += ks.cache_row != RowCache::none;
   }
   ++step_;
   build_rows();

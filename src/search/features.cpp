@@ -81,7 +81,7 @@ PlanFeatures plan_features(const Graph& graph, const Schedule& schedule) {
     p.mean_items += ks.items;
     p.max_vec = std::max(p.max_vec, double(ks.vec));
     p.max_chunks = std::max(p.max_chunks, double(ks.chunks));
-    p.cached_rows += ks.cache_row;
+    p.cached_rows += ks.cache_row != RowCache::none;
     p.passes += double(row_walks(g));
     min_rows = std::min(min_rows, double(rows_of(g)));
     max_row = std::max(max_row, double(row_length(g)));

@@ -135,21 +135,57 @@ TEST(Schedule, DefaultsPickTheLayoutAwareStrategies) {
   EXPECT_EQ(default_schedule(only_group("argmin")).strategy, Strategy::tile);
   // Softmax makes three passes over a row that fits in shared memory: cache it.
   KernelSchedule soft = default_schedule(only_group("softmax"));
-  EXPECT_TRUE(soft.cache_row);
+  EXPECT_EQ(soft.cache_row, RowCache::shared);
   Plan p = lower(graph_from_json(sample("softmax")), Schedule{});
   EXPECT_NE(p.kernels.at(0).source.find("extern __shared__ float kf_row[]"), std::string::npos);
   EXPECT_EQ(p.kernels.at(0).smem, 1023 * 4);
   // A single pass has nothing to reuse; the tile strategy needs the innermost dim kept.
   KernelSchedule one_pass{Strategy::block, 256};
-  one_pass.cache_row = true;
+  one_pass.cache_row = RowCache::shared;
   EXPECT_THROW(check_schedule(only_group("sum_last"), one_pass), UserError);
   EXPECT_THROW(check_schedule(only_group("sum_last"), {Strategy::tile, 256}), UserError);
+}
+
+TEST(Schedule, RowsCachedInRegistersUseNoSharedMemory) {
+  // softmax over rows of 1023: three walks; a 256-thread block keeps 4 elements of the row per thread.
+  Graph g = graph_from_json(sample("softmax"));
+  auto groups = kernel_groups(g, true);
+  ASSERT_EQ(groups.size(), 1u);
+  KernelSchedule regs{Strategy::block, 256, 1, 1, 1, RowCache::registers};
+  EXPECT_NO_THROW(check_schedule(groups[0], regs));
+  Schedule s;
+  s.kernels[groups[0].key] = regs;
+  Plan p = lower(g, s);
+  ASSERT_EQ(p.kernels.size(), 1u);
+  EXPECT_EQ(p.kernels[0].smem, 0);
+  EXPECT_NE(p.kernels[0].source.find("float kf_reg0[4];"), std::string::npos) << p.kernels[0].source;
+  EXPECT_EQ(p.kernels[0].source.find("kf_row"), std::string::npos);
+  EXPECT_EQ(p.kernels[0].schedule["cache_row"], "registers");
+  CompileResult c = Compiler({"sm_90", "", {}}).compile(p.kernels[0].source, p.kernels[0].name);
+  EXPECT_TRUE(c.ok) << c.log;
+  // A warp's lanes would hold a quarter of the row each; 32-thread-wide slots of a long row do not fit.
+  EXPECT_THROW(check_schedule(groups[0], {Strategy::warp, 256, 1, 1, 1, RowCache::registers}), UserError);
+  EXPECT_THROW(check_schedule(groups[0], {Strategy::block, 8, 1, 1, 1, RowCache::registers}), UserError);
+  // The search space offers it.
+  bool offered = false;
+  for (auto& ks : schedule_space(groups[0])) offered = offered || ks.cache_row == RowCache::registers;
+  EXPECT_TRUE(offered);
+}
+
+TEST(Schedule, CacheRowReadsTheOldBooleans) {
+  nlohmann::json old = {{"kernels", {{"k", {{"strategy", "block"}, {"block", 256}, {"cache_row", true}}}}}};
+  EXPECT_EQ(schedule_from_json(old).kernels.at("k").cache_row, RowCache::shared);
+  old["kernels"]["k"]["cache_row"] = false;
+  EXPECT_EQ(schedule_from_json(old).kernels.at("k").cache_row, RowCache::none);
+  old["kernels"]["k"]["cache_row"] = "sideways";
+  EXPECT_THROW(schedule_from_json(old), UserError);
 }
 
 TEST(Schedule, JsonRoundTrip) {
   Schedule s;
   s.fuse_rows = false;
   s.kernels["k"] = {Strategy::warp, 128, 1, 2, 1};
+  s.kernels["r"] = {Strategy::block, 512, 1, 1, 1, RowCache::registers};
   EXPECT_EQ(schedule_from_json(to_json(s)), s);
   Plan p = lower(graph_from_json(sample("softmax")), Schedule{});
   Plan back = Plan::from_json(p.to_json());

@@ -14,7 +14,7 @@ std::vector<Schedule> representative_schedules(const Graph& g, bool vary_items) 
   for (auto& grp : kernel_groups(g, true)) {
     std::set<std::string> seen;
     for (auto& ks : schedule_space(grp)) {
-      std::string key = to_string(ks.strategy) + std::to_string(ks.vec) + std::to_string(ks.cache_row) +
+      std::string key = to_string(ks.strategy) + std::to_string(ks.vec) + to_string(ks.cache_row) +
                         (vary_items ? std::to_string(ks.items) : "");
       if (!seen.insert(key).second) continue;
       Schedule s;
