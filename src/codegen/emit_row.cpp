@@ -18,6 +18,9 @@ struct RowShape {
   std::vector<int64_t> kept, axes;
   int64_t K = 1, R = 1;
   bool axes_are_suffix = true;
+  // Sites in a row get `lin`, the element's linear index, even where the reduced dims are not the innermost
+  // (computed from the coordinates): the tile's row cache needs to know which reads are of the element itself.
+  bool linear_everywhere = false;
 };
 
 RowShape row_shape_of(const KernelGroup& g) {
@@ -108,6 +111,13 @@ Coords coords_at(const KernelGroup& g, const RowShape& rs, bool in_row, const st
     out.stmts += decompose_index("r", rs.axes, g.shape, out.c, indent);
     if (rs.axes_are_suffix) {
       out.stmts += indent + "const i64 lin = k * " + std::to_string(rs.R) + "LL + r;\n";
+      out.linear = "lin";
+    } else if (rs.linear_everywhere) {
+      std::vector<int64_t> strides = contiguous_strides(g.shape);
+      std::string sum;
+      for (size_t d = 0; d < g.shape.size(); ++d)
+        sum += (d ? " + " : "") + std::string("(i64)") + out.c[d] + " * " + std::to_string(strides[d]) + "LL";
+      out.stmts += indent + "const i64 lin = " + sum + ";\n";
       out.linear = "lin";
     }
   } else {
@@ -292,17 +302,34 @@ std::string tile_combine(const Graph& gr, const RowShape& rs, int s, const std::
 // Tile strategy: lane l of every warp owns row k = tile * 32 + l; warp w walks r = w, w + W, ...; the
 // warps' partial statistics meet in shared memory and every thread reads back the row's total.
 std::vector<PlanKernel> emit_tile(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks,
-                                  const std::string& name, const RowShape& rs) {
+                                  const std::string& name, RowShape rs) {
   const Graph& gr = *cx.partition.graph;
+  rs.linear_everywhere = ks.cache_row == RowCache::shared;
   int W = ks.block / 32;
   std::string Ws = std::to_string(W), K = std::to_string(rs.K) + "LL";
   std::string R = std::to_string(rs.R) + "LL";  // an inactive lane starts past the row's end
   std::string loop = unrolled(ks) + "for (i64 r = active ? warp : " + R + "; r < " + R + "; r += " + Ws + ")";
   KernelWriter w(cx.partition, g, cx.buffer_of_owner);
   std::string body;
+  // Row cache: element r of lane l's row goes to kf_row[r * 32 + l] as the first pass reads it. Every pass
+  // walks the same (r, lane) pairs in the same thread, so the later passes read back their own writes and
+  // no barrier is needed; the 32 lanes of a warp touch 32 consecutive words (no bank conflicts).
+  std::vector<int> cached;
+  if (ks.cache_row == RowCache::shared) {
+    stat_pass(w, gr, g, rs, stats_in_pass(g, 0), loop, "    ");
+    w.take();
+    cached.assign(w.contiguous_reads().begin(), w.contiguous_reads().end());
+    cached.resize(std::min(cached.size(), size_t(row_cache_limit(ks) / row_cache_bytes(g, ks, 1))));
+  }
+  std::string fill;
+  for (size_t i = 0; i < cached.size(); ++i) {
+    std::string slot = "kf_row[" + std::to_string(int64_t(i) * rs.R * 32) + "LL + r * 32 + lane]";
+    fill += "      " + slot + " = b" + std::to_string(cached[i]) + "[lin];\n";
+    w.set_vector_source(cached[i], slot);
+  }
   for (int pass = 0; pass < stat_walks(g); ++pass) {
     std::vector<int> stats = stats_in_pass(g, pass);
-    body += stat_pass(w, gr, g, rs, stats, loop, "    ");
+    body += stat_pass(w, gr, g, rs, stats, loop, "    ", pass == 0 ? fill : "");
     for (int s : stats) {
       body += tile_combine(gr, rs, s, Ws);
       w.bind(s, "s" + std::to_string(s));
@@ -310,13 +337,17 @@ std::vector<PlanKernel> emit_tile(EmitContext& cx, const KernelGroup& g, const K
   }
   if (!g.row_outputs.empty()) body += row_outputs(w, g, rs, "active && warp == 0", "    ");
   body += elem_outputs_pass(w, g, rs, loop);
+  w.clear_vector_sources();
   std::string s = kernel_header(cx.partition, g, ks, name);
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + name + "(" + w.params() + ") {\n";
   s += "  __shared__ KfMoments kf_part[" + Ws + "][32];\n  __shared__ KfArg kf_apart[" + Ws + "][32];\n";
+  if (!cached.empty()) s += "  extern __shared__ float kf_row[];  // " + std::to_string(cached.size()) + " cached buffer(s) of 32 rows\n";
   s += "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n";
   s += "  for (i64 tile = blockIdx.x; tile * 32 < " + K + "; tile += gridDim.x) {\n";
   s += "    const i64 k = tile * 32 + lane;\n    const bool active = k < " + K + ";\n" + body + "  }\n}\n";
-  return {make_kernel(g, ks, name, s, w, (rs.K + 31) / 32, ks.block)};
+  PlanKernel k = make_kernel(g, ks, name, s, w, (rs.K + 31) / 32, ks.block);
+  k.smem = cached.empty() ? 0 : int(row_cache_bytes(g, ks, int(cached.size())));
+  return {k};
 }
 
 }  // namespace

@@ -83,8 +83,13 @@ int64_t register_row_slots(const KernelGroup& g, const KernelSchedule& ks) {
 }
 
 int64_t row_cache_bytes(const KernelGroup& g, const KernelSchedule& ks, int buffers) {
-  int64_t rows_per_block = ks.strategy == Strategy::warp ? ks.block / 32 : 1;
+  int64_t rows_per_block = ks.strategy == Strategy::warp ? ks.block / 32 : ks.strategy == Strategy::tile ? 32 : 1;
   return row_length(g) * 4 * rows_per_block * buffers;
+}
+
+int64_t row_cache_limit(const KernelSchedule& ks) {
+  // The tile strategy's static shared memory: a KfMoments (16 bytes) and a KfArg (16) per warp and lane.
+  return kMaxRowCache - (ks.strategy == Strategy::tile ? int64_t(ks.block / 32) * 32 * 32 : 0);
 }
 
 bool keeps_innermost(const KernelGroup& g) {
@@ -145,11 +150,12 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
         bool suffix = true;
         for (size_t i = 0; i < g.axes.size(); ++i)
           suffix = suffix && g.axes[i] == int64_t(g.shape.size() - g.axes.size() + i);
-        if (!suffix) illegal(g, "cache_row", "needs the reduced dims to be the innermost ones");
+        // A tile caches its 32 rows by (position, lane), wherever the reduced dims lie.
+        if (!suffix && ks.strategy != Strategy::tile) illegal(g, "cache_row", "needs the reduced dims to be the innermost ones");
         if (row_walks(g) < 2) illegal(g, "cache_row", "has nothing to reuse: one walk over the row");
-        if (ks.strategy != Strategy::warp && ks.strategy != Strategy::block)
-          illegal(g, "cache_row", "needs the warp or block strategy (a row per warp or block)");
-        if (ks.cache_row == RowCache::shared && row_cache_bytes(g, ks, 1) > kMaxRowCache)
+        if (ks.strategy != Strategy::warp && ks.strategy != Strategy::block && ks.strategy != Strategy::tile)
+          illegal(g, "cache_row", "needs the warp, block or tile strategy (rows that one block walks whole)");
+        if (ks.cache_row == RowCache::shared && row_cache_bytes(g, ks, 1) > row_cache_limit(ks))
           illegal(g, "cache_row", "needs " + std::to_string(row_cache_bytes(g, ks, 1)) + " bytes of shared memory per row buffer");
         if (ks.cache_row == RowCache::registers && ks.strategy != Strategy::block)
           illegal(g, "cache_row", "registers needs the block strategy (a warp's lanes would hold row/32 elements each)");
@@ -244,7 +250,8 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
     case GroupKind::row:
       for (int it : {1, 4}) {
         for (int b : {64, 128, 256}) keep({Strategy::thread, b, 1, it, 1});
-        for (int b : {64, 128, 256, 512, 1024}) keep({Strategy::tile, b, 1, it, 1});
+        for (RowCache cache : {RowCache::none, RowCache::shared})
+          for (int b : {64, 128, 256, 512, 1024}) keep({Strategy::tile, b, 1, it, 1, cache});
         for (RowCache cache : {RowCache::none, RowCache::shared, RowCache::registers}) {
           for (int b : {128, 256, 512}) keep({Strategy::warp, b, 1, it, 1, cache});
           for (int b : {128, 256, 512, 1024}) keep({Strategy::block, b, 1, it, 1, cache});

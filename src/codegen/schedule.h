@@ -69,6 +69,8 @@ constexpr int64_t kMaxRowCache = 227 * 1024;
 // Row elements a thread keeps in registers, over all cached buffers (64 registers of the 255 a thread has).
 constexpr int64_t kMaxRegisterRow = 64;
 int64_t row_cache_bytes(const KernelGroup& g, const KernelSchedule& ks, int buffers);
+// The shared memory a row cache may take beside the kernel's static shared memory.
+int64_t row_cache_limit(const KernelSchedule& ks);
 // Registers one cached row buffer takes per thread under the block strategy: ceil(row / block).
 int64_t register_row_slots(const KernelGroup& g, const KernelSchedule& ks);
 

@@ -172,6 +172,24 @@ TEST(Schedule, RowsCachedInRegistersUseNoSharedMemory) {
   EXPECT_TRUE(offered);
 }
 
+TEST(Schedule, TilesCacheTheirThirtyTwoRowsInSharedMemory) {
+  // log_softmax over the middle dim of [3, 19, 11]: rows side by side (tile), three walks over each.
+  Graph g = graph_from_json(sample("log_softmax"));
+  auto groups = kernel_groups(g, true);
+  ASSERT_EQ(groups.size(), 1u);
+  KernelSchedule cached{Strategy::tile, 128, 1, 1, 1, RowCache::shared};
+  EXPECT_NO_THROW(check_schedule(groups[0], cached));
+  Schedule s;
+  s.kernels[groups[0].key] = cached;
+  Plan p = lower(g, s);
+  ASSERT_EQ(p.kernels.size(), 1u);
+  EXPECT_EQ(p.kernels[0].smem, 19 * 32 * 4);  // one buffer (x) of 32 rows of 19
+  EXPECT_NE(p.kernels[0].source.find("kf_row[0LL + r * 32 + lane] = "), std::string::npos) << p.kernels[0].source;
+  CompileResult c = Compiler({"sm_90", "", {}}).compile(p.kernels[0].source, p.kernels[0].name);
+  EXPECT_TRUE(c.ok) << c.log;
+  EXPECT_THROW(check_schedule(groups[0], {Strategy::tile, 128, 1, 1, 1, RowCache::registers}), UserError);
+}
+
 TEST(Schedule, CacheRowReadsTheOldBooleans) {
   nlohmann::json old = {{"kernels", {{"k", {{"strategy", "block"}, {"block", 256}, {"cache_row", true}}}}}};
   EXPECT_EQ(schedule_from_json(old).kernels.at("k").cache_row, RowCache::shared);
