@@ -10,6 +10,10 @@
 // once per dependent statistic and once more for the outputs. It is a schedule choice (Schedule::fuse_rows).
 // Sibling statistics (same rows, neither reading the other: a cosine similarity's dot product and two norms)
 // always share a kernel and a walk, fused or not: reading the rows once is never worse.
+//
+// Matrix products are library calls (cuBLASLt), each its own group: the product is stored, and so are its
+// operands, except that a permute swapping the last two dims of a stored value is read in place (the
+// library's transpose flag). Epilogues the library applies were folded into the node before (gemm_epilogue.h).
 #pragma once
 #include <string>
 #include <vector>
@@ -18,7 +22,7 @@
 
 namespace kforge {
 
-enum class GroupKind { pointwise, row, scan, pool };
+enum class GroupKind { pointwise, row, scan, pool, matmul };
 
 struct KernelGroup {
   GroupKind kind;
@@ -30,7 +34,7 @@ struct KernelGroup {
                                 // statistics that do not read each other share a walk
   std::vector<int> elem_outputs;// stored values computed at every point of S
   std::vector<int> row_outputs; // row: stored values of the reduced shape (reduces and their epilogues)
-  int anchor = -1;              // scan / pool: the scan or pool node
+  int anchor = -1;              // scan / pool / matmul: the scan, pool or matmul node
 };
 
 struct Partition {
@@ -41,6 +45,10 @@ struct Partition {
 };
 
 Partition partition(const Graph& primitive_graph, bool fuse_rows);
+
+// Whether `id` is a permute that swaps the last two dims and keeps the others: a matmul reads its source
+// transposed instead of copying it.
+bool is_matrix_transpose(const Graph& g, int id);
 
 // Walks a row kernel makes over each row to compute its statistics (one per stat_pass value), and in all
 // (one more for the elementwise outputs).

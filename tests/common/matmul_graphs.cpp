@@ -1,5 +1,7 @@
 #include "common/matmul_graphs.h"
 
+#include <stdexcept>
+
 namespace kforge::testing {
 
 namespace {
@@ -44,7 +46,7 @@ std::vector<SampleGraph> matmul_graphs() {
       product("matmul_4d_times_matrix", {2, 3, 7, 31}, {31, 15}),
       product("matmul_matrix_times_3d", {9, 31}, {4, 31, 15}),
       product("matmul_broadcast_batch", {2, 1, 9, 13}, {3, 13, 5}),
-      product("matmul_large_k", {8, 4099}, {4099, 6}),
+      product("matmul_large_k", {8, 2053}, {2053, 6}),
   };
   g.push_back({"matmul_transposed_a", {{"inputs", {value("a", {41, 19}), value("b", {41, 7})}},
                                        {"nodes", {node("at", "permute", {"a"}, {{"dims", {1, 0}}}),
@@ -55,6 +57,12 @@ std::vector<SampleGraph> matmul_graphs() {
                 {"nodes", {node("at", "permute", {"a"}, {{"dims", {0, 2, 1}}}),
                            node("bt", "permute", {"b"}, {{"dims", {0, 2, 1}}}), node("y", "matmul", {"at", "bt"})}},
                 {"outputs", {"y"}}}});
+  // A bias shared by every batch entry (cuBLASLt's bias batch stride 0).
+  g.push_back({"matmul_bmm_bias_relu",
+               {{"inputs", {value("a", {3, 19, 23}), value("b", {3, 23, 11}), value("c", {11})}},
+                {"nodes", {node("mm", "matmul", {"a", "b"}), node("biased", "add", {"c", "mm"}),
+                           node("y", "relu", {"biased"})}},
+                {"outputs", {"y"}}}});
   g.push_back(linear("linear_no_bias", 45, 70, 21, false, ""));
   g.push_back(linear("linear_bias", 45, 70, 21, true, ""));
   g.push_back(linear("linear_bias_relu", 45, 70, 21, true, "relu"));
@@ -63,6 +71,12 @@ std::vector<SampleGraph> matmul_graphs() {
   g.push_back(linear("linear_bias_gelu_erf", 45, 70, 21, true, "gelu", {{"approximate", "none"}}));
   g.push_back(linear("linear_bias_sigmoid", 45, 70, 21, true, "sigmoid"));
   return g;
+}
+
+nlohmann::json matmul_graph(const std::string& name) {
+  for (auto& s : matmul_graphs())
+    if (s.name == name) return s.graph;
+  throw std::invalid_argument("no matmul sample graph named " + name);
 }
 
 }  // namespace kforge::testing

@@ -10,5 +10,7 @@
 namespace kforge::testing {
 
 std::vector<SampleGraph> matmul_graphs();
+// The matmul sample of that name (throws when there is none).
+nlohmann::json matmul_graph(const std::string& name);
 
 }  // namespace kforge::testing
