@@ -1,7 +1,5 @@
 #include "common/matmul_graphs.h"
 
-#include <stdexcept>
-
 namespace kforge::testing {
 
 namespace {
@@ -73,10 +71,6 @@ std::vector<SampleGraph> matmul_graphs() {
   return g;
 }
 
-nlohmann::json matmul_graph(const std::string& name) {
-  for (auto& s : matmul_graphs())
-    if (s.name == name) return s.graph;
-  throw std::invalid_argument("no matmul sample graph named " + name);
-}
+nlohmann::json matmul_graph(const std::string& name) { return find_graph(matmul_graphs(), name); }
 
 }  // namespace kforge::testing

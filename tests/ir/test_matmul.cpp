@@ -6,6 +6,7 @@
 #include <random>
 
 #include "common/matmul_graphs.h"
+#include "common/graph_errors.h"
 #include "common/random_inputs.h"
 #include "ir/decompose.h"
 #include "ir/error.h"
@@ -22,14 +23,7 @@ json product(Shape a, Shape b, const std::string& dtype = "f32") {
           {"outputs", {"y"}}};
 }
 
-void expect_error(const json& graph, const std::string& fragment) {
-  try {
-    graph_from_json(graph);
-    FAIL() << "expected an error containing '" << fragment << "'";
-  } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
+using testing::expect_graph_error;
 
 TEST(MatmulShape, FollowsTorchMatmul) {
   auto shape = [](Shape a, Shape b) { return graph_from_json(product(a, b)).nodes.back().type.shape; };
@@ -41,18 +35,18 @@ TEST(MatmulShape, FollowsTorchMatmul) {
 }
 
 TEST(MatmulShape, BadOperandsNameTheCause) {
-  expect_error(product({5, 7}, {6, 3}), "node 'y': matmul of [5, 7] and [6, 3]: inner dims differ (a has 7 columns, b has 6 rows)");
-  expect_error(product({}, {6, 3}), "need at least 1 dim");
-  expect_error(product({2, 5, 7}, {3, 7, 4}), "batch dims do not broadcast");
-  expect_error(product({5, 7}, {7, 3}, "i64"), "node 'y' (op matmul): operand a must be f32, got i64");
+  expect_graph_error(product({5, 7}, {6, 3}), "node 'y': matmul of [5, 7] and [6, 3]: inner dims differ (a has 7 columns, b has 6 rows)");
+  expect_graph_error(product({}, {6, 3}), "need at least 1 dim");
+  expect_graph_error(product({2, 5, 7}, {3, 7, 4}), "batch dims do not broadcast");
+  expect_graph_error(product({5, 7}, {7, 3}, "i64"), "node 'y' (op matmul): operand a must be f32, got i64");
   json g = product({5, 7}, {7, 3});
   g["nodes"][0]["attrs"] = {{"epilogue", "bias_swish"}};
-  expect_error(g, "unknown matmul epilogue 'bias_swish'");
+  expect_graph_error(g, "unknown matmul epilogue 'bias_swish'");
   g["nodes"][0]["attrs"] = {{"epilogue", "bias"}};
-  expect_error(g, "epilogue bias and the argument count disagree");
+  expect_graph_error(g, "epilogue bias and the argument count disagree");
   g["inputs"].push_back({{"name", "c"}, {"shape", {5}}});
   g["nodes"][0]["args"] = {"a", "b", "c"};
-  expect_error(g, "bias [5] must hold one value per result column (3)");
+  expect_graph_error(g, "bias [5] must hold one value per result column (3)");
 }
 
 TEST(MatmulJson, FusedNodeRoundTrips) {

@@ -26,7 +26,7 @@ def product(b, x, y, final=True):
     return b.emit_tmp("matmul", [x, y], {}, torch.float32, out)
 
 
-@on(torch.matmul, operator.matmul, "matmul", "__matmul__", torch.mm, "mm", torch.bmm, "bmm")
+@on(torch.matmul, operator.matmul, "matmul", torch.mm, "mm", torch.bmm, "bmm")
 def matmul(b, input, other):
     x, y = operands(b, input, other)
     return product(b, x, y)
