@@ -8,8 +8,10 @@
 //   c: {"ld": n, "batch_stride": m * n};
 //   epilogue: none | bias | relu | bias_relu | gelu | bias_gelu (ir/matmul.h); precision: fp32 | tf32;
 //   algo: index into cuBLASLt's heuristic answer; workspace_bytes.
-// args: [a, b, c, bias (only with a bias epilogue), workspace].
+// args: [a, b, c, bias (only with a bias epilogue), workspace]. check_library_step holds a plan read from
+// JSON to this contract, so that a library call never reads or writes past its buffers.
 #include "codegen/emitters.h"
+#include "ir/error.h"
 #include "ir/matmul.h"
 
 namespace kforge {
@@ -66,6 +68,48 @@ std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const
                {"precision", to_string(ks.precision)}, {"algo", ks.algo}, {"workspace_bytes", kWorkspaceBytes}};
   k.schedule = {{"strategy", to_string(ks.strategy)}, {"precision", to_string(ks.precision)}, {"algo", ks.algo}};
   return {k};
+}
+
+namespace {
+// Elements a strided batch of row-major matrices spans, read as rows x cols (transposed: stored cols x rows).
+int64_t extent(const nlohmann::json& m, int64_t rows, int64_t cols, int64_t batch, const std::string& what) {
+  bool t = m.value("transposed", false);
+  int64_t stored_rows = t ? cols : rows, stored_cols = t ? rows : cols;
+  int64_t ld = m.at("ld").get<int64_t>(), stride = m.at("batch_stride").get<int64_t>();
+  if (ld < stored_cols || stride < 0)
+    throw UserError(what + ": leading dim " + std::to_string(ld) + " below its " + std::to_string(stored_cols) +
+                    " columns, or a negative batch stride");
+  return stride * (batch - 1) + (stored_rows - 1) * ld + stored_cols;
+}
+}  // namespace
+
+void check_library_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffers) {
+  const std::string where = "plan: library step '" + k.name + "'";
+  try {
+    const auto& lib = k.library;
+    if (lib.at("op") != "matmul") throw UserError(where + ": unknown library op " + lib.at("op").dump());
+    int64_t m = lib.at("m"), n = lib.at("n"), kk = lib.at("k"), batch = lib.at("batch");
+    if (m < 1 || n < 1 || kk < 1 || batch < 1) throw UserError(where + ": m, n, k and batch must be at least 1");
+    bool bias = has_bias(epilogue_from_string(lib.at("epilogue")));
+    precision_from_string(lib.at("precision"));
+    if (k.args.size() != (bias ? 5u : 4u))
+      throw UserError(where + ": takes " + std::to_string(bias ? 5 : 4) + " buffers, got " + std::to_string(k.args.size()));
+    std::vector<std::pair<std::string, int64_t>> need = {
+        {"a", extent(lib.at("a"), m, kk, batch, where + " operand a")},
+        {"b", extent(lib.at("b"), kk, n, batch, where + " operand b")},
+        {"c", extent(lib.at("c"), m, n, batch, where + " result c")}};
+    if (bias) need.push_back({"bias", n});
+    need.push_back({"workspace", (lib.at("workspace_bytes").get<int64_t>() + 3) / 4});
+    for (size_t i = 0; i < need.size(); ++i) {
+      const PlanBuffer& b = buffers.at(k.args[i]);
+      if (b.dtype != DType::f32 || numel(b.shape) < need[i].second)
+        throw UserError(where + ": " + need[i].first + " needs " + std::to_string(need[i].second) +
+                        " f32 elements, buffer '" + b.name + "' holds " + std::to_string(numel(b.shape)) + " " +
+                        to_string(b.dtype));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(where + ": malformed parameters: " + e.what());
+  }
 }
 
 }  // namespace kforge

@@ -75,6 +75,7 @@ Plan Plan::from_json(const nlohmann::json& j) {
       for (int a : pk.args)
         if (a < 0 || a >= int(p.buffers.size()))
           throw UserError("plan: kernel '" + pk.name + "' uses buffer " + std::to_string(a) + ", which does not exist");
+      if (pk.kind == StepKind::cublaslt) check_library_step(pk, p.buffers);
       p.kernels.push_back(std::move(pk));
     }
   } catch (const nlohmann::json::exception& e) {

@@ -52,6 +52,11 @@ struct Plan {
   static Plan from_json(const nlohmann::json& j);
 };
 
+// Throws a UserError naming the step and the operand when a library step's parameters do not fit its
+// buffers (count, dtype, extent of every strided batch): the library would read or write past them.
+// (codegen/emit_matmul.cpp, beside the block's definition.)
+void check_library_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffers);
+
 std::string to_string(BufferRole r);
 std::string to_string(StepKind k);
 

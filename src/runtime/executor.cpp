@@ -10,6 +10,7 @@ LoadedPlan::LoadedPlan(Plan plan, const Compiler& compiler) : plan_(std::move(pl
   ensure_context();
   for (auto& k : plan_.kernels) {
     if (k.kind == StepKind::cublaslt) {
+      check_library_step(k, plan_.buffers);  // a plan built in memory, not read from JSON, is checked here
       if (!lt_) KF_CUBLAS(cublasLtCreate(&lt_));
       lt_steps_.push_back(std::make_unique<LtMatmul>(lt_, k.library, k.name));
       functions_.push_back(nullptr);

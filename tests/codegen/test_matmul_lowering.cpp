@@ -158,6 +158,26 @@ TEST(MatmulPlanJson, LibraryStepsRoundTripAndOldPlansAreNvrtc) {
   EXPECT_THROW(Plan::from_json(broken), UserError);
 }
 
+TEST(MatmulPlanJson, LibraryStepsMustFitTheirBuffers) {
+  nlohmann::json good = lower_sample("matmul_bmm").to_json();
+  EXPECT_NO_THROW(Plan::from_json(good));
+  auto refused = [&](const std::string& why, auto edit) {
+    nlohmann::json j = good;
+    edit(j["kernels"][0]);
+    try {
+      Plan::from_json(j);
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  refused("a needs 1748 f32 elements, buffer 'a' holds 1311", [](auto& k) { k["library"]["batch"] = 4; });  // one batch entry too many
+  refused("operand b: leading dim 5", [](auto& k) { k["library"]["b"]["ld"] = 5; });
+  refused("takes 5 buffers, got 4", [](auto& k) { k["library"]["epilogue"] = "bias"; });
+  refused("m, n, k and batch must be at least 1", [](auto& k) { k["library"]["k"] = 0; });
+  refused("malformed parameters", [](auto& k) { k["library"].erase("c"); });
+}
+
 TEST(MatmulSchedule, PrecisionAndAlgorithmAreSearchActions) {
   Graph g = graph_from_json(testing::matmul_graph("matmul_square"));
   auto groups = kernel_groups(g, true);
