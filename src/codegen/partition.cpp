@@ -322,17 +322,6 @@ struct Partitioner {
 
 Partition partition(const Graph& g, bool fuse_rows) { return Partitioner(g, fuse_rows).run(); }
 
-bool is_matrix_transpose(const Graph& g, int id) {
-  const Node& n = g.at(id);
-  if (n.op != "permute") return false;
-  auto dims = n.attr_ints("dims");
-  size_t r = dims.size();
-  if (r < 2 || dims[r - 2] != int64_t(r - 1) || dims[r - 1] != int64_t(r - 2)) return false;
-  for (size_t i = 0; i + 2 < r; ++i)
-    if (dims[i] != int64_t(i)) return false;
-  return true;
-}
-
 int stat_walks(const KernelGroup& g) {
   return g.stat_pass.empty() ? 0 : *std::max_element(g.stat_pass.begin(), g.stat_pass.end()) + 1;
 }

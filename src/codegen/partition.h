@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/matmul.h"
 
 namespace kforge {
 
@@ -45,10 +46,6 @@ struct Partition {
 };
 
 Partition partition(const Graph& primitive_graph, bool fuse_rows);
-
-// Whether `id` is a permute that swaps the last two dims and keeps the others: a matmul reads its source
-// transposed instead of copying it.
-bool is_matrix_transpose(const Graph& g, int id);
 
 // Walks a row kernel makes over each row to compute its statistics (one per stat_pass value), and in all
 // (one more for the elementwise outputs).

@@ -72,21 +72,22 @@ struct Lowering {
 
   // torch.matmul in canonical form (ir/matmul.h). A vector operand becomes a 1-row or 1-column matrix.
   // A batch of matrices times one matrix is one taller product ([B, M, K] -> [B*M, K]), as PyTorch does:
-  // one large GEMM keeps the tensor cores busier than B small ones. Operands are brought to the same rank
-  // with leading 1s (free reshapes); an operand whose batch dims neither match the result's nor are all 1
-  // is expanded, which the partition stores (a copy), because one batch stride cannot describe it.
+  // one large GEMM keeps the tensor cores busier than B small ones; but a transposed view cannot be folded
+  // without a copy, so it keeps its batch and the matrix serves every entry (batch stride 0). Operands are
+  // brought to the same rank with leading 1s (free reshapes; a transposed view is re-made on the reshaped
+  // source). An operand whose batch dims neither match the result's nor are all 1 is expanded, which the
+  // partition stores (a copy), because one batch stride cannot describe it.
   int matmul(int a, int bm) {
     MatmulDims d = matmul_dims(shape(a), shape(bm), "node '" + n.name + "': ");
     if (d.a_vector) a = b.reshape(a, {1, d.k});
     if (d.b_vector) bm = b.reshape(bm, {d.k, 1});
-    if (shape(bm).size() == 2 && shape(a).size() > 2) a = b.reshape(a, {numel(d.batch) * d.m, d.k});
+    if (shape(bm).size() == 2 && shape(a).size() > 2 && !is_matrix_transpose(b.graph(), a))
+      a = b.reshape(a, {numel(d.batch) * d.m, d.k});
     size_t rank = std::max(shape(a).size(), shape(bm).size());
     Shape out_batch = shape(a).size() == 2 && shape(bm).size() == 2 ? Shape{} : d.batch;
     auto align = [&](int x) {
-      Shape s = shape(x);
-      s.insert(s.begin(), rank - s.size(), 1);
-      x = b.reshape(x, s);
-      Shape batch(s.begin(), s.end() - 2);
+      x = with_rank(x, rank);
+      Shape s = shape(x), batch(s.begin(), s.end() - 2);
       if (batch != out_batch && numel(batch) != 1) {
         Shape full = out_batch;
         full.insert(full.end(), s.end() - 2, s.end());
@@ -102,6 +103,18 @@ struct Lowering {
     bool last = matmul_dims(shape(a), shape(bm), "").result == n.type.shape;
     int r = b.op("matmul", margs, n.attrs, last ? n.name : "");
     return b.reshape(r, n.type.shape);
+  }
+  // x with leading 1s up to `rank` dims.
+  int with_rank(int x, size_t rank) {
+    auto padded = [&](Shape s) {
+      s.insert(s.begin(), rank - s.size(), 1);
+      return s;
+    };
+    if (shape(x).size() == rank) return x;
+    if (!is_matrix_transpose(b.graph(), x)) return b.reshape(x, padded(shape(x)));
+    std::vector<int64_t> dims = range(0, int64_t(rank));
+    std::swap(dims[rank - 2], dims[rank - 1]);
+    return b.op("permute", {b.reshape(b.graph().at(x).args[0], padded(shape(b.graph().at(x).args[0])))}, {{"dims", dims}});
   }
 
   int lower() {

@@ -31,6 +31,17 @@ MatmulDims matmul_dims(const Shape& a, const Shape& b, const std::string& where)
   return d;
 }
 
+bool is_matrix_transpose(const Graph& g, int id) {
+  const Node& n = g.at(id);
+  if (n.op != "permute") return false;
+  auto dims = n.attr_ints("dims");
+  size_t r = dims.size();
+  if (r < 2 || dims[r - 2] != int64_t(r - 1) || dims[r - 1] != int64_t(r - 2)) return false;
+  for (size_t i = 0; i + 2 < r; ++i)
+    if (dims[i] != int64_t(i)) return false;
+  return true;
+}
+
 namespace {
 const std::pair<Epilogue, const char*> kNames[] = {
     {Epilogue::none, "none"}, {Epilogue::bias, "bias"},           {Epilogue::relu, "relu"},

@@ -8,6 +8,7 @@
 #pragma once
 #include <string>
 
+#include "ir/graph.h"
 #include "ir/types.h"
 
 namespace kforge {
@@ -22,6 +23,10 @@ struct MatmulDims {
 // torch.matmul's rules; throws UserError (naming both shapes) for a 0-d operand, inner dims that differ
 // or batch dims that do not broadcast. `where` prefixes the message (the node).
 MatmulDims matmul_dims(const Shape& a, const Shape& b, const std::string& where);
+
+// Whether node `id` is a permute that swaps the last two dims and keeps the others: a matmul reads its
+// source transposed (the library's transpose flag) instead of copying it.
+bool is_matrix_transpose(const Graph& g, int id);
 
 // Epilogues: what runs on each result element after the product, in this order: + bias[n], activation.
 // gelu is GELU's tanh approximation, which is what cuBLASLt's GELU epilogue computes (PyTorch's

@@ -99,6 +99,17 @@ TEST(MatmulLowering, TransposedViewsAreFlagsNotCopies) {
   p = lower_sample("matmul_transposed_a");
   EXPECT_EQ(p.kernels.size(), 1u);
   EXPECT_TRUE(p.kernels[0].library.at("a").at("transposed"));
+  // A transposed batch times one matrix keeps its batch (b's stride 0) rather than being copied to fold it.
+  p = lower_sample("matmul_transposed_3d_times_matrix");
+  ASSERT_EQ(p.kernels.size(), 1u);
+  EXPECT_TRUE(p.kernels[0].library.at("a").at("transposed"));
+  EXPECT_EQ(p.kernels[0].library.at("batch"), 4);
+  EXPECT_EQ(p.kernels[0].library.at("b").at("batch_stride"), 0);
+  // A transposed matrix brought to the batch's rank stays a view of its source.
+  p = lower_sample("matmul_transposed_matrix_times_3d");
+  ASSERT_EQ(p.kernels.size(), 1u);
+  EXPECT_TRUE(p.kernels[0].library.at("a").at("transposed"));
+  EXPECT_EQ(p.kernels[0].library.at("a").at("batch_stride"), 0);
 }
 
 TEST(MatmulLowering, BatchStridesFollowTheCanonicalForm) {

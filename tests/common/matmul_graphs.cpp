@@ -55,6 +55,15 @@ std::vector<SampleGraph> matmul_graphs() {
                 {"nodes", {node("at", "permute", {"a"}, {{"dims", {0, 2, 1}}}),
                            node("bt", "permute", {"b"}, {{"dims", {0, 2, 1}}}), node("y", "matmul", {"at", "bt"})}},
                 {"outputs", {"y"}}}});
+  // Transposed views that meet a matrix of another rank: read in place, not folded or copied.
+  g.push_back({"matmul_transposed_3d_times_matrix",
+               {{"inputs", {value("a", {4, 31, 9}), value("b", {31, 15})}},
+                {"nodes", {node("at", "permute", {"a"}, {{"dims", {0, 2, 1}}}), node("y", "matmul", {"at", "b"})}},
+                {"outputs", {"y"}}}});
+  g.push_back({"matmul_transposed_matrix_times_3d",
+               {{"inputs", {value("a", {31, 9}), value("b", {4, 31, 15})}},
+                {"nodes", {node("at", "permute", {"a"}, {{"dims", {1, 0}}}), node("y", "matmul", {"at", "b"})}},
+                {"outputs", {"y"}}}});
   // A bias shared by every batch entry (cuBLASLt's bias batch stride 0).
   g.push_back({"matmul_bmm_bias_relu",
                {{"inputs", {value("a", {3, 19, 23}), value("b", {3, 23, 11}), value("c", {11})}},
