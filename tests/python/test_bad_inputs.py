@@ -42,6 +42,7 @@ REFUSED = [
                                   init="self.register_buffer('w', torch.randn(8))").source(),
      ["in-place op on a parameter or buffer"]),
     ("einsum", Case("x", "torch.einsum('ij,kj->ik', x, x)", []).source(), ["einsum", "not an op of kforge's IR"]),
+    ("matmul_0d", Case("x", "x.sum() @ x", []).source(), ["node 'matmul'", "running Model.forward on example inputs failed"]),
     ("matmul_int64", Case("x", "x.long() @ x.long().T", []).source(),
      ["matmul", "matrix products are supported in float32 only, got torch.int64"]),
     ("float64", Case("x", "x.relu()", [], inputs="torch.randn(4, 8, dtype=torch.float64)").source(),
