@@ -178,6 +178,10 @@ int cmd_lower(const std::string& path, const std::string& schedule_path, const s
   int failures = 0;
   Compiler c({"sm_90", default_cache_dir(), {}});
   for (auto& k : p.kernels) {
+    if (k.kind != StepKind::nvrtc) {  // a library call: nothing to compile, its parameters say what it does
+      if (out.empty() && !compile) std::cout << "// " << k.name << ": " << to_string(k.kind) << " " << k.library.dump() << "\n";
+      continue;
+    }
     if (out.empty() && !compile) std::cout << k.source.substr(k.source.find("// kforge kernel")) << "\n";
     if (compile) {
       CompileResult r = c.compile(k.source, k.name);

@@ -1,5 +1,6 @@
 // Kernel templates, one file per family (emit_pointwise.cpp, emit_row.cpp, emit_scan.cpp,
-// emit_pool.cpp). Each turns one KernelGroup under one KernelSchedule into one or more PlanKernels.
+// emit_pool.cpp), and the library steps (emit_matmul.cpp: cuBLASLt). Each turns one KernelGroup under one
+// KernelSchedule into one or more PlanKernels.
 #pragma once
 #include <map>
 #include <string>
@@ -20,6 +21,7 @@ std::vector<PlanKernel> emit_pointwise(EmitContext& cx, const KernelGroup& g, co
 std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
 std::vector<PlanKernel> emit_scan(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
 std::vector<PlanKernel> emit_pool(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
+std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
 
 // Shared pieces of the templates.
 // Statements `const i64 c<d> = (index / stride) % size;` for `dims` of `shape`, with stride the product

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "codegen/emitters.h"
+#include "codegen/gemm_epilogue.h"
 #include "ir/decompose.h"
 #include "ir/error.h"
 
@@ -58,13 +59,15 @@ std::string sanitize(const std::string& s) {
 
 }  // namespace
 
+Graph primitive_graph(const Graph& graph) { return fold_gemm_epilogues(decompose(graph)); }
+
 std::vector<KernelGroup> kernel_groups(const Graph& graph, bool fuse_rows) {
-  Graph prim = decompose(graph);
+  Graph prim = primitive_graph(graph);
   return partition(prim, fuse_rows).groups;
 }
 
 Plan lower(const Graph& graph, const Schedule& schedule, const LowerOptions& opts) {
-  Graph prim = decompose(graph);
+  Graph prim = primitive_graph(graph);
   Partition part = partition(prim, schedule.fuse_rows);
   if (opts.dump_ir) std::cerr << graph_to_json(prim).dump(1) << "\n";
   Plan plan;
@@ -83,6 +86,7 @@ Plan lower(const Graph& graph, const Schedule& schedule, const LowerOptions& opt
       case GroupKind::row: ks_out = emit_row(cx, g, ks, name); break;
       case GroupKind::scan: ks_out = emit_scan(cx, g, ks, name); break;
       case GroupKind::pool: ks_out = emit_pool(cx, g, ks, name); break;
+      case GroupKind::matmul: ks_out = emit_matmul(cx, g, ks, name); break;
     }
     if (opts.dump_ir) std::cerr << "group " << g.key << ": " << ks_out.size() << " kernel(s)\n";
     for (auto& k : ks_out) plan.kernels.push_back(std::move(k));

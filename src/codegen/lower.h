@@ -1,5 +1,6 @@
 // The pipeline from graph to plan, in order (Halide's Lower.cpp):
-//   decompose (ir/decompose) -> partition (stored values, kernel groups, row fusion)
+//   decompose (ir/decompose) -> GEMM epilogues (gemm_epilogue) -> partition (stored values, kernel groups,
+//   row fusion)
 //   -> buffers -> one template per group under its schedule (emit_*.cpp) -> Plan.
 #pragma once
 #include "codegen/plan.h"
@@ -13,6 +14,9 @@ struct LowerOptions {
 
 // `graph` may hold high-level ops; it is decomposed first.
 Plan lower(const Graph& graph, const Schedule& schedule, const LowerOptions& opts = {});
+
+// decompose, then fold_gemm_epilogues: the graph partition() and the emitters see.
+Graph primitive_graph(const Graph& graph);
 
 // The kernel groups `graph` splits into under `fuse_rows` (for search: each group's schedule space).
 std::vector<KernelGroup> kernel_groups(const Graph& graph, bool fuse_rows);

@@ -10,15 +10,20 @@
 // once per dependent statistic and once more for the outputs. It is a schedule choice (Schedule::fuse_rows).
 // Sibling statistics (same rows, neither reading the other: a cosine similarity's dot product and two norms)
 // always share a kernel and a walk, fused or not: reading the rows once is never worse.
+//
+// Matrix products are library calls (cuBLASLt), each its own group: the product is stored, and so are its
+// operands, except that a permute swapping the last two dims of a stored value is read in place (the
+// library's transpose flag). Epilogues the library applies were folded into the node before (gemm_epilogue.h).
 #pragma once
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/matmul.h"
 
 namespace kforge {
 
-enum class GroupKind { pointwise, row, scan, pool };
+enum class GroupKind { pointwise, row, scan, pool, matmul };
 
 struct KernelGroup {
   GroupKind kind;
@@ -30,7 +35,7 @@ struct KernelGroup {
                                 // statistics that do not read each other share a walk
   std::vector<int> elem_outputs;// stored values computed at every point of S
   std::vector<int> row_outputs; // row: stored values of the reduced shape (reduces and their epilogues)
-  int anchor = -1;              // scan / pool: the scan or pool node
+  int anchor = -1;              // scan / pool / matmul: the scan, pool or matmul node
 };
 
 struct Partition {

@@ -14,7 +14,15 @@ std::string to_string(BufferRole r) {
   return "?";
 }
 
+std::string to_string(StepKind k) { return k == StepKind::cublaslt ? "cublaslt" : "nvrtc"; }
+
 namespace {
+StepKind step_kind_from_string(const std::string& s) {
+  for (auto k : {StepKind::nvrtc, StepKind::cublaslt})
+    if (to_string(k) == s) return k;
+  throw UserError("plan: unknown kernel kind '" + s + "' (nvrtc or cublaslt)");
+}
+
 BufferRole role_from_string(const std::string& s) {
   for (auto r : {BufferRole::input, BufferRole::param, BufferRole::output, BufferRole::temp})
     if (to_string(r) == s) return r;
@@ -29,15 +37,23 @@ int64_t Plan::min_bytes() const {
   return b;
 }
 
+bool Plan::uses_tf32() const {
+  for (auto& k : kernels)
+    if (k.kind != StepKind::nvrtc && k.library.value("precision", "fp32") != "fp32") return true;
+  return false;
+}
+
 nlohmann::json Plan::to_json() const {
   nlohmann::json j = {{"graph_hash", graph_hash}, {"schedule", kforge::to_json(schedule)},
                       {"buffers", nlohmann::json::array()}, {"kernels", nlohmann::json::array()}};
   for (auto& b : buffers)
     j["buffers"].push_back({{"role", to_string(b.role)}, {"index", b.index}, {"name", b.name},
                             {"dtype", to_string(b.dtype)}, {"shape", b.shape}});
-  for (auto& k : kernels)
+  for (auto& k : kernels) {
     j["kernels"].push_back({{"name", k.name}, {"group", k.group}, {"source", k.source}, {"args", k.args},
                             {"grid", k.grid}, {"block", k.block}, {"smem", k.smem}, {"schedule", k.schedule}});
+    if (k.kind != StepKind::nvrtc) j["kernels"].back().update({{"kind", to_string(k.kind)}, {"library", k.library}});
+  }
   return j;
 }
 
@@ -52,10 +68,14 @@ Plan Plan::from_json(const nlohmann::json& j) {
     for (auto& k : j.at("kernels")) {
       PlanKernel pk{k.at("name"), k.value("group", ""), k.at("source"), k.at("args").get<std::vector<int>>(),
                     k.at("grid").get<int64_t>(), k.at("block").get<int>(), k.value("smem", 0),
-                    k.value("schedule", nlohmann::json())};
+                    k.value("schedule", nlohmann::json()), step_kind_from_string(k.value("kind", "nvrtc")),
+                    k.value("library", nlohmann::json())};
+      if (pk.kind != StepKind::nvrtc && !pk.library.is_object())
+        throw UserError("plan: library step '" + pk.name + "' has no 'library' parameter block");
       for (int a : pk.args)
         if (a < 0 || a >= int(p.buffers.size()))
           throw UserError("plan: kernel '" + pk.name + "' uses buffer " + std::to_string(a) + ", which does not exist");
+      if (pk.kind == StepKind::cublaslt) check_library_step(pk, p.buffers);
       p.kernels.push_back(std::move(pk));
     }
   } catch (const nlohmann::json::exception& e) {

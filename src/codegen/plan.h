@@ -21,15 +21,22 @@ struct PlanBuffer {
   int64_t bytes() const { return nbytes({dtype, shape}); }
 };
 
+// How a plan step runs: a generated kernel compiled by NVRTC, or a library call described by
+// PlanKernel::library (no source, no launch geometry).
+enum class StepKind { nvrtc, cublaslt };
+
 struct PlanKernel {
-  std::string name;    // entry point (extern "C")
+  std::string name;    // entry point (extern "C"); a library step's name for logs
   std::string group;   // KernelGroup::key
-  std::string source;  // complete CUDA source: prelude + kernel
+  std::string source;  // complete CUDA source: prelude + kernel (empty for a library step)
   std::vector<int> args;  // buffer ids, in parameter order
   int64_t grid = 1;
   int block = 256;
   int smem = 0;  // dynamic shared memory bytes (row caches)
   nlohmann::json schedule;
+  StepKind kind = StepKind::nvrtc;  // JSON "kind", absent in plans written before library steps: nvrtc
+  // cublaslt: the call's parameters (codegen/emit_matmul.h documents them); args are its buffers.
+  nlohmann::json library;
 };
 
 struct Plan {
@@ -39,10 +46,18 @@ struct Plan {
   std::string graph_hash;
   // Bytes the graph must move at least: every input and param read once, every output written once.
   int64_t min_bytes() const;
+  // Whether a library step computes in TF32 (its own parameters say, whatever the schedule claims).
+  bool uses_tf32() const;
   nlohmann::json to_json() const;
   static Plan from_json(const nlohmann::json& j);
 };
 
+// Throws a UserError naming the step and the operand when a library step's parameters do not fit its
+// buffers (count, dtype, extent of every strided batch): the library would read or write past them.
+// (codegen/emit_matmul.cpp, beside the block's definition.)
+void check_library_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffers);
+
 std::string to_string(BufferRole r);
+std::string to_string(StepKind k);
 
 }  // namespace kforge

@@ -15,20 +15,30 @@ std::string to_string(Strategy s) {
     case Strategy::block: return "block";
     case Strategy::split: return "split";
     case Strategy::tile: return "tile";
+    case Strategy::library: return "library";
   }
   return "?";
 }
 
+std::string to_string(Precision p) { return p == Precision::tf32 ? "tf32" : "fp32"; }
+
+Precision precision_from_string(const std::string& s) {
+  if (s == "fp32") return Precision::fp32;
+  if (s == "tf32") return Precision::tf32;
+  throw UserError("unknown precision '" + s + "' (fp32 or tf32)");
+}
+
+
 const std::vector<Strategy>& all_strategies() {
   static const std::vector<Strategy> all = {Strategy::flat, Strategy::thread, Strategy::warp,
-                                            Strategy::block, Strategy::split, Strategy::tile};
+                                            Strategy::block, Strategy::split, Strategy::tile, Strategy::library};
   return all;
 }
 
 Strategy strategy_from_string(const std::string& s) {
   for (auto st : all_strategies())
     if (to_string(st) == s) return st;
-  throw UserError("unknown strategy '" + s + "' (flat, thread, warp, block or split)");
+  throw UserError("unknown strategy '" + s + "' (flat, thread, warp, block, split, tile or library)");
 }
 
 std::string to_string(RowCache c) {
@@ -50,8 +60,11 @@ RowCache row_cache_from_json(const nlohmann::json& v) {
 }
 
 nlohmann::json to_json(const KernelSchedule& ks) {
-  return {{"strategy", to_string(ks.strategy)}, {"block", ks.block}, {"vec", ks.vec},
-          {"items", ks.items}, {"chunks", ks.chunks}, {"cache_row", to_string(ks.cache_row)}};
+  nlohmann::json j = {{"strategy", to_string(ks.strategy)}, {"block", ks.block}, {"vec", ks.vec},
+                      {"items", ks.items}, {"chunks", ks.chunks}, {"cache_row", to_string(ks.cache_row)}};
+  // Only library kernels have these: the JSON of every other schedule stays what it was (database keys).
+  if (ks.strategy == Strategy::library) j.update({{"precision", to_string(ks.precision)}, {"algo", ks.algo}});
+  return j;
 }
 
 nlohmann::json to_json(const Schedule& s) {
@@ -73,6 +86,8 @@ Schedule schedule_from_json(const nlohmann::json& j) {
     ks.items = v.value("items", 1);
     ks.chunks = v.value("chunks", 1);
     ks.cache_row = row_cache_from_json(v.value("cache_row", nlohmann::json(false)));
+    ks.precision = precision_from_string(v.value("precision", "fp32"));
+    ks.algo = v.value("algo", 0);
     s.kernels[key] = ks;
   }
   return s;
@@ -121,7 +136,16 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
   if (ks.block < 32 || ks.block > 1024 || ks.block % 32) illegal(g, "block", "must be a multiple of 32 in [32, 1024]");
   if (ks.vec != 1 && ks.vec != 2 && ks.vec != 4) illegal(g, "vec", "must be 1, 2 or 4");
   if (ks.items < 1 || ks.items > 64) illegal(g, "items", "must be in [1, 64]");
+  if (g.kind != GroupKind::matmul) {
+    if (ks.strategy == Strategy::library) illegal(g, "strategy", "library is for matrix products only");
+    if (ks.precision != Precision::fp32 || ks.algo != 0) illegal(g, "precision/algo", "are for matrix products only");
+  }
   switch (g.kind) {
+    case GroupKind::matmul:
+      if (ks.strategy != Strategy::library) illegal(g, "strategy", "must be library for a matrix product (cuBLASLt)");
+      if (ks.algo < 0 || ks.algo >= kMatmulAlgos)
+        illegal(g, "algo", "must be in [0, " + std::to_string(kMatmulAlgos) + ") (an index into cuBLASLt's heuristic)");
+      break;
     case GroupKind::pointwise:
       if (ks.strategy != Strategy::flat) illegal(g, "strategy", "must be flat for a pointwise kernel");
       if (numel(g.shape) % ks.vec) illegal(g, "vec", "must divide the element count " + std::to_string(numel(g.shape)));
@@ -186,6 +210,7 @@ KernelSchedule default_schedule(const KernelGroup& g) {
       ks.items = 4;
       break;
     case GroupKind::pool: ks.items = 1; break;
+    case GroupKind::matmul: ks.strategy = Strategy::library; break;  // fp32, the heuristic's first algorithm
     case GroupKind::scan: {
       // A block per line pays only when the line fills it; short lines go one thread each.
       bool innermost = !keeps_innermost(g) && row_length(g) >= 2048;
@@ -242,6 +267,10 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
         for (int v : {1, 2, 4})
           for (int it : {1, 2, 4, 8}) keep({Strategy::flat, b, v, it, 1});
       break;
+    case GroupKind::matmul:
+      for (auto p : {Precision::fp32, Precision::tf32})
+        for (int a = 0; a < kMatmulAlgos; ++a) keep({Strategy::library, 256, 1, 1, 1, RowCache::none, p, a});
+      break;
     case GroupKind::scan:
       for (int b : {64, 128, 256, 512}) keep({Strategy::thread, b, 1, 1, 1});
       for (int b : {128, 256, 512, 1024})
@@ -283,13 +312,15 @@ std::pair<double, double> launch_size(const KernelGroup& g, const KernelSchedule
     case Strategy::block: return {rows * ks.block, rows};
     case Strategy::split: return {rows * ks.chunks * ks.block, rows * ks.chunks};
     case Strategy::tile: return {std::ceil(rows / 32) * ks.block, std::ceil(rows / 32)};
+    // cuBLASLt picks its own geometry; typical: a 128x128 output tile per block of 256 threads.
+    case Strategy::library: return {std::ceil(n / 16384) * 256, std::ceil(n / 16384)};
   }
   return {0, 0};
 }
 
 bool starves_memory(const KernelGroup& g, const KernelSchedule& ks) {
   constexpr double kSMs = 132, kMinThreads = 132 * 512, kL2Bytes = 64.0 * (1 << 20);
-  if (double(numel(g.shape)) * 4 <= kL2Bytes) return false;
+  if (double(numel(g.shape)) * 4 <= kL2Bytes || g.kind == GroupKind::matmul) return false;  // the library's geometry
   auto [threads, blocks] = launch_size(g, ks);
   if (blocks < kSMs || threads < kMinThreads) return true;
   if (ks.strategy == Strategy::split && row_length(g) / ks.chunks < ks.block) return true;

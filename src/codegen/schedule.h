@@ -20,7 +20,15 @@ namespace kforge {
 //   split:  rows cut into `chunks` pieces reduced by separate blocks, then combined (few, very long rows).
 //   tile:   32 neighbouring rows per block, one per lane, the block's warps splitting each row; for rows
 //           whose innermost dim is kept (reducing dim 1 of [B, R, I]): coalesced and parallel along R.
-enum class Strategy { flat, thread, warp, block, split, tile };
+//   library: a matrix product handed to cuBLASLt (matmul groups only); precision and algo are its choices.
+enum class Strategy { flat, thread, warp, block, split, tile, library };
+
+// Arithmetic of a library matmul. fp32: CUBLAS_COMPUTE_32F, full fp32 products (the strict tier). tf32:
+// CUBLAS_COMPUTE_32F_FAST_TF32, tensor cores on inputs rounded to 10 mantissa bits, ~1e-3 relative error:
+// a plan using it claims the relaxed tier at best (Plan::uses_tf32, env/evaluator.cpp).
+enum class Precision { fp32, tf32 };
+// Candidates cuBLASLt's heuristic is asked for; `algo` indexes its answer (clamped to what it returned).
+constexpr int kMatmulAlgos = 8;
 
 // Where a warp/block row strategy keeps the row its first pass read, for the later passes to reuse: nowhere
 // (they read HBM again), in shared memory, or (block strategy, rows of at most kMaxRegisterRow elements per
@@ -35,6 +43,8 @@ struct KernelSchedule {
   int items = 1;     // grid-stride iterations per thread (flat) or elements per thread (scan block)
   int chunks = 1;    // split only
   RowCache cache_row = RowCache::none;
+  Precision precision = Precision::fp32;  // library only
+  int algo = 0;                           // library only: index into the heuristic's list, 0 = its first choice
   bool operator==(const KernelSchedule&) const = default;
 };
 
@@ -49,6 +59,8 @@ std::string to_string(Strategy s);
 // Every strategy, in declaration order (the policy's features enumerate them).
 const std::vector<Strategy>& all_strategies();
 Strategy strategy_from_string(const std::string& s);
+std::string to_string(Precision p);
+Precision precision_from_string(const std::string& s);
 nlohmann::json to_json(const Schedule& s);
 nlohmann::json to_json(const KernelSchedule& ks);
 std::string to_string(RowCache c);  // "none", "shared", "registers"

@@ -27,6 +27,7 @@ class GraphBuilder {
   int reduce(const std::string& kind, int x, std::vector<int64_t> dims);
   int reshape(int x, const Shape& s);
   const TensorType& type(int id) const { return g_.at(id).type; }
+  const Graph& graph() const { return g_; }
 
  private:
   Graph& g_;

@@ -5,6 +5,7 @@
 
 #include "ir/builder.h"
 #include "ir/error.h"
+#include "ir/matmul.h"
 #include "ir/ops.h"
 #include "ir/shape_rules.h"
 
@@ -69,11 +70,59 @@ struct Lowering {
   }
   int norm2(int x, int64_t dim) { return b.un("sqrt", b.reduce("sum", b.mul(x, x), {dim})); }
 
+  // torch.matmul in canonical form (ir/matmul.h). A vector operand becomes a 1-row or 1-column matrix.
+  // A batch of matrices times one matrix is one taller product ([B, M, K] -> [B*M, K]), as PyTorch does:
+  // one large GEMM keeps the tensor cores busier than B small ones; but a transposed view cannot be folded
+  // without a copy, so it keeps its batch and the matrix serves every entry (batch stride 0). Operands are
+  // brought to the same rank with leading 1s (free reshapes; a transposed view is re-made on the reshaped
+  // source). An operand whose batch dims neither match the result's nor are all 1 is expanded, which the
+  // partition stores (a copy), because one batch stride cannot describe it.
+  int matmul(int a, int bm) {
+    MatmulDims d = matmul_dims(shape(a), shape(bm), "node '" + n.name + "': ");
+    if (d.a_vector) a = b.reshape(a, {1, d.k});
+    if (d.b_vector) bm = b.reshape(bm, {d.k, 1});
+    if (shape(bm).size() == 2 && shape(a).size() > 2 && !is_matrix_transpose(b.graph(), a))
+      a = b.reshape(a, {numel(d.batch) * d.m, d.k});
+    size_t rank = std::max(shape(a).size(), shape(bm).size());
+    Shape out_batch = shape(a).size() == 2 && shape(bm).size() == 2 ? Shape{} : d.batch;
+    auto align = [&](int x) {
+      x = with_rank(x, rank);
+      Shape s = shape(x), batch(s.begin(), s.end() - 2);
+      if (batch != out_batch && numel(batch) != 1) {
+        Shape full = out_batch;
+        full.insert(full.end(), s.end() - 2, s.end());
+        x = b.op("expand", {x}, {{"shape", full}});
+      }
+      return x;
+    };
+    a = align(a);
+    bm = align(bm);
+    std::vector<int> margs = {a, bm};
+    if (args.size() > 2 && args[2] >= 0) margs.push_back(args[2]);
+    // The node keeps its name (the schedule's group key) when no reshape follows it.
+    bool last = matmul_dims(shape(a), shape(bm), "").result == n.type.shape;
+    int r = b.op("matmul", margs, n.attrs, last ? n.name : "");
+    return b.reshape(r, n.type.shape);
+  }
+  // x with leading 1s up to `rank` dims.
+  int with_rank(int x, size_t rank) {
+    auto padded = [&](Shape s) {
+      s.insert(s.begin(), rank - s.size(), 1);
+      return s;
+    };
+    if (shape(x).size() == rank) return x;
+    if (!is_matrix_transpose(b.graph(), x)) return b.reshape(x, padded(shape(x)));
+    std::vector<int64_t> dims = range(0, int64_t(rank));
+    std::swap(dims[rank - 2], dims[rank - 1]);
+    return b.op("permute", {b.reshape(b.graph().at(x).args[0], padded(shape(b.graph().at(x).args[0])))}, {{"dims", dims}});
+  }
+
   int lower() {
     const std::string& op = n.op;
     int x = args.empty() ? -1 : args[0];
     auto arg = [&](size_t i) { return i < args.size() ? args[i] : -1; };
     if (op == "contiguous") return x;
+    if (op == "matmul") return matmul(x, arg(1));
     if (op == "sum" || op == "amax" || op == "amin" || op == "prod") {
       static const std::map<std::string, std::string> kind = {
           {"sum", "sum"}, {"amax", "max"}, {"amin", "min"}, {"prod", "prod"}};

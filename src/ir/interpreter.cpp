@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "ir/error.h"
+#include "ir/matmul.h"
 #include "ir/ops.h"
 #include "ir/scalar_math.h"
 
@@ -210,6 +211,36 @@ HostTensor gather(const Node& n, const HostTensor& x, const HostTensor& idx) {
   return out;
 }
 
+// Canonical matmul (equal ranks >= 2, batch dims broadcast), accumulated in double, then the epilogue.
+HostTensor matmul(const Node& n, const std::vector<const HostTensor*>& a) {
+  const Shape &as = a[0]->type.shape, &bs = a[1]->type.shape;
+  if (as.size() < 2 || as.size() != bs.size())
+    throw UserError("interpret: matmul '" + n.name + "' is not in canonical form (equal ranks >= 2); decompose the graph first");
+  MatmulDims d = matmul_dims(as, bs, "interpret: ");
+  Shape batch_a(as.begin(), as.end() - 2), batch_b(bs.begin(), bs.end() - 2);
+  auto sa = broadcast_strides(batch_a, d.batch), sb = broadcast_strides(batch_b, d.batch);
+  Epilogue e = epilogue_from_string(n.attrs.value("epilogue", "none"));
+  Node act;
+  act.op = e == Epilogue::relu || e == Epilogue::bias_relu ? "relu" : "gelu";
+  act.attrs = {{"approximate", "tanh"}};
+  bool activate = e != Epilogue::none && e != Epilogue::bias;
+  HostTensor out{n.type, std::vector<double>(numel(n.type.shape))};
+  CoordIter it(d.batch);
+  for (int64_t bi = 0; bi < numel(d.batch); ++bi, it.next()) {
+    const double* A = a[0]->data.data() + dot(it.c, sa) * d.m * d.k;
+    const double* B = a[1]->data.data() + dot(it.c, sb) * d.k * d.n;
+    double* C = out.data.data() + bi * d.m * d.n;
+    for (int64_t i = 0; i < d.m; ++i)
+      for (int64_t j = 0; j < d.n; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < d.k; ++k) acc += A[i * d.k + k] * B[k * d.n + j];
+        if (has_bias(e)) acc += a[2]->data[j];
+        C[i * d.n + j] = activate ? eval_unary(act, acc) : acc;
+      }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>& inputs,
@@ -237,6 +268,7 @@ std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>&
     else if (n.op == "reduce") vals[id] = reduce(n, *a[0]);
     else if (n.op == "scan") vals[id] = scan(n, *a[0]);
     else if (n.op == "pool") vals[id] = pool(n, *a[0]);
+    else if (n.op == "matmul") vals[id] = matmul(n, a);
     else if (is_view_op(n.op)) vals[id] = view(n, *a[0]);
     else throw UserError("interpret: '" + n.name + "' is a high-level op (" + n.op + "); decompose the graph first");
   }

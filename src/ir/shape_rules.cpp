@@ -4,6 +4,7 @@
 #include <set>
 
 #include "ir/error.h"
+#include "ir/matmul.h"
 #include "ir/ops.h"
 
 namespace kforge {
@@ -76,6 +77,25 @@ TensorType loss(const Graph& g, const Node& n, const Shape& per_element) {
   if (r == "none") return {DType::f32, per_element};
   if (r == "mean" || r == "sum" || r == "batchmean") return {DType::f32, {}};
   fail(n, "reduction must be none, mean, sum or batchmean, got '" + r + "'");
+}
+
+// torch.matmul, f32 only; a fused epilogue's bias (third argument) broadcasts along the result's last dim.
+TensorType matmul(const Graph& g, const Node& n) {
+  need_args(n, 2, 3);
+  const auto &a = arg(g, n, 0), &b = arg(g, n, 1);
+  need_float(n, a, "operand a");
+  need_float(n, b, "operand b");
+  MatmulDims d = matmul_dims(a.shape, b.shape, "node '" + n.name + "': ");
+  Epilogue e = epilogue_from_string(n.attrs.value("epilogue", "none"));
+  if (has_bias(e) != (n.args.size() == 3)) fail(n, "epilogue " + to_string(e) + " and the argument count disagree");
+  if (has_bias(e)) {
+    const auto& bias = arg(g, n, 2);
+    need_float(n, bias, "bias");
+    if (d.b_vector || bias.shape.empty() || bias.shape.back() != d.n || numel(bias.shape) != d.n ||
+        bias.shape.size() > d.result.size())
+      fail(n, "bias " + to_string(bias.shape) + " must hold one value per result column (" + std::to_string(d.n) + ")");
+  }
+  return {DType::f32, d.result};
 }
 
 TensorType pooling(const Graph& g, const Node& n) {
@@ -245,6 +265,7 @@ TensorType infer_type(const Graph& g, const Node& n) {
     return x;
   }
   if (op == "max_pool" || op == "avg_pool" || op == "pool") return pooling(g, n);
+  if (op == "matmul") return matmul(g, n);
   if (op == "mse_loss" || op == "huber_loss" || op == "smooth_l1_loss" || op == "kl_div") {
     need_args(n, 2, 2);
     const auto &a = arg(g, n, 0), &b = arg(g, n, 1);

@@ -9,6 +9,14 @@ LoadedPlan::LoadedPlan(Plan plan, const Compiler& compiler) : plan_(std::move(pl
   const Driver& d = driver();
   ensure_context();
   for (auto& k : plan_.kernels) {
+    if (k.kind == StepKind::cublaslt) {
+      check_library_step(k, plan_.buffers);  // a plan built in memory, not read from JSON, is checked here
+      if (!lt_) KF_CUBLAS(cublasLtCreate(&lt_));
+      lt_steps_.push_back(std::make_unique<LtMatmul>(lt_, k.library, k.name));
+      functions_.push_back(nullptr);
+      continue;
+    }
+    lt_steps_.push_back(nullptr);
     CompileResult r = compiler.compile(k.source, k.name);
     if (!r.ok) throw UserError("kernel '" + k.name + "' does not compile:\n" + r.log);
     compile_ms += r.millis;
@@ -36,6 +44,8 @@ LoadedPlan::~LoadedPlan() {
   for (auto t : temps_)
     if (t) d.cuMemFree(t);
   for (auto m : modules_) d.cuModuleUnload(m);
+  lt_steps_.clear();
+  if (lt_) cublasLtDestroy(lt_);
 }
 
 CUdeviceptr LoadedPlan::pointer_of(int buffer, const Bindings& b) const {
@@ -68,6 +78,10 @@ void LoadedPlan::run(const Bindings& b, CUstream stream) {
     const PlanKernel& k = plan_.kernels[i];
     std::vector<CUdeviceptr> ptrs;
     for (int a : k.args) ptrs.push_back(pointer_of(a, b));
+    if (lt_steps_[i]) {
+      lt_steps_[i]->run(lt_, ptrs, stream);
+      continue;
+    }
     std::vector<void*> params;
     for (auto& p : ptrs) params.push_back(&p);
     KF_CU(d.cuLaunchKernel(functions_[i], unsigned(k.grid), 1, 1, unsigned(k.block), 1, 1, unsigned(k.smem), stream,

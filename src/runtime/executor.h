@@ -1,12 +1,15 @@
-// Loads a plan onto the GPU (compile through the cache, load modules, allocate temporaries) and runs
-// it on a stream, directly or as a captured CUDA graph. The caller owns inputs, params and outputs.
+// Loads a plan onto the GPU (compile through the cache, load modules, set up library steps, allocate
+// temporaries) and runs it on a stream, directly or as a captured CUDA graph. The caller owns inputs,
+// params and outputs.
 #pragma once
 #include <cuda.h>
 
+#include <memory>
 #include <vector>
 
 #include "codegen/plan.h"
 #include "runtime/compiler.h"
+#include "runtime/cublaslt_matmul.h"
 #include "runtime/executable.h"
 
 namespace kforge {
@@ -30,7 +33,9 @@ class LoadedPlan : public Executable {
 
   Plan plan_;
   std::vector<CUmodule> modules_;
-  std::vector<CUfunction> functions_;
+  std::vector<CUfunction> functions_;            // per step; null for library steps
+  cublasLtHandle_t lt_ = nullptr;                 // created once, for plans with cuBLASLt steps
+  std::vector<std::unique_ptr<LtMatmul>> lt_steps_;  // per step; null for generated kernels
   std::vector<CUdeviceptr> temps_;  // per buffer (0 for non-temps)
 };
 

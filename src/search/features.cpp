@@ -6,6 +6,7 @@
 
 #include "codegen/lower.h"
 #include "ir/decompose.h"
+#include "ir/matmul.h"
 #include "ir/ops.h"
 
 namespace kforge {
@@ -36,6 +37,7 @@ TaskFeatures task_features(const Graph& graph, const GpuInfo& gpu) {
       t.flops += count * (heavy ? 8 : 1);  // a special-function call costs several instructions
     } else if (n.op == "reduce") ++t.reductions, t.flops += double(numel(g.at(n.args[0]).type.shape));
     else if (n.op == "scan") ++t.scans, t.flops += count;
+    else if (n.op == "matmul") t.flops += 2.0 * count * double(matmul_dims(g.at(n.args[0]).type.shape, g.at(n.args[1]).type.shape, "").k);
     else if (n.op == "pool") {
       ++t.pools;
       double window = 1;
@@ -68,6 +70,7 @@ PlanFeatures plan_features(const Graph& graph, const Schedule& schedule) {
       case GroupKind::row: ++p.row_groups; break;
       case GroupKind::scan: ++p.scan_groups; break;
       case GroupKind::pool: ++p.pool_groups; break;
+      case GroupKind::matmul: break;  // seen through the task's flops and intensity
     }
     switch (ks.strategy) {
       case Strategy::flat: ++p.flat; break;
@@ -76,6 +79,7 @@ PlanFeatures plan_features(const Graph& graph, const Schedule& schedule) {
       case Strategy::block: ++p.block; break;
       case Strategy::split: ++p.split; break;
       case Strategy::tile: ++p.tile; break;
+      case Strategy::library: break;
     }
     p.mean_block += ks.block;
     p.mean_items += ks.items;

@@ -12,9 +12,12 @@ namespace kforge {
 
 std::string plan_key(const Plan& p) {
   std::string k = p.schedule.cuda_graph ? "graph" : "direct";
-  for (auto& kernel : p.kernels)
-    k += "|" + stable_hash(kernel.source) + ":" + std::to_string(kernel.grid) + "x" + std::to_string(kernel.block) + "+" +
+  for (auto& kernel : p.kernels) {
+    // A library step has no source: its parameters (precision, algorithm, ...) tell it apart.
+    std::string what = kernel.kind == StepKind::nvrtc ? kernel.source : kernel.library.dump();
+    k += "|" + stable_hash(what) + ":" + std::to_string(kernel.grid) + "x" + std::to_string(kernel.block) + "+" +
          std::to_string(kernel.smem);
+  }
   return k;
 }
 
@@ -37,7 +40,7 @@ void precompile(const std::vector<Plan>& plans, const Compiler& compiler, int th
   std::set<std::string> seen;
   for (auto& p : plans)
     for (auto& k : p.kernels)
-      if (seen.insert(k.source).second) work.push_back({k.source, k.name});
+      if (k.kind == StepKind::nvrtc && seen.insert(k.source).second) work.push_back({k.source, k.name});
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t i; (i = next++) < work.size();) compiler.compile(work[i].first, work[i].second);  // fills the cache

@@ -15,7 +15,8 @@ std::vector<Schedule> representative_schedules(const Graph& g, bool vary_items) 
     std::set<std::string> seen;
     for (auto& ks : schedule_space(grp)) {
       std::string key = to_string(ks.strategy) + std::to_string(ks.vec) + to_string(ks.cache_row) +
-                        (vary_items ? std::to_string(ks.items) : "");
+                        (vary_items ? std::to_string(ks.items) : "") + to_string(ks.precision) +
+                        (ks.algo == 0 || ks.algo == kMatmulAlgos - 1 ? std::to_string(ks.algo) : "");
       if (!seen.insert(key).second) continue;
       Schedule s;
       s.kernels[grp.key] = ks;

@@ -135,10 +135,12 @@ std::vector<SampleGraph> sample_graphs() {
   return g;
 }
 
-nlohmann::json sample_graph(const std::string& name) {
-  for (auto& s : sample_graphs())
+nlohmann::json find_graph(const std::vector<SampleGraph>& samples, const std::string& name) {
+  for (auto& s : samples)
     if (s.name == name) return s.graph;
   throw std::runtime_error("no sample graph named " + name);
 }
+
+nlohmann::json sample_graph(const std::string& name) { return find_graph(sample_graphs(), name); }
 
 }  // namespace kforge::testing

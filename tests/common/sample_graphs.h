@@ -16,5 +16,7 @@ struct SampleGraph {
 std::vector<SampleGraph> sample_graphs();
 // The sample of that name (throws when there is none).
 nlohmann::json sample_graph(const std::string& name);
+// The graph of `name` in `samples` (throws when there is none).
+nlohmann::json find_graph(const std::vector<SampleGraph>& samples, const std::string& name);
 
 }  // namespace kforge::testing

@@ -3,14 +3,13 @@
 // `cpu` label only, the device check runs this label.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <random>
 
 #include "codegen/lower.h"
+#include "common/device_tensors.h"
 #include "common/random_inputs.h"
 #include "common/representative_schedules.h"
 #include "common/sample_graphs.h"
-#include "env/verify.h"
 #include "ir/decompose.h"
 #include "runtime/driver.h"
 #include "runtime/executor.h"
@@ -37,43 +36,18 @@ TEST_P(GpuPlans, MatchInterpreterUnderEverySchedule) {
   auto expected = interpret(prim, inputs, params);
 
   Compiler compiler({"sm_90", default_cache_dir(), {}});
-  std::vector<DeviceBuffer> din, dpar, dout;
-  Bindings b;
-  for (auto& t : inputs) {
-    std::string bytes = testing::to_bytes(t);
-    din.emplace_back(bytes.size());
-    din.back().upload(bytes.data(), bytes.size());
-    b.inputs.push_back(din.back().get());
-  }
-  for (auto& t : params) {
-    std::string bytes = testing::to_bytes(t);
-    dpar.emplace_back(bytes.size());
-    dpar.back().upload(bytes.data(), bytes.size());
-    b.params.push_back(dpar.back().get());
-  }
-  for (auto& t : expected) {
-    dout.emplace_back(size_t(numel(t.type.shape)) * dtype_size(t.type.dtype));
-    b.outputs.push_back(dout.back().get());
-  }
+  testing::DeviceTensors dev(inputs, params, expected);
   for (auto& s : testing::representative_schedules(g, true)) {
     LoadedPlan lp(lower(g, s), compiler);
-    for (auto& o : dout) Verifier::poison(o.get(), o.bytes(), nullptr);
-    lp.run(b, nullptr);
+    dev.poison_outputs();
+    lp.run(dev.bindings, nullptr);
     KF_CU(driver().cuCtxSynchronize());
     for (size_t j = 0; j < expected.size(); ++j) {
-      std::string bytes(dout[j].bytes(), '\0');
-      dout[j].download(bytes.data(), bytes.size());
-      auto got = testing::from_bytes(bytes, expected[j].type.dtype);
-      int shown = 0;
-      for (size_t i = 0; i < got.size() && shown < 5; ++i) {
-        double e = expected[j].data[i];
-        if (!(std::fabs(got[i] - e) <= 1e-4 + 1e-4 * std::fabs(e))) {
-          ADD_FAILURE() << GetParam() << " schedule " << to_json(s).dump() << " output " << j << " index " << i
-                        << ": got " << got[i] << ", expected " << e;
-          ++shown;
-        }
+      std::string bad = testing::mismatches(dev.output(j, expected[j].type.dtype), expected[j], 1e-4);
+      if (!bad.empty()) {
+        ADD_FAILURE() << GetParam() << " schedule " << to_json(s).dump() << " output " << j << ":\n" << bad;
+        return;
       }
-      if (shown) return;
     }
   }
 }

@@ -1,0 +1,63 @@
+"""Matrix products: torch.matmul and `@`, mm, bmm, addmm, F.linear and nn.Linear, all as the IR's `matmul` (torch.matmul
+semantics). A Linear's weight [N, K] is read through a permute, never copied: the lowering turns a permute of the last
+two dims into cuBLASLt's transpose flag, and a bias add (and a following ReLU or tanh-GELU) into its epilogue."""
+import operator
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from kforge.fx_ops.common import as_dtype, module_param, on, on_module, tensor
+
+
+def operands(b, *values):
+    xs = [tensor(b, v, "matmul operand") for v in values]
+    for x in xs:
+        if x.dtype != torch.float32:
+            b.refuse(f"matrix products are supported in float32 only, got {x.dtype}")
+    return xs
+
+
+def product(b, x, y, final=True):
+    """x @ y as the current FX node's result (final) or as an intermediate, its shape by torch.matmul's own rules."""
+    if final:
+        return b.emit("matmul", [x, y])
+    out = torch.matmul(torch.empty(x.shape, device="meta"), torch.empty(y.shape, device="meta")).shape
+    return b.emit_tmp("matmul", [x, y], {}, torch.float32, out)
+
+
+@on(torch.matmul, operator.matmul, "matmul", torch.mm, "mm", torch.bmm, "bmm")
+def matmul(b, input, other):
+    x, y = operands(b, input, other)
+    return product(b, x, y)
+
+
+def transposed(b, w):
+    """weight.T of a Linear's [N, K] weight, as a view."""
+    if w.ndim != 2:
+        b.refuse(f"linear needs a 2-D weight, got shape {list(w.shape)}")
+    return b.emit_tmp("permute", [w], {"dims": [1, 0]}, w.dtype, (w.shape[1], w.shape[0]))
+
+
+@on(F.linear)
+def linear(b, input, weight, bias=None):
+    x, w = operands(b, input, weight)
+    if bias is None:
+        return product(b, x, transposed(b, w))
+    (bias,) = operands(b, bias)
+    return b.emit("add", [product(b, x, transposed(b, w), final=False), bias])
+
+
+on_module(nn.Linear)(lambda b, m, input: linear(b, input, module_param(b, m, "weight"), module_param(b, m, "bias")))
+
+
+@on(torch.addmm, "addmm")
+def addmm(b, input, mat1, mat2, beta=1, alpha=1):
+    """beta * input + alpha * (mat1 @ mat2); the scalings appear only when they are not 1."""
+    c, x, y = operands(b, input, mat1, mat2)
+    mm = product(b, x, y, final=False)
+    if alpha != 1:
+        mm = b.emit_tmp("mul", [mm, as_dtype(b, alpha, torch.float32)], {}, torch.float32, mm.shape)
+    if beta != 1:
+        c = b.emit_tmp("mul", [c, as_dtype(b, beta, torch.float32)], {}, torch.float32, c.shape)
+    return b.emit("add", [mm, c])

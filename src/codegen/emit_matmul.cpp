@@ -1,0 +1,115 @@
+// Matrix products: a matmul group becomes one cuBLASLt step, not a generated kernel. The plan describes the
+// product as PyTorch sees it (row-major, C = A @ B); runtime/cublaslt_matmul.cpp maps it onto the library's
+// column-major convention. The step's `library` block:
+//   op "matmul"; m, n, k; batch (count; 1 for a plain product);
+//   a, b: {"transposed": read the stored matrix transposed (a permute of its last two dims, not a copy),
+//          "ld": row-major leading dim of the stored matrix, "batch_stride": elements between batch
+//          matrices, 0 when one matrix serves the whole batch};
+//   c: {"ld": n, "batch_stride": m * n};
+//   epilogue: none | bias | relu | bias_relu | gelu | bias_gelu (ir/matmul.h); precision: fp32 | tf32;
+//   algo: index into cuBLASLt's heuristic answer; workspace_bytes.
+// args: [a, b, c, bias (only with a bias epilogue), workspace]. check_library_step holds a plan read from
+// JSON to this contract, so that a library call never reads or writes past its buffers.
+#include "codegen/emitters.h"
+#include "ir/error.h"
+#include "ir/matmul.h"
+
+namespace kforge {
+
+namespace {
+
+// cuBLASLt's workspace: 32 MiB lets it pick split-K and stream-K algorithms for large K; H100/H200 guidance
+// in the cuBLAS docs is at least 32 MiB. Steps run one after the other on one stream, so they share it.
+constexpr int64_t kWorkspaceBytes = 32 << 20;
+const char* kWorkspaceName = "cublaslt.workspace";
+
+int buffer_of(const EmitContext& cx, int node) { return cx.buffer_of_owner.at(cx.partition.storage.at(node)); }
+
+// The operand as the library reads it: the stored matrix, transposed or not, and its strides.
+nlohmann::json operand(const EmitContext& cx, int node, int64_t batch, std::vector<int>& args) {
+  const Graph& g = *cx.partition.graph;
+  bool transposed = is_matrix_transpose(g, node);
+  int stored = transposed ? g.at(node).args[0] : node;
+  const Shape& s = g.at(stored).type.shape;
+  int64_t rows = s[s.size() - 2], cols = s.back();
+  bool shared = numel(s) == rows * cols;  // batch dims all 1: one matrix for every batch entry
+  args.push_back(buffer_of(cx, stored));
+  return {{"transposed", transposed}, {"ld", cols}, {"batch_stride", shared || batch == 1 ? 0 : rows * cols}};
+}
+
+int workspace(EmitContext& cx) {
+  for (size_t i = 0; i < cx.buffers.size(); ++i)
+    if (cx.buffers[i].role == BufferRole::temp && cx.buffers[i].name == kWorkspaceName) return int(i);
+  cx.buffers.push_back({BufferRole::temp, -1, kWorkspaceName, DType::f32, {kWorkspaceBytes / 4}});
+  return int(cx.buffers.size()) - 1;
+}
+
+}  // namespace
+
+std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
+  const Graph& graph = *cx.partition.graph;
+  const Node& mm = graph.at(g.anchor);
+  const Shape &as = graph.at(mm.args[0]).type.shape, &bs = graph.at(mm.args[1]).type.shape;
+  MatmulDims d = matmul_dims(as, bs, "node '" + mm.name + "': ");
+  int64_t batch = numel(d.batch);
+  Epilogue e = epilogue_from_string(mm.attrs.value("epilogue", "none"));
+  PlanKernel k;
+  k.name = name;
+  k.group = g.key;
+  k.kind = StepKind::cublaslt;
+  k.grid = 0;  // no launch of its own: the library chooses its kernels and geometry
+  k.block = 0;
+  nlohmann::json a = operand(cx, mm.args[0], batch, k.args), b = operand(cx, mm.args[1], batch, k.args);
+  k.args.push_back(buffer_of(cx, g.anchor));
+  if (has_bias(e)) k.args.push_back(buffer_of(cx, mm.args[2]));
+  k.args.push_back(workspace(cx));
+  k.library = {{"op", "matmul"}, {"m", d.m}, {"n", d.n}, {"k", d.k}, {"batch", batch}, {"a", a}, {"b", b},
+               {"c", {{"ld", d.n}, {"batch_stride", batch == 1 ? 0 : d.m * d.n}}}, {"epilogue", to_string(e)},
+               {"precision", to_string(ks.precision)}, {"algo", ks.algo}, {"workspace_bytes", kWorkspaceBytes}};
+  k.schedule = {{"strategy", to_string(ks.strategy)}, {"precision", to_string(ks.precision)}, {"algo", ks.algo}};
+  return {k};
+}
+
+namespace {
+// Elements a strided batch of row-major matrices spans, read as rows x cols (transposed: stored cols x rows).
+int64_t extent(const nlohmann::json& m, int64_t rows, int64_t cols, int64_t batch, const std::string& what) {
+  bool t = m.value("transposed", false);
+  int64_t stored_rows = t ? cols : rows, stored_cols = t ? rows : cols;
+  int64_t ld = m.at("ld").get<int64_t>(), stride = m.at("batch_stride").get<int64_t>();
+  if (ld < stored_cols || stride < 0)
+    throw UserError(what + ": leading dim " + std::to_string(ld) + " below its " + std::to_string(stored_cols) +
+                    " columns, or a negative batch stride");
+  return stride * (batch - 1) + (stored_rows - 1) * ld + stored_cols;
+}
+}  // namespace
+
+void check_library_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffers) {
+  const std::string where = "plan: library step '" + k.name + "'";
+  try {
+    const auto& lib = k.library;
+    if (lib.at("op") != "matmul") throw UserError(where + ": unknown library op " + lib.at("op").dump());
+    int64_t m = lib.at("m"), n = lib.at("n"), kk = lib.at("k"), batch = lib.at("batch");
+    if (m < 1 || n < 1 || kk < 1 || batch < 1) throw UserError(where + ": m, n, k and batch must be at least 1");
+    bool bias = has_bias(epilogue_from_string(lib.at("epilogue")));
+    precision_from_string(lib.at("precision"));
+    if (k.args.size() != (bias ? 5u : 4u))
+      throw UserError(where + ": takes " + std::to_string(bias ? 5 : 4) + " buffers, got " + std::to_string(k.args.size()));
+    std::vector<std::pair<std::string, int64_t>> need = {
+        {"a", extent(lib.at("a"), m, kk, batch, where + " operand a")},
+        {"b", extent(lib.at("b"), kk, n, batch, where + " operand b")},
+        {"c", extent(lib.at("c"), m, n, batch, where + " result c")}};
+    if (bias) need.push_back({"bias", n});
+    need.push_back({"workspace", (lib.at("workspace_bytes").get<int64_t>() + 3) / 4});
+    for (size_t i = 0; i < need.size(); ++i) {
+      const PlanBuffer& b = buffers.at(k.args[i]);
+      if (b.dtype != DType::f32 || numel(b.shape) < need[i].second)
+        throw UserError(where + ": " + need[i].first + " needs " + std::to_string(need[i].second) +
+                        " f32 elements, buffer '" + b.name + "' holds " + std::to_string(numel(b.shape)) + " " +
+                        to_string(b.dtype));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(where + ": malformed parameters: " + e.what());
+  }
+}
+
+}  // namespace kforge

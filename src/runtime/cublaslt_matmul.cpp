@@ -1,0 +1,123 @@
+#include "runtime/cublaslt_matmul.h"
+
+#include <algorithm>
+
+#include "codegen/schedule.h"
+#include "ir/error.h"
+#include "ir/matmul.h"
+
+namespace kforge {
+
+void check_cublas(cublasStatus_t s, const char* call, const char* file, int line) {
+  if (s == CUBLAS_STATUS_SUCCESS) return;
+  throw UserError(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
+                  cublasLtGetStatusName(s) + " (" + cublasLtGetStatusString(s) + ")");
+}
+
+namespace {
+
+cublasLtEpilogue_t lt_epilogue(Epilogue e) {
+  switch (e) {
+    case Epilogue::none: return CUBLASLT_EPILOGUE_DEFAULT;
+    case Epilogue::bias: return CUBLASLT_EPILOGUE_BIAS;
+    case Epilogue::relu: return CUBLASLT_EPILOGUE_RELU;
+    case Epilogue::bias_relu: return CUBLASLT_EPILOGUE_RELU_BIAS;
+    case Epilogue::gelu: return CUBLASLT_EPILOGUE_GELU;
+    case Epilogue::bias_gelu: return CUBLASLT_EPILOGUE_GELU_BIAS;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+template <class T>
+void set(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, T v) {
+  KF_CUBLAS(cublasLtMatmulDescSetAttribute(d, a, &v, sizeof v));
+}
+
+// The column-major layout of a stored row-major matrix that the product reads as `rows` x `cols`
+// (transposed: the stored matrix is cols x rows). A row-major R x C matrix with leading dim ld is, read
+// column-major, the C x R matrix with the same leading dim: its transpose, for free.
+cublasLtMatrixLayout_t layout(const nlohmann::json& operand, int64_t rows, int64_t cols, int64_t batch) {
+  bool t = operand.value("transposed", false);
+  int64_t stored_rows = t ? cols : rows, stored_cols = t ? rows : cols;
+  int64_t ld = operand.at("ld").get<int64_t>();  // at least stored_cols: check_library_step
+  cublasLtMatrixLayout_t l;
+  KF_CUBLAS(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, uint64_t(stored_cols), uint64_t(stored_rows), ld));
+  int32_t count = int32_t(batch);
+  int64_t stride = operand.at("batch_stride").get<int64_t>();
+  KF_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+  KF_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+  return l;
+}
+
+}  // namespace
+
+// PyTorch's tensors are row-major, cuBLASLt's matrices column-major. The standard trick: a row-major
+// matrix is its own transpose in column-major, so C = A @ B (row-major, M x N) is computed as
+// C^T = B^T A^T (column-major, N x M): cuBLASLt's "A" is our B, its "B" our A, its m, n = our n, m, and C
+// needs no transposition at all. A transposed operand (a permute view) just flips that operand's op flag.
+LtMatmul::LtMatmul(cublasLtHandle_t handle, const nlohmann::json& lib, const std::string& step) : step_(step) {
+  try {
+    int64_t m = lib.at("m"), n = lib.at("n"), k = lib.at("k"), batch = lib.at("batch");
+    Epilogue e = epilogue_from_string(lib.at("epilogue"));
+    bias_ = has_bias(e);
+    workspace_bytes_ = lib.at("workspace_bytes").get<size_t>();
+    bool tf32 = precision_from_string(lib.at("precision")) == Precision::tf32;
+    KF_CUBLAS(cublasLtMatmulDescCreate(&desc_, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const auto &a = lib.at("a"), &b = lib.at("b");
+    set(desc_, CUBLASLT_MATMUL_DESC_TRANSA, b.value("transposed", false) ? CUBLAS_OP_T : CUBLAS_OP_N);  // lt A = our B
+    set(desc_, CUBLASLT_MATMUL_DESC_TRANSB, a.value("transposed", false) ? CUBLAS_OP_T : CUBLAS_OP_N);  // lt B = our A
+    set(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, lt_epilogue(e));
+    // The bias runs along cuBLASLt's rows, our columns (n): Linear's bias. One bias for every batch entry.
+    if (bias_) set(desc_, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, int64_t(0));
+    lt_a_ = layout(b, k, n, batch);  // our B, read k x n
+    lt_b_ = layout(a, m, k, batch);  // our A, read m x k
+    lt_c_ = layout(lib.at("c"), m, n, batch);
+
+    cublasLtMatmulPreference_t pref;
+    KF_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+    uint64_t ws = workspace_bytes_;
+    KF_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    // Plans promise 16-byte-aligned buffers (LoadedPlan::run checks), not the 256 bytes cuBLASLt assumes.
+    uint32_t align = 16;
+    for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+      KF_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align));
+    cublasLtMatmulHeuristicResult_t found[kMatmulAlgos];
+    int returned = 0;
+    cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(handle, desc_, lt_a_, lt_b_, lt_c_, lt_c_, pref, kMatmulAlgos,
+                                                      found, &returned);
+    cublasLtMatmulPreferenceDestroy(pref);
+    KF_CUBLAS(s);
+    if (returned == 0)
+      throw UserError("cuBLASLt has no algorithm for this product (m " + std::to_string(m) + ", n " + std::to_string(n) +
+                      ", k " + std::to_string(k) + ", epilogue " + to_string(e) + ")");
+    candidates_ = returned;
+    algo_used_ = std::clamp(lib.value("algo", 0), 0, returned - 1);
+    algo_ = found[algo_used_].algo;
+  } catch (const UserError& err) {
+    throw UserError("library step '" + step + "': " + err.what());
+  } catch (const nlohmann::json::exception& err) {
+    throw UserError("library step '" + step + "': malformed parameters: " + err.what());
+  }
+}
+
+LtMatmul::~LtMatmul() {
+  if (lt_c_) cublasLtMatrixLayoutDestroy(lt_c_);
+  if (lt_b_) cublasLtMatrixLayoutDestroy(lt_b_);
+  if (lt_a_) cublasLtMatrixLayoutDestroy(lt_a_);
+  if (desc_) cublasLtMatmulDescDestroy(desc_);
+}
+
+void LtMatmul::run(cublasLtHandle_t handle, const std::vector<CUdeviceptr>& args, CUstream stream) {
+  if (args.size() != (bias_ ? 5u : 4u))
+    throw UserError("library step '" + step_ + "' takes " + std::to_string(bias_ ? 5 : 4) + " buffers, got " +
+                    std::to_string(args.size()));
+  auto ptr = [&](size_t i) { return reinterpret_cast<void*>(args[i]); };
+  if (bias_) set(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(ptr(3)));
+  const float alpha = 1.0f, beta = 0.0f;
+  // Operands swapped: see the column-major note above the constructor.
+  KF_CUBLAS(cublasLtMatmul(handle, desc_, &alpha, ptr(1), lt_a_, ptr(0), lt_b_, &beta, ptr(2), lt_c_, ptr(2), lt_c_,
+                           &algo_, ptr(args.size() - 1), workspace_bytes_, reinterpret_cast<cudaStream_t>(stream)));
+}
+
+}  // namespace kforge

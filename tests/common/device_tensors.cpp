@@ -1,0 +1,54 @@
+#include "common/device_tensors.h"
+
+#include <cmath>
+
+#include "common/random_inputs.h"
+#include "env/verify.h"
+
+namespace kforge::testing {
+
+namespace {
+void upload(const std::vector<HostTensor>& ts, std::vector<DeviceBuffer>& bufs, std::vector<CUdeviceptr>& ptrs) {
+  for (auto& t : ts) {
+    std::string bytes = to_bytes(t);
+    bufs.emplace_back(bytes.size());
+    bufs.back().upload(bytes.data(), bytes.size());
+    ptrs.push_back(bufs.back().get());
+  }
+}
+}  // namespace
+
+DeviceTensors::DeviceTensors(const std::vector<HostTensor>& in, const std::vector<HostTensor>& par,
+                             const std::vector<HostTensor>& expected) {
+  upload(in, inputs, bindings.inputs);
+  upload(par, params, bindings.params);
+  for (auto& t : expected) {
+    outputs.emplace_back(size_t(numel(t.type.shape)) * dtype_size(t.type.dtype));
+    bindings.outputs.push_back(outputs.back().get());
+  }
+}
+
+void DeviceTensors::poison_outputs() {
+  for (auto& o : outputs) Verifier::poison(o.get(), o.bytes(), nullptr);
+}
+
+std::vector<double> DeviceTensors::output(size_t j, DType dtype) const {
+  std::string bytes(outputs[j].bytes(), '\0');
+  outputs[j].download(bytes.data(), bytes.size());
+  return from_bytes(bytes, dtype);
+}
+
+std::string mismatches(const std::vector<double>& got, const HostTensor& expected, double tol) {
+  std::string out;
+  int shown = 0;
+  for (size_t i = 0; i < got.size() && shown < 5; ++i) {
+    double e = expected.data[i];
+    if (!(std::fabs(got[i] - e) <= tol + tol * std::fabs(e))) {
+      out += "index " + std::to_string(i) + ": got " + std::to_string(got[i]) + ", expected " + std::to_string(e) + "\n";
+      ++shown;
+    }
+  }
+  return out;
+}
+
+}  // namespace kforge::testing

@@ -1,0 +1,27 @@
+// Host tensors on the device for GPU tests: inputs and params uploaded, output buffers allocated to the
+// shapes of the expected outputs, all bound as a plan's Bindings; and the check of an output against the
+// interpreter's (double) values, reporting the first few elements outside atol = rtol = tol.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/interpreter.h"
+#include "runtime/executable.h"
+#include "runtime/executor.h"
+
+namespace kforge::testing {
+
+struct DeviceTensors {
+  DeviceTensors(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& params,
+                const std::vector<HostTensor>& expected);
+  std::vector<DeviceBuffer> inputs, params, outputs;
+  Bindings bindings;
+  void poison_outputs();
+  // Output j downloaded, as values of its dtype.
+  std::vector<double> output(size_t j, DType dtype) const;
+};
+
+// "" when every element of `got` is within tol + tol * |expected|; else up to five "index i: got g, expected e".
+std::string mismatches(const std::vector<double>& got, const HostTensor& expected, double tol);
+
+}  // namespace kforge::testing

@@ -1,0 +1,60 @@
+// Matrix products in the search (GPU-free): the local search and the learned policy's decisions reach
+// both precisions and the heuristic's algorithms, every proposal stays legal, and the policy sees the
+// matmul family and the two actions as features.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include "codegen/lower.h"
+#include "common/matmul_graphs.h"
+#include "search/decisions.h"
+#include "search/proposer.h"
+
+namespace kforge {
+namespace {
+
+TEST(MatmulSearch, ProposerReachesBothPrecisionsAndSeveralAlgorithms) {
+  Graph g = graph_from_json(testing::matmul_graph("linear_bias_relu"));
+  ScheduleProposer p(g, 11, true);
+  std::set<std::pair<Precision, int>> reached;
+  Schedule best;
+  for (int i = 0; i < 60; ++i) {
+    auto s = p.next(best);
+    if (!s) break;
+    for (auto& grp : kernel_groups(g, s->fuse_rows)) {
+      KernelSchedule ks = schedule_for(*s, grp);  // throws if illegal
+      reached.insert({ks.precision, ks.algo});
+    }
+  }
+  EXPECT_TRUE(reached.count({Precision::tf32, 0}) || reached.count({Precision::tf32, 1}));
+  EXPECT_GE(reached.size(), 6u);
+}
+
+TEST(MatmulSearch, DecisionsShowTheFamilyAndTheActions) {
+  auto& names = decision_feature_names();
+  auto column = [&](const std::string& n) { return size_t(std::find(names.begin(), names.end(), n) - names.begin()); };
+  size_t kind = column("group.matmul"), tf32 = column("action.tf32"), algo = column("action.algo");
+  ASSERT_LT(std::max({kind, tf32, algo}), names.size());
+  for (auto& sample : testing::matmul_graphs()) {
+    PlanDecisions d(graph_from_json(sample.graph), {});
+    std::mt19937_64 rng(2);
+    d.choose(0);
+    bool saw_product = false;
+    while (!d.done()) {
+      for (auto& r : d.candidates()) ASSERT_EQ(r.size(), names.size()) << sample.name;
+      if (d.candidates()[0][kind] == 1.f) {
+        saw_product = true;
+        std::set<FeatureRow> distinct(d.candidates().begin(), d.candidates().end());
+        EXPECT_EQ(distinct.size(), d.candidates().size()) << sample.name;
+        EXPECT_EQ(d.candidates().size(), size_t(2 * kMatmulAlgos)) << sample.name;
+      }
+      d.choose(std::uniform_int_distribution<int>(0, int(d.candidates().size()) - 1)(rng));
+    }
+    EXPECT_TRUE(saw_product) << sample.name;
+  }
+}
+
+}  // namespace
+}  // namespace kforge
