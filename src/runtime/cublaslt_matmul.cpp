@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "codegen/schedule.h"
+#include "runtime/cublaslt_api.h"
 #include "ir/error.h"
 #include "ir/matmul.h"
 
@@ -11,7 +12,7 @@ namespace kforge {
 void check_cublas(cublasStatus_t s, const char* call, const char* file, int line) {
   if (s == CUBLAS_STATUS_SUCCESS) return;
   throw UserError(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
-                  cublasLtGetStatusName(s) + " (" + cublasLtGetStatusString(s) + ")");
+                  cublaslt().cublasLtGetStatusName(s) + " (" + cublaslt().cublasLtGetStatusString(s) + ")");
 }
 
 namespace {
@@ -30,7 +31,7 @@ cublasLtEpilogue_t lt_epilogue(Epilogue e) {
 
 template <class T>
 void set(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, T v) {
-  KF_CUBLAS(cublasLtMatmulDescSetAttribute(d, a, &v, sizeof v));
+  KF_CUBLAS(cublaslt().cublasLtMatmulDescSetAttribute(d, a, &v, sizeof v));
 }
 
 // The column-major layout of a stored row-major matrix that the product reads as `rows` x `cols`
@@ -41,11 +42,11 @@ cublasLtMatrixLayout_t layout(const nlohmann::json& operand, int64_t rows, int64
   int64_t stored_rows = t ? cols : rows, stored_cols = t ? rows : cols;
   int64_t ld = operand.at("ld").get<int64_t>();  // at least stored_cols: check_library_step
   cublasLtMatrixLayout_t l;
-  KF_CUBLAS(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, uint64_t(stored_cols), uint64_t(stored_rows), ld));
+  KF_CUBLAS(cublaslt().cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, uint64_t(stored_cols), uint64_t(stored_rows), ld));
   int32_t count = int32_t(batch);
   int64_t stride = operand.at("batch_stride").get<int64_t>();
-  KF_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
-  KF_CUBLAS(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+  KF_CUBLAS(cublaslt().cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+  KF_CUBLAS(cublaslt().cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
   return l;
 }
 
@@ -62,7 +63,7 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const nlohmann::json& lib, const std
     bias_ = has_bias(e);
     workspace_bytes_ = lib.at("workspace_bytes").get<size_t>();
     bool tf32 = precision_from_string(lib.at("precision")) == Precision::tf32;
-    KF_CUBLAS(cublasLtMatmulDescCreate(&desc_, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    KF_CUBLAS(cublaslt().cublasLtMatmulDescCreate(&desc_, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const auto &a = lib.at("a"), &b = lib.at("b");
     set(desc_, CUBLASLT_MATMUL_DESC_TRANSA, b.value("transposed", false) ? CUBLAS_OP_T : CUBLAS_OP_N);  // lt A = our B
     set(desc_, CUBLASLT_MATMUL_DESC_TRANSB, a.value("transposed", false) ? CUBLAS_OP_T : CUBLAS_OP_N);  // lt B = our A
@@ -74,19 +75,19 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const nlohmann::json& lib, const std
     lt_c_ = layout(lib.at("c"), m, n, batch);
 
     cublasLtMatmulPreference_t pref;
-    KF_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+    KF_CUBLAS(cublaslt().cublasLtMatmulPreferenceCreate(&pref));
     uint64_t ws = workspace_bytes_;
-    KF_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    KF_CUBLAS(cublaslt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
     // Plans promise 16-byte-aligned buffers (LoadedPlan::run checks), not the 256 bytes cuBLASLt assumes.
     uint32_t align = 16;
     for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
-      KF_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align));
+      KF_CUBLAS(cublaslt().cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align));
     cublasLtMatmulHeuristicResult_t found[kMatmulAlgos];
     int returned = 0;
-    cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(handle, desc_, lt_a_, lt_b_, lt_c_, lt_c_, pref, kMatmulAlgos,
+    cublasStatus_t s = cublaslt().cublasLtMatmulAlgoGetHeuristic(handle, desc_, lt_a_, lt_b_, lt_c_, lt_c_, pref, kMatmulAlgos,
                                                       found, &returned);
-    cublasLtMatmulPreferenceDestroy(pref);
+    cublaslt().cublasLtMatmulPreferenceDestroy(pref);
     KF_CUBLAS(s);
     if (returned == 0)
       throw UserError("cuBLASLt has no algorithm for this product (m " + std::to_string(m) + ", n " + std::to_string(n) +
@@ -102,10 +103,10 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const nlohmann::json& lib, const std
 }
 
 LtMatmul::~LtMatmul() {
-  if (lt_c_) cublasLtMatrixLayoutDestroy(lt_c_);
-  if (lt_b_) cublasLtMatrixLayoutDestroy(lt_b_);
-  if (lt_a_) cublasLtMatrixLayoutDestroy(lt_a_);
-  if (desc_) cublasLtMatmulDescDestroy(desc_);
+  if (lt_c_) cublaslt().cublasLtMatrixLayoutDestroy(lt_c_);
+  if (lt_b_) cublaslt().cublasLtMatrixLayoutDestroy(lt_b_);
+  if (lt_a_) cublaslt().cublasLtMatrixLayoutDestroy(lt_a_);
+  if (desc_) cublaslt().cublasLtMatmulDescDestroy(desc_);
 }
 
 void LtMatmul::run(cublasLtHandle_t handle, const std::vector<CUdeviceptr>& args, CUstream stream) {
@@ -116,7 +117,7 @@ void LtMatmul::run(cublasLtHandle_t handle, const std::vector<CUdeviceptr>& args
   if (bias_) set(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(ptr(3)));
   const float alpha = 1.0f, beta = 0.0f;
   // Operands swapped: see the column-major note above the constructor.
-  KF_CUBLAS(cublasLtMatmul(handle, desc_, &alpha, ptr(1), lt_a_, ptr(0), lt_b_, &beta, ptr(2), lt_c_, ptr(2), lt_c_,
+  KF_CUBLAS(cublaslt().cublasLtMatmul(handle, desc_, &alpha, ptr(1), lt_a_, ptr(0), lt_b_, &beta, ptr(2), lt_c_, ptr(2), lt_c_,
                            &algo_, ptr(args.size() - 1), workspace_bytes_, reinterpret_cast<cudaStream_t>(stream)));
 }
 

@@ -1,6 +1,7 @@
 #include "runtime/executor.h"
 
 #include "ir/error.h"
+#include "runtime/cublaslt_api.h"
 #include "runtime/driver.h"
 
 namespace kforge {
@@ -11,7 +12,7 @@ LoadedPlan::LoadedPlan(Plan plan, const Compiler& compiler) : plan_(std::move(pl
   for (auto& k : plan_.kernels) {
     if (k.kind == StepKind::cublaslt) {
       check_library_step(k, plan_.buffers);  // a plan built in memory, not read from JSON, is checked here
-      if (!lt_) KF_CUBLAS(cublasLtCreate(&lt_));
+      if (!lt_) KF_CUBLAS(cublaslt().cublasLtCreate(&lt_));
       lt_steps_.push_back(std::make_unique<LtMatmul>(lt_, k.library, k.name));
       functions_.push_back(nullptr);
       continue;
@@ -45,7 +46,7 @@ LoadedPlan::~LoadedPlan() {
     if (t) d.cuMemFree(t);
   for (auto m : modules_) d.cuModuleUnload(m);
   lt_steps_.clear();
-  if (lt_) cublasLtDestroy(lt_);
+  if (lt_) cublaslt().cublasLtDestroy(lt_);
 }
 
 CUdeviceptr LoadedPlan::pointer_of(int buffer, const Bindings& b) const {

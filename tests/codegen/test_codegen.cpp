@@ -9,6 +9,7 @@
 #include "common/sample_graphs.h"
 #include "ir/error.h"
 #include "runtime/compiler.h"
+#include "runtime/cublaslt_api.h"
 
 namespace kforge {
 namespace {
@@ -223,6 +224,15 @@ TEST(Compiler, ReportsErrorsWithTheLogAndCachesSuccesses) {
   EXPECT_TRUE(first.ok);
   EXPECT_TRUE(second.cache_hit);
   EXPECT_EQ(first.cubin, second.cubin);
+}
+
+// cuBLASLt is opened when a plan first needs it (runtime/cublaslt_api.h), not linked: every entry point
+// resolves from the toolkit's library, with no GPU needed to look them up.
+TEST(CublasLt, LoadsOnDemandWithEveryEntryPoint) {
+  const CublasLt& lt = cublaslt();
+  EXPECT_NE(lt.cublasLtMatmul, nullptr);
+  EXPECT_NE(lt.cublasLtMatmulAlgoGetHeuristic, nullptr);
+  EXPECT_STREQ(lt.cublasLtGetStatusName(CUBLAS_STATUS_SUCCESS), "CUBLAS_STATUS_SUCCESS");
 }
 
 }  // namespace
