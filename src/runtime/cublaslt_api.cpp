@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ir/error.h"
+#include "runtime/load_once.h"
 
 namespace kforge {
 
@@ -40,19 +41,6 @@ CublasLt load() {
 
 }  // namespace
 
-const CublasLt& cublaslt() {
-  static std::once_flag once;
-  static CublasLt c;
-  static std::string error;
-  std::call_once(once, [] {
-    try {
-      c = load();
-    } catch (const UserError& e) {
-      error = e.what();
-    }
-  });
-  if (!error.empty()) throw UserError(error);
-  return c;
-}
+const CublasLt& cublaslt() { return load_once<CublasLt, load>(); }
 
 }  // namespace kforge

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "ir/error.h"
+#include "runtime/load_once.h"
 
 namespace kforge {
 
@@ -36,20 +37,7 @@ Driver load() {
 
 }  // namespace
 
-const Driver& driver() {
-  static std::once_flag once;
-  static Driver d;
-  static std::string error;
-  std::call_once(once, [] {
-    try {
-      d = load();
-    } catch (const UserError& e) {
-      error = e.what();
-    }
-  });
-  if (!error.empty()) throw UserError(error);
-  return d;
-}
+const Driver& driver() { return load_once<Driver, load>(); }
 
 bool driver_available() {
   try {

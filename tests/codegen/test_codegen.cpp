@@ -147,23 +147,29 @@ TEST(Schedule, DefaultsPickTheLayoutAwareStrategies) {
   EXPECT_THROW(check_schedule(only_group("sum_last"), {Strategy::tile, 256}), UserError);
 }
 
+// The one kernel of a one-group sample under `ks`, checked to compile for sm_90.
+PlanKernel one_kernel_under(const Graph& g, const KernelSchedule& ks) {
+  auto groups = kernel_groups(g, true);
+  EXPECT_EQ(groups.size(), 1u);
+  EXPECT_NO_THROW(check_schedule(groups.at(0), ks));
+  Schedule s;
+  s.kernels[groups.at(0).key] = ks;
+  Plan p = lower(g, s);
+  EXPECT_EQ(p.kernels.size(), 1u);
+  CompileResult c = Compiler({"sm_90", "", {}}).compile(p.kernels.at(0).source, p.kernels.at(0).name);
+  EXPECT_TRUE(c.ok) << c.log;
+  return p.kernels.at(0);
+}
+
 TEST(Schedule, RowsCachedInRegistersUseNoSharedMemory) {
   // softmax over rows of 1023: three walks; a 256-thread block keeps 4 elements of the row per thread.
   Graph g = graph_from_json(sample("softmax"));
   auto groups = kernel_groups(g, true);
-  ASSERT_EQ(groups.size(), 1u);
-  KernelSchedule regs{Strategy::block, 256, 1, 1, 1, RowCache::registers};
-  EXPECT_NO_THROW(check_schedule(groups[0], regs));
-  Schedule s;
-  s.kernels[groups[0].key] = regs;
-  Plan p = lower(g, s);
-  ASSERT_EQ(p.kernels.size(), 1u);
-  EXPECT_EQ(p.kernels[0].smem, 0);
-  EXPECT_NE(p.kernels[0].source.find("float kf_reg0[4];"), std::string::npos) << p.kernels[0].source;
-  EXPECT_EQ(p.kernels[0].source.find("kf_row"), std::string::npos);
-  EXPECT_EQ(p.kernels[0].schedule["cache_row"], "registers");
-  CompileResult c = Compiler({"sm_90", "", {}}).compile(p.kernels[0].source, p.kernels[0].name);
-  EXPECT_TRUE(c.ok) << c.log;
+  PlanKernel k = one_kernel_under(g, {Strategy::block, 256, 1, 1, 1, RowCache::registers});
+  EXPECT_EQ(k.smem, 0);
+  EXPECT_NE(k.source.find("float kf_reg0[4];"), std::string::npos) << k.source;
+  EXPECT_EQ(k.source.find("kf_row"), std::string::npos);
+  EXPECT_EQ(k.schedule["cache_row"], "registers");
   // A warp's lanes would hold a quarter of the row each; 32-thread-wide slots of a long row do not fit.
   EXPECT_THROW(check_schedule(groups[0], {Strategy::warp, 256, 1, 1, 1, RowCache::registers}), UserError);
   EXPECT_THROW(check_schedule(groups[0], {Strategy::block, 8, 1, 1, 1, RowCache::registers}), UserError);
@@ -177,17 +183,9 @@ TEST(Schedule, TilesCacheTheirThirtyTwoRowsInSharedMemory) {
   // log_softmax over the middle dim of [3, 19, 11]: rows side by side (tile), three walks over each.
   Graph g = graph_from_json(sample("log_softmax"));
   auto groups = kernel_groups(g, true);
-  ASSERT_EQ(groups.size(), 1u);
-  KernelSchedule cached{Strategy::tile, 128, 1, 1, 1, RowCache::shared};
-  EXPECT_NO_THROW(check_schedule(groups[0], cached));
-  Schedule s;
-  s.kernels[groups[0].key] = cached;
-  Plan p = lower(g, s);
-  ASSERT_EQ(p.kernels.size(), 1u);
-  EXPECT_EQ(p.kernels[0].smem, 19 * 32 * 4);  // one buffer (x) of 32 rows of 19
-  EXPECT_NE(p.kernels[0].source.find("kf_row[0LL + r * 32 + lane] = "), std::string::npos) << p.kernels[0].source;
-  CompileResult c = Compiler({"sm_90", "", {}}).compile(p.kernels[0].source, p.kernels[0].name);
-  EXPECT_TRUE(c.ok) << c.log;
+  PlanKernel k = one_kernel_under(g, {Strategy::tile, 128, 1, 1, 1, RowCache::shared});
+  EXPECT_EQ(k.smem, 19 * 32 * 4);  // one buffer (x) of 32 rows of 19
+  EXPECT_NE(k.source.find("kf_row[0LL + r * 32 + lane] = "), std::string::npos) << k.source;
   EXPECT_THROW(check_schedule(groups[0], {Strategy::tile, 128, 1, 1, 1, RowCache::registers}), UserError);
 }
 
