@@ -112,12 +112,14 @@ def make_row(name, problem, report, rc, timed_out, seconds, start_error, log_pat
     row = {"problem": name, "source": str(problem), "tier": "failed", "eager_ms": None, "compile_ms": None,
            "kforge_ms": None, "kforge_native_ms": None, "speedup_eager": None, "speedup_compile": None,
            "speedup_best": None, "bandwidth_gbs": None, "copy_bandwidth_gbs": None, "pct_copy_bw": None,
+           "flops": None, "floor_ms": None, "pct_roofline": None, "matmul_tflops": None,
            "candidates": None, "correct_candidates": None, "returncode": rc, "seconds": round(seconds, 1),
            "log": str(log_path), "error": None}
     if report is not None:
         for k in ("tier", "eager_ms", "compile_ms", "kforge_ms", "kforge_native_ms", "speedup_eager",
                   "speedup_compile", "speedup_best", "bandwidth_gbs", "copy_bandwidth_gbs", "candidates",
-                  "correct_candidates", "bytes_min", "flags", "gpu", "torch_version", "error"):
+                  "correct_candidates", "bytes_min", "flops", "floor_ms", "pct_roofline", "matmul_tflops", "flags", "gpu",
+                  "torch_version", "error"):
             if k in report:
                 row[k] = report[k]
         if row["tier"] not in ("strict", "relaxed", "failed"):
@@ -190,13 +192,16 @@ def summarise(rows):
 
 
 def table(rows, summary):
-    out = ["| problem | eager ms | compile ms | kforge ms | x eager | x compile | x best | tier | GB/s | % of copy BW |",
-           "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
+    out = ["| problem | eager ms | compile ms | kforge ms | x eager | x compile | x best | tier | GB/s | % of copy BW "
+           "| GFLOP | floor ms | % of roofline |",
+           "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
     for r in rows:
-        out.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+        gflop = r["flops"] / 1e9 if num(r.get("flops")) else None
+        out.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
             r["problem"], fmt(r["eager_ms"], ".3f"), fmt(r["compile_ms"], ".3f"), fmt(r["kforge_ms"], ".3f"),
             fmt(r["speedup_eager"], ".2f"), fmt(r["speedup_compile"], ".2f"), fmt(r["speedup_best"], ".2f"),
-            r["tier"], fmt(r["bandwidth_gbs"], ".0f"), fmt(r["pct_copy_bw"], ".0f")))
+            r["tier"], fmt(r["bandwidth_gbs"], ".0f"), fmt(r["pct_copy_bw"], ".0f"), fmt(gflop, ".1f"),
+            fmt(r.get("floor_ms"), ".3f"), fmt(r.get("pct_roofline"), ".0f")))
     s = summary
     out.append("")
     out.append(f"- problems: {s['problems']}")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from kforge import fx_to_ir, timing
+from kforge import fx_to_ir, roofline, timing
 from kforge.bridge import TOLERANCE, check_outputs, draw_set, flags, output_ranges, run_model
 from kforge.bundle import read_inputs, read_outputs, read_params, read_task
 from kforge.errors import ImportProblemError
@@ -140,7 +140,8 @@ def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 
                   speedup_eager=eager / ours, speedup_compile=comp / ours, speedup_best=min(eager, comp) / ours,
                   bytes_min=result["min_bytes"], bandwidth_gbs=result["min_bytes"] / (ours * 1e-3) / 1e9,
                   native_bandwidth_gbs=result["min_bytes"] / (native * 1e-3) / 1e9,
-                  best_schedule=result["plan"]["schedule"], kernels=result["kernels"], reward=result["reward"], kb=kb)
+                  best_schedule=result["plan"]["schedule"], kernels=result["kernels"], reward=result["reward"], kb=kb,
+                  **roofline.report(result["min_bytes"], result.get("flops", 0.0), result["copy_gbs"], result["plan"], ours))
     if tier == "failed":
         report["error"] = "the best plan failed the check on a fresh input draw"
     return report

@@ -11,6 +11,7 @@
 #include "ir/interpreter.h"
 #include "runtime/driver.h"
 #include "runtime/executor.h"
+#include "search/features.h"
 #include "search/optimize.h"
 #include "search/policy_curves.h"
 #include "search/policy_trainer.h"
@@ -167,6 +168,7 @@ PYBIND11_MODULE(_core, m) {
     if (r.best) {
       out["plan"] = r.best->to_json();
       out["min_bytes"] = r.best->min_bytes();
+      out["flops"] = roofline_flops(graph_from_json(nlohmann::json::parse(graph_json)));
       out["native"] = to_json(r.best_eval.native);
       out["reward"] = r.best_eval.reward.reward;
       out["kernels"] = r.best->kernels.size();

@@ -17,6 +17,17 @@ const std::set<std::string> kTranscendental = {"exp", "log", "tanh", "sigmoid", 
 double bytes(const Node& n) { return double(nbytes(n.type)); }
 }  // namespace
 
+double matmul_flops(const Graph& g, const Node& n) {
+  return 2.0 * double(numel(n.type.shape)) * double(matmul_dims(g.at(n.args[0]).type.shape, g.at(n.args[1]).type.shape, "").k);
+}
+
+double roofline_flops(const Graph& g) {
+  double f = 0;
+  for (auto& n : g.nodes)
+    if (n.op == "matmul") f += matmul_flops(g, n);
+  return f;
+}
+
 TaskFeatures task_features(const Graph& graph, const GpuInfo& gpu) {
   Graph g = decompose(graph);
   TaskFeatures t;
@@ -37,7 +48,7 @@ TaskFeatures task_features(const Graph& graph, const GpuInfo& gpu) {
       t.flops += count * (heavy ? 8 : 1);  // a special-function call costs several instructions
     } else if (n.op == "reduce") ++t.reductions, t.flops += double(numel(g.at(n.args[0]).type.shape));
     else if (n.op == "scan") ++t.scans, t.flops += count;
-    else if (n.op == "matmul") t.flops += 2.0 * count * double(matmul_dims(g.at(n.args[0]).type.shape, g.at(n.args[1]).type.shape, "").k);
+    else if (n.op == "matmul") t.flops += matmul_flops(g, n);
     else if (n.op == "pool") {
       ++t.pools;
       double window = 1;

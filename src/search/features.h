@@ -34,6 +34,10 @@ struct PlanFeatures {
 };
 
 TaskFeatures task_features(const Graph& graph, const GpuInfo& gpu);
+// 2 M N K of one matmul node; the roofline's FLOPs: those of the matrix products (the only ops whose
+// arithmetic can bind before memory on an H200; every other op is counted in bytes).
+double matmul_flops(const Graph& g, const Node& n);
+double roofline_flops(const Graph& g);
 PlanFeatures plan_features(const Graph& graph, const Schedule& schedule);
 
 // The flat vector a learner takes, and the name of each entry: the task's entries, then the plan's.

@@ -1,0 +1,46 @@
+"""The roofline of a problem on the GPU in hand: its floor is the larger of its minimum bytes over the measured
+copy bandwidth and its matrix-product FLOPs over the measured matmul rate of its precision tier, both
+ceilings measured in the same process as the times they are compared with (never a datasheet figure)."""
+import torch
+
+from kforge import timing
+
+_ceilings: dict[str, float] = {}
+
+
+def matmul_tflops(tier: str, n: int = 8192) -> float:
+    """TFLOP/s of PyTorch's own n x n x n float32 product: strict = plain fp32 arithmetic, relaxed = TF32
+    tensor cores allowed. Measured once per process."""
+    if tier not in _ceilings:
+        old = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = tier == "relaxed"
+        try:
+            a = torch.randn(n, n, device="cuda")
+            b = torch.randn(n, n, device="cuda")
+            ms = timing.time_callable(lambda: torch.mm(a, b))["median_ms"]
+            _ceilings[tier] = 2.0 * n ** 3 / (ms * 1e-3) / 1e12
+            del a, b
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = old
+    return _ceilings[tier]
+
+
+def uses_tf32(plan: dict) -> bool:
+    return any(k.get("schedule", {}).get("precision") == "tf32" for k in plan.get("kernels", []))
+
+
+def floor(bytes_min: float, flops: float, copy_gbs: float, tflops: float) -> float:
+    """Milliseconds no implementation can beat: the slower of moving the bytes and doing the arithmetic."""
+    memory = bytes_min / (copy_gbs * 1e9) * 1e3 if copy_gbs > 0 else 0.0
+    compute = flops / (tflops * 1e12) * 1e3 if flops > 0 and tflops > 0 else 0.0
+    return max(memory, compute)
+
+
+def report(bytes_min: float, flops: float, copy_gbs: float, plan: dict, kforge_ms: float) -> dict:
+    """The roofline fields of a problem's report. The compute ceiling is measured only for problems with
+    matrix products (it costs a few hundred milliseconds)."""
+    tier = "relaxed" if uses_tf32(plan) else "strict"
+    tflops = matmul_tflops(tier) if flops > 0 else 0.0
+    f = floor(bytes_min, flops, copy_gbs, tflops)
+    return {"flops": flops, "matmul_tflops": tflops or None, "matmul_tier": tier if flops > 0 else None,
+            "floor_ms": f, "pct_roofline": 100.0 * f / kforge_ms if kforge_ms > 0 and f > 0 else None}

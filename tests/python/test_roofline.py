@@ -1,0 +1,35 @@
+"""The roofline arithmetic of the reports (kforge.roofline) and its columns in the suite table."""
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from kforge import roofline
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_floor_is_the_slower_of_memory_and_arithmetic():
+    # 4 GB at 4000 GB/s: 1 ms; 2 TFLOP at 50 TFLOP/s: 40 ms.
+    assert roofline.floor(4e9, 2e12, 4000, 50) == pytest.approx(40.0)
+    assert roofline.floor(4e9, 0, 4000, 0) == pytest.approx(1.0)
+    assert roofline.floor(4e9, 1e9, 4000, 50) == pytest.approx(1.0)  # the arithmetic hides under the bytes
+
+
+def test_memory_bound_reports_measure_no_matmul_rate_and_tf32_plans_use_the_relaxed_ceiling():
+    r = roofline.report(4e9, 0.0, 4000, {"kernels": [{"schedule": {"strategy": "flat"}}]}, 2.0)
+    assert r["matmul_tflops"] is None and r["floor_ms"] == pytest.approx(1.0) and r["pct_roofline"] == pytest.approx(50)
+    assert roofline.uses_tf32({"kernels": [{"schedule": {"strategy": "library", "precision": "tf32"}}]})
+    assert not roofline.uses_tf32({"kernels": [{"schedule": {"strategy": "library", "precision": "fp32"}}]})
+
+
+def test_the_suite_table_shows_the_roofline_columns():
+    spec = importlib.util.spec_from_file_location("run_suite", REPO / "bench" / "run_suite.py")
+    run_suite = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_suite)
+    report = {"tier": "strict", "eager_ms": 3.0, "compile_ms": 2.5, "kforge_ms": 2.0, "flops": 2.2e12,
+              "floor_ms": 1.5, "pct_roofline": 75.0, "bandwidth_gbs": 100.0, "copy_bandwidth_gbs": 4000.0}
+    row = run_suite.make_row("01_square", "01_square.py", report, 0, False, 1.0, None, "log", 60)
+    text = run_suite.table([row], run_suite.summarise([row]))
+    assert "| GFLOP | floor ms | % of roofline |" in text
+    assert "| 2200.0 | 1.500 | 75 |" in text
