@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "common/scratch_path.h"
 #include "codegen/lower.h"
 #include "codegen/partition.h"
 #include "ir/decompose.h"
@@ -212,7 +213,7 @@ TEST(Schedule, JsonRoundTrip) {
 }
 
 TEST(Compiler, ReportsErrorsWithTheLogAndCachesSuccesses) {
-  std::string dir = ::testing::TempDir() + "/kforge-cache-test";
+  std::string dir = testing::scratch_path("kforge-cache-test");
   Compiler c({"sm_90", dir, {}});
   CompileResult bad = c.compile("extern \"C\" __global__ void k() { undefined_thing(); }", "bad");
   EXPECT_FALSE(bad.ok);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "common/scratch_path.h"
 #include "env/bundle.h"
 #include "ir/error.h"
 
@@ -21,7 +22,7 @@ std::string error_of(const std::string& path, int64_t bytes) {
 }
 
 TEST(MappedFile, MapsTheBytesAndChecksTheSize) {
-  std::string path = ::testing::TempDir() + "/kforge-mapped.bin";
+  std::string path = testing::scratch_path("kforge-mapped.bin");
   std::ofstream(path, std::ios::binary) << "0123456789abcdef";
   MappedFile f(path, 16);
   ASSERT_EQ(f.size(), 16u);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <fstream>
 
+#include "common/scratch_path.h"
 #include "env/gpu_lock.h"
 #include "ir/error.h"
 
@@ -13,7 +14,7 @@ namespace kforge {
 namespace {
 
 TEST(GpuLock, SecondHolderWaitsForTheFirst) {
-  std::string path = ::testing::TempDir() + "/kforge-gpu0.lock";
+  std::string path = testing::scratch_path("kforge-gpu0.lock");
   std::ofstream(path).flush();
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "common/scratch_path.h"
 #include "ir/error.h"
 #include "runtime/raw_cuda.h"
 
@@ -23,7 +24,7 @@ extern "C" int kforge_forward(const void* const* inputs, const void* const* para
 // A cache of the test's own: ctest runs these tests in parallel processes, and one of them empties its cache.
 RawCudaOptions options() {
   RawCudaOptions o;
-  o.cache_dir = ::testing::TempDir() + "/kforge-raw-cache-" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  o.cache_dir = testing::scratch_path("kforge-raw-cache-") + ::testing::UnitTest::GetInstance()->current_test_info()->name();
   return o;
 }
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/scratch_path.h"
 #include "env/sandbox.h"
 #include "ir/error.h"
 
@@ -59,7 +60,7 @@ TEST(Sandbox, ContainsAForkBomb) {
 }
 
 TEST(Sandbox, FileSystemIsReadOnlyOutsideScratch) {
-  fs::path scratch = fs::path(::testing::TempDir()) / "kforge-sandbox-scratch";
+  fs::path scratch = fs::path(testing::scratch_path("kforge-sandbox-scratch"));
   fs::create_directories(scratch);
   fs::permissions(scratch, fs::perms::all);  // the sandbox user (nobody) writes here
   // Not under /tmp: the sandbox gets a private /tmp, where writes succeed and vanish.

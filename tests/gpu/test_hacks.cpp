@@ -5,6 +5,7 @@
 #include <memory>
 #include <random>
 
+#include "common/scratch_path.h"
 #include "common/hack_plans.h"
 #include "common/random_inputs.h"
 #include "env/evaluator.h"
@@ -136,7 +137,7 @@ TEST(RawCandidates, HonestPassesOtherStreamIsRejected) {
   if (!driver_available()) GTEST_SKIP() << "no CUDA driver or GPU on this machine";
   HackTask t(9);
   RawCudaOptions build;
-  build.cache_dir = ::testing::TempDir() + "/kforge-raw-gpu";
+  build.cache_dir = testing::scratch_path("kforge-raw-gpu");
   EvalResult honest = evaluate_raw_cuda(t.spec, *t.task, kRawHonest, build, t.verifier, {}, t.stream);
   EXPECT_TRUE(honest.strict) << honest.log;
   EvalResult sneaky = evaluate_raw_cuda(t.spec, *t.task, kRawOtherStream, build, t.verifier, {}, t.stream);

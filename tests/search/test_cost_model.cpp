@@ -3,6 +3,7 @@
 #include <cmath>
 #include <random>
 
+#include "common/scratch_path.h"
 #include "codegen/lower.h"
 #include "common/sample_graphs.h"
 #include "common/synthetic_times.h"
@@ -58,7 +59,7 @@ TEST(CostModel, LearnsToRankSchedulesItHasNotSeen) {
   }
   EXPECT_GT(sum / tasks, 0.7) << "mean within-task rank correlation over " << tasks << " held-out tasks";
 
-  std::string path = ::testing::TempDir() + "/kforge-cost-model.json";
+  std::string path = testing::scratch_path("kforge-cost-model.json");
   save_cost_model(*model, path);
   auto loaded = load_boosted_cost_model(path);
   EXPECT_EQ(loaded->predict(test_rows), pred);

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "common/scratch_path.h"
 #include "codegen/lower.h"
 #include "common/sample_graphs.h"
 #include "runtime/compiler.h"
@@ -13,7 +14,7 @@ namespace kforge {
 namespace {
 
 TEST(Measure, PrecompileFillsTheCacheFromSeveralThreads) {
-  std::string cache = ::testing::TempDir() + "/kforge-precompile-cache";
+  std::string cache = testing::scratch_path("kforge-precompile-cache");
   std::filesystem::remove_all(cache);
   Compiler compiler({"sm_90", cache, {}});
   std::vector<Plan> plans;

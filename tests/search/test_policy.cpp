@@ -6,6 +6,7 @@
 #include <fstream>
 #include <random>
 
+#include "common/scratch_path.h"
 #include "codegen/lower.h"
 #include "common/sample_graphs.h"
 #include "common/synthetic_times.h"
@@ -88,7 +89,7 @@ TEST(Checkpoint, SchemaMismatchIsRefusedWithBothVersions) {
 }
 
 TEST(Checkpoint, NewestIsTheHighestStep) {
-  std::string dir = ::testing::TempDir() + "/kforge-ckpt-names";
+  std::string dir = testing::scratch_path("kforge-ckpt-names");
   std::filesystem::remove_all(dir);
   EXPECT_EQ(newest_checkpoint(dir), "");
   std::filesystem::create_directories(dir);
@@ -220,7 +221,7 @@ TEST_F(LearnedPolicyTest, BehaviourCloningRaisesTheRecordedBestPlan) {
 
 // GPU-free warm start: the fastest recorded plan of a task becomes the likeliest; a failed one is not imitated.
 TEST_F(LearnedPolicyTest, WarmStartFromTheDatabaseImitatesTheFastestPlan) {
-  std::string path = ::testing::TempDir() + "/kforge-warm.db";
+  std::string path = testing::scratch_path("kforge-warm.db");
   std::filesystem::remove(path);
   MeasurementDB db(path);
   Graph g = graph_from_json(testing::sample_graph("softmax"));
@@ -256,7 +257,7 @@ TEST_F(LearnedPolicyTest, CheckpointRoundTripResumesExactly) {
   }
   policy.update(batch);
   policy.progress()["tasks_done"] = 7;
-  std::string path = checkpoint_path(::testing::TempDir() + "/kforge-ckpt", policy.step());
+  std::string path = checkpoint_path(testing::scratch_path("kforge-ckpt"), policy.step());
   policy.save(path);
   auto loaded = LearnedPolicy::load(path);
   EXPECT_EQ(loaded->step(), 1);

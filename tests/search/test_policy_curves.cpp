@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "common/scratch_path.h"
 #include "codegen/lower.h"
 #include "common/sample_graphs.h"
 #include "ir/error.h"
@@ -16,7 +17,7 @@ namespace {
 
 TEST(PolicyCurves, EachPolicyProposesDistinctPlansAndRandomIsAPrefixOfTheReference) {
   if (!learned_policy_available()) GTEST_SKIP() << "built without libtorch (KFORGE_WITH_TORCH)";
-  std::string dir = ::testing::TempDir() + "/kforge-curves-policy";
+  std::string dir = testing::scratch_path("kforge-curves-policy");
   std::filesystem::remove_all(dir);
   LearnedPolicy trained({.seed = 9});
   trained.save(checkpoint_path(dir, 1));
@@ -44,7 +45,7 @@ TEST(PolicyCurves, RefusesWhatWouldGiveAMisleadingCurve) {
   CurveOptions o;
   o.candidates = 4;
   o.reference = 8;
-  o.search.checkpoint = ::testing::TempDir() + "/kforge-no-such-policy";
+  o.search.checkpoint = testing::scratch_path("kforge-no-such-policy");
   o.policies = {"trained"};
   EXPECT_THROW(candidate_sequences(g, o, 4000), UserError);  // not the local fallback under the name "trained"
   o.policies = {"local"};

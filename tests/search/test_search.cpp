@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "common/scratch_path.h"
 #include "common/sample_graphs.h"
 #include "codegen/lower.h"
 #include "search/database.h"
@@ -11,7 +12,7 @@ namespace kforge {
 namespace {
 
 TEST(MeasurementDB, RecordsAndFindsTheFastestCorrect) {
-  std::string path = ::testing::TempDir() + "/kforge-test.db";
+  std::string path = testing::scratch_path("kforge-test.db");
   std::filesystem::remove(path);
   {
     MeasurementDB db(path);
