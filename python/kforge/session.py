@@ -166,7 +166,7 @@ def main(argv=None) -> int:
     parser.add_argument("--sets", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-progress", action="store_true")
-    parser.add_argument("--policy", choices=("local", "random", "costmodel", "trained", "untrained"), default="local")
+    parser.add_argument("--policy", choices=("local", "random", "costmodel", "trained", "untrained"), default="trained")
     parser.add_argument("--cost-model", default="", help="model file for --policy costmodel (kforge train-costmodel)")
     parser.add_argument("--checkpoint", default="", help="policy checkpoint file or folder for --policy trained "
                         "(default kforge_policy/: its newest; with none, the local policy, with a notice)")

@@ -74,7 +74,7 @@ struct OptimizeArgs {
   int budget = 32, sets = 5;
   uint64_t seed = 1;
   bool no_progress = false;
-  std::string policy = "local", cost_model, checkpoint;
+  std::string policy = "trained", cost_model, checkpoint;
 };
 
 // PyTorch hosts the loop in one process (python/kforge/session.py); the search is libkforge's. The hidden
@@ -219,8 +219,9 @@ int main(int argc, char** argv) {
   opt->add_option("--sets", oa.sets, "hidden input sets when importing");
   opt->add_option("--seed", oa.seed, "search seed");
   opt->add_flag("--no-progress", oa.no_progress, "no progress bar");
-  opt->add_option("--policy", oa.policy, "local (edit the best so far), random, costmodel (rank with --cost-model), "
-                  "trained (a learned policy: --checkpoint) or untrained (the same network, freshly initialised)");
+  opt->add_option("--policy", oa.policy, "trained (default: the learned policy of --checkpoint; the local search where "
+                  "there is none), local (edit the best so far), random, costmodel (rank with --cost-model) or untrained "
+                  "(the same network, freshly initialised)");
   opt->add_option("--cost-model", oa.cost_model, "model file from `kforge train-costmodel`");
   opt->add_option("--checkpoint", oa.checkpoint, "policy checkpoint file or folder (default kforge_policy/, its newest)");
 

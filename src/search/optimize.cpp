@@ -72,14 +72,21 @@ std::vector<Schedule> opening_candidates(const Graph& graph, Policy& policy, con
                                          ScheduleProposer& proposer, double copy_gbs) {
   GpuInfo gpu{copy_gbs, 132};
   if (policy == Policy::trained) {
+    // The default policy: where no usable checkpoint is (none trained yet, one of another action space, a
+    // build without libtorch), the search goes on with the local policy and says why.
     std::string path = std::filesystem::is_directory(opts.checkpoint) ? newest_checkpoint(opts.checkpoint) : opts.checkpoint;
+    std::string why;
     if (path.empty() || !std::filesystem::exists(path)) {
-      std::fprintf(stderr, "kforge: no policy checkpoint at '%s' (train one with kforge train): searching with the local "
-                   "policy instead\n", opts.checkpoint.c_str());
-      policy = Policy::local;
+      why = "no policy checkpoint at '" + opts.checkpoint + "' (train one with kforge train)";
     } else {
-      return LearnedPolicy::load(path)->propose(graph, gpu, 4 * opts.budget);
+      try {
+        return LearnedPolicy::load(path)->propose(graph, gpu, 4 * opts.budget);
+      } catch (const UserError& e) {
+        why = e.what();
+      }
     }
+    std::fprintf(stderr, "kforge: %s: searching with the local policy instead\n", why.c_str());
+    policy = Policy::local;
   }
   if (policy == Policy::untrained) return LearnedPolicy(PolicyOptions{.seed = opts.seed}).propose(graph, gpu, 4 * opts.budget);
   // The hand-written default first; the unfused default second: a fused row kernel with few long rows
