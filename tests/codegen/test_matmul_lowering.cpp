@@ -230,7 +230,7 @@ TEST(MatmulSchedule, IllegalChoicesNameTheField) {
     check_schedule(pw, lib);
     FAIL();
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("library is for matrix products only"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("library is for matrix products and convolutions only"), std::string::npos) << e.what();
   }
   lib = default_schedule(pw);
   lib.precision = Precision::tf32;
