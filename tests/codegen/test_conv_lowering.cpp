@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "codegen/lower.h"
+#include "common/plan_steps.h"
 #include "common/conv_graphs.h"
 #include "ir/error.h"
 #include "search/features.h"
@@ -17,12 +18,7 @@ Plan lower_sample(const std::string& name, const Schedule& s = {}) {
   return lower(graph_from_json(testing::conv_graph(name)), s);
 }
 
-std::vector<const PlanKernel*> steps(const Plan& p, StepKind kind) {
-  std::vector<const PlanKernel*> out;
-  for (auto& k : p.kernels)
-    if (k.kind == kind) out.push_back(&k);
-  return out;
-}
+using testing::steps;
 
 TEST(ConvLowering, EveryConvIsOneCudnnStep) {
   for (auto& s : testing::conv_graphs()) {
@@ -126,16 +122,7 @@ TEST(ConvPlanJson, CudnnStepsMustFitTheirBuffers) {
   size_t step = 0;
   while (good["kernels"][step].value("kind", "") != "cudnn") ++step;
   EXPECT_NO_THROW(Plan::from_json(good));
-  auto refused = [&](const std::string& why, auto edit) {
-    nlohmann::json j = good;
-    edit(j["kernels"][step]);
-    try {
-      Plan::from_json(j);
-      ADD_FAILURE() << "accepted: " << why;
-    } catch (const UserError& e) {
-      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
-    }
-  };
+  auto refused = [&](const std::string& why, auto edit) { testing::expect_step_refused(good, step, why, edit); };
   // x is [2, 8, 9, 10] = 1440 elements; a batch of 3 would read past it.
   refused("x needs 2160 f32 elements, buffer 'x' holds 1440", [](auto& k) {
     k["library"]["n"] = 3;

@@ -1,15 +1,12 @@
 """The convolution problems (bench/level1_conv) import on the CPU at their full sizes, without allocating them
 (model and inputs on the meta device), and lower to plans whose convolutions are cuDNN steps with the geometry
 PyTorch's own output shape implies: the bridge, the C++ shape rules and the lowering agree on every one."""
-import json
 import os
-import subprocess
 
 import pytest
-import torch
 
 from conftest import REPO
-from test_matmul_problems import KFORGE, graph_of
+from test_matmul_problems import graph_of, lower_to_plan
 
 PROBLEMS = sorted((REPO / "bench" / "level1_conv").glob("*.py"))
 
@@ -25,12 +22,7 @@ def test_imports_and_lowers_to_cudnn(path, tmp_path):
     assert len(convs) == 1
     if os.environ.get("KFORGE_NO_CORE") == "1":
         pytest.skip("KFORGE_NO_CORE=1: the kforge binary is deliberately not used")
-    g = tmp_path / "graph.json"
-    g.write_text(json.dumps(graph))
-    r = subprocess.run([str(KFORGE), "lower", str(g), "-o", str(tmp_path / "plan.json")], capture_output=True,
-                       text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    plan = json.loads((tmp_path / "plan.json").read_text())
+    plan = lower_to_plan(graph, tmp_path)
     library = [k for k in plan["kernels"] if k.get("kind") == "cudnn"]
     assert len(library) == 1
     lib = library[0]["library"]
