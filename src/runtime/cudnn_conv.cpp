@@ -67,6 +67,46 @@ bool allowed(cudnnBackendDescriptor_t cfg, Precision precision) {
   return true;
 }
 
+// The step's one operation: tensor, convolution and CONVOLUTION_FORWARD descriptors, finalized (host only).
+struct Operation {
+  Desc x, w, y, conv, op;
+};
+
+Operation operation(const ConvDims& d) {
+  // cuDNN's convolutions take 2 or 3 spatial dims: a 1-D one is a 2-D one over a height of 1.
+  std::vector<int64_t> in = d.in, kernel = d.kernel, out = d.out, stride = d.stride, pad = d.padding, dil = d.dilation;
+  if (in.size() == 1) {
+    for (auto* v : {&in, &kernel, &out, &stride, &dil}) v->insert(v->begin(), 1);
+    pad.insert(pad.begin(), 0);
+  }
+  auto dims = [](int64_t a, int64_t b, const std::vector<int64_t>& s) {
+    Shape r = {a, b};
+    r.insert(r.end(), s.begin(), s.end());
+    return r;
+  };
+  Operation o{tensor(kX, dims(d.n, d.c, in)), tensor(kW, dims(d.o, d.c / d.groups, kernel)),  // cuDNN reads the
+              tensor(kY, dims(d.n, d.o, out)), Desc(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR),    // groups off C / w's C
+              Desc(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR)};
+  Desc& conv = o.conv;
+  conv.set1(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
+  conv.set1(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, CUDNN_CROSS_CORRELATION);  // PyTorch's
+  conv.set1(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, int64_t(in.size()));
+  conv.set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, pad);
+  conv.set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, pad);
+  conv.set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, dil);
+  conv.set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, stride);
+  conv.finalize();
+  Desc& op = o.op;
+  op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.x.d);
+  op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.w.d);
+  op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.y.d);
+  op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, conv.d);
+  op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1.0f);
+  op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 0.0f);
+  op.finalize();
+  return o;
+}
+
 // The handle attributes are deprecated in recent cuDNN 9 releases (9.19 here) in favour of device-property descriptors, which older
 // cuDNN 9 releases (the torch wheels') lack; the handle works in all of them.
 #pragma GCC diagnostic push
@@ -83,41 +123,10 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const nlohmann::json& lib, const std:
   Precision precision = precision_from_string(lib.at("precision"));
   int algo = std::max(0, lib.at("algo").get<int>());
   int64_t cap = lib.at("workspace_bytes");
-  // cuDNN's convolutions take 2 or 3 spatial dims: a 1-D one is a 2-D one over a height of 1.
-  std::vector<int64_t> in = d.in, kernel = d.kernel, out = d.out, stride = d.stride, pad = d.padding, dil = d.dilation;
-  if (in.size() == 1) {
-    for (auto* v : {&in, &kernel, &out, &stride, &dil}) v->insert(v->begin(), 1);
-    pad.insert(pad.begin(), 0);
-  }
-  auto dims = [](int64_t a, int64_t b, const std::vector<int64_t>& s) {
-    Shape r = {a, b};
-    r.insert(r.end(), s.begin(), s.end());
-    return r;
-  };
-  Desc x = tensor(kX, dims(d.n, d.c, in)), w = tensor(kW, dims(d.o, d.c / d.groups, kernel)),
-       y = tensor(kY, dims(d.n, d.o, out));  // cuDNN reads the groups off C / w's C
-
-  Desc conv(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
-  conv.set1(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
-  conv.set1(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, CUDNN_CROSS_CORRELATION);  // PyTorch's
-  conv.set1(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, int64_t(in.size()));
-  conv.set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, pad);
-  conv.set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, pad);
-  conv.set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, dil);
-  conv.set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, stride);
-  conv.finalize();
-
-  Desc op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-  op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, x.d);
-  op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, w.d);
-  op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, y.d);
-  op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, conv.d);
-  op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1.0f);
-  op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 0.0f);
-  op.finalize();
+  Operation op = operation(d);
 
   Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  graph.set1(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, op.d);
+  graph.set1(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, op.op.d);
   graph.set1(kGraphHandle, CUDNN_TYPE_HANDLE, handle);
   graph.finalize();
 
@@ -154,6 +163,10 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const nlohmann::json& lib, const std:
     throw UserError(where + ": none of cuDNN's " + std::to_string(count) + " engines for this convolution runs in " +
                     to_string(precision) + " within the " + std::to_string(cap >> 20) +
                     " MiB workspace (try precision tf32, or a larger workspace_bytes)");
+}
+
+void finalize_conv_operation(const nlohmann::json& library, const std::string& step) {
+  operation(conv_step_dims(library, "cuDNN step '" + step + "'"));
 }
 
 CudnnConv::~CudnnConv() {

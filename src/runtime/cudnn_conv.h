@@ -18,6 +18,10 @@ namespace kforge {
 void check_cudnn(cudnnStatus_t s, const char* call, const char* file, int line);
 #define KF_CUDNN(call) ::kforge::check_cudnn((call), #call, __FILE__, __LINE__)
 
+// Builds and finalizes the step's tensor, convolution and CONVOLUTION_FORWARD descriptors, then drops them: what
+// CudnnConv does first, host-side only (no GPU or handle needed); UserError naming the call cuDNN refused.
+void finalize_conv_operation(const nlohmann::json& library, const std::string& step);
+
 class CudnnConv {
  public:
   // Builds the graph and the execution plan of engine `algo` among those `precision` allows (fp32: none
