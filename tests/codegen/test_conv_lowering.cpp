@@ -34,13 +34,15 @@ TEST(ConvLowering, EveryConvIsOneCudnnStep) {
     EXPECT_EQ(l.at("algo"), 0);
     // args: x, w, y, workspace; y is the graph output unless a kernel (bias, ReLU) reads it.
     ASSERT_EQ(lib[0]->args.size(), 4u);
-    EXPECT_EQ(p.buffers[lib[0]->args[0]].name, "x");
+    bool permuted = s.name == "conv2d_channels_last_input";  // the view is copied to packed NCHW first
+    EXPECT_EQ(p.buffers[lib[0]->args[0]].name, permuted ? "xp" : "x");
+    EXPECT_EQ(p.buffers[lib[0]->args[0]].role, permuted ? BufferRole::temp : BufferRole::input);
     EXPECT_EQ(p.buffers[lib[0]->args[1]].name, "w");
     EXPECT_EQ(p.buffers[lib[0]->args[3]].name, "cudnn.workspace");
     EXPECT_EQ(p.buffers[lib[0]->args[3]].bytes(), 64 << 20);
     bool bias = g.params.size() == 2;
     bool relu = s.name.find("relu") != std::string::npos;
-    EXPECT_EQ(steps(p, StepKind::nvrtc).size(), size_t(bias || relu)) << s.name << ": bias and ReLU share one kernel";
+    EXPECT_EQ(steps(p, StepKind::nvrtc).size(), size_t(bias || relu) + permuted) << s.name << ": bias and ReLU share one kernel";
     EXPECT_EQ(p.buffers[lib[0]->args[2]].role, bias || relu ? BufferRole::temp : BufferRole::output) << s.name;
     EXPECT_NO_THROW(check_library_step(*lib[0], p.buffers)) << s.name;
   }

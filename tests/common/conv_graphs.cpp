@@ -37,6 +37,12 @@ std::vector<SampleGraph> conv_graphs() {
   relu["nodes"][0]["name"] = "c";
   relu["nodes"].push_back({{"name", "y"}, {"op", "relu"}, {"args", {"c"}}});
   g.push_back({"conv2d_bias_relu", relu});
+  // A channels-last input permuted to NCHW: the step reads packed NCHW, so the view is copied first.
+  json last = conv({2, 3, 9, 11}, {4, 3, 3, 3}, a({1, 1}, {1, 1}, {1, 1}, 1), false);
+  last["inputs"][0]["shape"] = {2, 9, 11, 3};
+  last["nodes"] = {{{"name", "xp"}, {"op", "permute"}, {"args", {"x"}}, {"attrs", {{"dims", {0, 3, 1, 2}}}}},
+                   {{"name", "y"}, {"op", "conv"}, {"args", {"xp", "w"}}, {"attrs", last["nodes"][0]["attrs"]}}};
+  g.push_back({"conv2d_channels_last_input", last});
   return g;
 }
 

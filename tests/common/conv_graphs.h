@@ -1,6 +1,6 @@
 // Small convolution graphs in the forms problems use: 1-D, 2-D, 3-D, strided, dilated, padded, an asymmetric
 // kernel (3x5) on a non-square input, grouped, depthwise (groups = C), pointwise (1x1), with and without a
-// bias, and a conv followed by a ReLU. Shared by the IR, codegen and GPU tests; odd sizes on purpose.
+// bias, a conv followed by a ReLU, and a conv of a permuted (channels-last) input. Shared by the IR, codegen and GPU tests; odd sizes on purpose.
 #pragma once
 #include <vector>
 
