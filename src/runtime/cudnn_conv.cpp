@@ -21,11 +21,16 @@ namespace {
 // One backend descriptor, destroyed with its scope.
 struct Desc {
   cudnnBackendDescriptor_t d = nullptr;
+  Desc() = default;
   explicit Desc(cudnnBackendDescriptorType_t type) { KF_CUDNN(cudnn().cudnnBackendCreateDescriptor(type, &d)); }
   ~Desc() {
     if (d) cudnn().cudnnBackendDestroyDescriptor(d);
   }
   Desc(Desc&& o) noexcept : d(o.d) { o.d = nullptr; }
+  Desc& operator=(Desc&& o) noexcept {
+    std::swap(d, o.d);
+    return *this;
+  }
   Desc(const Desc&) = delete;
   cudnnBackendDescriptor_t release() { return std::exchange(d, nullptr); }
   template <class T>
@@ -107,8 +112,25 @@ Operation operation(const ConvDims& d) {
   return o;
 }
 
-// The handle attributes are deprecated in recent cuDNN 9 releases (9.19 here) in favour of device-property descriptors, which older
-// cuDNN 9 releases (the torch wheels') lack; the handle works in all of them.
+// The engine configurations the heuristic offers for `graph` under `mode`, best first.
+std::vector<Desc> engine_configs(cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t mode) {
+  Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  heur.set1(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, graph);
+  heur.set1(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, mode);
+  heur.finalize();
+  int64_t count = 0;
+  KF_CUDNN(cudnn().cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
+  std::vector<Desc> cfgs;
+  for (int64_t i = 0; i < count; ++i) cfgs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (auto& c : cfgs) raw.push_back(c.d);
+  KF_CUDNN(cudnn().cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &count, raw.data()));
+  cfgs.resize(size_t(std::clamp<int64_t>(count, 0, int64_t(cfgs.size()))));
+  return cfgs;
+}
+
+// The handle attributes are deprecated in recent cuDNN 9 releases (9.19 here) in favour of device-property
+// descriptors, which older cuDNN 9 releases (the torch wheels') lack; the handle works in all of them.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 constexpr auto kGraphHandle = CUDNN_ATTR_OPERATIONGRAPH_HANDLE;
@@ -130,39 +152,37 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const nlohmann::json& lib, const std:
   graph.set1(kGraphHandle, CUDNN_TYPE_HANDLE, handle);
   graph.finalize();
 
-  Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-  heur.set1(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, graph.d);
-  heur.set1(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, CUDNN_HEUR_MODE_A);
-  heur.finalize();
-  int64_t count = 0;
-  KF_CUDNN(cudnn().cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
-  std::vector<Desc> cfgs;
-  for (int64_t i = 0; i < count; ++i) cfgs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-  std::vector<cudnnBackendDescriptor_t> raw;
-  for (auto& c : cfgs) raw.push_back(c.d);
-  KF_CUDNN(cudnn().cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &count, raw.data()));
-
-  // Walk the heuristic's order; the engine the schedule names is the algo-th that the precision allows and
-  // that finalizes within the cap (an engine may not support this geometry: its plan does not finalize).
-  int usable = 0;
-  for (int64_t i = 0; i < count && usable <= algo; ++i) {
-    if (!allowed(raw[i], precision)) continue;
-    Desc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-    plan.set1(kPlanHandle, CUDNN_TYPE_HANDLE, handle);
-    plan.set1(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, raw[i]);
-    if (cudnn().cudnnBackendFinalize(plan.d) != CUDNN_STATUS_SUCCESS) continue;
-    int64_t ws = 0, n = 0;
-    KF_CUDNN(cudnn().cudnnBackendGetAttribute(plan.d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws));
-    if (ws > cap) continue;
-    if (plan_) cudnn().cudnnBackendDestroyDescriptor(plan_);
-    plan_ = plan.release();
-    workspace_ = ws;
-    algo_used_ = usable++;
+  // The engine the schedule names is the algo-th, in the heuristic's order, that the precision allows and whose
+  // plan finalizes (an engine may not support this geometry) within the workspace cap; fewer: the last such.
+  // Mode A first; cuDNN's fallback list only when none of mode A's is usable.
+  Desc best, best_cfg;
+  int usable = 0, offered = 0;
+  for (auto mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    if (best.d) break;
+    std::vector<Desc> cfgs = engine_configs(graph.d, mode);
+    offered += int(cfgs.size());
+    for (size_t i = 0; i < cfgs.size() && usable <= algo; ++i) {
+      if (!allowed(cfgs[i].d, precision)) continue;
+      Desc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+      plan.set1(kPlanHandle, CUDNN_TYPE_HANDLE, handle);
+      plan.set1(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, cfgs[i].d);
+      if (cudnn().cudnnBackendFinalize(plan.d) != CUDNN_STATUS_SUCCESS) continue;
+      int64_t ws = 0, n = 0;
+      KF_CUDNN(cudnn().cudnnBackendGetAttribute(plan.d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws));
+      if (ws > cap) continue;
+      best = std::move(plan);
+      best_cfg = std::move(cfgs[i]);
+      workspace_ = ws;
+      algo_used_ = usable++;
+    }
   }
-  if (!plan_)
-    throw UserError(where + ": none of cuDNN's " + std::to_string(count) + " engines for this convolution runs in " +
-                    to_string(precision) + " within the " + std::to_string(cap >> 20) +
+  if (!best.d)
+    throw UserError(where + ": none of the " + std::to_string(offered) + " engine configurations cuDNN offers for this "
+                    "convolution runs in " + to_string(precision) + " within the " + std::to_string(cap >> 20) +
                     " MiB workspace (try precision tf32, or a larger workspace_bytes)");
+  // The plan is kept with every descriptor it was made from (cudnn_frontend keeps the same chain alive).
+  for (Desc* kept : {&op.x, &op.w, &op.y, &op.conv, &op.op, &graph, &best_cfg}) keep_.push_back(kept->release());
+  plan_ = best.release();
 }
 
 void finalize_conv_operation(const nlohmann::json& library, const std::string& step) {
@@ -171,6 +191,7 @@ void finalize_conv_operation(const nlohmann::json& library, const std::string& s
 
 CudnnConv::~CudnnConv() {
   if (plan_) cudnn().cudnnBackendDestroyDescriptor(plan_);
+  for (auto it = keep_.rbegin(); it != keep_.rend(); ++it) cudnn().cudnnBackendDestroyDescriptor(*it);
 }
 
 void CudnnConv::run(cudnnHandle_t handle, const std::vector<CUdeviceptr>& args, CUstream stream) {

@@ -40,6 +40,7 @@ class CudnnConv {
  private:
   std::string step_;
   cudnnBackendDescriptor_t plan_ = nullptr;
+  std::vector<cudnnBackendDescriptor_t> keep_;  // the operation, graph and engine config the plan was made from
   int algo_used_ = 0;
   int64_t workspace_ = 0;
 };

@@ -69,9 +69,13 @@ TEST(ConvDecompose, TheBiasBecomesAnAddOfAChannelView) {
     if (n.op != "input" && n.op != "param") ops.push_back(n.op);
   std::sort(ops.begin(), ops.end());
   EXPECT_EQ(ops, (std::vector<std::string>{"add", "conv", "reshape"}));
-  for (auto& n : g.nodes)
-    if (n.op == "conv") EXPECT_EQ(n.args.size(), 2u) << "the primitive conv is cuDNN's, without a bias";
-    else if (n.op == "reshape") EXPECT_EQ(n.type.shape, (Shape{8, 1, 1}));
+  for (auto& n : g.nodes) {
+    if (n.op == "conv") {
+      EXPECT_EQ(n.args.size(), 2u) << "the primitive conv is cuDNN's, without a bias";
+    } else if (n.op == "reshape") {
+      EXPECT_EQ(n.type.shape, (Shape{8, 1, 1}));
+    }
+  }
 }
 
 HostTensor host(Shape s, std::vector<double> v) { return {{DType::f32, s}, std::move(v)}; }
