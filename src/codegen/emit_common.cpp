@@ -65,4 +65,13 @@ int64_t clamp_grid(int64_t blocks) {
   return std::max<int64_t>(1, std::min<int64_t>(blocks, 132 * 64 * 4));
 }
 
+int buffer_of(const EmitContext& cx, int node) { return cx.buffer_of_owner.at(cx.partition.storage.at(node)); }
+
+int library_workspace(EmitContext& cx, const std::string& name, int64_t bytes) {
+  for (size_t i = 0; i < cx.buffers.size(); ++i)
+    if (cx.buffers[i].role == BufferRole::temp && cx.buffers[i].name == name) return int(i);
+  cx.buffers.push_back({BufferRole::temp, -1, name, DType::f32, {(bytes + 3) / 4}});
+  return int(cx.buffers.size()) - 1;
+}
+
 }  // namespace kforge

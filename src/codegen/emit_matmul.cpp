@@ -23,8 +23,6 @@ namespace {
 constexpr int64_t kWorkspaceBytes = 32 << 20;
 const char* kWorkspaceName = "cublaslt.workspace";
 
-int buffer_of(const EmitContext& cx, int node) { return cx.buffer_of_owner.at(cx.partition.storage.at(node)); }
-
 // The operand as the library reads it: the stored matrix, transposed or not, and its strides.
 nlohmann::json operand(const EmitContext& cx, int node, int64_t batch, std::vector<int>& args) {
   const Graph& g = *cx.partition.graph;
@@ -35,13 +33,6 @@ nlohmann::json operand(const EmitContext& cx, int node, int64_t batch, std::vect
   bool shared = numel(s) == rows * cols;  // batch dims all 1: one matrix for every batch entry
   args.push_back(buffer_of(cx, stored));
   return {{"transposed", transposed}, {"ld", cols}, {"batch_stride", shared || batch == 1 ? 0 : rows * cols}};
-}
-
-int workspace(EmitContext& cx) {
-  for (size_t i = 0; i < cx.buffers.size(); ++i)
-    if (cx.buffers[i].role == BufferRole::temp && cx.buffers[i].name == kWorkspaceName) return int(i);
-  cx.buffers.push_back({BufferRole::temp, -1, kWorkspaceName, DType::f32, {kWorkspaceBytes / 4}});
-  return int(cx.buffers.size()) - 1;
 }
 
 }  // namespace
@@ -62,7 +53,7 @@ std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const
   nlohmann::json a = operand(cx, mm.args[0], batch, k.args), b = operand(cx, mm.args[1], batch, k.args);
   k.args.push_back(buffer_of(cx, g.anchor));
   if (has_bias(e)) k.args.push_back(buffer_of(cx, mm.args[2]));
-  k.args.push_back(workspace(cx));
+  k.args.push_back(library_workspace(cx, kWorkspaceName, kWorkspaceBytes));
   k.library = {{"op", "matmul"}, {"m", d.m}, {"n", d.n}, {"k", d.k}, {"batch", batch}, {"a", a}, {"b", b},
                {"c", {{"ld", d.n}, {"batch_stride", batch == 1 ? 0 : d.m * d.n}}}, {"epilogue", to_string(e)},
                {"precision", to_string(ks.precision)}, {"algo", ks.algo}, {"workspace_bytes", kWorkspaceBytes}};
@@ -83,30 +74,21 @@ int64_t extent(const nlohmann::json& m, int64_t rows, int64_t cols, int64_t batc
 }
 }  // namespace
 
-void check_library_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffers) {
+void check_matmul_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffers) {
   const std::string where = "plan: library step '" + k.name + "'";
   try {
     const auto& lib = k.library;
-    if (lib.at("op") != "matmul") throw UserError(where + ": unknown library op " + lib.at("op").dump());
     int64_t m = lib.at("m"), n = lib.at("n"), kk = lib.at("k"), batch = lib.at("batch");
     if (m < 1 || n < 1 || kk < 1 || batch < 1) throw UserError(where + ": m, n, k and batch must be at least 1");
     bool bias = has_bias(epilogue_from_string(lib.at("epilogue")));
     precision_from_string(lib.at("precision"));
-    if (k.args.size() != (bias ? 5u : 4u))
-      throw UserError(where + ": takes " + std::to_string(bias ? 5 : 4) + " buffers, got " + std::to_string(k.args.size()));
     std::vector<std::pair<std::string, int64_t>> need = {
         {"a", extent(lib.at("a"), m, kk, batch, where + " operand a")},
         {"b", extent(lib.at("b"), kk, n, batch, where + " operand b")},
         {"c", extent(lib.at("c"), m, n, batch, where + " result c")}};
     if (bias) need.push_back({"bias", n});
     need.push_back({"workspace", (lib.at("workspace_bytes").get<int64_t>() + 3) / 4});
-    for (size_t i = 0; i < need.size(); ++i) {
-      const PlanBuffer& b = buffers.at(k.args[i]);
-      if (b.dtype != DType::f32 || numel(b.shape) < need[i].second)
-        throw UserError(where + ": " + need[i].first + " needs " + std::to_string(need[i].second) +
-                        " f32 elements, buffer '" + b.name + "' holds " + std::to_string(numel(b.shape)) + " " +
-                        to_string(b.dtype));
-    }
+    check_step_buffers(k, buffers, need, where);
   } catch (const nlohmann::json::exception& e) {
     throw UserError(where + ": malformed parameters: " + e.what());
   }

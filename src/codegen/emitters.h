@@ -1,5 +1,5 @@
 // Kernel templates, one file per family (emit_pointwise.cpp, emit_row.cpp, emit_scan.cpp,
-// emit_pool.cpp), and the library steps (emit_matmul.cpp: cuBLASLt). Each turns one KernelGroup under one
+// emit_pool.cpp), and the library steps (emit_matmul.cpp: cuBLASLt; emit_conv.cpp: cuDNN). Each turns one KernelGroup under one
 // KernelSchedule into one or more PlanKernels.
 #pragma once
 #include <map>
@@ -22,8 +22,14 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const Ke
 std::vector<PlanKernel> emit_scan(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
 std::vector<PlanKernel> emit_pool(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
 std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
+std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
 
 // Shared pieces of the templates.
+// The plan buffer holding stored node `node`.
+int buffer_of(const EmitContext& cx, int node);
+// The plan's temp buffer `name` of `bytes` for a library's workspace, added on first use: library steps run
+// one after the other on one stream, so the steps of one library share it.
+int library_workspace(EmitContext& cx, const std::string& name, int64_t bytes);
 // Statements `const i64 c<d> = (index / stride) % size;` for `dims` of `shape`, with stride the product
 // of the later dims in `dims`; sets coords[d] = "c<d>".
 std::string decompose_index(const std::string& index, const std::vector<int64_t>& dims, const Shape& shape,

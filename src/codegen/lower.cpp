@@ -87,6 +87,7 @@ Plan lower(const Graph& graph, const Schedule& schedule, const LowerOptions& opt
       case GroupKind::scan: ks_out = emit_scan(cx, g, ks, name); break;
       case GroupKind::pool: ks_out = emit_pool(cx, g, ks, name); break;
       case GroupKind::matmul: ks_out = emit_matmul(cx, g, ks, name); break;
+      case GroupKind::conv: ks_out = emit_conv(cx, g, ks, name); break;
     }
     if (opts.dump_ir) std::cerr << "group " << g.key << ": " << ks_out.size() << " kernel(s)\n";
     for (auto& k : ks_out) plan.kernels.push_back(std::move(k));

@@ -14,6 +14,7 @@
 // Matrix products are library calls (cuBLASLt), each its own group: the product is stored, and so are its
 // operands, except that a permute swapping the last two dims of a stored value is read in place (the
 // library's transpose flag). Epilogues the library applies were folded into the node before (gemm_epilogue.h).
+// Convolutions likewise (cuDNN): the conv, its input and its weight are stored, each conv its own group.
 #pragma once
 #include <string>
 #include <vector>
@@ -23,7 +24,7 @@
 
 namespace kforge {
 
-enum class GroupKind { pointwise, row, scan, pool, matmul };
+enum class GroupKind { pointwise, row, scan, pool, matmul, conv };
 
 struct KernelGroup {
   GroupKind kind;
@@ -35,7 +36,7 @@ struct KernelGroup {
                                 // statistics that do not read each other share a walk
   std::vector<int> elem_outputs;// stored values computed at every point of S
   std::vector<int> row_outputs; // row: stored values of the reduced shape (reduces and their epilogues)
-  int anchor = -1;              // scan / pool / matmul: the scan, pool or matmul node
+  int anchor = -1;              // scan / pool / matmul / conv: the scan, pool, matmul or conv node
 };
 
 struct Partition {

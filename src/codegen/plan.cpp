@@ -14,13 +14,20 @@ std::string to_string(BufferRole r) {
   return "?";
 }
 
-std::string to_string(StepKind k) { return k == StepKind::cublaslt ? "cublaslt" : "nvrtc"; }
+std::string to_string(StepKind k) {
+  switch (k) {
+    case StepKind::nvrtc: return "nvrtc";
+    case StepKind::cublaslt: return "cublaslt";
+    case StepKind::cudnn: return "cudnn";
+  }
+  return "?";
+}
 
 namespace {
 StepKind step_kind_from_string(const std::string& s) {
-  for (auto k : {StepKind::nvrtc, StepKind::cublaslt})
+  for (auto k : {StepKind::nvrtc, StepKind::cublaslt, StepKind::cudnn})
     if (to_string(k) == s) return k;
-  throw UserError("plan: unknown kernel kind '" + s + "' (nvrtc or cublaslt)");
+  throw UserError("plan: unknown kernel kind '" + s + "' (nvrtc, cublaslt or cudnn)");
 }
 
 BufferRole role_from_string(const std::string& s) {
@@ -75,13 +82,36 @@ Plan Plan::from_json(const nlohmann::json& j) {
       for (int a : pk.args)
         if (a < 0 || a >= int(p.buffers.size()))
           throw UserError("plan: kernel '" + pk.name + "' uses buffer " + std::to_string(a) + ", which does not exist");
-      if (pk.kind == StepKind::cublaslt) check_library_step(pk, p.buffers);
+      if (pk.kind != StepKind::nvrtc) check_library_step(pk, p.buffers);
       p.kernels.push_back(std::move(pk));
     }
   } catch (const nlohmann::json::exception& e) {
     throw UserError(std::string("plan JSON is malformed: ") + e.what());
   }
   return p;
+}
+
+void check_library_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffers) {
+  std::string op = k.library.is_object() ? k.library.value("op", "") : "";
+  std::string want = k.kind == StepKind::cublaslt ? "matmul" : k.kind == StepKind::cudnn ? "conv" : "";
+  if (op != want || want.empty())
+    throw UserError("plan: library step '" + k.name + "' of kind " + to_string(k.kind) + " has op '" + op +
+                    "' (cublaslt runs matmul, cudnn runs conv)");
+  if (k.kind == StepKind::cublaslt) check_matmul_step(k, buffers);
+  else check_conv_step(k, buffers);
+}
+
+void check_step_buffers(const PlanKernel& k, const std::vector<PlanBuffer>& buffers,
+                        const std::vector<std::pair<std::string, int64_t>>& need, const std::string& where) {
+  if (k.args.size() != need.size())
+    throw UserError(where + ": takes " + std::to_string(need.size()) + " buffers, got " + std::to_string(k.args.size()));
+  for (size_t i = 0; i < need.size(); ++i) {
+    const PlanBuffer& b = buffers.at(k.args[i]);
+    if (b.dtype != DType::f32 || numel(b.shape) < need[i].second)
+      throw UserError(where + ": " + need[i].first + " needs " + std::to_string(need[i].second) +
+                      " f32 elements, buffer '" + b.name + "' holds " + std::to_string(numel(b.shape)) + " " +
+                      to_string(b.dtype));
+  }
 }
 
 }  // namespace kforge

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "codegen/schedule.h"
+#include "ir/conv.h"
 #include "ir/types.h"
 
 namespace kforge {
@@ -23,7 +24,7 @@ struct PlanBuffer {
 
 // How a plan step runs: a generated kernel compiled by NVRTC, or a library call described by
 // PlanKernel::library (no source, no launch geometry).
-enum class StepKind { nvrtc, cublaslt };
+enum class StepKind { nvrtc, cublaslt, cudnn };
 
 struct PlanKernel {
   std::string name;    // entry point (extern "C"); a library step's name for logs
@@ -35,7 +36,8 @@ struct PlanKernel {
   int smem = 0;  // dynamic shared memory bytes (row caches)
   nlohmann::json schedule;
   StepKind kind = StepKind::nvrtc;  // JSON "kind", absent in plans written before library steps: nvrtc
-  // cublaslt: the call's parameters (codegen/emit_matmul.h documents them); args are its buffers.
+  // cublaslt / cudnn: the call's parameters (codegen/emit_matmul.cpp, emit_conv.cpp document them); args are
+  // its buffers.
   nlohmann::json library;
 };
 
@@ -54,8 +56,16 @@ struct Plan {
 
 // Throws a UserError naming the step and the operand when a library step's parameters do not fit its
 // buffers (count, dtype, extent of every strided batch): the library would read or write past them.
-// (codegen/emit_matmul.cpp, beside the block's definition.)
+// Also refuses a block whose op does not belong to the step's kind (cublaslt: matmul, cudnn: conv).
 void check_library_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffers);
+// The checks of each op, beside the block's definition (codegen/emit_matmul.cpp, emit_conv.cpp).
+void check_matmul_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffers);
+void check_conv_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffers);
+// A cudnn step's geometry, re-derived from its block by ir/conv's rules (UserError, prefixed by `where`).
+ConvDims conv_step_dims(const nlohmann::json& library, const std::string& where);
+// That the step has one buffer per `need` entry (name, f32 elements at least), in order; UserError otherwise.
+void check_step_buffers(const PlanKernel& k, const std::vector<PlanBuffer>& buffers,
+                        const std::vector<std::pair<std::string, int64_t>>& need, const std::string& where);
 
 std::string to_string(BufferRole r);
 std::string to_string(StepKind k);

@@ -136,15 +136,21 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
   if (ks.block < 32 || ks.block > 1024 || ks.block % 32) illegal(g, "block", "must be a multiple of 32 in [32, 1024]");
   if (ks.vec != 1 && ks.vec != 2 && ks.vec != 4) illegal(g, "vec", "must be 1, 2 or 4");
   if (ks.items < 1 || ks.items > 64) illegal(g, "items", "must be in [1, 64]");
-  if (g.kind != GroupKind::matmul) {
-    if (ks.strategy == Strategy::library) illegal(g, "strategy", "library is for matrix products only");
-    if (ks.precision != Precision::fp32 || ks.algo != 0) illegal(g, "precision/algo", "are for matrix products only");
+  if (!is_library_kind(g.kind)) {
+    if (ks.strategy == Strategy::library) illegal(g, "strategy", "library is for matrix products and convolutions only");
+    if (ks.precision != Precision::fp32 || ks.algo != 0)
+      illegal(g, "precision/algo", "are for matrix products and convolutions only");
   }
   switch (g.kind) {
     case GroupKind::matmul:
       if (ks.strategy != Strategy::library) illegal(g, "strategy", "must be library for a matrix product (cuBLASLt)");
       if (ks.algo < 0 || ks.algo >= kMatmulAlgos)
         illegal(g, "algo", "must be in [0, " + std::to_string(kMatmulAlgos) + ") (an index into cuBLASLt's heuristic)");
+      break;
+    case GroupKind::conv:
+      if (ks.strategy != Strategy::library) illegal(g, "strategy", "must be library for a convolution (cuDNN)");
+      if (ks.algo < 0 || ks.algo >= kConvEngines)
+        illegal(g, "algo", "must be in [0, " + std::to_string(kConvEngines) + ") (an index into cuDNN's engine heuristic)");
       break;
     case GroupKind::pointwise:
       if (ks.strategy != Strategy::flat) illegal(g, "strategy", "must be flat for a pointwise kernel");
@@ -210,7 +216,8 @@ KernelSchedule default_schedule(const KernelGroup& g) {
       ks.items = 4;
       break;
     case GroupKind::pool: ks.items = 1; break;
-    case GroupKind::matmul: ks.strategy = Strategy::library; break;  // fp32, the heuristic's first algorithm
+    case GroupKind::matmul:
+    case GroupKind::conv: ks.strategy = Strategy::library; break;  // fp32, the heuristic's first algorithm
     case GroupKind::scan: {
       // A block per line pays only when the line fills it; short lines go one thread each.
       bool innermost = !keeps_innermost(g) && row_length(g) >= 2048;
@@ -271,6 +278,10 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
       for (auto p : {Precision::fp32, Precision::tf32})
         for (int a = 0; a < kMatmulAlgos; ++a) keep({Strategy::library, 256, 1, 1, 1, RowCache::none, p, a});
       break;
+    case GroupKind::conv:
+      for (auto p : {Precision::fp32, Precision::tf32})
+        for (int a = 0; a < kConvEngines; ++a) keep({Strategy::library, 256, 1, 1, 1, RowCache::none, p, a});
+      break;
     case GroupKind::scan:
       for (int b : {64, 128, 256, 512}) keep({Strategy::thread, b, 1, 1, 1});
       for (int b : {128, 256, 512, 1024})
@@ -320,7 +331,7 @@ std::pair<double, double> launch_size(const KernelGroup& g, const KernelSchedule
 
 bool starves_memory(const KernelGroup& g, const KernelSchedule& ks) {
   constexpr double kSMs = 132, kMinThreads = 132 * 512, kL2Bytes = 64.0 * (1 << 20);
-  if (double(numel(g.shape)) * 4 <= kL2Bytes || g.kind == GroupKind::matmul) return false;  // the library's geometry
+  if (double(numel(g.shape)) * 4 <= kL2Bytes || is_library_kind(g.kind)) return false;  // the library's geometry
   auto [threads, blocks] = launch_size(g, ks);
   if (blocks < kSMs || threads < kMinThreads) return true;
   if (ks.strategy == Strategy::split && row_length(g) / ks.chunks < ks.block) return true;

@@ -20,7 +20,8 @@ namespace kforge {
 //   split:  rows cut into `chunks` pieces reduced by separate blocks, then combined (few, very long rows).
 //   tile:   32 neighbouring rows per block, one per lane, the block's warps splitting each row; for rows
 //           whose innermost dim is kept (reducing dim 1 of [B, R, I]): coalesced and parallel along R.
-//   library: a matrix product handed to cuBLASLt (matmul groups only); precision and algo are its choices.
+//   library: a matrix product handed to cuBLASLt or a convolution handed to cuDNN (matmul and conv groups
+//            only); precision and algo are its choices.
 enum class Strategy { flat, thread, warp, block, split, tile, library };
 
 // Arithmetic of a library matmul. fp32: CUBLAS_COMPUTE_32F, full fp32 products (the strict tier). tf32:
@@ -29,6 +30,11 @@ enum class Strategy { flat, thread, warp, block, split, tile, library };
 enum class Precision { fp32, tf32 };
 // Candidates cuBLASLt's heuristic is asked for; `algo` indexes its answer (clamped to what it returned).
 constexpr int kMatmulAlgos = 8;
+// Engines of cuDNN's heuristic (mode A) a conv's `algo` may pick, among those its precision allows (fp32:
+// no engine whose numerical notes say tensor cores or down-converted inputs, i.e. no TF32).
+constexpr int kConvEngines = 8;
+// Whether groups of this kind are library calls (Strategy::library, precision and algo their only choices).
+inline bool is_library_kind(GroupKind k) { return k == GroupKind::matmul || k == GroupKind::conv; }
 
 // Where a warp/block row strategy keeps the row its first pass read, for the later passes to reuse: nowhere
 // (they read HBM again), in shared memory, or (block strategy, rows of at most kMaxRegisterRow elements per

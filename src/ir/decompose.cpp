@@ -123,6 +123,10 @@ struct Lowering {
     auto arg = [&](size_t i) { return i < args.size() ? args[i] : -1; };
     if (op == "contiguous") return x;
     if (op == "matmul") return matmul(x, arg(1));
+    // The primitive conv is the library's (no bias): a bias becomes an add of its [O, 1, ..] view, which the
+    // pointwise generator runs on the stored result.
+    if (op == "conv" && arg(2) >= 0)
+      return b.add(b.op("conv", {x, arg(1)}, n.attrs), channel_view(arg(2), shape(x).size()));
     if (op == "sum" || op == "amax" || op == "amin" || op == "prod") {
       static const std::map<std::string, std::string> kind = {
           {"sum", "sum"}, {"amax", "max"}, {"amin", "min"}, {"prod", "prod"}};

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ir/conv.h"
 #include "ir/error.h"
 #include "ir/matmul.h"
 #include "ir/ops.h"
@@ -173,6 +174,37 @@ HostTensor pool(const Node& n, const HostTensor& x) {
   return out;
 }
 
+// Convolution by its definition, accumulated in double: out[n, o, p] = bias[o] + sum over the group's input
+// channels c and kernel offsets k of x[n, c, p * stride - padding + k * dilation] * w[o, c, k], zero outside.
+HostTensor conv(const Node& n, const std::vector<const HostTensor*>& a) {
+  const Shape &xs = a[0]->type.shape, &ws = a[1]->type.shape;
+  ConvDims d = conv_dims(xs, ws, n.attrs, "interpret: ");
+  size_t nd = d.in.size();
+  auto xstr = contiguous_strides(xs), wstr = contiguous_strides(ws);
+  int64_t cg = d.c / d.groups, og = d.o / d.groups, taps = numel(d.kernel);
+  HostTensor out{n.type, std::vector<double>(numel(n.type.shape))};
+  CoordIter it(n.type.shape);
+  for (size_t i = 0; i < out.data.size(); ++i, it.next()) {
+    int64_t o = it.c[1], g = o / og;
+    double acc = a.size() > 2 ? a[2]->data[o] : 0.0;
+    CoordIter k(d.kernel);
+    for (int64_t j = 0; j < taps; ++j, k.next()) {
+      int64_t xoff = it.c[0] * xstr[0], woff = o * wstr[0];
+      bool inside = true;
+      for (size_t s = 0; s < nd; ++s) {
+        int64_t pos = it.c[2 + s] * d.stride[s] - d.padding[s] + k.c[s] * d.dilation[s];
+        inside = inside && pos >= 0 && pos < d.in[s];
+        xoff += pos * xstr[2 + s];
+        woff += k.c[s] * wstr[2 + s];
+      }
+      if (!inside) continue;
+      for (int64_t c = 0; c < cg; ++c) acc += a[0]->data[xoff + (g * cg + c) * xstr[1]] * a[1]->data[woff + c * wstr[1]];
+    }
+    out.data[i] = acc;
+  }
+  return out;
+}
+
 HostTensor view(const Node& n, const HostTensor& x) {
   if (n.op == "reshape") return {n.type, x.data};
   HostTensor out{n.type, std::vector<double>(numel(n.type.shape))};
@@ -269,6 +301,7 @@ std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>&
     else if (n.op == "scan") vals[id] = scan(n, *a[0]);
     else if (n.op == "pool") vals[id] = pool(n, *a[0]);
     else if (n.op == "matmul") vals[id] = matmul(n, a);
+    else if (n.op == "conv") vals[id] = conv(n, a);
     else if (is_view_op(n.op)) vals[id] = view(n, *a[0]);
     else throw UserError("interpret: '" + n.name + "' is a high-level op (" + n.op + "); decompose the graph first");
   }

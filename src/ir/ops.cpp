@@ -24,7 +24,7 @@ bool is_elementwise_op(const std::string& op) {
 bool is_view_op(const std::string& op) { return kView.count(op) > 0; }
 bool is_primitive_op(const std::string& op) {
   return op == "input" || op == "param" || is_elementwise_op(op) || is_view_op(op) ||
-         op == "reduce" || op == "scan" || op == "pool" || op == "matmul";
+         op == "reduce" || op == "scan" || op == "pool" || op == "matmul" || op == "conv";
 }
 
 }  // namespace kforge

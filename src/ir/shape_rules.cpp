@@ -4,6 +4,7 @@
 #include <set>
 
 #include "ir/error.h"
+#include "ir/conv.h"
 #include "ir/matmul.h"
 #include "ir/ops.h"
 
@@ -94,6 +95,21 @@ TensorType matmul(const Graph& g, const Node& n) {
     if (d.b_vector || bias.shape.empty() || bias.shape.back() != d.n || numel(bias.shape) != d.n ||
         bias.shape.size() > d.result.size())
       fail(n, "bias " + to_string(bias.shape) + " must hold one value per result column (" + std::to_string(d.n) + ")");
+  }
+  return {DType::f32, d.result};
+}
+
+// PyTorch's convolution (ir/conv.h), f32 only; the optional bias holds one value per output channel.
+TensorType conv(const Graph& g, const Node& n) {
+  need_args(n, 2, 3);
+  const auto &x = arg(g, n, 0), &w = arg(g, n, 1);
+  need_float(n, x, "input");
+  need_float(n, w, "weight");
+  ConvDims d = conv_dims(x.shape, w.shape, n.attrs, "node '" + n.name + "': ");
+  if (n.args.size() == 3) {
+    const auto& bias = arg(g, n, 2);
+    need_float(n, bias, "bias");
+    if (bias.shape != Shape{d.o}) fail(n, "conv bias " + to_string(bias.shape) + " must be [" + std::to_string(d.o) + "] (one per output channel)");
   }
   return {DType::f32, d.result};
 }
@@ -266,6 +282,7 @@ TensorType infer_type(const Graph& g, const Node& n) {
   }
   if (op == "max_pool" || op == "avg_pool" || op == "pool") return pooling(g, n);
   if (op == "matmul") return matmul(g, n);
+  if (op == "conv") return conv(g, n);
   if (op == "mse_loss" || op == "huber_loss" || op == "smooth_l1_loss" || op == "kl_div") {
     need_args(n, 2, 2);
     const auto &a = arg(g, n, 0), &b = arg(g, n, 1);

@@ -2,6 +2,7 @@
 
 #include "ir/error.h"
 #include "runtime/cublaslt_api.h"
+#include "runtime/cudnn_api.h"
 #include "runtime/driver.h"
 
 namespace kforge {
@@ -14,10 +15,20 @@ LoadedPlan::LoadedPlan(Plan plan, const Compiler& compiler) : plan_(std::move(pl
       check_library_step(k, plan_.buffers);  // a plan built in memory, not read from JSON, is checked here
       if (!lt_) KF_CUBLAS(cublaslt().cublasLtCreate(&lt_));
       lt_steps_.push_back(std::make_unique<LtMatmul>(lt_, k.library, k.name));
+      dnn_steps_.push_back(nullptr);
+      functions_.push_back(nullptr);
+      continue;
+    }
+    if (k.kind == StepKind::cudnn) {
+      check_library_step(k, plan_.buffers);
+      if (!dnn_) KF_CUDNN(cudnn().cudnnCreate(&dnn_));
+      dnn_steps_.push_back(std::make_unique<CudnnConv>(dnn_, k.library, k.name));
+      lt_steps_.push_back(nullptr);
       functions_.push_back(nullptr);
       continue;
     }
     lt_steps_.push_back(nullptr);
+    dnn_steps_.push_back(nullptr);
     CompileResult r = compiler.compile(k.source, k.name);
     if (!r.ok) throw UserError("kernel '" + k.name + "' does not compile:\n" + r.log);
     compile_ms += r.millis;
@@ -47,6 +58,8 @@ LoadedPlan::~LoadedPlan() {
   for (auto m : modules_) d.cuModuleUnload(m);
   lt_steps_.clear();
   if (lt_) cublaslt().cublasLtDestroy(lt_);
+  dnn_steps_.clear();
+  if (dnn_) cudnn().cudnnDestroy(dnn_);
 }
 
 CUdeviceptr LoadedPlan::pointer_of(int buffer, const Bindings& b) const {
@@ -81,6 +94,10 @@ void LoadedPlan::run(const Bindings& b, CUstream stream) {
     for (int a : k.args) ptrs.push_back(pointer_of(a, b));
     if (lt_steps_[i]) {
       lt_steps_[i]->run(lt_, ptrs, stream);
+      continue;
+    }
+    if (dnn_steps_[i]) {
+      dnn_steps_[i]->run(dnn_, ptrs, stream);
       continue;
     }
     std::vector<void*> params;

@@ -1,4 +1,4 @@
-// Loads a plan onto the GPU (compile through the cache, load modules, set up library steps, allocate
+// Loads a plan onto the GPU (compile through the cache, load modules, set up library steps (cuBLASLt, cuDNN), allocate
 // temporaries) and runs it on a stream, directly or as a captured CUDA graph. The caller owns inputs,
 // params and outputs.
 #pragma once
@@ -10,6 +10,7 @@
 #include "codegen/plan.h"
 #include "runtime/compiler.h"
 #include "runtime/cublaslt_matmul.h"
+#include "runtime/cudnn_conv.h"
 #include "runtime/executable.h"
 
 namespace kforge {
@@ -35,7 +36,10 @@ class LoadedPlan : public Executable {
   std::vector<CUmodule> modules_;
   std::vector<CUfunction> functions_;            // per step; null for library steps
   cublasLtHandle_t lt_ = nullptr;                 // created once, for plans with cuBLASLt steps
-  std::vector<std::unique_ptr<LtMatmul>> lt_steps_;  // per step; null for generated kernels
+  std::vector<std::unique_ptr<LtMatmul>> lt_steps_;  // per step; null for other steps
+  cudnnHandle_t dnn_ = nullptr;                   // created once, for plans with cuDNN steps (bound to the
+                                                  // run's stream at each step)
+  std::vector<std::unique_ptr<CudnnConv>> dnn_steps_;  // per step; null for other steps
   std::vector<CUdeviceptr> temps_;  // per buffer (0 for non-temps)
 };
 

@@ -17,7 +17,7 @@ float squash(double x) { return float(std::copysign(std::log1p(std::fabs(x)), x)
 float lg(double x) { return float(std::log2(std::max(1.0, x))); }
 
 // Group kinds, in GroupKind's order.
-constexpr const char* kKinds[] = {"pointwise", "row", "scan", "pool", "matmul"};
+constexpr const char* kKinds[] = {"pointwise", "row", "scan", "pool", "matmul", "conv"};
 constexpr int kKindCount = int(std::size(kKinds));
 
 }  // namespace

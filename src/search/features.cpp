@@ -5,6 +5,7 @@
 #include <set>
 
 #include "codegen/lower.h"
+#include "ir/conv.h"
 #include "ir/decompose.h"
 #include "ir/matmul.h"
 #include "ir/ops.h"
@@ -18,13 +19,15 @@ double bytes(const Node& n) { return double(nbytes(n.type)); }
 }  // namespace
 
 double matmul_flops(const Graph& g, const Node& n) {
+  if (n.op == "conv") return 2.0 * conv_macs(conv_dims(g.at(n.args[0]).type.shape, g.at(n.args[1]).type.shape, n.attrs, ""));
+  if (n.op != "matmul") return 0;
   return 2.0 * double(numel(n.type.shape)) * double(matmul_dims(g.at(n.args[0]).type.shape, g.at(n.args[1]).type.shape, "").k);
 }
 
 double roofline_flops(const Graph& g) {
   double f = 0;
   for (auto& n : g.nodes)
-    if (n.op == "matmul") f += matmul_flops(g, n);
+    f += matmul_flops(g, n);
   return f;
 }
 
@@ -48,7 +51,7 @@ TaskFeatures task_features(const Graph& graph, const GpuInfo& gpu) {
       t.flops += count * (heavy ? 8 : 1);  // a special-function call costs several instructions
     } else if (n.op == "reduce") ++t.reductions, t.flops += double(numel(g.at(n.args[0]).type.shape));
     else if (n.op == "scan") ++t.scans, t.flops += count;
-    else if (n.op == "matmul") t.flops += matmul_flops(g, n);
+    else if (n.op == "matmul" || n.op == "conv") t.flops += matmul_flops(g, n);
     else if (n.op == "pool") {
       ++t.pools;
       double window = 1;
@@ -81,7 +84,8 @@ PlanFeatures plan_features(const Graph& graph, const Schedule& schedule) {
       case GroupKind::row: ++p.row_groups; break;
       case GroupKind::scan: ++p.scan_groups; break;
       case GroupKind::pool: ++p.pool_groups; break;
-      case GroupKind::matmul: break;  // seen through the task's flops and intensity
+      case GroupKind::matmul:
+      case GroupKind::conv: break;  // seen through the task's flops and intensity
     }
     switch (ks.strategy) {
       case Strategy::flat: ++p.flat; break;

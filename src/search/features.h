@@ -34,8 +34,9 @@ struct PlanFeatures {
 };
 
 TaskFeatures task_features(const Graph& graph, const GpuInfo& gpu);
-// 2 M N K of one matmul node; the roofline's FLOPs: those of the matrix products (the only ops whose
-// arithmetic can bind before memory on an H200; every other op is counted in bytes).
+// 2 M N K of one matmul node, 2 x multiply-adds of one conv node (0 for any other op); the roofline's FLOPs:
+// those of the matrix products and convolutions (the only ops whose arithmetic can bind before memory on an
+// H200; every other op is counted in bytes).
 double matmul_flops(const Graph& g, const Node& n);
 double roofline_flops(const Graph& g);
 PlanFeatures plan_features(const Graph& graph, const Schedule& schedule);

@@ -7,6 +7,7 @@
 
 #include "codegen/gemm_epilogue.h"
 #include "codegen/lower.h"
+#include "common/plan_steps.h"
 #include "common/matmul_graphs.h"
 #include "common/random_inputs.h"
 #include "ir/decompose.h"
@@ -21,12 +22,7 @@ Plan lower_sample(const std::string& name, const Schedule& s = {}) {
   return lower(graph_from_json(testing::matmul_graph(name)), s);
 }
 
-std::vector<const PlanKernel*> steps(const Plan& p, StepKind kind) {
-  std::vector<const PlanKernel*> out;
-  for (auto& k : p.kernels)
-    if (k.kind == kind) out.push_back(&k);
-  return out;
-}
+using testing::steps;
 
 TEST(MatmulLowering, EveryProductIsOneCublasLtStep) {
   for (auto& s : testing::matmul_graphs()) {
@@ -172,16 +168,7 @@ TEST(MatmulPlanJson, LibraryStepsRoundTripAndOldPlansAreNvrtc) {
 TEST(MatmulPlanJson, LibraryStepsMustFitTheirBuffers) {
   nlohmann::json good = lower_sample("matmul_bmm").to_json();
   EXPECT_NO_THROW(Plan::from_json(good));
-  auto refused = [&](const std::string& why, auto edit) {
-    nlohmann::json j = good;
-    edit(j["kernels"][0]);
-    try {
-      Plan::from_json(j);
-      ADD_FAILURE() << "accepted: " << why;
-    } catch (const UserError& e) {
-      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
-    }
-  };
+  auto refused = [&](const std::string& why, auto edit) { testing::expect_step_refused(good, 0, why, edit); };
   refused("a needs 1748 f32 elements, buffer 'a' holds 1311", [](auto& k) { k["library"]["batch"] = 4; });  // one batch entry too many
   refused("operand b: leading dim 5", [](auto& k) { k["library"]["b"]["ld"] = 5; });
   refused("takes 5 buffers, got 4", [](auto& k) { k["library"]["epilogue"] = "bias"; });
@@ -230,7 +217,7 @@ TEST(MatmulSchedule, IllegalChoicesNameTheField) {
     check_schedule(pw, lib);
     FAIL();
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("library is for matrix products only"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("library is for matrix products and convolutions only"), std::string::npos) << e.what();
   }
   lib = default_schedule(pw);
   lib.precision = Precision::tf32;

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from kforge import bridge
-from op_cases import Case
+from op_cases import IMAGE, Case
 from conftest import REPO
 
 
@@ -45,6 +45,17 @@ REFUSED = [
     ("matmul_0d", Case("x", "x.sum() @ x", []).source(), ["node 'matmul'", "running Model.forward on example inputs failed"]),
     ("matmul_int64", Case("x", "x.long() @ x.long().T", []).source(),
      ["matmul", "matrix products are supported in float32 only, got torch.int64"]),
+    ("conv_transpose", Case("x", "self.c(x)", [], inputs=IMAGE, init="self.c = nn.ConvTranspose2d(3, 4, 3)").source(),
+     ["ConvTranspose2d (a transposed convolution) is unsupported"]),
+    ("conv_transpose_functional", Case("x, w", "F.conv_transpose1d(x, w)", [], args="x, w",
+                                       inputs="torch.randn(1, 3, 8), torch.randn(3, 4, 3)").source(),
+     ["conv_transpose1d (a transposed convolution) is unsupported"]),
+    ("conv_reflect", Case("x", "self.c(x)", [], inputs=IMAGE,
+                          init="self.c = nn.Conv2d(3, 4, 3, padding=1, padding_mode='reflect')").source(),
+     ["Conv2d with padding_mode='reflect' is unsupported"]),
+    ("conv_same_even_kernel", Case("x", "self.c(x)", [], inputs=IMAGE,
+                                   init="self.c = nn.Conv2d(3, 4, 4, padding='same')").source(),
+     ["padding='same'", "needs asymmetric padding, which is unsupported"]),
     ("float64", Case("x", "x.relu()", [], inputs="torch.randn(4, 8, dtype=torch.float64)").source(),
      ["node 'x'", "dtype torch.float64 is not supported"]),
     ("norm_inf", Case("x", "torch.linalg.vector_norm(x, ord=float('inf'))", []).source(),

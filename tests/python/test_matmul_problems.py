@@ -32,6 +32,16 @@ def graph_of(path):
     return fx_to_ir.convert(model, problem.draw_inputs(0, "meta"), problem.path)
 
 
+def lower_to_plan(graph, tmp_path):
+    """`kforge lower` of the graph's JSON: the plan, as JSON."""
+    g = tmp_path / "graph.json"
+    g.write_text(json.dumps(graph))
+    r = subprocess.run([str(KFORGE), "lower", str(g), "-o", str(tmp_path / "plan.json")], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return json.loads((tmp_path / "plan.json").read_text())
+
+
 def test_there_are_ten_level1_and_four_level2_problems():
     assert len(PROBLEMS) == 14
 
@@ -42,12 +52,7 @@ def test_imports_and_lowers_to_cublaslt(path, tmp_path):
     assert [n["op"] for n in graph["nodes"]].count("matmul") == 1
     if os.environ.get("KFORGE_NO_CORE") == "1":
         pytest.skip("KFORGE_NO_CORE=1: the kforge binary is deliberately not used")
-    g = tmp_path / "graph.json"
-    g.write_text(json.dumps(graph))
-    r = subprocess.run([str(KFORGE), "lower", str(g), "-o", str(tmp_path / "plan.json")], capture_output=True,
-                       text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    plan = json.loads((tmp_path / "plan.json").read_text())
+    plan = lower_to_plan(graph, tmp_path)
     library = [k for k in plan["kernels"] if k.get("kind") == "cublaslt"]
     assert len(library) == 1
     if path.parent.name == "level2":

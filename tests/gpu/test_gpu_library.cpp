@@ -1,17 +1,20 @@
-// Every matmul sample graph through cuBLASLt under both precisions and several of the heuristic's
-// algorithms, against the CPU interpreter (double), directly and replayed from a captured CUDA graph.
-// Tolerances are the tiers': fp32 (CUBLAS_COMPUTE_32F) at the strict 1e-4, TF32 at the relaxed 1e-2.
+// Every matmul sample graph through cuBLASLt and every conv sample graph through cuDNN, under both precisions
+// and the first and last of the heuristic's algorithms / engines, against the CPU interpreter (double),
+// directly and replayed from a captured CUDA graph. Tolerances are the tiers': fp32 (CUBLAS_COMPUTE_32F;
+// cuDNN engines without tensor-core notes) at the strict 1e-4, TF32 at the relaxed 1e-2.
 // Why TF32 meets 1e-2 here: it keeps 10 mantissa bits, so each product a*b is off by ~5e-4 relative and K of
 // them add like a random walk, ~sqrt(K) * 5e-4 * |a||b|. Inputs are drawn in [-1, 1], which puts that at
 // ~1e-3 for the K <= 70 of these graphs, an order below 1e-2. At K = 2053 it reaches ~6e-3 and results near
 // zero would miss 1e-2 by chance, so the large-K graph is checked in fp32 only (whether a task's TF32 plan
-// passes the relaxed tier is for the environment to find out on its own inputs).
+// passes the relaxed tier is for the environment to find out on its own inputs). A conv's K is its
+// (C / groups) x kernel taps: at most 75 in these graphs.
 #include <gtest/gtest.h>
 
 #include <random>
 
 #include "codegen/lower.h"
 #include "common/device_tensors.h"
+#include "common/conv_graphs.h"
 #include "common/matmul_graphs.h"
 #include "common/random_inputs.h"
 #include "common/representative_schedules.h"
@@ -21,7 +24,7 @@
 namespace kforge {
 namespace {
 
-class GpuMatmul : public ::testing::TestWithParam<std::string> {
+class GpuLibrary : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (!driver_available()) GTEST_SKIP() << "no CUDA driver or GPU on this machine";
@@ -41,8 +44,12 @@ bool computes_in_tf32(const Schedule& s) {
   return false;
 }
 
-TEST_P(GpuMatmul, MatchesInterpreterInBothPrecisions) {
-  Graph g = graph_from_json(testing::matmul_graph(GetParam()));
+nlohmann::json library_graph(const std::string& name) {
+  return name.rfind("conv", 0) == 0 ? testing::conv_graph(name) : testing::matmul_graph(name);
+}
+
+TEST_P(GpuLibrary, MatchesInterpreterInBothPrecisions) {
+  Graph g = graph_from_json(library_graph(GetParam()));
   std::mt19937_64 rng(42);
   auto inputs = draw(g, g.inputs, rng), params = draw(g, g.params, rng);
   auto expected = interpret(primitive_graph(g), inputs, params);
@@ -60,7 +67,7 @@ TEST_P(GpuMatmul, MatchesInterpreterInBothPrecisions) {
     for (bool graph : {false, true}) {
       dev.poison_outputs();
       if (graph) {
-        ASSERT_TRUE(lp.capture(dev.bindings, stream)) << "a cuBLASLt step must be capturable";
+        ASSERT_TRUE(lp.capture(dev.bindings, stream)) << "a library step (cuBLASLt, cuDNN) must be capturable";
         lp.replay(stream);
       } else {
         lp.run(dev.bindings, stream);
@@ -82,10 +89,11 @@ TEST_P(GpuMatmul, MatchesInterpreterInBothPrecisions) {
 std::vector<std::string> names() {
   std::vector<std::string> n;
   for (auto& s : testing::matmul_graphs()) n.push_back(s.name);
+  for (auto& s : testing::conv_graphs()) n.push_back(s.name);
   return n;
 }
 
-INSTANTIATE_TEST_SUITE_P(Samples, GpuMatmul, ::testing::ValuesIn(names()), [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Samples, GpuLibrary, ::testing::ValuesIn(names()), [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace kforge

@@ -1,6 +1,6 @@
-// Matrix products in the search (GPU-free): the local search and the learned policy's decisions reach
-// both precisions and the heuristic's algorithms, every proposal stays legal, and the policy sees the
-// matmul family and the two actions as features.
+// Library steps in the search (GPU-free): for matrix products (cuBLASLt) and convolutions (cuDNN), the local
+// search and the learned policy's decisions reach both precisions and the heuristic's algorithms / engines,
+// every proposal stays legal, and the policy sees the family and the two actions as features.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <set>
 
 #include "codegen/lower.h"
+#include "common/conv_graphs.h"
 #include "common/matmul_graphs.h"
 #include "search/decisions.h"
 #include "search/proposer.h"
@@ -15,8 +16,8 @@
 namespace kforge {
 namespace {
 
-TEST(MatmulSearch, ProposerReachesBothPrecisionsAndSeveralAlgorithms) {
-  Graph g = graph_from_json(testing::matmul_graph("linear_bias_relu"));
+void expect_proposer_reaches_both_precisions(const nlohmann::json& graph) {
+  Graph g = graph_from_json(graph);
   ScheduleProposer p(g, 11, true);
   std::set<std::pair<Precision, int>> reached;
   Schedule best;
@@ -32,12 +33,22 @@ TEST(MatmulSearch, ProposerReachesBothPrecisionsAndSeveralAlgorithms) {
   EXPECT_GE(reached.size(), 6u);
 }
 
-TEST(MatmulSearch, DecisionsShowTheFamilyAndTheActions) {
+TEST(MatmulSearch, ProposerReachesBothPrecisionsAndSeveralAlgorithms) {
+  expect_proposer_reaches_both_precisions(testing::matmul_graph("linear_bias_relu"));
+}
+
+TEST(ConvSearch, ProposerReachesBothPrecisionsAndSeveralEngines) {
+  expect_proposer_reaches_both_precisions(testing::conv_graph("conv2d_bias_relu"));
+}
+
+// Every sample's decisions: rows of the schema's width, and the library group's candidates distinct, one per
+// (precision, algo), flagged as `family`.
+void expect_decisions_show(const std::vector<testing::SampleGraph>& samples, const std::string& family, int algos) {
   auto& names = decision_feature_names();
   auto column = [&](const std::string& n) { return size_t(std::find(names.begin(), names.end(), n) - names.begin()); };
-  size_t kind = column("group.matmul"), tf32 = column("action.tf32"), algo = column("action.algo");
+  size_t kind = column("group." + family), tf32 = column("action.tf32"), algo = column("action.algo");
   ASSERT_LT(std::max({kind, tf32, algo}), names.size());
-  for (auto& sample : testing::matmul_graphs()) {
+  for (auto& sample : samples) {
     PlanDecisions d(graph_from_json(sample.graph), {});
     std::mt19937_64 rng(2);
     d.choose(0);
@@ -48,12 +59,20 @@ TEST(MatmulSearch, DecisionsShowTheFamilyAndTheActions) {
         saw_product = true;
         std::set<FeatureRow> distinct(d.candidates().begin(), d.candidates().end());
         EXPECT_EQ(distinct.size(), d.candidates().size()) << sample.name;
-        EXPECT_EQ(d.candidates().size(), size_t(2 * kMatmulAlgos)) << sample.name;
+        EXPECT_EQ(d.candidates().size(), size_t(2 * algos)) << sample.name;
       }
       d.choose(std::uniform_int_distribution<int>(0, int(d.candidates().size()) - 1)(rng));
     }
     EXPECT_TRUE(saw_product) << sample.name;
   }
+}
+
+TEST(MatmulSearch, DecisionsShowTheFamilyAndTheActions) {
+  expect_decisions_show(testing::matmul_graphs(), "matmul", kMatmulAlgos);
+}
+
+TEST(ConvSearch, DecisionsShowTheFamilyAndTheActions) {
+  expect_decisions_show(testing::conv_graphs(), "conv", kConvEngines);
 }
 
 }  // namespace

@@ -1,0 +1,63 @@
+#include "ir/conv.h"
+
+#include "ir/error.h"
+
+namespace kforge {
+
+namespace {
+std::vector<int64_t> per_dim(const nlohmann::json& attrs, const char* key, size_t nd, int64_t dflt,
+                             const std::string& where) {
+  if (!attrs.is_object() || !attrs.contains(key)) return std::vector<int64_t>(nd, dflt);
+  const auto& v = attrs.at(key);
+  if (v.is_number_integer()) return std::vector<int64_t>(nd, v.get<int64_t>());
+  if (!v.is_array() || v.size() != nd)
+    throw UserError(where + "conv " + key + " " + v.dump() + " must hold one int per spatial dim (" +
+                    std::to_string(nd) + ")");
+  return v.get<std::vector<int64_t>>();
+}
+}  // namespace
+
+ConvDims conv_dims(const Shape& x, const Shape& w, const nlohmann::json& attrs, const std::string& where) {
+  auto fail = [&](const std::string& why) -> void {
+    throw UserError(where + "conv of input " + to_string(x) + " with weight " + to_string(w) + ": " + why);
+  };
+  if (x.size() < 3 || x.size() > 5)
+    fail("input must be [N, C, *spatial] with 1 to 3 spatial dims (unbatched inputs are not supported)");
+  if (w.size() != x.size()) fail("weight must have the input's rank, [O, C / groups, *kernel]");
+  size_t nd = x.size() - 2;
+  ConvDims d;
+  d.n = x[0];
+  d.c = x[1];
+  d.o = w[0];
+  d.groups = attrs.is_object() ? attrs.value("groups", int64_t(1)) : 1;
+  d.stride = per_dim(attrs, "stride", nd, 1, where);
+  d.padding = per_dim(attrs, "padding", nd, 0, where);
+  d.dilation = per_dim(attrs, "dilation", nd, 1, where);
+  if (d.groups < 1) fail("groups must be at least 1, got " + std::to_string(d.groups));
+  if (d.c % d.groups || d.o % d.groups)
+    fail("groups " + std::to_string(d.groups) + " must divide both the input channels (" + std::to_string(d.c) +
+         ") and the output channels (" + std::to_string(d.o) + ")");
+  if (w[1] * d.groups != d.c)
+    fail("weight dim 1 (" + std::to_string(w[1]) + ") times groups (" + std::to_string(d.groups) +
+         ") must equal the input channels (" + std::to_string(d.c) + ")");
+  d.result = {d.n, d.o};
+  for (size_t i = 0; i < nd; ++i) {
+    if (d.stride[i] < 1 || d.dilation[i] < 1 || d.padding[i] < 0)
+      fail("stride and dilation must be at least 1 and padding at least 0 (dim " + std::to_string(i) + ")");
+    int64_t span = d.dilation[i] * (w[i + 2] - 1) + 1, padded = x[i + 2] + 2 * d.padding[i];
+    if (w[i + 2] < 1 || span > padded)
+      fail("kernel extent " + std::to_string(span) + " (dilated) exceeds the padded input extent " +
+           std::to_string(padded) + " in spatial dim " + std::to_string(i));
+    d.in.push_back(x[i + 2]);
+    d.kernel.push_back(w[i + 2]);
+    d.out.push_back((padded - span) / d.stride[i] + 1);
+    d.result.push_back(d.out.back());
+  }
+  return d;
+}
+
+double conv_macs(const ConvDims& d) {
+  return double(numel(d.result)) * double(d.c / d.groups) * double(numel(d.kernel));
+}
+
+}  // namespace kforge

@@ -1,0 +1,31 @@
+// Forward convolutions: PyTorch's nn.Conv1d/2d/3d and F.conv1d/2d/3d (cross-correlation, zero padding).
+//
+// One op, `conv [x, w]` or `conv [x, w, bias]`: x [N, C, *spatial], w [O, C / groups, *kernel], bias [O];
+// attrs stride, padding, dilation (one int per spatial dim, padding symmetric; the bridge resolves
+// padding='same'/'valid' to ints) and groups. f32 only. decompose splits the bias off into an add of a
+// [O, 1, ..] view, so that the primitive conv is exactly what the library step (cuDNN) computes.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/types.h"
+
+namespace kforge {
+
+struct ConvDims {
+  int64_t n = 1, c = 1, o = 1, groups = 1;
+  Shape in, kernel, out;                           // spatial extents: input, kernel, result
+  std::vector<int64_t> stride, padding, dilation;  // one per spatial dim
+  Shape result;                                    // [N, O, *out]
+};
+
+// The rules of torch's convolution; throws UserError (prefixed by `where`, naming the shapes) for a rank
+// other than 3-5, channels that do not match weight and groups, attrs of the wrong length or range, or a
+// (dilated) kernel larger than the padded input. Absent attrs take PyTorch's defaults (1, 0, 1, 1).
+ConvDims conv_dims(const Shape& x, const Shape& w, const nlohmann::json& attrs, const std::string& where);
+
+// Multiply-adds of the convolution (the FLOPs are twice this).
+double conv_macs(const ConvDims& d);
+
+}  // namespace kforge

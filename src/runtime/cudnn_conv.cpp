@@ -1,0 +1,210 @@
+#include "runtime/cudnn_conv.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "codegen/plan.h"
+#include "codegen/schedule.h"
+#include "ir/error.h"
+#include "runtime/cudnn_api.h"
+
+namespace kforge {
+
+void check_cudnn(cudnnStatus_t s, const char* call, const char* file, int line) {
+  if (s == CUDNN_STATUS_SUCCESS) return;
+  throw UserError(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
+                  cudnn().cudnnGetErrorString(s));
+}
+
+namespace {
+
+// One backend descriptor, destroyed with its scope.
+struct Desc {
+  cudnnBackendDescriptor_t d = nullptr;
+  Desc() = default;
+  explicit Desc(cudnnBackendDescriptorType_t type) { KF_CUDNN(cudnn().cudnnBackendCreateDescriptor(type, &d)); }
+  ~Desc() {
+    if (d) cudnn().cudnnBackendDestroyDescriptor(d);
+  }
+  Desc(Desc&& o) noexcept : d(o.d) { o.d = nullptr; }
+  Desc& operator=(Desc&& o) noexcept {
+    std::swap(d, o.d);
+    return *this;
+  }
+  Desc(const Desc&) = delete;
+  cudnnBackendDescriptor_t release() { return std::exchange(d, nullptr); }
+  template <class T>
+  void set(cudnnBackendAttributeName_t a, cudnnBackendAttributeType_t t, const std::vector<T>& v) {
+    KF_CUDNN(cudnn().cudnnBackendSetAttribute(d, a, t, int64_t(v.size()), v.data()));
+  }
+  template <class T>
+  void set1(cudnnBackendAttributeName_t a, cudnnBackendAttributeType_t t, T v) { set(a, t, std::vector<T>{v}); }
+  void finalize() { KF_CUDNN(cudnn().cudnnBackendFinalize(d)); }
+};
+
+constexpr int64_t kX = 1, kW = 2, kY = 3;  // the tensors' unique ids in the graph and the variant pack
+
+Desc tensor(int64_t uid, const Shape& dims) {
+  Desc t(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  t.set1(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
+  t.set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, dims);
+  t.set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, contiguous_strides(dims));  // NCHW, packed
+  t.set1(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, uid);
+  t.set1(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, int64_t(16));  // LoadedPlan::run checks 16 bytes
+  t.finalize();
+  return t;
+}
+
+// Whether an engine's numerical notes allow it under `precision`: fp32 refuses TF32 tensor cores and any
+// down-conversion (the strict tier's 1e-4 needs full fp32 products).
+bool allowed(cudnnBackendDescriptor_t cfg, Precision precision) {
+  if (precision == Precision::tf32) return true;
+  Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  int64_t n = 0;
+  KF_CUDNN(cudnn().cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &engine.d));
+  cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+  KF_CUDNN(cudnn().cudnnBackendGetAttribute(engine.d, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                            CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes));
+  for (int64_t i = 0; i < n; ++i)
+    if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
+        notes[i] == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)
+      return false;
+  return true;
+}
+
+// The step's one operation: tensor, convolution and CONVOLUTION_FORWARD descriptors, finalized (host only).
+struct Operation {
+  Desc x, w, y, conv, op;
+};
+
+Operation operation(const ConvDims& d) {
+  // cuDNN's convolutions take 2 or 3 spatial dims: a 1-D one is a 2-D one over a height of 1.
+  std::vector<int64_t> in = d.in, kernel = d.kernel, out = d.out, stride = d.stride, pad = d.padding, dil = d.dilation;
+  if (in.size() == 1) {
+    for (auto* v : {&in, &kernel, &out, &stride, &dil}) v->insert(v->begin(), 1);
+    pad.insert(pad.begin(), 0);
+  }
+  auto dims = [](int64_t a, int64_t b, const std::vector<int64_t>& s) {
+    Shape r = {a, b};
+    r.insert(r.end(), s.begin(), s.end());
+    return r;
+  };
+  Operation o{tensor(kX, dims(d.n, d.c, in)), tensor(kW, dims(d.o, d.c / d.groups, kernel)),  // cuDNN reads the
+              tensor(kY, dims(d.n, d.o, out)), Desc(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR),    // groups off C / w's C
+              Desc(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR)};
+  Desc& conv = o.conv;
+  conv.set1(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
+  conv.set1(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, CUDNN_CROSS_CORRELATION);  // PyTorch's
+  conv.set1(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, int64_t(in.size()));
+  conv.set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, pad);
+  conv.set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, pad);
+  conv.set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, dil);
+  conv.set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, stride);
+  conv.finalize();
+  Desc& op = o.op;
+  op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.x.d);
+  op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.w.d);
+  op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.y.d);
+  op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, conv.d);
+  op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1.0f);
+  op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 0.0f);
+  op.finalize();
+  return o;
+}
+
+// The engine configurations the heuristic offers for `graph` under `mode`, best first.
+std::vector<Desc> engine_configs(cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t mode) {
+  Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  heur.set1(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, graph);
+  heur.set1(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, mode);
+  heur.finalize();
+  int64_t count = 0;
+  KF_CUDNN(cudnn().cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
+  std::vector<Desc> cfgs;
+  for (int64_t i = 0; i < count; ++i) cfgs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (auto& c : cfgs) raw.push_back(c.d);
+  KF_CUDNN(cudnn().cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &count, raw.data()));
+  cfgs.resize(size_t(std::clamp<int64_t>(count, 0, int64_t(cfgs.size()))));
+  return cfgs;
+}
+
+// The handle attributes are deprecated in recent cuDNN 9 releases (9.19 here) in favour of device-property
+// descriptors, which older cuDNN 9 releases (the torch wheels') lack; the handle works in all of them.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+constexpr auto kGraphHandle = CUDNN_ATTR_OPERATIONGRAPH_HANDLE;
+constexpr auto kPlanHandle = CUDNN_ATTR_EXECUTION_PLAN_HANDLE;
+#pragma GCC diagnostic pop
+
+}  // namespace
+
+CudnnConv::CudnnConv(cudnnHandle_t handle, const nlohmann::json& lib, const std::string& step) : step_(step) {
+  const std::string where = "cuDNN step '" + step + "'";
+  ConvDims d = conv_step_dims(lib, where);
+  Precision precision = precision_from_string(lib.at("precision"));
+  int algo = std::max(0, lib.at("algo").get<int>());
+  int64_t cap = lib.at("workspace_bytes");
+  Operation op = operation(d);
+
+  Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  graph.set1(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, op.op.d);
+  graph.set1(kGraphHandle, CUDNN_TYPE_HANDLE, handle);
+  graph.finalize();
+
+  // The engine the schedule names is the algo-th, in the heuristic's order, that the precision allows and whose
+  // plan finalizes (an engine may not support this geometry) within the workspace cap; fewer: the last such.
+  // Mode A first; cuDNN's fallback list only when none of mode A's is usable.
+  Desc best, best_cfg;
+  int usable = 0, offered = 0;
+  for (auto mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    if (best.d) break;
+    std::vector<Desc> cfgs = engine_configs(graph.d, mode);
+    offered += int(cfgs.size());
+    for (size_t i = 0; i < cfgs.size() && usable <= algo; ++i) {
+      if (!allowed(cfgs[i].d, precision)) continue;
+      Desc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+      plan.set1(kPlanHandle, CUDNN_TYPE_HANDLE, handle);
+      plan.set1(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, cfgs[i].d);
+      if (cudnn().cudnnBackendFinalize(plan.d) != CUDNN_STATUS_SUCCESS) continue;
+      int64_t ws = 0, n = 0;
+      KF_CUDNN(cudnn().cudnnBackendGetAttribute(plan.d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws));
+      if (ws > cap) continue;
+      best = std::move(plan);
+      best_cfg = std::move(cfgs[i]);
+      workspace_ = ws;
+      algo_used_ = usable++;
+    }
+  }
+  if (!best.d)
+    throw UserError(where + ": none of the " + std::to_string(offered) + " engine configurations cuDNN offers for this "
+                    "convolution runs in " + to_string(precision) + " within the " + std::to_string(cap >> 20) +
+                    " MiB workspace (try precision tf32, or a larger workspace_bytes)");
+  // The plan is kept with every descriptor it was made from (cudnn_frontend keeps the same chain alive).
+  for (Desc* kept : {&op.x, &op.w, &op.y, &op.conv, &op.op, &graph, &best_cfg}) keep_.push_back(kept->release());
+  plan_ = best.release();
+}
+
+void finalize_conv_operation(const nlohmann::json& library, const std::string& step) {
+  operation(conv_step_dims(library, "cuDNN step '" + step + "'"));
+}
+
+CudnnConv::~CudnnConv() {
+  if (plan_) cudnn().cudnnBackendDestroyDescriptor(plan_);
+  for (auto it = keep_.rbegin(); it != keep_.rend(); ++it) cudnn().cudnnBackendDestroyDescriptor(*it);
+}
+
+void CudnnConv::run(cudnnHandle_t handle, const std::vector<CUdeviceptr>& args, CUstream stream) {
+  KF_CUDNN(cudnn().cudnnSetStream(handle, stream));
+  std::vector<void*> ptrs = {reinterpret_cast<void*>(args.at(0)), reinterpret_cast<void*>(args.at(1)),
+                             reinterpret_cast<void*>(args.at(2))};
+  // The variant pack holds this call's pointers: host-side only, so building it per run is capturable.
+  Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, std::vector<int64_t>{kX, kW, kY});
+  pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, ptrs);
+  pack.set1(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, reinterpret_cast<void*>(args.at(3)));
+  pack.finalize();
+  KF_CUDNN(cudnn().cudnnBackendExecute(handle, plan_, pack.d));
+}
+
+}  // namespace kforge

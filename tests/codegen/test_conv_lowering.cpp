@@ -1,0 +1,144 @@
+// Lowering of convolutions (GPU-free): each conv is one cuDNN step whose `library` block holds the geometry
+// PyTorch's rules give, its bias runs in the one pointwise kernel that reads the result (with a following
+// ReLU), engines and precision are search actions, and plans round-trip through JSON, where a step whose
+// parameters do not fit its buffers is refused.
+#include <gtest/gtest.h>
+
+#include "codegen/lower.h"
+#include "common/plan_steps.h"
+#include "common/conv_graphs.h"
+#include "ir/error.h"
+#include "search/features.h"
+#include "search/measure.h"
+
+namespace kforge {
+namespace {
+
+Plan lower_sample(const std::string& name, const Schedule& s = {}) {
+  return lower(graph_from_json(testing::conv_graph(name)), s);
+}
+
+using testing::steps;
+
+TEST(ConvLowering, EveryConvIsOneCudnnStep) {
+  for (auto& s : testing::conv_graphs()) {
+    Graph g = graph_from_json(s.graph);
+    Plan p = lower(g, {});
+    auto lib = steps(p, StepKind::cudnn);
+    ASSERT_EQ(lib.size(), 1u) << s.name;
+    EXPECT_TRUE(lib[0]->source.empty());
+    const auto& l = lib[0]->library;
+    EXPECT_EQ(l.at("op"), "conv");
+    EXPECT_EQ(l.at("layout"), "NCHW");
+    EXPECT_EQ(l.at("precision"), "fp32") << "the default is the strict tier's arithmetic";
+    EXPECT_EQ(l.at("algo"), 0);
+    // args: x, w, y, workspace; y is the graph output unless a kernel (bias, ReLU) reads it.
+    ASSERT_EQ(lib[0]->args.size(), 4u);
+    bool permuted = s.name == "conv2d_channels_last_input";  // the view is copied to packed NCHW first
+    EXPECT_EQ(p.buffers[lib[0]->args[0]].name, permuted ? "xp" : "x");
+    EXPECT_EQ(p.buffers[lib[0]->args[0]].role, permuted ? BufferRole::temp : BufferRole::input);
+    EXPECT_EQ(p.buffers[lib[0]->args[1]].name, "w");
+    EXPECT_EQ(p.buffers[lib[0]->args[3]].name, "cudnn.workspace");
+    EXPECT_EQ(p.buffers[lib[0]->args[3]].bytes(), 64 << 20);
+    bool bias = g.params.size() == 2;
+    bool relu = s.name.find("relu") != std::string::npos;
+    EXPECT_EQ(steps(p, StepKind::nvrtc).size(), size_t(bias || relu) + permuted) << s.name << ": bias and ReLU share one kernel";
+    EXPECT_EQ(p.buffers[lib[0]->args[2]].role, bias || relu ? BufferRole::temp : BufferRole::output) << s.name;
+    EXPECT_NO_THROW(check_library_step(*lib[0], p.buffers)) << s.name;
+  }
+}
+
+TEST(ConvLowering, TheBlockHoldsTorchsGeometry) {
+  Plan p = lower_sample("conv2d_strided_dilated_padded");
+  const auto& l = steps(p, StepKind::cudnn)[0]->library;
+  EXPECT_EQ(l.at("n"), 1);
+  EXPECT_EQ(l.at("c"), 4);
+  EXPECT_EQ(l.at("o"), 6);
+  EXPECT_EQ(l.at("groups"), 1);
+  EXPECT_EQ(l.at("in"), (Shape{23, 21}));
+  EXPECT_EQ(l.at("kernel"), (Shape{3, 3}));
+  EXPECT_EQ(l.at("out"), (Shape{13, 6}));
+  EXPECT_EQ(l.at("stride"), (Shape{2, 3}));
+  EXPECT_EQ(l.at("padding"), (Shape{3, 1}));
+  EXPECT_EQ(l.at("dilation"), (Shape{2, 3}));
+  Plan depthwise = lower_sample("conv2d_depthwise");
+  const auto& dw = steps(depthwise, StepKind::cudnn)[0]->library;
+  EXPECT_EQ(dw.at("groups"), 6);
+  EXPECT_EQ(dw.at("c"), 6);
+  Plan one_d = lower_sample("conv1d");
+  EXPECT_EQ(steps(one_d, StepKind::cudnn)[0]->library.at("in"), (Shape{37}));
+}
+
+TEST(ConvLowering, FlopsCountForTheRoofline) {
+  Graph g = graph_from_json(testing::conv_graph("conv2d_grouped"));  // [2, 12, 9, 10] out, 2 x 3 x 3 per output
+  EXPECT_EQ(roofline_flops(g), 2.0 * 2 * 12 * 9 * 10 * 2 * 9);
+}
+
+TEST(ConvSchedule, PrecisionAndEngineAreSearchActions) {
+  Graph g = graph_from_json(testing::conv_graph("conv2d_no_bias"));
+  auto groups = kernel_groups(g, true);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].kind, GroupKind::conv);
+  KernelSchedule def = default_schedule(groups[0]);
+  EXPECT_EQ(def.strategy, Strategy::library);
+  EXPECT_EQ(def.precision, Precision::fp32);
+  auto space = schedule_space(groups[0]);
+  EXPECT_EQ(space.size(), size_t(2 * kConvEngines));
+  for (auto& ks : space) EXPECT_NO_THROW(check_schedule(groups[0], ks));
+  Schedule a, b;
+  a.kernels[groups[0].key] = space[0];
+  b.kernels[groups[0].key] = space.back();
+  EXPECT_NE(plan_key(lower(g, a)), plan_key(lower(g, b)));
+  Plan tf32 = lower(g, b);
+  EXPECT_TRUE(tf32.uses_tf32()) << "a TF32 engine claims the relaxed tier at best";
+  EXPECT_EQ(steps(tf32, StepKind::cudnn)[0]->library.at("algo"), kConvEngines - 1);
+  KernelSchedule bad = def;
+  bad.algo = kConvEngines;
+  try {
+    check_schedule(groups[0], bad);
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("an index into cuDNN's engine heuristic"), std::string::npos) << e.what();
+  }
+  bad = def;
+  bad.strategy = Strategy::flat;
+  EXPECT_THROW(check_schedule(groups[0], bad), UserError);
+}
+
+TEST(ConvPlanJson, CudnnStepsRoundTrip) {
+  Graph g = graph_from_json(testing::conv_graph("conv3d"));
+  Schedule s;
+  s.kernels[kernel_groups(g, true)[0].key] = {Strategy::library, 256, 1, 1, 1, RowCache::none, Precision::tf32, 2};
+  Plan p = lower(g, s);
+  Plan back = Plan::from_json(nlohmann::json::parse(p.to_json().dump()));
+  auto lib = steps(back, StepKind::cudnn);
+  ASSERT_EQ(lib.size(), 1u);
+  EXPECT_EQ(lib[0]->library, steps(p, StepKind::cudnn)[0]->library);
+  EXPECT_EQ(lib[0]->library.at("algo"), 2);
+  EXPECT_EQ(back.schedule, s);
+  EXPECT_EQ(back.to_json(), p.to_json());
+}
+
+TEST(ConvPlanJson, CudnnStepsMustFitTheirBuffers) {
+  nlohmann::json good = lower_sample("conv2d_grouped").to_json();
+  size_t step = 0;
+  while (good["kernels"][step].value("kind", "") != "cudnn") ++step;
+  EXPECT_NO_THROW(Plan::from_json(good));
+  auto refused = [&](const std::string& why, auto edit) { testing::expect_step_refused(good, step, why, edit); };
+  // x is [2, 8, 9, 10] = 1440 elements; a batch of 3 would read past it.
+  refused("x needs 2160 f32 elements, buffer 'x' holds 1440", [](auto& k) {
+    k["library"]["n"] = 3;
+    k["library"]["out"] = {9, 10};
+  });
+  refused("w needs 432 f32 elements", [](auto& k) { k["library"]["groups"] = 2; });  // C/groups 4 per filter
+  refused("out [9,11] disagrees with the geometry [9, 10]", [](auto& k) { k["library"]["out"] = {9, 11}; });
+  refused("kernel extent 12 (dilated) exceeds", [](auto& k) { k["library"]["kernel"] = {12, 3}; });
+  refused("takes 4 buffers, got 3", [](auto& k) { k["args"].erase(k["args"].end() - 1); });
+  refused("layout must be NCHW", [](auto& k) { k["library"]["layout"] = "NHWC"; });
+  refused("malformed parameters", [](auto& k) { k["library"].erase("dilation"); });
+  refused("of kind cudnn has op 'matmul'", [](auto& k) { k["library"]["op"] = "matmul"; });
+  refused("of kind cublaslt has op 'conv'", [](auto& k) { k["kind"] = "cublaslt"; });
+}
+
+}  // namespace
+}  // namespace kforge

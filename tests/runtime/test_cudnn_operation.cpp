@@ -1,0 +1,55 @@
+// cuDNN without a GPU: libcudnn loads on demand with every entry point kforge uses, and cuDNN itself accepts
+// the tensor, convolution and CONVOLUTION_FORWARD descriptors the runtime builds for every conv sample's step
+// (the half of the attribute sequence that needs no handle; the rest runs in tests/gpu/test_gpu_library.cpp).
+#include <gtest/gtest.h>
+
+#include "codegen/lower.h"
+#include "common/conv_graphs.h"
+#include "common/plan_steps.h"
+#include "ir/error.h"
+#include "runtime/cudnn_api.h"
+#include "runtime/cudnn_conv.h"
+
+namespace kforge {
+namespace {
+
+class CudnnHost : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    try {
+      cudnn();
+    } catch (const UserError& e) {
+      GTEST_SKIP() << "cuDNN is not installed here: " << e.what();
+    }
+  }
+};
+
+TEST_F(CudnnHost, LoadsWithEveryEntryPoint) {
+  EXPECT_GE(cudnn().cudnnGetVersion(), size_t(CUDNN_MAJOR) * 10000) << "libcudnn." << CUDNN_MAJOR << " or later";
+  EXPECT_STREQ(cudnn().cudnnGetErrorString(CUDNN_STATUS_SUCCESS), "CUDNN_STATUS_SUCCESS");
+}
+
+TEST_F(CudnnHost, AcceptsTheOperationOfEveryConvSample) {
+  for (auto& s : testing::conv_graphs()) {
+    Plan p = lower(graph_from_json(s.graph), {});
+    auto step = testing::steps(p, StepKind::cudnn);
+    ASSERT_EQ(step.size(), 1u) << s.name;
+    EXPECT_NO_THROW(finalize_conv_operation(step[0]->library, step[0]->name)) << s.name;
+  }
+}
+
+TEST_F(CudnnHost, AStepWhoseGeometryDisagreesIsRefusedBeforeCudnnIsAsked) {
+  Plan p = lower(graph_from_json(testing::conv_graph("conv2d")), {});
+  nlohmann::json lib = testing::steps(p, StepKind::cudnn)[0]->library;
+  lib["out"] = {13, 14};  // not what the geometry gives
+  try {
+    finalize_conv_operation(lib, "bad");
+    FAIL() << "accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("cuDNN step 'bad': out [13,14] disagrees with the geometry [13, 13]"),
+              std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kforge
