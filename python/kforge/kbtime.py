@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from kforge import timing
-from kforge.bridge import as_list
+from kforge.bridge import as_list, run_model
 from kforge.bundle import read_inputs, read_params, read_task
 from kforge.fx_to_ir import lookup
 from kforge.launch import KforgeFunction
@@ -59,8 +59,8 @@ def check_and_time(problem, model, compiled, kforge: KforgeFunction, params, inp
     """The kb protocol for a plan: checked against eager on a fresh draw (poisoned outputs), then eager,
     torch.compile and kforge timed side by side on `inputs`. Returns {eager, compile, kforge: Stats, check}."""
     fresh = [t.contiguous() for t in problem.draw_inputs(random_seed(), "cuda")]  # the plan reads dense memory
+    expected = run_model(model, fresh)
     with torch.no_grad():
-        expected = as_list(model(*[t.clone() for t in fresh]))
         check = compare(kforge(fresh, params, out=poisoned(kforge)), expected, tolerance)
         stats = timing.time_interleaved({"eager": lambda: model(*inputs), "compile": lambda: compiled(*inputs),
                                          "kforge": lambda: kforge(inputs, params)})

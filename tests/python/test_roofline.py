@@ -33,3 +33,4 @@ def test_the_suite_table_shows_the_roofline_columns():
     text = run_suite.table([row], run_suite.summarise([row]))
     assert "| GFLOP | floor ms | % of roofline |" in text
     assert "| 2200.0 | 1.500 | 75 |" in text
+
