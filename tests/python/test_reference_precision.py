@@ -1,4 +1,6 @@
 """References are exact float32 (kforge.bridge.exact_fp32), whatever PyTorch's TF32 defaults say."""
+
+
 def test_references_are_computed_without_tf32_and_the_defaults_come_back():
     import torch
 
