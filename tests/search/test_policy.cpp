@@ -13,6 +13,8 @@
 #include "ir/error.h"
 #include "search/decisions.h"
 #include "search/learned_policy.h"
+#include "search/optimize.h"
+#include "search/proposer.h"
 #include "search/policy_trainer.h"
 
 namespace kforge {
@@ -86,6 +88,26 @@ TEST(Checkpoint, SchemaMismatchIsRefusedWithBothVersions) {
   meta = checkpoint_schema();
   meta["features"].push_back("plan.something_new");
   EXPECT_THROW(check_checkpoint_schema(meta, "other.pt"), UserError);
+}
+
+// `kforge optimize` defaults to the trained policy; where no usable checkpoint is (none yet, or a file that is
+// none) it searches locally instead of failing, starting from the hand-written default.
+TEST(Checkpoint, TheDefaultPolicyFallsBackToLocalWhereNoCheckpointIsUsable) {
+  Graph g = graph_from_json(testing::sample_graph("softmax"));
+  OptimizeOptions o;
+  std::string empty = testing::scratch_path("kforge-no-checkpoints");
+  std::filesystem::create_directories(empty);
+  std::string garbage = testing::scratch_path("kforge-not-a-checkpoint.pt");
+  std::ofstream(garbage) << "not a checkpoint";
+  for (const std::string& where : {empty, garbage}) {
+    o.checkpoint = where;
+    Policy p = Policy::trained;
+    ScheduleProposer proposer(g, 1);
+    auto opening = opening_candidates(g, p, o, proposer, 4000);
+    EXPECT_EQ(p, Policy::local) << where;
+    ASSERT_FALSE(opening.empty());
+    EXPECT_EQ(opening.front(), Schedule{});
+  }
 }
 
 TEST(Checkpoint, NewestIsTheHighestStep) {
