@@ -6,6 +6,11 @@ DEPS="$ROOT/.deps/root/usr"
 export LD_LIBRARY_PATH="$DEPS/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$DEPS/bin:/usr/local/cuda/bin:$PATH"
 BUILD_DIR=${BUILD_DIR:-build-device}
+# cuDNN is opened at run time (runtime/cudnn_api.h): where the system has no libcudnn.so.9, the torch wheel's.
+if ! ldconfig -p 2>/dev/null | grep -q "libcudnn.so.9" && [ ! -e /usr/local/cuda/lib64/libcudnn.so.9 ]; then
+  CUDNN_WHEEL=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
+  [ -n "$CUDNN_WHEEL" ] && export LD_LIBRARY_PATH="$CUDNN_WHEEL:$LD_LIBRARY_PATH" && echo "cuDNN from the torch wheel: $CUDNN_WHEEL"
+fi
 device_build() {
   local t0=$(date +%s)
   cmake -S "$ROOT" -B "$ROOT/$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$(which python3)" \
