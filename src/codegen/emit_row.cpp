@@ -4,6 +4,7 @@
 // writes the elementwise outputs. Rows are re-read from memory on each pass; L1/L2 serve most re-reads
 // of short rows.
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "codegen/emitters.h"
@@ -299,6 +300,28 @@ std::string tile_combine(const Graph& gr, const RowShape& rs, int s, const std::
   return out + "    const float " + sv + " = " + op + "::finish(" + t + ", " + std::to_string(rs.R) + ".0);\n";
 }
 
+// Row cache, shared by the strategies that walk whole rows: the buffers the first pass reads at the element
+// itself (a dry run of that pass), at most `fit` of them.
+std::vector<int> cacheable_buffers(KernelWriter& w, const Graph& gr, const KernelGroup& g, const RowShape& rs,
+                                   const std::string& loop, size_t fit) {
+  stat_pass(w, gr, g, rs, stats_in_pass(g, 0), loop, "    ");
+  w.take();
+  std::vector<int> cached(w.contiguous_reads().begin(), w.contiguous_reads().end());
+  cached.resize(std::min(cached.size(), fit));
+  return cached;
+}
+
+// The first pass fills the cache unconditionally (a read under a `where` branch would leave holes), and
+// every pass, the first included, reads cached buffer i from `slot(i)`.
+std::string fill_row_cache(KernelWriter& w, const std::vector<int>& cached, const std::function<std::string(size_t)>& slot) {
+  std::string fill;
+  for (size_t i = 0; i < cached.size(); ++i) {
+    fill += "      " + slot(i) + " = b" + std::to_string(cached[i]) + "[lin];\n";
+    w.set_vector_source(cached[i], slot(i));
+  }
+  return fill;
+}
+
 // Tile strategy: lane l of every warp owns row k = tile * 32 + l; warp w walks r = w, w + W, ...; the
 // warps' partial statistics meet in shared memory and every thread reads back the row's total.
 std::vector<PlanKernel> emit_tile(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks,
@@ -315,18 +338,11 @@ std::vector<PlanKernel> emit_tile(EmitContext& cx, const KernelGroup& g, const K
   // walks the same (r, lane) pairs in the same thread, so the later passes read back their own writes and
   // no barrier is needed; the 32 lanes of a warp touch 32 consecutive words (no bank conflicts).
   std::vector<int> cached;
-  if (ks.cache_row == RowCache::shared) {
-    stat_pass(w, gr, g, rs, stats_in_pass(g, 0), loop, "    ");
-    w.take();
-    cached.assign(w.contiguous_reads().begin(), w.contiguous_reads().end());
-    cached.resize(std::min(cached.size(), size_t(row_cache_limit(ks) / row_cache_bytes(g, ks, 1))));
-  }
-  std::string fill;
-  for (size_t i = 0; i < cached.size(); ++i) {
-    std::string slot = "kf_row[" + std::to_string(int64_t(i) * rs.R * 32) + "LL + r * 32 + lane]";
-    fill += "      " + slot + " = b" + std::to_string(cached[i]) + "[lin];\n";
-    w.set_vector_source(cached[i], slot);
-  }
+  if (ks.cache_row == RowCache::shared)
+    cached = cacheable_buffers(w, gr, g, rs, loop, size_t(row_cache_limit(ks) / row_cache_bytes(g, ks, 1)));
+  std::string fill = fill_row_cache(w, cached, [&](size_t i) {
+    return "kf_row[" + std::to_string(int64_t(i) * rs.R * 32) + "LL + r * 32 + lane]";
+  });
   for (int pass = 0; pass < stat_walks(g); ++pass) {
     std::vector<int> stats = stats_in_pass(g, pass);
     body += stat_pass(w, gr, g, rs, stats, loop, "    ", pass == 0 ? fill : "");
@@ -377,26 +393,16 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const Ke
   int64_t smem = 0;
   std::string cache_base = ks.strategy == Strategy::warp ? "(threadIdx.x >> 5) * " : "0 * ";
   if (ks.cache_row != RowCache::none) {
-    stat_pass(w, gr, g, rs, stats_in_pass(g, 0), sk.elem_loop, "    ");
-    w.take();
-    cached.assign(w.contiguous_reads().begin(), w.contiguous_reads().end());
     // As many row buffers as fit; the rest are re-read from memory.
     size_t fit = in_registers ? size_t(kMaxRegisterRow / slots) : size_t(kMaxRowCache / row_cache_bytes(g, ks, 1));
-    cached.resize(std::min(cached.size(), fit));
+    cached = cacheable_buffers(w, gr, g, rs, sk.elem_loop, fit);
     if (!in_registers) smem = row_cache_bytes(g, ks, int(cached.size()));
     cache_base += std::to_string(int64_t(cached.size()) * rs.R) + "LL";
   }
-  auto cache_slot = [&](size_t i) {
+  std::string fill = fill_row_cache(w, cached, [&](size_t i) {
     if (in_registers) return "kf_reg" + std::to_string(i) + "[kf_j]";
     return "kf_row[" + cache_base + " + " + std::to_string(int64_t(i) * rs.R) + "LL + r]";
-  };
-  // The first pass fills the cache unconditionally (a read under a `where` branch would leave holes),
-  // and every pass, the first included, reads the row from the cache.
-  std::string fill;
-  for (size_t i = 0; i < cached.size(); ++i) {
-    fill += "      " + cache_slot(i) + " = b" + std::to_string(cached[i]) + "[lin];\n";
-    w.set_vector_source(cached[i], cache_slot(i));
-  }
+  });
   for (int pass = 0; pass < stat_walks(g); ++pass) {
     std::vector<int> stats = stats_in_pass(g, pass);
     body += stat_pass(w, gr, g, rs, stats, sk.elem_loop, "    ", pass == 0 ? fill : "");

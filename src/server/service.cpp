@@ -165,19 +165,19 @@ void Service::run_job(const Job& job, int gpu, PersistentWorker& worker) {
     return;
   }
   DeviceMemoryLedger& memory = *device_memory_.at(gpu);
-  const int64_t footprint = task_device_bytes(load_bundle(task->bundle_dir));
+  // Read from the bundle only where a process is about to upload it: not on a persistent worker's every job.
+  auto footprint = [&] { return task_device_bytes(load_bundle(task->bundle_dir)); };
   if (job.kind != "schedule") {
     fs::path dir = scratch(fs::absolute(fs::path(opts_.work_dir) / "jobs" / std::to_string(job.id)));
-    DeviceMemoryReservation reserved(memory, footprint);
+    DeviceMemoryReservation reserved(memory, footprint());
     run_fresh(job, *task, gpu, job_sandbox(dir, *task, gpu));
     return;
   }
   if (!worker.process || worker.task != task->id) {  // one task on the device at a time
     worker.process.reset();
     memory.let_go(worker.device_bytes);
-    worker.device_bytes = 0;
-    memory.hold(footprint);  // before the process starts uploading
-    worker.device_bytes = footprint;
+    worker.device_bytes = footprint();
+    memory.hold(worker.device_bytes);  // before the process starts uploading
     SandboxOptions o = job_sandbox(cache_dir_ / "nvrtc", *task, gpu);  // trusted: may fill the kernel cache
     worker.process = std::make_unique<PlanWorkerProcess>(
         std::vector<std::string>{opts_.kforge_exe, "worker", task->bundle_dir, "--gpu-lock", gpu_lock(gpu)}, o);
