@@ -62,7 +62,8 @@ RowCache row_cache_from_json(const nlohmann::json& v) {
 nlohmann::json to_json(const KernelSchedule& ks) {
   nlohmann::json j = {{"strategy", to_string(ks.strategy)}, {"block", ks.block}, {"vec", ks.vec},
                       {"items", ks.items}, {"chunks", ks.chunks}, {"cache_row", to_string(ks.cache_row)}};
-  // Only library kernels have these: the JSON of every other schedule stays what it was (database keys).
+  // Only library kernels have these: every other schedule's JSON keeps its fields. cache_row was a boolean
+  // until `registers` joined; the database's older rows still read back (row_cache_from_json).
   if (ks.strategy == Strategy::library) j.update({{"precision", to_string(ks.precision)}, {"algo", ks.algo}});
   return j;
 }
