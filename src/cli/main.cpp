@@ -16,6 +16,7 @@
 #include "env/plan_worker.h"
 #include "ir/error.h"
 #include "runtime/compiler.h"
+#include "runtime/crash_trace.h"
 #include "runtime/driver.h"
 #include "runtime/raw_cuda.h"
 #include "search/cost_model.h"
@@ -195,6 +196,7 @@ int cmd_lower(const std::string& path, const std::string& schedule_path, const s
 }  // namespace
 
 int main(int argc, char** argv) {
+  install_crash_trace_if_asked();
   CLI::App app{"kforge: writes fused CUDA kernels for PyTorch models and measures them on the GPU"};
   app.require_subcommand(1);
 

@@ -9,6 +9,7 @@
 #include "ir/decompose.h"
 #include "ir/error.h"
 #include "ir/interpreter.h"
+#include "runtime/crash_trace.h"
 #include "runtime/driver.h"
 #include "runtime/executor.h"
 #include "search/features.h"
@@ -125,6 +126,7 @@ class Trainer {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "kforge core: IR, interpreter, code generation and plan runner";
+  install_crash_trace_if_asked();
   py::register_exception<UserError>(m, "KforgeError", PyExc_ValueError);
   m.def("version", [] { return std::string("0.1.0"); });
   m.def("check_graph", [](const std::string& j) { return graph_to_json(graph_from_json(nlohmann::json::parse(j))).dump(); });
