@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <random>
 #include <set>
-#include <sstream>
 
 #include "ir/error.h"
 #include "search/learned_policy.h"
@@ -20,6 +19,22 @@ torch::nn::Sequential mlp(int64_t in, int64_t hidden) {
   return torch::nn::Sequential(torch::nn::Linear(in, hidden), torch::nn::Tanh(), torch::nn::Linear(hidden, hidden),
                                torch::nn::Tanh(), torch::nn::Linear(hidden, 1));
 }
+
+// The sampling generator: SplitMix64, whose whole state is one integer, so a checkpoint stores it as a JSON
+// number. (std::mt19937_64's state goes through iostreams; inside PyTorch's process on the GPU machine that
+// crashed in the locale code of libstdc++ on save: device run 4.2 of docs/NOTES.md.)
+struct SplitMix64 {
+  using result_type = uint64_t;
+  uint64_t state;
+  static constexpr uint64_t min() { return 0; }
+  static constexpr uint64_t max() { return ~uint64_t(0); }
+  uint64_t operator()() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+};
 
 torch::Tensor matrix(const std::vector<FeatureRow>& rows) {
   int64_t n = int64_t(rows.size()), f = n ? int64_t(rows[0].size()) : 0;
@@ -43,11 +58,11 @@ struct LearnedPolicy::Impl {
   PolicyOptions opts;
   mutable torch::nn::Sequential actor{nullptr}, critic{nullptr};  // forward() is not const in libtorch
   std::unique_ptr<torch::optim::Adam> optimizer;
-  std::mt19937_64 rng;
+  SplitMix64 rng;
   int64_t step = 0;
   nlohmann::json progress = nlohmann::json::object();
 
-  explicit Impl(const PolicyOptions& o) : opts(o), rng(o.seed) {
+  explicit Impl(const PolicyOptions& o) : opts(o), rng{o.seed} {
     torch::manual_seed(o.seed);
     actor = mlp(int64_t(decision_feature_names().size()), o.hidden);
     critic = mlp(int64_t(task_feature_count()), o.hidden);
@@ -229,10 +244,8 @@ void LearnedPolicy::save(const std::string& path) const {
   root.write("actor", actor);
   root.write("critic", critic);
   root.write("optimizer", optimizer);
-  std::ostringstream rng;
-  rng << impl_->rng;
   nlohmann::json meta = checkpoint_schema();
-  meta.update({{"step", impl_->step}, {"progress", impl_->progress}, {"rng", rng.str()},
+  meta.update({{"step", impl_->step}, {"progress", impl_->progress}, {"rng", impl_->rng.state},
                {"options", {{"hidden", impl_->opts.hidden}, {"learning_rate", impl_->opts.learning_rate},
                             {"clip", impl_->opts.clip}, {"entropy_bonus", impl_->opts.entropy_bonus},
                             {"value_weight", impl_->opts.value_weight}, {"epochs", impl_->opts.epochs},
@@ -271,8 +284,8 @@ std::unique_ptr<LearnedPolicy> LearnedPolicy::load(const std::string& path, cons
   p->impl_->optimizer->load(optimizer);
   p->impl_->step = meta.value("step", int64_t(0));
   p->impl_->progress = meta.value("progress", nlohmann::json::object());
-  std::istringstream rng(meta.value("rng", ""));
-  if (!rng.str().empty()) rng >> p->impl_->rng;
+  // Checkpoints from before SplitMix64 stored a text state: those restart the generator from the seed.
+  if (meta.contains("rng") && meta["rng"].is_number_unsigned()) p->impl_->rng.state = meta["rng"].get<uint64_t>();
   return p;
 }
 
