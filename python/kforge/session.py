@@ -29,8 +29,8 @@ from kforge.kbtime import check_and_time
 from kforge.launch import KforgeFunction
 from kforge.problem import load_problem, random_seed
 
-HEADER = ("| problem | eager ms | compile ms | kforge ms | x eager | x compile | x best | tier | protocol |\n"
-          "|---|---|---|---|---|---|---|---|---|")
+HEADER = ("| problem | eager ms | compile ms | kforge ms | x eager | x compile | x best | tier | relaxed ms "
+          "| x best (relaxed) | protocol |\n|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def ptrs(tensors) -> list[int]:
@@ -144,7 +144,37 @@ def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 
                   **roofline.report(result["min_bytes"], result.get("flops", 0.0), result["copy_gbs"], result["plan"], ours))
     if tier == "failed":
         report["error"] = "the best plan failed the check on a fresh input draw"
+    report.update(relaxed_tier_report(result, problem, model, compiled, params, inputs0, graph, out_dir, report))
     return report
+
+
+def relaxed_tier_report(result: dict, problem, model, compiled, params, inputs0, graph, out_dir: Path,
+                        report: dict) -> dict:
+    """Both tiers in every report: the relaxed tier's fastest plan, where the search found one faster than the
+    best (strict-first) plan, is checked on its own fresh draw and timed side by side with eager and
+    torch.compile again (kb protocol); otherwise the relaxed tier's numbers are the best plan's."""
+    import kforge._core as core
+
+    if "relaxed" not in result:
+        if report["tier"] == "failed":
+            return {"relaxed_tier": "failed"}
+        return {"relaxed_tier": report["tier"], "relaxed_ms": report["kforge_ms"],
+                **{f"relaxed_{k}": report[k] for k in ("speedup_eager", "speedup_compile", "speedup_best")}}
+    plan_json = json.dumps(result["relaxed"]["plan"])
+    (out_dir / "relaxed_plan.json").write_text(plan_json)
+    kb = check_and_time(problem, model, compiled, KforgeFunction(core.Runner(plan_json), graph), params, inputs0,
+                        TOLERANCE)
+    check = kb["check"]
+    eager, comp, ours = (kb[k]["median_ms"] for k in ("eager", "compile", "kforge"))
+    tier = "strict" if result["relaxed"]["tier"] == "strict" and check["strict"] else \
+        "relaxed" if check["relaxed"] else "failed"
+    if tier == "failed":  # the best plan, which passed, stands for the relaxed tier
+        fallback = relaxed_tier_report({}, problem, model, compiled, params, inputs0, graph, out_dir, report)
+        return {**fallback, "relaxed_error": "the relaxed tier's fastest plan failed the check on a fresh draw"}
+    return {"relaxed_tier": tier, "relaxed_ms": ours, "relaxed_native_ms": result["relaxed"]["native"]["median_ms"],
+            "relaxed_speedup_eager": eager / ours, "relaxed_speedup_compile": comp / ours,
+            "relaxed_speedup_best": min(eager, comp) / ours, "relaxed_schedule": result["relaxed"]["plan"]["schedule"],
+            "relaxed_kb": kb}
 
 
 def row(r: dict) -> str:
@@ -152,7 +182,8 @@ def row(r: dict) -> str:
         v = r.get(key)
         return format(v, spec) if isinstance(v, (int, float)) and math.isfinite(v) and v > 0 else "-"
     return (f"| {r['name']} | {f('eager_ms')} | {f('compile_ms')} | {f('kforge_ms')} | {f('speedup_eager', '.2f')} | "
-            f"{f('speedup_compile', '.2f')} | {f('speedup_best', '.2f')} | {r.get('tier', 'failed')} | kb |")
+            f"{f('speedup_compile', '.2f')} | {f('speedup_best', '.2f')} | {r.get('tier', 'failed')} | "
+            f"{f('relaxed_ms')} | {f('relaxed_speedup_best', '.2f')} | kb |")
 
 
 def main(argv=None) -> int:

@@ -175,6 +175,10 @@ PYBIND11_MODULE(_core, m) {
       out["reward"] = r.best_eval.reward.reward;
       out["kernels"] = r.best->kernels.size();
     }
+    // The relaxed tier's own winner where it is another plan than the best (a TF32 plan beating every fp32 one).
+    if (r.fastest_relaxed && r.best && r.fastest_relaxed->to_json() != r.best->to_json())
+      out["relaxed"] = {{"plan", r.fastest_relaxed->to_json()}, {"native", to_json(r.fastest_relaxed_eval.native)},
+                        {"reward", r.fastest_relaxed_eval.reward.reward}, {"tier", r.fastest_relaxed_eval.tier()}};
     return out.dump();
   }, py::arg("graph_json"), py::arg("name"), py::arg("sets"), py::arg("refs"), py::arg("params"), py::arg("budget"),
      py::arg("db_path"), py::arg("eager_ms") = 0.0, py::arg("compile_ms") = 0.0, py::arg("seed") = 1,

@@ -34,8 +34,10 @@ struct OptimizeOptions {
 };
 
 struct OptimizeResult {
-  std::optional<Plan> best;
+  std::optional<Plan> best;  // strict-tier plans first: the fastest strict one, else the fastest relaxed one
   EvalResult best_eval;
+  std::optional<Plan> fastest_relaxed;  // the fastest plan of the relaxed tier (strict ones included)
+  EvalResult fastest_relaxed_eval;
   std::string last_failure;  // log of the last candidate that failed, for the report when none passed
   int candidates = 0, compiled = 0, correct = 0, strict = 0;
   double copy_gbs = 0;

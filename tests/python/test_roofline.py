@@ -34,3 +34,25 @@ def test_the_suite_table_shows_the_roofline_columns():
     assert "| GFLOP | floor ms | % of roofline |" in text
     assert "| 2200.0 | 1.500 | 75 |" in text
 
+
+
+def test_the_suite_table_and_summary_give_both_tiers():
+    spec = importlib.util.spec_from_file_location("run_suite", REPO / "bench" / "run_suite.py")
+    run_suite = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_suite)
+    # A convolution: the strict plan (fp32) loses to TF32 baselines, the relaxed tier's TF32 plan wins.
+    conv = {"tier": "strict", "eager_ms": 1.0, "compile_ms": 1.1, "kforge_ms": 3.0, "relaxed_tier": "relaxed",
+            "relaxed_ms": 0.8, "relaxed_speedup_best": 1.25}
+    # A reduction without library steps: one plan serves both tiers.
+    row_op = {"tier": "strict", "eager_ms": 2.0, "compile_ms": 1.5, "kforge_ms": 1.2, "relaxed_tier": "strict",
+              "relaxed_ms": 1.2, "relaxed_speedup_best": 1.25}
+    rows = [run_suite.make_row(n, n + ".py", r, 0, False, 1.0, None, "log", 60)
+            for n, r in (("conv", conv), ("softmax", row_op))]
+    rows.append(run_suite.make_row("timed_out", "t.py", conv, None, True, 60.0, None, "log", 60))
+    s = run_suite.summarise(rows)
+    assert s["faster_strict_tier"] == 1 and s["faster_relaxed_tier"] == 2
+    assert s["geomean_speedup_best_relaxed_tier"] == pytest.approx(1.25)
+    text = run_suite.table(rows, s)
+    assert "| tier | relaxed ms | x best (relaxed) |" in text
+    assert "| strict | 0.800 | 1.25 |" in text
+    assert "strict tier (1e-4) 1, relaxed tier (1e-2, TF32 allowed; its fastest plan) 2" in text

@@ -8,6 +8,8 @@
 
 #include "common/scratch_path.h"
 #include "codegen/lower.h"
+#include "common/conv_graphs.h"
+#include "common/matmul_graphs.h"
 #include "common/sample_graphs.h"
 #include "common/synthetic_times.h"
 #include "ir/error.h"
@@ -108,6 +110,36 @@ TEST(Checkpoint, TheDefaultPolicyFallsBackToLocalWhereNoCheckpointIsUsable) {
     ASSERT_FALSE(opening.empty());
     EXPECT_EQ(opening.front(), Schedule{});
   }
+}
+
+// Library steps open with the default (fp32, the heuristic's first choice) and then every library step in TF32
+// at the heuristic's first choice: the relaxed tier's natural plan is measured within the first candidates.
+TEST(Opening, LibraryStepsAlsoOpenWithTheirFirstChoiceInTf32) {
+  for (const nlohmann::json& graph : {testing::matmul_graph("linear_bias_relu"), testing::conv_graph("conv2d_bias_relu")}) {
+    Graph g = graph_from_json(graph);
+    Policy p = Policy::local;
+    ScheduleProposer proposer(g, 1);
+    auto opening = opening_candidates(g, p, OptimizeOptions{}, proposer, 4000);
+    ASSERT_GE(opening.size(), 2u);
+    EXPECT_EQ(opening.front(), Schedule{});
+    const Schedule& tf32 = opening.back();
+    int library = 0;
+    for (auto& grp : kernel_groups(g, true)) {
+      if (grp.kind != GroupKind::matmul && grp.kind != GroupKind::conv) continue;
+      ++library;
+      KernelSchedule ks = schedule_for(tf32, grp);
+      EXPECT_EQ(ks.strategy, Strategy::library);
+      EXPECT_EQ(ks.precision, Precision::tf32);
+      EXPECT_EQ(ks.algo, 0);
+    }
+    EXPECT_EQ(library, 1);
+    EXPECT_NO_THROW(lower(g, tf32));
+  }
+  // Nothing to add without library steps.
+  Graph softmax = graph_from_json(testing::sample_graph("softmax"));
+  Policy p = Policy::local;
+  ScheduleProposer proposer(softmax, 1);
+  for (auto& s : opening_candidates(softmax, p, OptimizeOptions{}, proposer, 4000)) EXPECT_TRUE(s.kernels.empty());
 }
 
 TEST(Checkpoint, NewestIsTheHighestStep) {
