@@ -9,10 +9,43 @@ from conftest import REPO
 from test_matmul_problems import graph_of, lower_to_plan
 
 PROBLEMS = sorted((REPO / "bench" / "level1_conv").glob("*.py"))
+LEVEL2_CONVS = [p for p in sorted((REPO / "bench" / "level2").glob("*.py")) if "conv" in p.stem]
+
+# The level-2 chains after a convolution: how many generated kernels the chain (the conv's bias included) takes.
+# Statistics over a whole image group or channel are split reductions (a partial kernel, a finishing one) and
+# then the normalisation's pointwise kernel; row statistics that fit one block fuse with their use.
+LEVEL2 = {
+    "21_conv2d_relu_bias_add": 1,
+    "22_conv2d_batchnorm_relu": 1,
+    "23_conv2d_groupnorm_tanh": 3,
+    "24_conv2d_instancenorm_divide": 1,
+    "25_conv2d_maxpool_hardswish": 2,
+    "26_conv2d_avgpool_sigmoid_sum": 3,
+    "27_conv2d_global_average_bias": 2,
+    "28_conv2d_min_tanh_tanh": 1,
+    "29_conv3d_softmax_maxpool": 2,
+    "30_conv3d_groupnorm_mean": 4,
+    "31_conv1d_gelu_layernorm": 1,
+    "32_conv2d_mish_scale_clamp": 1,
+    "33_conv2d_leakyrelu_channel_sum": 2,
+    "34_conv2d_hardtanh_logsumexp": 1,
+}
 
 
-def test_there_are_eight_problems():
-    assert len(PROBLEMS) == 8
+def test_there_are_eight_level1_and_fourteen_level2_problems():
+    assert len(PROBLEMS) == 8 and sorted(p.stem for p in LEVEL2_CONVS) == sorted(LEVEL2)
+
+
+@pytest.mark.parametrize("path", LEVEL2_CONVS, ids=lambda p: p.stem)
+def test_level2_chains_lower_to_one_cudnn_step_and_fused_kernels(path, tmp_path):
+    graph = graph_of(path)
+    assert [n["op"] for n in graph["nodes"]].count("conv") == 1
+    if os.environ.get("KFORGE_NO_CORE") == "1":
+        pytest.skip("KFORGE_NO_CORE=1: the kforge binary is deliberately not used")
+    plan = lower_to_plan(graph, tmp_path)
+    kinds = [k.get("kind", "nvrtc") for k in plan["kernels"]]
+    assert kinds[0] == "cudnn" and kinds.count("cudnn") == 1
+    assert len(kinds) - 1 == LEVEL2[path.stem]
 
 
 @pytest.mark.parametrize("path", PROBLEMS, ids=lambda p: p.stem)

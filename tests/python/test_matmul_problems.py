@@ -14,14 +14,32 @@ from kforge import fx_to_ir
 from kforge.problem import load_problem
 
 KFORGE = Path(os.environ.get("KFORGE_BIN", REPO / "build" / "kforge"))
-PROBLEMS = sorted((REPO / "bench" / "level1_matmul").glob("*.py")) + sorted((REPO / "bench" / "level2").glob("*.py"))
+LEVEL2_PRODUCTS = [p for p in sorted((REPO / "bench" / "level2").glob("*.py")) if "conv" not in p.stem]
+PROBLEMS = sorted((REPO / "bench" / "level1_matmul").glob("*.py")) + LEVEL2_PRODUCTS
 
-# What each level-2 chain must lower to: the product's epilogue, and how many generated kernels remain.
+# What each level-2 chain must lower to: the product's epilogue (what cuBLASLt fuses), and how many generated
+# kernels the rest of the chain takes (a row statistic and its use share one kernel where the rows fit).
 LEVEL2 = {
     "01_linear_bias_relu": ("bias_relu", 0),
     "02_linear_gelu": ("bias", 1),  # nn.GELU() is the erf form; cuBLASLt's GELU epilogue is the tanh one
     "03_matmul_scale_residual": ("none", 1),
     "04_linear_bias_sigmoid": ("bias", 1),
+    "05_linear_swish_scale": ("bias", 1),
+    "06_linear_layernorm_relu": ("bias", 1),
+    "07_linear_softmax": ("bias", 1),
+    "08_linear_logsumexp_relu": ("bias", 1),
+    "09_linear_batchnorm_gelu": ("bias", 1),
+    "10_linear_groupnorm_hardtanh": ("bias", 2),
+    "11_linear_clamp_sum": ("bias", 1),
+    "12_linear_max_gelu": ("bias", 1),
+    "13_bmm_softmax_scale": ("none", 1),
+    "14_linear_mish_mish": ("bias", 1),
+    "15_linear_sigmoid_scale_residual": ("bias", 1),
+    "16_linear_min_subtract": ("bias", 1),
+    "17_linear_hardswish_rmsnorm": ("bias", 1),
+    "18_matmul_divide_sum_scale": ("none", 1),
+    "19_linear_tanh_scale_bias": ("bias", 1),
+    "20_linear_leakyrelu_logsoftmax": ("bias", 1),
 }
 
 
@@ -42,8 +60,8 @@ def lower_to_plan(graph, tmp_path):
     return json.loads((tmp_path / "plan.json").read_text())
 
 
-def test_there_are_ten_level1_and_four_level2_problems():
-    assert len(PROBLEMS) == 14
+def test_there_are_ten_level1_and_twenty_level2_product_problems():
+    assert len(PROBLEMS) == 30 and sorted(p.stem for p in LEVEL2_PRODUCTS) == sorted(LEVEL2)
 
 
 @pytest.mark.parametrize("path", PROBLEMS, ids=lambda p: f"{p.parent.name}/{p.stem}")
@@ -59,6 +77,6 @@ def test_imports_and_lowers_to_cublaslt(path, tmp_path):
         epilogue, kernels = LEVEL2[path.stem]
         assert library[0]["library"]["epilogue"] == epilogue
         assert len(plan["kernels"]) - 1 == kernels
-    if "transposed" in path.stem or path.parent.name == "level2" and path.stem != "03_matmul_scale_residual":
+    if "transposed" in path.stem or path.parent.name == "level2" and "linear" in path.stem:
         side = "a" if path.stem.endswith("transposed_a") else "b"
         assert library[0]["library"][side]["transposed"], "a transposing view is a flag, not a copy"

@@ -1,4 +1,4 @@
-"""Reductions: sum/mean/amax/amin/prod, torch.max/min in all three forms, argmax/argmin, norms, var/std."""
+"""Reductions: sum/mean/amax/amin/prod, torch.max/min in all three forms, argmax/argmin, logsumexp, norms, var/std."""
 import math
 
 import torch
@@ -34,6 +34,26 @@ def reduction_handler(op):
 
 for _op in ("sum", "mean", "amax", "amin", "prod"):
     on(getattr(torch, _op), _op)(reduction_handler(_op))
+
+
+@on(torch.logsumexp, "logsumexp")
+def logsumexp(b, input, dim, keepdim=False, *, out=None):
+    """PyTorch's own formula: the max over the dims is subtracted before exp (no overflow), except where the max is
+    infinite (then 0: PyTorch's masked_fill), and added back after the log. `m - m != 0` picks the infinite maxima
+    without an infinite constant (the IR's JSON has none); a NaN max is replaced too, and gives NaN either way."""
+    x = b.cast(tensor(b, input), b.out_dtype)
+    dims = norm_dims(dim, x.ndim)
+    kept = tuple(1 if d in dims else n for d, n in enumerate(x.shape))
+    f32 = b.out_dtype
+    m = b.emit_tmp("amax", [x], {"dims": dims, "keepdim": True}, f32, kept)
+    infinite = b.emit_tmp("ne", [b.emit_tmp("sub", [m, m], {}, f32, kept), b.const(0.0, f32)], {}, torch.bool, kept)
+    shift = b.emit_tmp("where", [infinite, b.const(0.0, f32), m], {}, f32, kept)
+    e = b.emit_tmp("exp", [b.emit_tmp("sub", [x, shift], {}, f32, x.shape)], {}, f32, x.shape)
+    s = b.emit_tmp("sum", [e], {"dims": dims, "keepdim": True}, f32, kept)
+    if keepdim:
+        return b.emit("add", [b.emit_tmp("log", [s], {}, f32, kept), shift])
+    total = b.emit_tmp("add", [b.emit_tmp("log", [s], {}, f32, kept), shift], {}, f32, kept)
+    return b.emit("reshape", [total], {"shape": list(b.out_shape)})
 
 
 def max_min(op, arg_op, binary_op):

@@ -1,0 +1,27 @@
+"""Linear, GroupNorm with 16 groups of features, HardTanh."""
+# eager estimate: 2.9 ms (137 GFLOP, plus group statistics over 64 MB)
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 4096
+IN_FEATURES = 4096
+OUT_FEATURES = 4096
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+        self.gn = nn.GroupNorm(16, out_features)
+
+    def forward(self, x):
+        return F.hardtanh(self.gn(self.linear(x)), min_val=-2.0, max_val=2.0)
+
+
+def get_inputs():
+    return [torch.randn(BATCH, IN_FEATURES)]
+
+
+def get_init_inputs():
+    return [IN_FEATURES, OUT_FEATURES]

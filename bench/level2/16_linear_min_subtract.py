@@ -1,0 +1,26 @@
+"""Linear, then each row minus its minimum."""
+# eager estimate: 2.8 ms (137 GFLOP, plus two passes over 64 MB)
+import torch
+import torch.nn as nn
+
+BATCH = 4096
+IN_FEATURES = 4096
+OUT_FEATURES = 4096
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        y = self.linear(x)
+        return y - torch.min(y, dim=1, keepdim=True)[0]
+
+
+def get_inputs():
+    return [torch.randn(BATCH, IN_FEATURES)]
+
+
+def get_init_inputs():
+    return [IN_FEATURES, OUT_FEATURES]
