@@ -26,7 +26,11 @@ def matmul_tflops(tier: str, n: int = 8192) -> float:
 
 
 def uses_tf32(plan: dict) -> bool:
-    return any(k.get("schedule", {}).get("precision") == "tf32" for k in plan.get("kernels", []))
+    return uses_precision(plan, "tf32")
+
+
+def uses_precision(plan: dict, precision: str) -> bool:
+    return any(k.get("schedule", {}).get("precision") == precision for k in plan.get("kernels", []))
 
 
 def floor(bytes_min: float, flops: float, copy_gbs: float, tflops: float) -> float:
@@ -41,6 +45,10 @@ def report(bytes_min: float, flops: float, copy_gbs: float, plan: dict, kforge_m
     matrix products (it costs a few hundred milliseconds)."""
     tier = "relaxed" if uses_tf32(plan) else "strict"
     tflops = matmul_tflops(tier) if flops > 0 else 0.0
+    if flops > 0 and tier == "strict" and uses_precision(plan, "tf32x3"):
+        # Split precision is strict-tier arithmetic at three TF32 products each: its ceiling is the faster of
+        # fp32 and a third of the measured TF32 rate.
+        tier, tflops = "strict (split tf32)", max(tflops, matmul_tflops("relaxed") / 3)
     f = floor(bytes_min, flops, copy_gbs, tflops)
     return {"flops": flops, "matmul_tflops": tflops or None, "matmul_tier": tier if flops > 0 else None,
             "floor_ms": f, "pct_roofline": 100.0 * f / kforge_ms if kforge_ms > 0 and f > 0 else None}

@@ -26,9 +26,8 @@ std::string decompose_index(const std::string& index, const std::vector<int64_t>
 }
 
 std::string kernel_header(const Partition& p, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
-  static const char* kinds[] = {"pointwise", "row", "scan", "pool"};
   const Graph& gr = *p.graph;
-  std::string s = "// kforge kernel " + name + ": " + kinds[int(g.kind)] + " group '" + g.key + "'\n";
+  std::string s = "// kforge kernel " + name + ": " + to_string(g.kind) + " group '" + g.key + "'\n";
   s += "// iteration shape " + to_string(g.shape);
   if (!g.axes.empty()) s += ", axes " + to_string(Shape(g.axes.begin(), g.axes.end()));
   s += "\n";

@@ -1,4 +1,5 @@
-// Matrix products: a matmul group becomes one cuBLASLt step, not a generated kernel. The plan describes the
+// Matrix products: a matmul group becomes one cuBLASLt step, not a generated kernel (or, under strategy mma,
+// kforge's own tensor-core kernel: emit_matmul_mma.cpp). The plan describes the
 // product as PyTorch sees it (row-major, C = A @ B); runtime/cublaslt_matmul.cpp maps it onto the library's
 // column-major convention. The step's `library` block:
 //   op "matmul"; m, n, k; batch (count; 1 for a plain product);
@@ -53,6 +54,7 @@ std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const
   nlohmann::json a = operand(cx, mm.args[0], batch, k.args), b = operand(cx, mm.args[1], batch, k.args);
   k.args.push_back(buffer_of(cx, g.anchor));
   if (has_bias(e)) k.args.push_back(buffer_of(cx, mm.args[2]));
+  if (ks.strategy == Strategy::mma) return emit_matmul_mma(cx, g, ks, name, d, a, b, e, k.args);
   k.args.push_back(library_workspace(cx, kWorkspaceName, kWorkspaceBytes));
   k.library = {{"op", "matmul"}, {"m", d.m}, {"n", d.n}, {"k", d.k}, {"batch", batch}, {"a", a}, {"b", b},
                {"c", {{"ld", d.n}, {"batch_stride", batch == 1 ? 0 : d.m * d.n}}}, {"epilogue", to_string(e)},

@@ -8,6 +8,7 @@
 
 #include "codegen/kernel_writer.h"
 #include "codegen/plan.h"
+#include "ir/matmul.h"
 
 namespace kforge {
 
@@ -23,6 +24,11 @@ std::vector<PlanKernel> emit_scan(EmitContext& cx, const KernelGroup& g, const K
 std::vector<PlanKernel> emit_pool(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
 std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
 std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
+// emit_matmul's own-kernel branch (strategy mma): the operands as emit_matmul describes them to cuBLASLt
+// (transposed, ld, batch_stride), and the kernel's buffers [a, b, c, bias if the epilogue has one].
+std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks,
+                                        const std::string& name, const MatmulDims& d, const nlohmann::json& a,
+                                        const nlohmann::json& b, Epilogue e, std::vector<int> args);
 
 // Shared pieces of the templates.
 // The plan buffer holding stored node `node`.

@@ -10,6 +10,18 @@
 
 namespace kforge {
 
+std::string to_string(GroupKind k) {
+  switch (k) {
+    case GroupKind::pointwise: return "pointwise";
+    case GroupKind::row: return "row";
+    case GroupKind::scan: return "scan";
+    case GroupKind::pool: return "pool";
+    case GroupKind::matmul: return "matmul";
+    case GroupKind::conv: return "conv";
+  }
+  return "?";
+}
+
 namespace {
 
 bool is_source(const Node& n) { return n.op == "input" || n.op == "param"; }

@@ -25,6 +25,8 @@
 namespace kforge {
 
 enum class GroupKind { pointwise, row, scan, pool, matmul, conv };
+constexpr int kGroupKindCount = 6;
+std::string to_string(GroupKind k);  // "pointwise", "row", ...
 
 struct KernelGroup {
   GroupKind kind;

@@ -45,8 +45,9 @@ int64_t Plan::min_bytes() const {
 }
 
 bool Plan::uses_tf32() const {
+  // tf32x3 (split precision) reaches fp32's accuracy: it is judged by the strict tier like fp32.
   for (auto& k : kernels)
-    if (k.kind != StepKind::nvrtc && k.library.value("precision", "fp32") != "fp32") return true;
+    if ((k.kind != StepKind::nvrtc ? k.library : k.schedule).value("precision", "fp32") == "tf32") return true;
   return false;
 }
 

@@ -16,29 +16,38 @@ std::string to_string(Strategy s) {
     case Strategy::split: return "split";
     case Strategy::tile: return "tile";
     case Strategy::library: return "library";
+    case Strategy::mma: return "mma";
   }
   return "?";
 }
 
-std::string to_string(Precision p) { return p == Precision::tf32 ? "tf32" : "fp32"; }
+std::string to_string(Precision p) {
+  switch (p) {
+    case Precision::fp32: return "fp32";
+    case Precision::tf32: return "tf32";
+    case Precision::tf32x3: return "tf32x3";
+  }
+  return "?";
+}
 
 Precision precision_from_string(const std::string& s) {
-  if (s == "fp32") return Precision::fp32;
-  if (s == "tf32") return Precision::tf32;
-  throw UserError("unknown precision '" + s + "' (fp32 or tf32)");
+  for (auto p : {Precision::fp32, Precision::tf32, Precision::tf32x3})
+    if (to_string(p) == s) return p;
+  throw UserError("unknown precision '" + s + "' (fp32, tf32 or tf32x3)");
 }
 
 
 const std::vector<Strategy>& all_strategies() {
   static const std::vector<Strategy> all = {Strategy::flat, Strategy::thread, Strategy::warp,
-                                            Strategy::block, Strategy::split, Strategy::tile, Strategy::library};
+                                            Strategy::block, Strategy::split, Strategy::tile, Strategy::library,
+                                            Strategy::mma};
   return all;
 }
 
 Strategy strategy_from_string(const std::string& s) {
   for (auto st : all_strategies())
     if (to_string(st) == s) return st;
-  throw UserError("unknown strategy '" + s + "' (flat, thread, warp, block, split, tile or library)");
+  throw UserError("unknown strategy '" + s + "' (flat, thread, warp, block, split, tile, library or mma)");
 }
 
 std::string to_string(RowCache c) {
@@ -64,7 +73,8 @@ nlohmann::json to_json(const KernelSchedule& ks) {
                       {"items", ks.items}, {"chunks", ks.chunks}, {"cache_row", to_string(ks.cache_row)}};
   // Only library kernels have these: every other schedule's JSON keeps its fields. cache_row was a boolean
   // until `registers` joined; the database's older rows still read back (row_cache_from_json).
-  if (ks.strategy == Strategy::library) j.update({{"precision", to_string(ks.precision)}, {"algo", ks.algo}});
+  if (ks.strategy == Strategy::library || ks.strategy == Strategy::mma)
+    j.update({{"precision", to_string(ks.precision)}, {"algo", ks.algo}});
   return j;
 }
 
@@ -138,18 +148,30 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
   if (ks.vec != 1 && ks.vec != 2 && ks.vec != 4) illegal(g, "vec", "must be 1, 2 or 4");
   if (ks.items < 1 || ks.items > 64) illegal(g, "items", "must be in [1, 64]");
   if (!is_library_kind(g.kind)) {
-    if (ks.strategy == Strategy::library) illegal(g, "strategy", "library is for matrix products and convolutions only");
+    if (ks.strategy == Strategy::library || ks.strategy == Strategy::mma)
+      illegal(g, "strategy", to_string(ks.strategy) + " is for matrix products and convolutions only");
     if (ks.precision != Precision::fp32 || ks.algo != 0)
       illegal(g, "precision/algo", "are for matrix products and convolutions only");
   }
   switch (g.kind) {
     case GroupKind::matmul:
-      if (ks.strategy != Strategy::library) illegal(g, "strategy", "must be library for a matrix product (cuBLASLt)");
+      if (ks.strategy == Strategy::mma) {
+        if (ks.precision == Precision::fp32) illegal(g, "precision", "of mma must be tf32 or tf32x3 (tensor cores)");
+        if (ks.algo != 0 || ks.block != kMmaThreads)
+          illegal(g, "algo/block", "of mma are fixed: 0 and " + std::to_string(kMmaThreads) + " threads");
+        if (ks.items != 1 && ks.items != 2)
+          illegal(g, "items", "of mma is the blocks per SM its registers are capped for: 1 or 2");
+        break;
+      }
+      if (ks.strategy != Strategy::library)
+        illegal(g, "strategy", "must be library (cuBLASLt) or mma (kforge's tensor-core kernel) for a matrix product");
+      if (ks.precision == Precision::tf32x3) illegal(g, "precision", "tf32x3 is kforge's own kernel's (strategy mma)");
       if (ks.algo < 0 || ks.algo >= kMatmulAlgos)
         illegal(g, "algo", "must be in [0, " + std::to_string(kMatmulAlgos) + ") (an index into cuBLASLt's heuristic)");
       break;
     case GroupKind::conv:
       if (ks.strategy != Strategy::library) illegal(g, "strategy", "must be library for a convolution (cuDNN)");
+      if (ks.precision == Precision::tf32x3) illegal(g, "precision", "tf32x3 is for matrix products only");
       if (ks.algo < 0 || ks.algo >= kConvEngines)
         illegal(g, "algo", "must be in [0, " + std::to_string(kConvEngines) + ") (an index into cuDNN's engine heuristic)");
       break;
@@ -278,6 +300,8 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
     case GroupKind::matmul:
       for (auto p : {Precision::fp32, Precision::tf32})
         for (int a = 0; a < kMatmulAlgos; ++a) keep({Strategy::library, 256, 1, 1, 1, RowCache::none, p, a});
+      for (auto p : {Precision::tf32x3, Precision::tf32})
+        for (int blocks_per_sm : {1, 2}) keep({Strategy::mma, kMmaThreads, 1, blocks_per_sm, 1, RowCache::none, p, 0});
       break;
     case GroupKind::conv:
       for (auto p : {Precision::fp32, Precision::tf32})

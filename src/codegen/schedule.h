@@ -22,14 +22,22 @@ namespace kforge {
 //           whose innermost dim is kept (reducing dim 1 of [B, R, I]): coalesced and parallel along R.
 //   library: a matrix product handed to cuBLASLt or a convolution handed to cuDNN (matmul and conv groups
 //            only); precision and algo are its choices.
-enum class Strategy { flat, thread, warp, block, split, tile, library };
+//   mma:     a matrix product on kforge's own tensor-core kernel (mma.sync, codegen/emit_matmul_mma.cpp), with
+//            the epilogue in its store; precision tf32 or tf32x3; items = blocks per SM the registers are
+//            capped for (1: 159 registers, no spills; 2: 128, a few spills) (matmul groups only).
+enum class Strategy { flat, thread, warp, block, split, tile, library, mma };
 
-// Arithmetic of a library matmul. fp32: CUBLAS_COMPUTE_32F, full fp32 products (the strict tier). tf32:
-// CUBLAS_COMPUTE_32F_FAST_TF32, tensor cores on inputs rounded to 10 mantissa bits, ~1e-3 relative error:
-// a plan using it claims the relaxed tier at best (Plan::uses_tf32, env/evaluator.cpp).
-enum class Precision { fp32, tf32 };
+// Arithmetic of a matrix product (or convolution). fp32: full fp32 products (cuBLASLt's CUBLAS_COMPUTE_32F,
+// cuDNN's engines without tensor-core notes): the strict tier. tf32: tensor cores on inputs rounded to 10
+// mantissa bits, ~1e-3 relative error: a plan using it claims the relaxed tier at best (Plan::uses_tf32,
+// env/evaluator.cpp). tf32x3 (mma only): split precision, each input x = big + small with big = tf32(x) and
+// small = tf32(x - big), the product big*big + big*small + small*big on tensor cores: about fp32's accuracy,
+// so the strict tier is open to it (ir/tf32.h emulates the arithmetic on the CPU).
+enum class Precision { fp32, tf32, tf32x3 };
 // Candidates cuBLASLt's heuristic is asked for; `algo` indexes its answer (clamped to what it returned).
 constexpr int kMatmulAlgos = 8;
+// Threads of the mma kernel's block: 8 warps, 2 x 4 over a 128 x 128 tile of the result.
+constexpr int kMmaThreads = 256;
 // Engines of cuDNN's heuristic (mode A) a conv's `algo` may pick, among those its precision allows (fp32:
 // no engine whose numerical notes say tensor cores or down-converted inputs, i.e. no TF32).
 constexpr int kConvEngines = 8;

@@ -17,8 +17,6 @@ float squash(double x) { return float(std::copysign(std::log1p(std::fabs(x)), x)
 float lg(double x) { return float(std::log2(std::max(1.0, x))); }
 
 // Group kinds, in GroupKind's order.
-constexpr const char* kKinds[] = {"pointwise", "row", "scan", "pool", "matmul", "conv"};
-constexpr int kKindCount = int(std::size(kKinds));
 
 }  // namespace
 
@@ -27,21 +25,25 @@ const std::vector<PlanChoice>& plan_choices() {
   return c;
 }
 
+// The per-kernel action features after the strategy one-hot, in the order build_rows writes them; a plan-level
+// row pads them with zeros.
+constexpr const char* kKernelActions[] = {
+    "action.log_block", "action.vec", "action.log_items", "action.log_chunks", "action.cache_row",
+    "action.cache_registers", "action.tf32", "action.tf32x3", "action.algo", "action.is_default", "action.log_threads",
+    "action.log_blocks", "action.log_work_per_thread"};
+
 const std::vector<std::string>& decision_feature_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;
     for (size_t i = 0; i < task_feature_count(); ++i) n.push_back(feature_names()[i]);
     for (auto s : {"decision.plan_level", "decision.progress", "decision.log_groups"}) n.push_back(s);
-    for (auto k : kKinds) n.push_back(std::string("group.") + k);
+    for (int k = 0; k < kGroupKindCount; ++k) n.push_back("group." + to_string(GroupKind(k)));
     for (auto s : {"group.log_numel", "group.log_rows", "group.log_row_length", "group.stats", "group.elem_outputs",
                    "group.innermost_kept", "group.rank"})
       n.push_back(s);
     for (auto st : all_strategies()) n.push_back("action." + to_string(st));
-    for (auto s : {"action.log_block", "action.vec", "action.log_items", "action.log_chunks", "action.cache_row",
-                   "action.cache_registers", "action.tf32", "action.algo", "action.is_default", "action.log_threads",
-                   "action.log_blocks", "action.log_work_per_thread", "action.fuse_rows", "action.cuda_graph",
-                   "action.log_kernels"})
-      n.push_back(s);
+    for (auto s : kKernelActions) n.push_back(s);
+    for (auto s : {"action.fuse_rows", "action.cuda_graph", "action.log_kernels"}) n.push_back(s);
     for (auto s : {"context.fuse_rows", "context.cuda_graph", "context.mean_log_block", "context.splits", "context.cached"})
       n.push_back(s);
     return n;
@@ -80,7 +82,7 @@ void PlanDecisions::build_rows() {
   if (step_ == 0) {
     for (auto& c : plan_choices()) {
       FeatureRow r = row(true);
-      r.insert(r.end(), kKindCount + 7 + all_strategies().size() + 12, 0.f);  // no group, no kernel schedule
+      r.insert(r.end(), kGroupKindCount + 7 + all_strategies().size() + std::size(kKernelActions), 0.f);  // no group, no kernel schedule
       r.insert(r.end(), {float(c.fuse_rows), float(c.cuda_graph), lg(double((c.fuse_rows ? fused_ : unfused_).size()))});
       context(r);
       rows_.push_back(std::move(r));
@@ -94,13 +96,14 @@ void PlanDecisions::build_rows() {
   bool innermost_kept = keeps_innermost(g);
   for (auto& ks : space_) {
     FeatureRow r = row(false);
-    for (int k = 0; k < kKindCount; ++k) r.push_back(float(int(g.kind) == k));
+    for (int k = 0; k < kGroupKindCount; ++k) r.push_back(float(int(g.kind) == k));
     r.insert(r.end(), {lg(double(numel(g.shape))), lg(double(rows_of(g))), lg(double(row_length(g))),
                        float(g.stats.size()), float(!g.elem_outputs.empty()), float(innermost_kept), float(g.shape.size())});
     for (auto st : all_strategies()) r.push_back(float(ks.strategy == st));
     auto [threads, blocks] = launch_size(g, ks);
     r.insert(r.end(), {lg(ks.block), float(ks.vec), lg(ks.items), lg(ks.chunks), float(ks.cache_row != RowCache::none),
-                       float(ks.cache_row == RowCache::registers), float(ks.precision == Precision::tf32), float(ks.algo),
+                       float(ks.cache_row == RowCache::registers), float(ks.precision == Precision::tf32),
+                       float(ks.precision == Precision::tf32x3), float(ks.algo),
                        float(ks == def),
                        lg(threads), lg(blocks), lg(double(numel(g.shape)) / std::max(1.0, threads))});
     r.insert(r.end(), 3, 0.f);  // no plan-level action

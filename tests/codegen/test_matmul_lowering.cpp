@@ -13,6 +13,7 @@
 #include "ir/decompose.h"
 #include "ir/error.h"
 #include "ir/interpreter.h"
+#include "runtime/compiler.h"
 #include "search/measure.h"
 
 namespace kforge {
@@ -186,7 +187,8 @@ TEST(MatmulSchedule, PrecisionAndAlgorithmAreSearchActions) {
   EXPECT_EQ(def.precision, Precision::fp32);
   EXPECT_EQ(def.algo, 0);
   auto space = schedule_space(groups[0]);
-  EXPECT_EQ(space.size(), size_t(2 * kMatmulAlgos));
+  EXPECT_EQ(space.size(), size_t(2 * kMatmulAlgos + 4))
+      << "cuBLASLt in fp32 and tf32; kforge's mma in tf32x3 and tf32, for 1 or 2 blocks per SM";
   EXPECT_FALSE(starves_memory(groups[0], def));
   // Distinct choices are distinct plans to the search (its duplicate filter keys on plan_key).
   Schedule a, b;
@@ -223,6 +225,61 @@ TEST(MatmulSchedule, IllegalChoicesNameTheField) {
   lib.precision = Precision::tf32;
   EXPECT_THROW(check_schedule(pw, lib), UserError);
   EXPECT_THROW(precision_from_string("bf16"), UserError);
+}
+
+// kforge's own tensor-core GEMM (strategy mma): one generated kernel per product, reading the operands where
+// they are (transposed views as flags, batch strides), with the epilogue in its store; tf32x3 keeps the strict
+// tier (Plan::uses_tf32 is false), tf32 does not. Every product form compiles for sm_90 in both precisions.
+TEST(MatmulMma, EveryProductIsOneKernelThatCompilesForSm90InBothPrecisions) {
+  Compiler c({"sm_90", "", {}});
+  for (auto& sample : testing::matmul_graphs()) {
+    Graph g = graph_from_json(sample.graph);
+    for (auto precision : {Precision::tf32x3, Precision::tf32}) {
+      Schedule s;
+      for (auto& grp : kernel_groups(g, true))
+        if (grp.kind == GroupKind::matmul)
+          s.kernels[grp.key] = {.strategy = Strategy::mma, .precision = precision};
+      Plan p = lower(g, s);
+      EXPECT_TRUE(steps(p, StepKind::cublaslt).empty()) << sample.name;
+      EXPECT_EQ(p.uses_tf32(), precision == Precision::tf32) << sample.name;
+      auto mma = std::find_if(p.kernels.begin(), p.kernels.end(),
+                              [](const PlanKernel& k) { return k.schedule.value("strategy", "") == "mma"; });
+      ASSERT_NE(mma, p.kernels.end()) << sample.name;
+      const PlanKernel& k = *mma;
+      EXPECT_EQ(k.kind, StepKind::nvrtc);
+      EXPECT_EQ(k.block, kMmaThreads);
+      EXPECT_EQ(k.schedule.at("precision"), to_string(precision));
+      EXPECT_NE(k.source.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), std::string::npos);
+      CompileResult r = c.compile(k.source, k.name);
+      ASSERT_TRUE(r.ok) << sample.name << " " << to_string(precision) << "\n" << r.log << "\n" << k.source;
+    }
+  }
+}
+
+TEST(MatmulMma, TheEpilogueIsAppliedInTheStoreAndTheBiasIsAnArgument) {
+  Graph g = graph_from_json(testing::matmul_graph("linear_bias_relu"));
+  Schedule s;
+  s.kernels[kernel_groups(g, true)[0].key] = {.strategy = Strategy::mma, .precision = Precision::tf32x3};
+  Plan p = lower(g, s);
+  ASSERT_EQ(p.kernels.size(), 1u) << "bias and ReLU fold into the product's store";
+  EXPECT_EQ(p.kernels[0].args.size(), 4u) << "a, b, c and the bias; no workspace";
+  EXPECT_NE(p.kernels[0].source.find("v += bias[col]; v = fmaxf(v, 0.f);"), std::string::npos);
+}
+
+TEST(MatmulMma, OnlyTensorCorePrecisionsAndFixedParametersAreLegal) {
+  KernelGroup mm = kernel_groups(graph_from_json(testing::matmul_graph("matmul_square")), true)[0];
+  KernelSchedule ks{.strategy = Strategy::mma, .block = kMmaThreads, .precision = Precision::tf32x3};
+  EXPECT_NO_THROW(check_schedule(mm, ks));
+  for (auto bad : {KernelSchedule{.strategy = Strategy::mma, .precision = Precision::fp32},
+                   KernelSchedule{.strategy = Strategy::mma, .block = 128, .precision = Precision::tf32x3},
+                   KernelSchedule{.strategy = Strategy::mma, .precision = Precision::tf32, .algo = 2},
+                   KernelSchedule{.strategy = Strategy::mma, .items = 3, .precision = Precision::tf32},
+                   KernelSchedule{.strategy = Strategy::library, .precision = Precision::tf32x3}})
+    EXPECT_THROW(check_schedule(mm, bad), UserError) << to_json(bad).dump();
+  KernelGroup pw = kernel_groups(graph_from_json(testing::sample_graph("relu")), true)[0];
+  EXPECT_THROW(check_schedule(pw, ks), UserError);
+  EXPECT_EQ(schedule_from_json(to_json(Schedule{.kernels = {{"mm", ks}}})).kernels.at("mm"), ks);
+  EXPECT_EQ(precision_from_string("tf32x3"), Precision::tf32x3);
 }
 
 }  // namespace

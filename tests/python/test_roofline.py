@@ -56,3 +56,13 @@ def test_the_suite_table_and_summary_give_both_tiers():
     assert "| tier | relaxed ms | x best (relaxed) |" in text
     assert "| strict | 0.800 | 1.25 |" in text
     assert "strict tier (1e-4) 1, relaxed tier (1e-2, TF32 allowed; its fastest plan) 2" in text
+
+
+def test_split_precision_plans_take_the_faster_of_fp32_and_a_third_of_tf32(monkeypatch):
+    monkeypatch.setattr(roofline, "_ceilings", {"strict": 50.0, "relaxed": 400.0})
+    plan = {"kernels": [{"schedule": {"strategy": "mma", "precision": "tf32x3"}}]}
+    r = roofline.report(1e6, 2e12, 4000, plan, 20.0)
+    assert r["matmul_tier"] == "strict (split tf32)" and r["matmul_tflops"] == pytest.approx(400.0 / 3)
+    assert not roofline.uses_tf32(plan), "split precision is judged by the strict tier"
+    plain = roofline.report(1e6, 2e12, 4000, {"kernels": [{"schedule": {"strategy": "mma", "precision": "tf32"}}]}, 20.0)
+    assert plain["matmul_tier"] == "relaxed" and plain["matmul_tflops"] == pytest.approx(400.0)

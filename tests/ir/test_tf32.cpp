@@ -1,0 +1,68 @@
+// Split-precision (3xTF32) arithmetic on the CPU: why kforge's tensor-core GEMM may claim the strict tier with
+// tf32x3 and not with one TF32 product (issue 3's precision tiers).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "ir/tf32.h"
+
+namespace kforge {
+namespace {
+
+TEST(Tf32, RoundingKeepsTenMantissaBitsTiesAwayFromZero) {
+  EXPECT_EQ(round_to_tf32(1.0f), 1.0f);
+  float ulp = std::ldexp(1.0f, -10);  // TF32's spacing just above 1
+  EXPECT_EQ(round_to_tf32(1.0f + ulp), 1.0f + ulp);
+  EXPECT_EQ(round_to_tf32(1.0f + 0.49f * ulp), 1.0f);
+  EXPECT_EQ(round_to_tf32(1.0f + 0.5f * ulp), 1.0f + ulp);    // a tie goes away from zero
+  EXPECT_EQ(round_to_tf32(-1.0f - 0.5f * ulp), -1.0f - ulp);
+  EXPECT_TRUE(std::isinf(round_to_tf32(std::numeric_limits<float>::infinity())));
+  EXPECT_TRUE(std::isnan(round_to_tf32(std::numeric_limits<float>::quiet_NaN())));
+  std::mt19937 rng(1);
+  std::normal_distribution<float> d(0.f, 10.f);
+  for (int i = 0; i < 10000; ++i) {
+    float x = d(rng), r = round_to_tf32(x);
+    EXPECT_EQ(std::bit_cast<uint32_t>(r) & 0x1fffu, 0u);
+    EXPECT_LE(std::fabs(r - x), std::ldexp(std::fabs(x), -11) * 1.0001f) << x;
+  }
+}
+
+TEST(Tf32, SplitRepresentsTheInputToFp32sLastBits) {
+  std::mt19937 rng(2);
+  std::normal_distribution<float> d(0.f, 1.f);
+  for (int i = 0; i < 10000; ++i) {
+    float x = d(rng);
+    Tf32Split s = split_tf32(x);
+    EXPECT_EQ(round_to_tf32(s.big), s.big);
+    EXPECT_EQ(round_to_tf32(s.small), s.small);
+    EXPECT_LE(std::fabs(double(s.big) + double(s.small) - double(x)), std::ldexp(std::fabs(double(x)), -21)) << x;
+  }
+}
+
+// A matrix product's column (K = 4096, as in the square and batched problems) judged as the verifier judges
+// outputs (|got - exact| <= 1e-4 + 1e-4 |exact|): split precision passes everywhere, one TF32 product fails.
+TEST(Tf32, SplitPrecisionMeetsTheStrictTierWhereOneTf32ProductFails) {
+  const int64_t k = 4096, columns = 256;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> a(static_cast<size_t>(k)), b(static_cast<size_t>(k * columns));
+  for (auto& v : a) v = d(rng);
+  for (auto& v : b) v = d(rng);
+  double worst_split = 0, worst_plain = 0;  // the largest error in units of the strict tolerance
+  for (int64_t c = 0; c < columns; ++c) {
+    double exact = 0;
+    for (int64_t i = 0; i < k; ++i) exact += double(a[size_t(i)]) * double(b[size_t(i * columns + c)]);
+    double tolerance = 1e-4 + 1e-4 * std::fabs(exact);
+    worst_split = std::max(worst_split, std::fabs(tf32_dot(a.data(), b.data() + c, k, columns, true) - exact) / tolerance);
+    worst_plain = std::max(worst_plain, std::fabs(tf32_dot(a.data(), b.data() + c, k, columns, false) - exact) / tolerance);
+  }
+  EXPECT_LT(worst_split, 1.0) << "split precision within the strict tier";
+  EXPECT_GT(worst_plain, 1.0) << "one TF32 product outside it";
+  std::printf("worst error / strict tolerance: split %.3f, one TF32 product %.1f\n", worst_split, worst_plain);
+}
+
+}  // namespace
+}  // namespace kforge
