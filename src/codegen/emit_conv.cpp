@@ -8,6 +8,9 @@
 //   algo: index into the heuristic's engines that the precision allows, clamped at load;
 //   workspace_bytes: the cap; an engine needing more is skipped at load.
 // args: [x, w, y, workspace]. check_conv_step holds a plan read from JSON to this contract.
+// A transposed convolution is op "conv_transpose" with the geometry of the forward convolution whose input
+// gradient it is (ir/conv.h): its x has the shape of that convolution's output [n, o, *out], its y the shape of
+// that convolution's input [n, c, *in]; cuDNN runs it as CONVOLUTION_BACKWARD_DATA.
 #include <algorithm>
 
 #include "codegen/emitters.h"
@@ -31,8 +34,11 @@ nlohmann::json conv_attrs(const nlohmann::json& lib) {
 std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
   const Graph& graph = *cx.partition.graph;
   const Node& cv = graph.at(g.anchor);
-  if (cv.args.size() != 2) throw InternalError("emit_conv: conv '" + cv.name + "' still has its bias; decompose first");
-  ConvDims d = conv_dims(graph.at(cv.args[0]).type.shape, graph.at(cv.args[1]).type.shape, cv.attrs, "node '" + cv.name + "': ");
+  if (cv.args.size() != 2) throw InternalError("emit_conv: " + cv.op + " '" + cv.name + "' still has its bias; decompose first");
+  const Shape &xs = graph.at(cv.args[0]).type.shape, &ws = graph.at(cv.args[1]).type.shape;
+  const std::string where = "node '" + cv.name + "': ";
+  // A transposed convolution is described by the forward convolution it is the input gradient of.
+  ConvDims d = cv.op == "conv" ? conv_dims(xs, ws, cv.attrs, where) : conv_transpose_dims(xs, ws, cv.attrs, where).forward;
   PlanKernel k;
   k.name = name;
   k.group = g.key;
@@ -41,7 +47,7 @@ std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const K
   k.block = 0;
   k.args = {buffer_of(cx, cv.args[0]), buffer_of(cx, cv.args[1]), buffer_of(cx, g.anchor),
             library_workspace(cx, kWorkspaceName, kWorkspaceBytes)};
-  k.library = {{"op", "conv"}, {"layout", "NCHW"}, {"n", d.n}, {"c", d.c}, {"o", d.o}, {"groups", d.groups},
+  k.library = {{"op", cv.op}, {"layout", "NCHW"}, {"n", d.n}, {"c", d.c}, {"o", d.o}, {"groups", d.groups},
                {"in", d.in}, {"kernel", d.kernel}, {"out", d.out}, {"stride", d.stride}, {"padding", d.padding},
                {"dilation", d.dilation}, {"precision", to_string(ks.precision)}, {"algo", ks.algo},
                {"workspace_bytes", kWorkspaceBytes}};
@@ -69,9 +75,10 @@ void check_conv_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffers
     ConvDims d = conv_step_dims(lib, where);
     precision_from_string(lib.at("precision"));
     if (lib.at("algo").get<int>() < 0) throw UserError(where + ": algo must be at least 0");
-    int64_t x = d.n * d.c * numel(d.in), w = d.o * (d.c / d.groups) * numel(d.kernel);
+    int64_t x = d.n * d.c * numel(d.in), w = d.o * (d.c / d.groups) * numel(d.kernel), y = numel(d.result);
+    if (lib.at("op") == "conv_transpose") std::swap(x, y);  // it reads the forward's output, writes its input
     if (std::min({d.n, d.c, d.o}) < 1) throw UserError(where + ": n, c and o must be at least 1");
-    check_step_buffers(k, buffers, {{"x", x}, {"w", w}, {"y", numel(d.result)},
+    check_step_buffers(k, buffers, {{"x", x}, {"w", w}, {"y", y},
                                     {"workspace", (lib.at("workspace_bytes").get<int64_t>() + 3) / 4}}, where);
   } catch (const nlohmann::json::exception& e) {
     throw UserError(where + ": malformed parameters: " + e.what());

@@ -69,11 +69,12 @@ struct Partitioner {
     for (size_t i = 0; i < n; ++i) {
       const Node& nd = g.nodes[i];
       if (!reachable[i]) continue;
-      if (is_source(nd) || nd.op == "reduce" || nd.op == "scan" || nd.op == "pool" || nd.op == "matmul" || nd.op == "conv") p.stored[i] = true;
+      if (is_source(nd) || nd.op == "reduce" || nd.op == "scan" || nd.op == "pool" || nd.op == "matmul" || is_conv_op(nd.op))
+        p.stored[i] = true;
       // A library call reads its operands (and bias) from memory; a transposed operand from its source's.
       if (nd.op == "matmul")
         for (int a : nd.args) p.stored[is_matrix_transpose(g, a) ? g.at(a).args[0] : a] = true;
-      if (nd.op == "conv")
+      if (is_conv_op(nd.op))
         for (int a : nd.args) p.stored[a] = true;
       // A gather reads its table and a pool its window at computed positions: both need memory.
       if ((nd.op == "gather" || nd.op == "pool") && !is_view_op(g.at(nd.args[0]).op)) p.stored[nd.args[0]] = true;
@@ -131,8 +132,8 @@ struct Partitioner {
       k.axes = {n.attr_i("dim")};
       k.anchor = root;
       k.elem_outputs = {root};
-    } else if (n.op == "matmul" || n.op == "conv") {
-      k.kind = n.op == "conv" ? GroupKind::conv : GroupKind::matmul;
+    } else if (n.op == "matmul" || is_conv_op(n.op)) {
+      k.kind = is_conv_op(n.op) ? GroupKind::conv : GroupKind::matmul;
       k.shape = n.type.shape;
       k.anchor = root;
       k.elem_outputs = {root};

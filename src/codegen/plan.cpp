@@ -1,6 +1,7 @@
 #include "codegen/plan.h"
 
 #include "ir/error.h"
+#include "ir/ops.h"
 
 namespace kforge {
 
@@ -94,10 +95,10 @@ Plan Plan::from_json(const nlohmann::json& j) {
 
 void check_library_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffers) {
   std::string op = k.library.is_object() ? k.library.value("op", "") : "";
-  std::string want = k.kind == StepKind::cublaslt ? "matmul" : k.kind == StepKind::cudnn ? "conv" : "";
-  if (op != want || want.empty())
+  bool known = k.kind == StepKind::cublaslt ? op == "matmul" : k.kind == StepKind::cudnn && is_conv_op(op);
+  if (!known)
     throw UserError("plan: library step '" + k.name + "' of kind " + to_string(k.kind) + " has op '" + op +
-                    "' (cublaslt runs matmul, cudnn runs conv)");
+                    "' (cublaslt runs matmul, cudnn runs conv and conv_transpose)");
   if (k.kind == StepKind::cublaslt) check_matmul_step(k, buffers);
   else check_conv_step(k, buffers);
 }

@@ -56,6 +56,36 @@ ConvDims conv_dims(const Shape& x, const Shape& w, const nlohmann::json& attrs, 
   return d;
 }
 
+ConvTransposeDims conv_transpose_dims(const Shape& x, const Shape& w, const nlohmann::json& attrs, const std::string& where) {
+  auto fail = [&](const std::string& why) {
+    throw UserError(where + "conv_transpose of input " + to_string(x) + " with weight " + to_string(w) + ": " + why);
+  };
+  if (x.size() < 3 || x.size() > 5)
+    fail("input must be [N, C, *spatial] with 1 to 3 spatial dims (unbatched inputs are not supported)");
+  if (w.size() != x.size()) fail("weight must have the input's rank, [C_in, C_out / groups, *kernel]");
+  if (w[0] != x[1]) fail("weight dim 0 (" + std::to_string(w[0]) + ") must equal the input channels (" + std::to_string(x[1]) + ")");
+  size_t nd = x.size() - 2;
+  int64_t groups = attrs.is_object() ? attrs.value("groups", int64_t(1)) : 1;
+  auto stride = per_dim(attrs, "stride", nd, 1, where), padding = per_dim(attrs, "padding", nd, 0, where);
+  auto dilation = per_dim(attrs, "dilation", nd, 1, where), extra = per_dim(attrs, "output_padding", nd, 0, where);
+  if (groups < 1 || x[1] % groups) fail("groups must be at least 1 and divide the input channels");
+  Shape forward_input = {x[0], w[1] * groups};
+  for (size_t i = 0; i < nd; ++i) {
+    if (stride[i] < 1 || dilation[i] < 1 || padding[i] < 0 || extra[i] < 0)
+      fail("stride and dilation must be at least 1, padding and output_padding at least 0 (dim " + std::to_string(i) + ")");
+    if (extra[i] >= stride[i] && extra[i] >= dilation[i])
+      fail("output_padding " + std::to_string(extra[i]) + " must be smaller than the stride or the dilation (dim " +
+           std::to_string(i) + ")");
+    int64_t out = (x[i + 2] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (w[i + 2] - 1) + extra[i] + 1;
+    if (out < 1) fail("the result would have extent " + std::to_string(out) + " in spatial dim " + std::to_string(i));
+    forward_input.push_back(out);
+  }
+  nlohmann::json forward_attrs = {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}};
+  ConvTransposeDims t{conv_dims(forward_input, w, forward_attrs, where), extra, forward_input};
+  if (t.forward.result != x) fail("internal: the forward convolution's output " + to_string(t.forward.result) + " is not the input");
+  return t;
+}
+
 double conv_macs(const ConvDims& d) {
   return double(numel(d.result)) * double(d.c / d.groups) * double(numel(d.kernel));
 }

@@ -28,4 +28,20 @@ ConvDims conv_dims(const Shape& x, const Shape& w, const nlohmann::json& attrs, 
 // Multiply-adds of the convolution (the FLOPs are twice this).
 double conv_macs(const ConvDims& d);
 
+// Transposed convolutions: PyTorch's nn.ConvTranspose1d/2d/3d and F.conv_transpose1d/2d/3d (zero padding).
+// One op, `conv_transpose [x, w]` or `[x, w, bias]`: x [N, C_in, *spatial], w [C_in, C_out / groups, *kernel],
+// bias [C_out]; attrs stride, padding, output_padding, dilation (one int per spatial dim) and groups; the result
+// has (in - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1 per spatial dim. It is the
+// gradient of a forward convolution with respect to that convolution's input, which is how cuDNN computes it
+// (backward data): `forward` is that convolution, whose input has this op's result's shape and whose output has
+// this op's input's shape, with the same weight, stride, padding, dilation and groups.
+struct ConvTransposeDims {
+  ConvDims forward;
+  std::vector<int64_t> output_padding;
+  Shape result;  // [N, C_out, *spatial]
+};
+// Throws UserError (prefixed by `where`) as conv_dims does, and for an output_padding not below the stride or
+// the dilation of its dim (PyTorch's rule) or a result extent below 1.
+ConvTransposeDims conv_transpose_dims(const Shape& x, const Shape& w, const nlohmann::json& attrs, const std::string& where);
+
 }  // namespace kforge

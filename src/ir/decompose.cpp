@@ -125,8 +125,8 @@ struct Lowering {
     if (op == "matmul") return matmul(x, arg(1));
     // The primitive conv is the library's (no bias): a bias becomes an add of its [O, 1, ..] view, which the
     // pointwise generator runs on the stored result.
-    if (op == "conv" && arg(2) >= 0)
-      return b.add(b.op("conv", {x, arg(1)}, n.attrs), channel_view(arg(2), shape(x).size()));
+    if ((op == "conv" || op == "conv_transpose") && arg(2) >= 0)
+      return b.add(b.op(op, {x, arg(1)}, n.attrs), channel_view(arg(2), shape(x).size()));
     if (op == "sum" || op == "amax" || op == "amin" || op == "prod") {
       static const std::map<std::string, std::string> kind = {
           {"sum", "sum"}, {"amax", "max"}, {"amin", "min"}, {"prod", "prod"}};

@@ -205,6 +205,39 @@ HostTensor conv(const Node& n, const std::vector<const HostTensor*>& a) {
   return out;
 }
 
+// Scatter form, PyTorch's definition: input position p and tap k add x * w to result position
+// p * stride - padding + k * dilation (a forward convolution's input gradient).
+HostTensor conv_transpose(const Node& n, const std::vector<const HostTensor*>& a) {
+  const Shape &xs = a[0]->type.shape, &ws = a[1]->type.shape;
+  ConvTransposeDims t = conv_transpose_dims(xs, ws, n.attrs, "interpret: ");
+  const ConvDims& d = t.forward;
+  size_t nd = d.in.size();
+  auto xstr = contiguous_strides(xs), wstr = contiguous_strides(ws), ystr = contiguous_strides(t.result);
+  int64_t cin_g = d.o / d.groups, cout_g = d.c / d.groups, taps = numel(d.kernel);
+  HostTensor out{n.type, std::vector<double>(numel(n.type.shape), 0.0)};
+  if (a.size() > 2)
+    for (size_t i = 0; i < out.data.size(); ++i) out.data[i] = a[2]->data[(int64_t(i) / ystr[1]) % d.c];
+  CoordIter it(xs);
+  for (size_t i = 0; i < a[0]->data.size(); ++i, it.next()) {
+    int64_t ci = it.c[1], g = ci / cin_g;
+    CoordIter k(d.kernel);
+    for (int64_t j = 0; j < taps; ++j, k.next()) {
+      int64_t yoff = it.c[0] * ystr[0], woff = ci * wstr[0];
+      bool inside = true;
+      for (size_t s = 0; s < nd; ++s) {
+        int64_t pos = it.c[2 + s] * d.stride[s] - d.padding[s] + k.c[s] * d.dilation[s];
+        inside = inside && pos >= 0 && pos < d.in[s];
+        yoff += pos * ystr[2 + s];
+        woff += k.c[s] * wstr[2 + s];
+      }
+      if (!inside) continue;
+      for (int64_t co = 0; co < cout_g; ++co)
+        out.data[size_t(yoff + (g * cout_g + co) * ystr[1])] += a[0]->data[i] * a[1]->data[size_t(woff + co * wstr[1])];
+    }
+  }
+  return out;
+}
+
 HostTensor view(const Node& n, const HostTensor& x) {
   if (n.op == "reshape") return {n.type, x.data};
   HostTensor out{n.type, std::vector<double>(numel(n.type.shape))};
@@ -302,6 +335,7 @@ std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>&
     else if (n.op == "pool") vals[id] = pool(n, *a[0]);
     else if (n.op == "matmul") vals[id] = matmul(n, a);
     else if (n.op == "conv") vals[id] = conv(n, a);
+    else if (n.op == "conv_transpose") vals[id] = conv_transpose(n, a);
     else if (is_view_op(n.op)) vals[id] = view(n, *a[0]);
     else throw UserError("interpret: '" + n.name + "' is a high-level op (" + n.op + "); decompose the graph first");
   }

@@ -77,7 +77,9 @@ struct Operation {
   Desc x, w, y, conv, op;
 };
 
-Operation operation(const ConvDims& d) {
+// `transpose`: the step is a transposed convolution, the input gradient of the forward convolution `d`
+// (CONVOLUTION_BACKWARD_DATA): the step's x is that convolution's output (dy), its y the input (dx).
+Operation operation(const ConvDims& d, bool transpose) {
   // cuDNN's convolutions take 2 or 3 spatial dims: a 1-D one is a 2-D one over a height of 1.
   std::vector<int64_t> in = d.in, kernel = d.kernel, out = d.out, stride = d.stride, pad = d.padding, dil = d.dilation;
   if (in.size() == 1) {
@@ -89,9 +91,11 @@ Operation operation(const ConvDims& d) {
     r.insert(r.end(), s.begin(), s.end());
     return r;
   };
-  Operation o{tensor(kX, dims(d.n, d.c, in)), tensor(kW, dims(d.o, d.c / d.groups, kernel)),  // cuDNN reads the
-              tensor(kY, dims(d.n, d.o, out)), Desc(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR),    // groups off C / w's C
-              Desc(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR)};
+  Shape input = dims(d.n, d.c, in), output = dims(d.n, d.o, out);
+  Operation o{tensor(kX, transpose ? output : input), tensor(kW, dims(d.o, d.c / d.groups, kernel)),  // cuDNN reads
+              tensor(kY, transpose ? input : output), Desc(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR),    // the groups off
+              Desc(transpose ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR        // C / w's C
+                             : CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR)};
   Desc& conv = o.conv;
   conv.set1(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
   conv.set1(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, CUDNN_CROSS_CORRELATION);  // PyTorch's
@@ -102,6 +106,16 @@ Operation operation(const ConvDims& d) {
   conv.set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, stride);
   conv.finalize();
   Desc& op = o.op;
+  if (transpose) {
+    op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.x.d);
+    op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.w.d);
+    op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.y.d);
+    op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, conv.d);
+    op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1.0f);
+    op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 0.0f);
+    op.finalize();
+    return o;
+  }
   op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.x.d);
   op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.w.d);
   op.set1(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.y.d);
@@ -145,7 +159,7 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const nlohmann::json& lib, const std:
   Precision precision = precision_from_string(lib.at("precision"));
   int algo = std::max(0, lib.at("algo").get<int>());
   int64_t cap = lib.at("workspace_bytes");
-  Operation op = operation(d);
+  Operation op = operation(d, lib.at("op") == "conv_transpose");
 
   Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
   graph.set1(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, op.op.d);
@@ -186,7 +200,7 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const nlohmann::json& lib, const std:
 }
 
 void finalize_conv_operation(const nlohmann::json& library, const std::string& step) {
-  operation(conv_step_dims(library, "cuDNN step '" + step + "'"));
+  operation(conv_step_dims(library, "cuDNN step '" + step + "'"), library.value("op", "") == "conv_transpose");
 }
 
 CudnnConv::~CudnnConv() {

@@ -20,6 +20,8 @@ double bytes(const Node& n) { return double(nbytes(n.type)); }
 
 double matmul_flops(const Graph& g, const Node& n) {
   if (n.op == "conv") return 2.0 * conv_macs(conv_dims(g.at(n.args[0]).type.shape, g.at(n.args[1]).type.shape, n.attrs, ""));
+  if (n.op == "conv_transpose")  // the same multiply-adds as the forward convolution it is the gradient of
+    return 2.0 * conv_macs(conv_transpose_dims(g.at(n.args[0]).type.shape, g.at(n.args[1]).type.shape, n.attrs, "").forward);
   if (n.op != "matmul") return 0;
   return 2.0 * double(numel(n.type.shape)) * double(matmul_dims(g.at(n.args[0]).type.shape, g.at(n.args[1]).type.shape, "").k);
 }
@@ -51,7 +53,7 @@ TaskFeatures task_features(const Graph& graph, const GpuInfo& gpu) {
       t.flops += count * (heavy ? 8 : 1);  // a special-function call costs several instructions
     } else if (n.op == "reduce") ++t.reductions, t.flops += double(numel(g.at(n.args[0]).type.shape));
     else if (n.op == "scan") ++t.scans, t.flops += count;
-    else if (n.op == "matmul" || n.op == "conv") t.flops += matmul_flops(g, n);
+    else if (n.op == "matmul" || is_conv_op(n.op)) t.flops += matmul_flops(g, n);
     else if (n.op == "pool") {
       ++t.pools;
       double window = 1;

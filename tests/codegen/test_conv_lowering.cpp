@@ -28,7 +28,8 @@ TEST(ConvLowering, EveryConvIsOneCudnnStep) {
     ASSERT_EQ(lib.size(), 1u) << s.name;
     EXPECT_TRUE(lib[0]->source.empty());
     const auto& l = lib[0]->library;
-    EXPECT_EQ(l.at("op"), "conv");
+    bool transposed = s.name.rfind("conv_transpose", 0) == 0;
+    EXPECT_EQ(l.at("op"), transposed ? "conv_transpose" : "conv") << s.name;
     EXPECT_EQ(l.at("layout"), "NCHW");
     EXPECT_EQ(l.at("precision"), "fp32") << "the default is the strict tier's arithmetic";
     EXPECT_EQ(l.at("algo"), 0);
@@ -45,6 +46,12 @@ TEST(ConvLowering, EveryConvIsOneCudnnStep) {
     EXPECT_EQ(steps(p, StepKind::nvrtc).size(), size_t(bias || relu) + permuted) << s.name << ": bias and ReLU share one kernel";
     EXPECT_EQ(p.buffers[lib[0]->args[2]].role, bias || relu ? BufferRole::temp : BufferRole::output) << s.name;
     EXPECT_NO_THROW(check_library_step(*lib[0], p.buffers)) << s.name;
+    if (transposed) {  // the forward convolution's geometry: its input is this op's result
+      const Node& y = g.at(g.outputs[0]);
+      Shape result = {l.at("n").get<int64_t>(), l.at("c").get<int64_t>()};
+      for (int64_t v : l.at("in").get<std::vector<int64_t>>()) result.push_back(v);
+      EXPECT_EQ(result, y.type.shape) << s.name;
+    }
   }
 }
 

@@ -17,6 +17,13 @@ json conv(Shape x, Shape w, json attrs, bool bias, const std::string& dtype) {
           {"outputs", {"y"}}};
 }
 
+json conv_transpose(Shape x, Shape w, json attrs, bool bias) {
+  json g = conv(x, w, attrs, bias);
+  g["nodes"][0]["op"] = "conv_transpose";
+  if (bias) g["params"][1]["shape"] = {w[1] * attrs.value("groups", int64_t(1))};  // one per output channel
+  return g;
+}
+
 std::vector<SampleGraph> conv_graphs() {
   auto a = [](std::vector<int64_t> stride, std::vector<int64_t> padding, std::vector<int64_t> dilation, int64_t groups) {
     return json{{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}};
@@ -43,6 +50,17 @@ std::vector<SampleGraph> conv_graphs() {
   last["nodes"] = {{{"name", "xp"}, {"op", "permute"}, {"args", {"x"}}, {"attrs", {{"dims", {0, 3, 1, 2}}}}},
                    {{"name", "y"}, {"op", "conv"}, {"args", {"xp", "w"}}, {"attrs", last["nodes"][0]["attrs"]}}};
   g.push_back({"conv2d_channels_last_input", last});
+  // Transposed convolutions: w is [C_in, C_out / groups, *kernel]; output_padding below the stride or dilation.
+  auto t = [](std::vector<int64_t> stride, std::vector<int64_t> padding, std::vector<int64_t> output_padding,
+              std::vector<int64_t> dilation, int64_t groups) {
+    return json{{"stride", stride}, {"padding", padding}, {"output_padding", output_padding}, {"dilation", dilation},
+                {"groups", groups}};
+  };
+  g.push_back({"conv_transpose1d", conv_transpose({2, 4, 17}, {4, 3, 5}, t({2}, {1}, {1}, {1}, 1), true)});
+  g.push_back({"conv_transpose2d", conv_transpose({2, 6, 9, 7}, {6, 4, 3, 3}, t({2, 1}, {1, 0}, {1, 0}, {1, 1}, 1), true)});
+  g.push_back({"conv_transpose2d_grouped_dilated",
+               conv_transpose({1, 8, 8, 9}, {8, 3, 3, 2}, t({3, 2}, {2, 1}, {0, 1}, {2, 2}, 2), false)});
+  g.push_back({"conv_transpose3d", conv_transpose({1, 4, 5, 6, 4}, {4, 2, 3, 3, 3}, t({2, 2, 1}, {1, 1, 1}, {1, 0, 0}, {1, 1, 1}, 1), true)});
   return g;
 }
 

@@ -13,5 +13,7 @@ std::vector<SampleGraph> conv_graphs();
 nlohmann::json conv_graph(const std::string& name);
 // x [N, C, *spatial] through a conv with weight [O, C / groups, *kernel] (and a bias [O] when `bias`).
 nlohmann::json conv(Shape x, Shape w, nlohmann::json attrs, bool bias, const std::string& dtype = "f32");
+// One conv_transpose node: x [N, C_in, ..], w [C_in, C_out / groups, ..], bias [C_out].
+nlohmann::json conv_transpose(Shape x, Shape w, nlohmann::json attrs, bool bias);
 
 }  // namespace kforge::testing

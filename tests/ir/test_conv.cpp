@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <random>
+#include <tuple>
+#include <cmath>
 
 #include "common/conv_graphs.h"
 #include "common/graph_errors.h"
@@ -120,6 +122,71 @@ TEST(ConvInterpreter, AGroupedConvIsItsGroupsSideBySide) {
     auto part = interpret(half, {xh}, {wh})[0].data;
     EXPECT_EQ(part, std::vector<double>(y.begin() + grp * 12, y.begin() + grp * 12 + 12)) << "group " << grp;
   }
+}
+
+// conv_transpose: PyTorch's size rule, its errors, a hand-computed scatter, and the identity that defines it:
+// it is the adjoint of the forward convolution with the same weight, <conv(x), y> = <x, conv_transpose(y)>.
+json tattrs(std::vector<int64_t> stride, std::vector<int64_t> padding, std::vector<int64_t> output_padding,
+            std::vector<int64_t> dilation, int64_t groups) {
+  json a = attrs(stride, padding, dilation, groups);
+  a["output_padding"] = output_padding;
+  return a;
+}
+
+Shape transposed_shape(Shape x, Shape w, json a) {
+  return graph_from_json(testing::conv_transpose(x, w, a, false)).nodes.back().type.shape;
+}
+
+TEST(ConvTransposeShape, FollowsTorch) {
+  // out = (in - 1) s - 2p + d (k - 1) + output_padding + 1; channels = w[1] * groups.
+  EXPECT_EQ(transposed_shape({2, 4, 17}, {4, 3, 5}, tattrs({2}, {1}, {1}, {1}, 1)), (Shape{2, 3, 36}));
+  EXPECT_EQ(transposed_shape({2, 6, 9, 7}, {6, 4, 3, 3}, tattrs({2, 1}, {1, 0}, {1, 0}, {1, 1}, 1)), (Shape{2, 4, 18, 9}));
+  EXPECT_EQ(transposed_shape({1, 8, 8, 9}, {8, 3, 3, 2}, tattrs({3, 2}, {2, 1}, {0, 1}, {2, 2}, 2)), (Shape{1, 6, 22, 18}));
+  EXPECT_EQ(transposed_shape({2, 3, 8, 8}, {3, 5, 4, 4}, json::object()), (Shape{2, 5, 11, 11}));
+  for (auto& [x, w, a, why] : std::vector<std::tuple<Shape, Shape, json, std::string>>{
+           {{2, 6, 8, 8}, {4, 3, 3, 3}, json::object(), "weight dim 0 (4) must equal the input channels (6)"},
+           {{2, 4, 8}, {4, 3, 3}, tattrs({2}, {0}, {2}, {1}, 1), "output_padding 2 must be smaller than the stride or the dilation"},
+           {{2, 4, 2}, {4, 3, 1}, tattrs({1}, {3}, {0}, {1}, 1), "the result would have extent -4"},
+           {{2, 6, 8}, {6, 3, 3}, tattrs({1}, {0}, {0}, {1}, 4), "groups must be at least 1 and divide the input channels"}})
+    expect_graph_error(testing::conv_transpose(x, w, a, false), why);
+  json bad_bias = testing::conv_transpose({2, 3, 8, 8}, {3, 5, 3, 3}, json::object(), true);
+  bad_bias["params"][1]["shape"] = {3};
+  expect_graph_error(bad_bias, "conv_transpose bias [3] must be [5] (one per output channel)");
+}
+
+TEST(ConvTransposeInterpreter, HandComputed) {
+  // x = [1 2 3], w = [1 10 100], stride 2: each input scatters its taps two apart; overlaps add.
+  Graph g = graph_from_json(testing::conv_transpose({1, 1, 3}, {1, 1, 3}, tattrs({2}, {0}, {0}, {1}, 1), true));
+  auto y = interpret(g, {host({1, 1, 3}, {1, 2, 3})}, {host({1, 1, 3}, {1, 10, 100}), host({1}, {0.5})});
+  EXPECT_EQ(y[0].data, (std::vector<double>{1.5, 10.5, 102.5, 20.5, 203.5, 30.5, 300.5}));
+}
+
+TEST(ConvTransposeInterpreter, IsTheAdjointOfTheForwardConvolution) {
+  std::mt19937_64 rng(9);
+  int checked = 0;
+  for (auto& s : testing::conv_graphs()) {
+    if (s.name.rfind("conv_transpose", 0) != 0) continue;
+    ++checked;
+    Graph t = graph_from_json(s.graph);
+    const Node& node = t.nodes.back();
+    Shape x_shape = t.at(node.args[0]).type.shape, w_shape = t.at(node.args[1]).type.shape, y_shape = node.type.shape;
+    json forward_attrs = node.attrs;
+    forward_attrs.erase("output_padding");
+    Graph f = graph_from_json(conv(y_shape, w_shape, forward_attrs, false));
+    ASSERT_EQ(f.nodes.back().type.shape, x_shape) << s.name << ": the forward convolution maps the result back";
+    auto x = testing::random_values(t, {t.inputs[0]}, rng)[0];
+    auto w = testing::random_values(t, {t.params[0]}, rng)[0];
+    auto y = testing::random_values(f, {f.inputs[0]}, rng)[0];
+    std::vector<HostTensor> tparams = {w};
+    if (t.params.size() == 2) tparams.push_back(HostTensor{t.at(t.params[1]).type, std::vector<double>(size_t(y_shape[1]), 0.0)});
+    auto tx = interpret(t, {x}, tparams)[0], fy = interpret(f, {y}, {w})[0];
+    double lhs = 0, rhs = 0;
+    for (size_t i = 0; i < fy.data.size(); ++i) lhs += fy.data[i] * x.data[i];  // <conv(y), x>
+    for (size_t i = 0; i < tx.data.size(); ++i) rhs += tx.data[i] * y.data[i];  // <y, conv_transpose(x)>
+    EXPECT_NEAR(lhs, rhs, 1e-9 * std::max(1.0, std::fabs(lhs))) << s.name;
+    EXPECT_GT(std::fabs(lhs), 1e-3) << s.name << ": a non-trivial pairing";
+  }
+  EXPECT_EQ(checked, 4);
 }
 
 TEST(ConvDims, MacsCountTheGroupsChannelsOnly) {

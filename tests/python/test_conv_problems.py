@@ -32,8 +32,8 @@ LEVEL2 = {
 }
 
 
-def test_there_are_eight_level1_and_fourteen_level2_problems():
-    assert len(PROBLEMS) == 8 and sorted(p.stem for p in LEVEL2_CONVS) == sorted(LEVEL2)
+def test_there_are_twelve_level1_and_fourteen_level2_problems():
+    assert len(PROBLEMS) == 12 and sorted(p.stem for p in LEVEL2_CONVS) == sorted(LEVEL2)
 
 
 @pytest.mark.parametrize("path", LEVEL2_CONVS, ids=lambda p: p.stem)
@@ -51,8 +51,10 @@ def test_level2_chains_lower_to_one_cudnn_step_and_fused_kernels(path, tmp_path)
 @pytest.mark.parametrize("path", PROBLEMS, ids=lambda p: p.stem)
 def test_imports_and_lowers_to_cudnn(path, tmp_path):
     graph = graph_of(path)
-    convs = [n for n in graph["nodes"] if n["op"] == "conv"]
+    convs = [n for n in graph["nodes"] if n["op"] in ("conv", "conv_transpose")]
     assert len(convs) == 1
+    transposed = convs[0]["op"] == "conv_transpose"
+    assert transposed == ("transpose" in path.stem)
     if os.environ.get("KFORGE_NO_CORE") == "1":
         pytest.skip("KFORGE_NO_CORE=1: the kforge binary is deliberately not used")
     plan = lower_to_plan(graph, tmp_path)
@@ -60,6 +62,9 @@ def test_imports_and_lowers_to_cudnn(path, tmp_path):
     assert len(library) == 1
     lib = library[0]["library"]
     out = next(n for n in graph["nodes"] if n["name"] == graph["outputs"][0])
-    assert [lib["n"], lib["o"], *lib["out"]] == list(out["shape"]), "cuDNN's geometry is PyTorch's output shape"
+    assert lib["op"] == convs[0]["op"]
+    # A transposed convolution is described by the forward one it is the input gradient of: its input is the result.
+    result = [lib["n"], lib["c"], *lib["in"]] if transposed else [lib["n"], lib["o"], *lib["out"]]
+    assert result == list(out["shape"]), "cuDNN's geometry is PyTorch's output shape"
     has_bias = len(convs[0]["args"]) == 3
     assert len(plan["kernels"]) - 1 == int(has_bias), "the bias is one pointwise kernel after the cuDNN step"

@@ -1,7 +1,8 @@
-"""Forward convolutions: nn.Conv1d/2d/3d and F.conv1d/2d/3d, as the IR's `conv` (PyTorch's semantics; the lowering
-makes it a cuDNN step). padding='valid' and 'same' become ints here; 'same' with an even dilated kernel extent
-needs asymmetric padding (PyTorch pads the extra element on the right), which the IR does not hold: refused.
-Transposed convolutions and padding modes other than 'zeros' are refused by name."""
+"""Convolutions: nn.Conv1d/2d/3d and F.conv1d/2d/3d as the IR's `conv`, nn.ConvTranspose1d/2d/3d and
+F.conv_transpose1d/2d/3d as `conv_transpose` (PyTorch's semantics; the lowering makes each a cuDNN step).
+padding='valid' and 'same' become ints here; 'same' with an even dilated kernel extent needs asymmetric padding
+(PyTorch pads the extra element on the right), which the IR does not hold: refused. Padding modes other than
+'zeros' and a transposed convolution called with output_size are refused by name."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -48,9 +49,32 @@ def conv_module(nd):
     return handler
 
 
-def refuse_transposed(name):
-    def handler(b, *args, **kwargs):
-        b.refuse(f"{name} (a transposed convolution) is unsupported: kforge has forward convolutions only")
+def conv_transpose_handler(nd):
+    """F.conv_transpose{nd}d: note PyTorch's argument order, groups before dilation."""
+    def handler(b, input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+        x, w = tensor(b, input), tensor(b, weight, "conv_transpose weight")
+        for v, what in ((x, "input"), (w, "weight")):
+            if v.dtype != torch.float32:
+                b.refuse(f"transposed convolutions are supported in float32 only, got a {v.dtype} {what}")
+        if x.ndim != nd + 2:
+            b.refuse(f"conv_transpose{nd}d input must be [N, C, {nd} spatial dims]; unbatched shape {list(x.shape)} "
+                     "is not supported")
+        args = [x, w] if bias is None else [x, w, tensor(b, bias, "conv_transpose bias")]
+        return b.emit("conv_transpose", args, {"stride": ntuple(stride, nd), "padding": ntuple(padding, nd),
+                                               "output_padding": ntuple(output_padding, nd),
+                                               "dilation": ntuple(dilation, nd), "groups": int(groups)})
+    return handler
+
+
+def conv_transpose_module(nd):
+    def handler(b, m, input, output_size=None):
+        if output_size is not None:
+            b.refuse(f"{type(m).__name__} called with output_size is unsupported (set output_padding instead)")
+        if m.padding_mode != "zeros":
+            b.refuse(f"{type(m).__name__} with padding_mode='{m.padding_mode}' is unsupported (only 'zeros')")
+        weight = module_param(b, m, "weight")
+        return conv_transpose_handler(nd)(b, input, weight, module_param(b, m, "bias"), m.stride, m.padding,
+                                          m.output_padding, m.groups, m.dilation)
     return handler
 
 
@@ -59,5 +83,5 @@ for _nd, _fn, _cls, _tfn, _tcls in ((1, F.conv1d, nn.Conv1d, F.conv_transpose1d,
                                      (3, F.conv3d, nn.Conv3d, F.conv_transpose3d, nn.ConvTranspose3d)):
     on(_fn)(conv_handler(_nd))
     on_module(_cls)(conv_module(_nd))
-    on(_tfn)(refuse_transposed(_tfn.__name__))
-    on_module(_tcls)(refuse_transposed(_tcls.__name__))
+    on(_tfn)(conv_transpose_handler(_nd))
+    on_module(_tcls)(conv_transpose_module(_nd))
