@@ -176,30 +176,40 @@ HostTensor pool(const Node& n, const HostTensor& x) {
 
 // Convolution by its definition, accumulated in double: out[n, o, p] = bias[o] + sum over the group's input
 // channels c and kernel offsets k of x[n, c, p * stride - padding + k * dilation] * w[o, c, k], zero outside.
+// Visits the kernel taps of position `at` ([n, ch, *spatial]) of a convolution's output side: for each tap
+// that lands inside the input extent d.in, the offset of that input position in the tensor of strides
+// `input` (batch and spatial part; the caller adds the channel) and the weight offset from `w_base`. A forward
+// convolution reads there; a transposed one, whose `at` is its own input, scatters there.
+template <class F>
+void for_each_tap(const ConvDims& d, const std::vector<int64_t>& at, const std::vector<int64_t>& input, int64_t w_base,
+                  const std::vector<int64_t>& wstr, F&& fn) {
+  CoordIter k(d.kernel);
+  for (int64_t j = 0, taps = numel(d.kernel); j < taps; ++j, k.next()) {
+    int64_t off = at[0] * input[0], woff = w_base;
+    bool inside = true;
+    for (size_t s = 0; s < d.in.size(); ++s) {
+      int64_t pos = at[2 + s] * d.stride[s] - d.padding[s] + k.c[s] * d.dilation[s];
+      inside = inside && pos >= 0 && pos < d.in[s];
+      off += pos * input[2 + s];
+      woff += k.c[s] * wstr[2 + s];
+    }
+    if (inside) fn(off, woff);
+  }
+}
+
 HostTensor conv(const Node& n, const std::vector<const HostTensor*>& a) {
   const Shape &xs = a[0]->type.shape, &ws = a[1]->type.shape;
   ConvDims d = conv_dims(xs, ws, n.attrs, "interpret: ");
-  size_t nd = d.in.size();
   auto xstr = contiguous_strides(xs), wstr = contiguous_strides(ws);
-  int64_t cg = d.c / d.groups, og = d.o / d.groups, taps = numel(d.kernel);
+  int64_t cg = d.c / d.groups, og = d.o / d.groups;
   HostTensor out{n.type, std::vector<double>(numel(n.type.shape))};
   CoordIter it(n.type.shape);
   for (size_t i = 0; i < out.data.size(); ++i, it.next()) {
     int64_t o = it.c[1], g = o / og;
     double acc = a.size() > 2 ? a[2]->data[o] : 0.0;
-    CoordIter k(d.kernel);
-    for (int64_t j = 0; j < taps; ++j, k.next()) {
-      int64_t xoff = it.c[0] * xstr[0], woff = o * wstr[0];
-      bool inside = true;
-      for (size_t s = 0; s < nd; ++s) {
-        int64_t pos = it.c[2 + s] * d.stride[s] - d.padding[s] + k.c[s] * d.dilation[s];
-        inside = inside && pos >= 0 && pos < d.in[s];
-        xoff += pos * xstr[2 + s];
-        woff += k.c[s] * wstr[2 + s];
-      }
-      if (!inside) continue;
+    for_each_tap(d, it.c, xstr, o * wstr[0], wstr, [&](int64_t xoff, int64_t woff) {
       for (int64_t c = 0; c < cg; ++c) acc += a[0]->data[xoff + (g * cg + c) * xstr[1]] * a[1]->data[woff + c * wstr[1]];
-    }
+    });
     out.data[i] = acc;
   }
   return out;
@@ -211,29 +221,18 @@ HostTensor conv_transpose(const Node& n, const std::vector<const HostTensor*>& a
   const Shape &xs = a[0]->type.shape, &ws = a[1]->type.shape;
   ConvTransposeDims t = conv_transpose_dims(xs, ws, n.attrs, "interpret: ");
   const ConvDims& d = t.forward;
-  size_t nd = d.in.size();
-  auto xstr = contiguous_strides(xs), wstr = contiguous_strides(ws), ystr = contiguous_strides(t.result);
-  int64_t cin_g = d.o / d.groups, cout_g = d.c / d.groups, taps = numel(d.kernel);
+  auto wstr = contiguous_strides(ws), ystr = contiguous_strides(t.result);
+  int64_t cin_g = d.o / d.groups, cout_g = d.c / d.groups;
   HostTensor out{n.type, std::vector<double>(numel(n.type.shape), 0.0)};
   if (a.size() > 2)
     for (size_t i = 0; i < out.data.size(); ++i) out.data[i] = a[2]->data[(int64_t(i) / ystr[1]) % d.c];
   CoordIter it(xs);
   for (size_t i = 0; i < a[0]->data.size(); ++i, it.next()) {
     int64_t ci = it.c[1], g = ci / cin_g;
-    CoordIter k(d.kernel);
-    for (int64_t j = 0; j < taps; ++j, k.next()) {
-      int64_t yoff = it.c[0] * ystr[0], woff = ci * wstr[0];
-      bool inside = true;
-      for (size_t s = 0; s < nd; ++s) {
-        int64_t pos = it.c[2 + s] * d.stride[s] - d.padding[s] + k.c[s] * d.dilation[s];
-        inside = inside && pos >= 0 && pos < d.in[s];
-        yoff += pos * ystr[2 + s];
-        woff += k.c[s] * wstr[2 + s];
-      }
-      if (!inside) continue;
+    for_each_tap(d, it.c, ystr, ci * wstr[0], wstr, [&](int64_t yoff, int64_t woff) {
       for (int64_t co = 0; co < cout_g; ++co)
         out.data[size_t(yoff + (g * cout_g + co) * ystr[1])] += a[0]->data[i] * a[1]->data[size_t(woff + co * wstr[1])];
-    }
+    });
   }
   return out;
 }

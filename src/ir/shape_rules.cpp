@@ -100,33 +100,22 @@ TensorType matmul(const Graph& g, const Node& n) {
 }
 
 // PyTorch's convolution (ir/conv.h), f32 only; the optional bias holds one value per output channel.
+// conv and conv_transpose: the rules of ir/conv.h, and a bias of one value per output channel.
 TensorType conv(const Graph& g, const Node& n) {
   need_args(n, 2, 3);
   const auto &x = arg(g, n, 0), &w = arg(g, n, 1);
   need_float(n, x, "input");
   need_float(n, w, "weight");
-  ConvDims d = conv_dims(x.shape, w.shape, n.attrs, "node '" + n.name + "': ");
+  const std::string where = "node '" + n.name + "': ";
+  Shape result = n.op == "conv" ? conv_dims(x.shape, w.shape, n.attrs, where).result
+                                : conv_transpose_dims(x.shape, w.shape, n.attrs, where).result;
   if (n.args.size() == 3) {
     const auto& bias = arg(g, n, 2);
     need_float(n, bias, "bias");
-    if (bias.shape != Shape{d.o}) fail(n, "conv bias " + to_string(bias.shape) + " must be [" + std::to_string(d.o) + "] (one per output channel)");
+    if (bias.shape != Shape{result[1]})
+      fail(n, n.op + " bias " + to_string(bias.shape) + " must be [" + std::to_string(result[1]) + "] (one per output channel)");
   }
-  return {DType::f32, d.result};
-}
-
-TensorType conv_transpose(const Graph& g, const Node& n) {
-  need_args(n, 2, 3);
-  const auto &x = arg(g, n, 0), &w = arg(g, n, 1);
-  need_float(n, x, "input");
-  need_float(n, w, "weight");
-  ConvTransposeDims d = conv_transpose_dims(x.shape, w.shape, n.attrs, "node '" + n.name + "': ");
-  if (n.args.size() == 3) {
-    const auto& bias = arg(g, n, 2);
-    need_float(n, bias, "bias");
-    if (bias.shape != Shape{d.result[1]})
-      fail(n, "conv_transpose bias " + to_string(bias.shape) + " must be [" + std::to_string(d.result[1]) + "] (one per output channel)");
-  }
-  return {DType::f32, d.result};
+  return {DType::f32, result};
 }
 
 TensorType pooling(const Graph& g, const Node& n) {
@@ -297,8 +286,7 @@ TensorType infer_type(const Graph& g, const Node& n) {
   }
   if (op == "max_pool" || op == "avg_pool" || op == "pool") return pooling(g, n);
   if (op == "matmul") return matmul(g, n);
-  if (op == "conv") return conv(g, n);
-  if (op == "conv_transpose") return conv_transpose(g, n);
+  if (is_conv_op(op)) return conv(g, n);
   if (op == "mse_loss" || op == "huber_loss" || op == "smooth_l1_loss" || op == "kl_div") {
     need_args(n, 2, 2);
     const auto &a = arg(g, n, 0), &b = arg(g, n, 1);

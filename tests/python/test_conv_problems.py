@@ -6,7 +6,7 @@ import os
 import pytest
 
 from conftest import REPO
-from test_matmul_problems import graph_of, lower_to_plan
+from test_matmul_problems import library_plan
 
 PROBLEMS = sorted((REPO / "bench" / "level1_conv").glob("*.py"))
 LEVEL2_CONVS = [p for p in sorted((REPO / "bench" / "level2").glob("*.py")) if "conv" in p.stem]
@@ -38,11 +38,7 @@ def test_there_are_twelve_level1_and_fourteen_level2_problems():
 
 @pytest.mark.parametrize("path", LEVEL2_CONVS, ids=lambda p: p.stem)
 def test_level2_chains_lower_to_one_cudnn_step_and_fused_kernels(path, tmp_path):
-    graph = graph_of(path)
-    assert [n["op"] for n in graph["nodes"]].count("conv") == 1
-    if os.environ.get("KFORGE_NO_CORE") == "1":
-        pytest.skip("KFORGE_NO_CORE=1: the kforge binary is deliberately not used")
-    plan = lower_to_plan(graph, tmp_path)
+    graph, plan = library_plan(path, ("conv",), tmp_path)
     kinds = [k.get("kind", "nvrtc") for k in plan["kernels"]]
     assert kinds[0] == "cudnn" and kinds.count("cudnn") == 1
     assert len(kinds) - 1 == LEVEL2[path.stem]
@@ -50,14 +46,10 @@ def test_level2_chains_lower_to_one_cudnn_step_and_fused_kernels(path, tmp_path)
 
 @pytest.mark.parametrize("path", PROBLEMS, ids=lambda p: p.stem)
 def test_imports_and_lowers_to_cudnn(path, tmp_path):
-    graph = graph_of(path)
+    graph, plan = library_plan(path, ("conv", "conv_transpose"), tmp_path)
     convs = [n for n in graph["nodes"] if n["op"] in ("conv", "conv_transpose")]
-    assert len(convs) == 1
     transposed = convs[0]["op"] == "conv_transpose"
     assert transposed == ("transpose" in path.stem)
-    if os.environ.get("KFORGE_NO_CORE") == "1":
-        pytest.skip("KFORGE_NO_CORE=1: the kforge binary is deliberately not used")
-    plan = lower_to_plan(graph, tmp_path)
     library = [k for k in plan["kernels"] if k.get("kind") == "cudnn"]
     assert len(library) == 1
     lib = library[0]["library"]

@@ -60,17 +60,23 @@ def lower_to_plan(graph, tmp_path):
     return json.loads((tmp_path / "plan.json").read_text())
 
 
+def library_plan(path, ops, tmp_path):
+    """The problem's graph, which must hold exactly one node of `ops`, and its plan from `kforge lower` (the test
+    is skipped under KFORGE_NO_CORE=1)."""
+    graph = graph_of(path)
+    assert sum(n["op"] in ops for n in graph["nodes"]) == 1
+    if os.environ.get("KFORGE_NO_CORE") == "1":
+        pytest.skip("KFORGE_NO_CORE=1: the kforge binary is deliberately not used")
+    return graph, lower_to_plan(graph, tmp_path)
+
+
 def test_there_are_ten_level1_and_twenty_level2_product_problems():
     assert len(PROBLEMS) == 30 and sorted(p.stem for p in LEVEL2_PRODUCTS) == sorted(LEVEL2)
 
 
 @pytest.mark.parametrize("path", PROBLEMS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_imports_and_lowers_to_cublaslt(path, tmp_path):
-    graph = graph_of(path)
-    assert [n["op"] for n in graph["nodes"]].count("matmul") == 1
-    if os.environ.get("KFORGE_NO_CORE") == "1":
-        pytest.skip("KFORGE_NO_CORE=1: the kforge binary is deliberately not used")
-    plan = lower_to_plan(graph, tmp_path)
+    graph, plan = library_plan(path, ("matmul",), tmp_path)
     library = [k for k in plan["kernels"] if k.get("kind") == "cublaslt"]
     assert len(library) == 1
     if path.parent.name == "level2":
