@@ -1,7 +1,6 @@
 """The convolution problems (bench/level1_conv) import on the CPU at their full sizes, without allocating them
 (model and inputs on the meta device), and lower to plans whose convolutions are cuDNN steps with the geometry
 PyTorch's own output shape implies: the bridge, the C++ shape rules and the lowering agree on every one."""
-import os
 
 import pytest
 
