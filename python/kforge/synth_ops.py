@@ -318,6 +318,35 @@ def pool(rng, s):
     return Op(kind, f"{fn}({{x}}, {self_args})", state, params)
 
 
+# ---- products: the library and tensor-core decisions (cuBLASLt, kforge's mma kernel, cuDNN) ------------------
+
+def linear(rng, s):
+    """nn.Linear over the last dim (any rank >= 2) to a width near the input's (the element count at most
+    doubles)."""
+    if s.rank < 2 or not 8 <= s.shape[-1] <= 4096:
+        return None
+    out_features = max(8, nice(rng, round(s.shape[-1] * rng.uniform(0.5, 2.0))))
+    return Op("linear", "self.{mod}({x})", State(s.shape[:-1] + (out_features,)),
+              {"in_features": s.shape[-1], "out_features": out_features, "bias": rng.random() < 0.7},
+              init="nn.Linear({in_features}, {out_features}, bias={bias})", module="linear")
+
+
+def conv(rng, s):
+    """nn.Conv{1,2,3}d over [N, C, *spatial], size-preserving (odd kernel, padding k // 2), with few enough
+    multiply-adds per output (C_in * k^nd <= 2048) that a 16M-element chain stays within the eager time range."""
+    if not 3 <= s.rank <= 5 or not 2 <= s.shape[1] <= 512:
+        return None
+    nd = s.rank - 2
+    kernels = [k for k in (1, 3, 5) if k <= min(s.shape[2:]) and s.shape[1] * k ** nd <= 2048]
+    if not kernels:
+        return None
+    k = rng.choice(kernels)
+    out_channels = max(2, nice(rng, round(s.shape[1] * rng.uniform(0.5, 2.0))))
+    return Op("conv", "self.{mod}({x})", State(s.shape[:1] + (out_channels,) + s.shape[2:]),
+              {"in_channels": s.shape[1], "out_channels": out_channels, "kernel_size": k, "padding": k // 2},
+              init=f"nn.Conv{nd}d({{in_channels}}, {{out_channels}}, {{kernel_size}}, padding={{padding}})", module="conv")
+
+
 # ---- losses (end a chain) ------------------------------------------------------------------------------------
 
 def flattened(s) -> tuple[str, tuple]:
@@ -398,6 +427,7 @@ def cosine_loss(rng, s):
 FAMILIES = (
     ("elementwise", 4.0, elementwise, False), ("reduction", 1.0, reduction, False), ("softmax", 1.0, softmax, False),
     ("norm", 2.0, norm, False), ("scan", 1.0, scan, False), ("pool", 1.5, pool, False),
+    ("linear", 1.0, linear, False), ("conv", 0.7, conv, False),
     ("loss", 2.5, loss, True), ("arg_reduction", 0.5, arg_reduction, True),
 )
 LENGTHS, LENGTH_WEIGHTS = (1, 2, 3, 4, 5), (1.0, 2.0, 2.0, 1.5, 1.0)

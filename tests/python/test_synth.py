@@ -117,7 +117,7 @@ def test_sampler_covers_every_family_and_renders_valid_python():
                 "amax", "amin", "argmax", "argmin", "softmax", "log_softmax", "layer_norm", "batch_norm",
                 "group_norm", "instance_norm", "rms_norm", "lp_normalize", "cumsum", "cumprod", "reverse_cumsum",
                 "max_pool", "avg_pool", "mse_loss", "huber_loss", "smooth_l1_loss", "kl_div", "cross_entropy",
-                "hinge_loss", "triplet_margin_loss", "cosine_loss", "log", "sqrt"}
+                "hinge_loss", "triplet_margin_loss", "cosine_loss", "log", "sqrt", "linear", "conv"}
     assert expected <= kinds
 
 
