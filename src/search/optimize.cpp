@@ -103,6 +103,13 @@ std::vector<Schedule> opening_candidates(const Graph& graph, Policy& policy, con
     if (g.kind == GroupKind::matmul || g.kind == GroupKind::conv)
       tf32.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::tf32};
   if (!tf32.kernels.empty()) queue.push_back(tf32);
+  // Fourth, where the graph has matrix products: kforge's split-precision tensor-core kernel on each, the one
+  // way to strict-tier tensor-core speed (cuBLASLt's fp32 is plain SIMT arithmetic).
+  Schedule split;
+  for (auto& g : kernel_groups(graph, true))
+    if (g.kind == GroupKind::matmul)
+      split.kernels[g.key] = {.strategy = Strategy::mma, .block = kMmaThreads, .precision = Precision::tf32x3};
+  if (!split.kernels.empty()) queue.push_back(split);
   if (policy == Policy::costmodel) {
     auto model = load_boosted_cost_model(opts.cost_model);
     for (auto& s : ranked_by_model(graph, proposer, *model, 16 * opts.budget, copy_gbs)) queue.push_back(s);

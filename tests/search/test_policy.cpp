@@ -113,7 +113,8 @@ TEST(Checkpoint, TheDefaultPolicyFallsBackToLocalWhereNoCheckpointIsUsable) {
 }
 
 // Library steps open with the default (fp32, the heuristic's first choice) and then every library step in TF32
-// at the heuristic's first choice: the relaxed tier's natural plan is measured within the first candidates.
+// at the heuristic's first choice (the relaxed tier's natural plan), a matrix product then with kforge's
+// split-precision kernel: both tiers' tensor-core plans are measured within the first candidates.
 TEST(Opening, LibraryStepsAlsoOpenWithTheirFirstChoiceInTf32) {
   for (const nlohmann::json& graph : {testing::matmul_graph("linear_bias_relu"), testing::conv_graph("conv2d_bias_relu")}) {
     Graph g = graph_from_json(graph);
@@ -122,7 +123,16 @@ TEST(Opening, LibraryStepsAlsoOpenWithTheirFirstChoiceInTf32) {
     auto opening = opening_candidates(g, p, OptimizeOptions{}, proposer, 4000);
     ASSERT_GE(opening.size(), 2u);
     EXPECT_EQ(opening.front(), Schedule{});
-    const Schedule& tf32 = opening.back();
+    bool product = graph == testing::matmul_graph("linear_bias_relu");
+    // A matrix product then opens with kforge's split-precision kernel (the strict tier's tensor cores).
+    if (product) {
+      const Schedule& split = opening.back();
+      ASSERT_EQ(split.kernels.size(), 1u);
+      EXPECT_EQ(split.kernels.begin()->second.strategy, Strategy::mma);
+      EXPECT_EQ(split.kernels.begin()->second.precision, Precision::tf32x3);
+      EXPECT_NO_THROW(lower(g, split));
+    }
+    const Schedule& tf32 = opening[opening.size() - (product ? 2 : 1)];
     int library = 0;
     for (auto& grp : kernel_groups(g, true)) {
       if (grp.kind != GroupKind::matmul && grp.kind != GroupKind::conv) continue;
