@@ -66,10 +66,11 @@ std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, c
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
   return r;
 }
-// x = big + small, both TF32 (small is only needed, and only computed, under split precision).
+// x = big + small, both TF32 (small is only needed, and only computed, under split precision). Where big is not
+// finite (x infinite, or so large that it rounds up) small is 0, not inf - inf: the product stays infinite.
 __device__ __forceinline__ void kf_split(float x, unsigned& big, unsigned& small) {
   big = kf_tf32(x);
-  small = KF_SPLIT ? kf_tf32(x - __uint_as_float(big)) : 0u;
+  small = KF_SPLIT && isfinite(__uint_as_float(big)) ? kf_tf32(x - __uint_as_float(big)) : 0u;
 }
 // 4 bytes global -> shared without passing through registers (cp.async, sm_80+); src-size 0 writes a zero.
 __device__ __forceinline__ void kf_copy4(float* dst, const float* src, bool inside) {

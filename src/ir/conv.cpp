@@ -76,6 +76,11 @@ ConvTransposeDims conv_transpose_dims(const Shape& x, const Shape& w, const nloh
     if (extra[i] >= stride[i] && extra[i] >= dilation[i])
       fail("output_padding " + std::to_string(extra[i]) + " must be smaller than the stride or the dilation (dim " +
            std::to_string(i) + ")");
+    // PyTorch also takes an output_padding below the dilation but not below the stride; the forward convolution
+    // of that result would have a longer output than this op's input, so it is not this op's cuDNN form.
+    if (extra[i] >= stride[i])
+      fail("output_padding " + std::to_string(extra[i]) + " not below the stride " + std::to_string(stride[i]) +
+           " (dim " + std::to_string(i) + ") is unsupported");
     int64_t out = (x[i + 2] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (w[i + 2] - 1) + extra[i] + 1;
     if (out < 1) fail("the result would have extent " + std::to_string(out) + " in spatial dim " + std::to_string(i));
     forward_input.push_back(out);

@@ -3,6 +3,7 @@
 // (tf32x3) GEMM of codegen/emit_matmul_mma.cpp computes, and why it may claim the strict tier when one TF32
 // product may not. Header-only: a few bit operations.
 #include <bit>
+#include <cmath>
 #include <cstdint>
 
 namespace kforge {
@@ -15,13 +16,16 @@ inline float round_to_tf32(float x) {
   return std::bit_cast<float>((u + 0x1000u) & 0xffffe000u);
 }
 
-// x = big + small (up to 2^-22 of x): both TF32 values, so each product of two parts is exact in fp32.
+// x = big + small (up to 2^-22 of x): both TF32 values, so each product of two parts is exact in fp32. Where
+// big is not finite (x infinite, or rounded up past the largest float) small is 0, not inf - inf = NaN. (An
+// infinite input still meets a zero small part of the other operand, inf * 0: split precision turns infinite
+// inputs into NaN results, which the verifier rejects on tasks whose inputs hold infinities.)
 struct Tf32Split {
   float big, small;
 };
 inline Tf32Split split_tf32(float x) {
   float big = round_to_tf32(x);
-  return {big, round_to_tf32(x - big)};
+  return {big, std::isfinite(big) ? round_to_tf32(x - big) : 0.f};
 }
 
 // What one thread of the kernel computes for one output: an fp32 accumulator that each mma.sync m16n8k8 adds

@@ -146,6 +146,7 @@ TEST(ConvTransposeShape, FollowsTorch) {
   for (auto& [x, w, a, why] : std::vector<std::tuple<Shape, Shape, json, std::string>>{
            {{2, 6, 8, 8}, {4, 3, 3, 3}, json::object(), "weight dim 0 (4) must equal the input channels (6)"},
            {{2, 4, 8}, {4, 3, 3}, tattrs({2}, {0}, {2}, {1}, 1), "output_padding 2 must be smaller than the stride or the dilation"},
+           {{2, 4, 5}, {4, 3, 3}, tattrs({1}, {0}, {1}, {2}, 1), "output_padding 1 not below the stride 1 (dim 0) is unsupported"},
            {{2, 4, 2}, {4, 3, 1}, tattrs({1}, {3}, {0}, {1}, 1), "the result would have extent -4"},
            {{2, 6, 8}, {6, 3, 3}, tattrs({1}, {0}, {0}, {1}, 4), "groups must be at least 1 and divide the input channels"}})
     expect_graph_error(testing::conv_transpose(x, w, a, false), why);
