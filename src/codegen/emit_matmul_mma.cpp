@@ -5,11 +5,15 @@
 //
 // The kernel, as in llm.c: a block of 8 warps computes a 128 x 128 tile of C; each warp a 64 x 32 piece of it,
 // as 4 x 4 mma.sync.m16n8k8 tiles with fp32 accumulators (64 floats a thread). The K loop stages a 128 x 16
-// slab of A and a 16 x 128 slab of B in shared memory (k-major, padded by 8 floats so that the fragment reads
-// of a warp fall in 32 different banks) with cp.async, double-buffered so that the next slab's copy overlaps
-// this one's products; each warp reads its fragments and issues the products. tf32x3
-// splits every element when it reads a fragment: big = tf32(x), small = tf32(x - big) (ir/tf32.h emulates
-// the arithmetic on the CPU). Sizes, strides and transposes are constants of the source: one compile per shape.
+// slab of A and a 16 x 128 slab of B in shared memory with cp.async, double-buffered so that the next slab's
+// copy overlaps this one's products; each warp reads its fragments and issues the products. tf32x3 splits every
+// element when it reads a fragment: big = tf32(x), small = tf32(x - big) (ir/tf32.h emulates the arithmetic on
+// the CPU). Sizes, strides and transposes are constants of the source: one compile per shape.
+//
+// Staging, the schedule's `vec`: 1 copies single floats into k-major slabs ([k][128 + 8]: the fragment reads of
+// a warp fall in 32 banks). 4 copies 16 bytes at a time where the operand's rows allow it (a leading dim and
+// batch stride that are multiples of 4), and keeps an operand that is contiguous along k row-major in shared
+// memory ([128][16 + 4]), where its 16-byte copies land whole and its fragment reads are conflict-free too.
 #include "codegen/device_prelude.h"
 #include "codegen/emitters.h"
 #include "ir/error.h"
@@ -19,24 +23,68 @@ namespace kforge {
 
 namespace {
 
-constexpr int kTileM = 128, kTileN = 128, kTileK = 16, kPad = 8;
+constexpr int kTileM = 128, kTileN = 128, kTileK = 16;
+static_assert(kTileM == kTileN, "the staging code serves both operands with one tile extent");
+constexpr int kPadKMajor = 8, kPadTMajor = 4;
 
-// The statement that stages element `idx` (0 .. 128*16-1) of the operand's slab into shared-memory stage
-// `buf` (an asynchronous copy; zero outside the matrix). The slab index runs along the stored matrix's
-// contiguous dim, so the loads coalesce.
-std::string stage(const std::string& smem, const std::string& ptr, bool k_contiguous, int64_t ld,
-                  const std::string& tile_dim, const std::string& tile_origin, int64_t extent, int64_t k) {
-  // k_contiguous: the stored matrix's rows run along the tile dim (A as m x k, B transposed as n x k).
-  std::string t = k_contiguous ? "idx / " + std::to_string(kTileK) : "idx % " + std::to_string(kTileM);
-  std::string kk = k_contiguous ? "idx % " + std::to_string(kTileK) : "idx / " + std::to_string(kTileM);
-  std::string s;
-  s += "        { const int t = " + t + ", kk = " + kk + ";\n";
-  s += "          const i64 g" + tile_dim + " = " + tile_origin + " + t, gk = k0 + kk;\n";
-  std::string index = k_contiguous ? "g" + tile_dim + " * " + std::to_string(ld) + "LL + gk"
-                                   : "gk * " + std::to_string(ld) + "LL + g" + tile_dim;
-  s += "          const bool inside = g" + tile_dim + " < " + std::to_string(extent) + " && gk < " + std::to_string(k) + ";\n";
-  s += "          kf_copy4(&" + smem + "[buf][kk][t], inside ? " + ptr + " + (" + index + ") : " + ptr + ", inside); }\n";
+// How one operand's slab is staged: the matrix as stored, and where its elements go in shared memory.
+struct Slab {
+  std::string smem, ptr, tile_dim, origin;  // "As", "Ab", "m", "m0"
+  bool k_contiguous = false;                // the stored rows run along k (A as m x k, B transposed as n x k)
+  bool vector = false;                      // 16-byte copies
+  bool t_major = false;                     // shared memory [t][k] instead of [k][t]
+  int64_t ld = 0, extent = 0, k = 0;
+
+  std::string at(const std::string& stage, const std::string& kk, const std::string& t) const {
+    return smem + "[" + stage + "][" + (t_major ? t + "][" + kk : kk + "][" + t) + "]";
+  }
+  std::string declaration() const {
+    return t_major ? "__shared__ __align__(16) float " + smem + "[2][" + std::to_string(kTileM) + "][" +
+                         std::to_string(kTileK + kPadTMajor) + "];  // [stage][row of the tile][k]\n"
+                   : "__shared__ __align__(16) float " + smem + "[2][" + std::to_string(kTileK) + "][" +
+                         std::to_string(kTileM + kPadKMajor) + "];  // [stage][k][row of the tile]\n";
+  }
+};
+
+Slab slab(const std::string& name, const nlohmann::json& op, bool k_contiguous, int64_t extent, int64_t k, int vec) {
+  Slab s{name + "s", name + "b", name == "A" ? "m" : "n", name == "A" ? "m0" : "n0"};
+  s.k_contiguous = k_contiguous;
+  s.ld = op.at("ld").get<int64_t>();
+  s.extent = extent;
+  s.k = k;
+  s.vector = vec == 4 && s.ld % 4 == 0 && op.at("batch_stride").get<int64_t>() % 4 == 0;
+  s.t_major = vec == 4 && k_contiguous;
   return s;
+}
+
+// The loop that stages `s`'s slab for the K offset k0 into stage `buf`; zero outside the matrix. The index runs
+// along the stored matrix's contiguous dim, so the loads coalesce.
+std::string stage(const Slab& s) {
+  const int per_copy = s.vector ? 4 : 1, copies = kTileM * kTileK / per_copy / kMmaThreads;
+  // Along the contiguous dim one row of the slab holds `run` copies.
+  const int run = (s.k_contiguous ? kTileK : kTileM) / per_copy;
+  std::string t = s.k_contiguous ? "idx / " + std::to_string(run) : "idx % " + std::to_string(run) + " * " + std::to_string(per_copy);
+  std::string kk = s.k_contiguous ? "idx % " + std::to_string(run) + " * " + std::to_string(per_copy) : "idx / " + std::to_string(run);
+  std::string index = s.k_contiguous ? "g" + s.tile_dim + " * " + std::to_string(s.ld) + "LL + gk"
+                                     : "gk * " + std::to_string(s.ld) + "LL + g" + s.tile_dim;
+  std::string out = "      for (int i = 0; i < " + std::to_string(copies) + "; ++i) {\n";
+  out += "        const int idx = tid + i * " + std::to_string(kMmaThreads) + ", t = " + t + ", kk = " + kk + ";\n";
+  out += "        const i64 g" + s.tile_dim + " = " + s.origin + " + t, gk = k0 + kk;\n";
+  std::string dst = "&" + s.at("buf", "kk", "t");
+  if (!s.vector) {
+    out += "        const bool inside = g" + s.tile_dim + " < " + std::to_string(s.extent) + " && gk < " + std::to_string(s.k) + ";\n";
+    out += "        kf_copy4(" + dst + ", inside ? " + s.ptr + " + (" + index + ") : " + s.ptr + ", inside);\n";
+  } else {
+    // The copy's 4 floats run along the contiguous dim; past the matrix's end there, fewer bytes are read and
+    // the rest of the 16 is zero-filled.
+    std::string along = s.k_contiguous ? "gk" : "g" + s.tile_dim, across = s.k_contiguous ? "g" + s.tile_dim : "gk";
+    int64_t along_end = s.k_contiguous ? s.k : s.extent, across_end = s.k_contiguous ? s.extent : s.k;
+    out += "        const i64 left = " + across + " < " + std::to_string(across_end) + " ? " + std::to_string(along_end) +
+           "LL - " + along + " : 0;\n";
+    out += "        const int bytes = left <= 0 ? 0 : left >= 4 ? 16 : int(left) * 4;\n";
+    out += "        kf_copy16(" + dst + ", bytes ? " + s.ptr + " + (" + index + ") : " + s.ptr + ", bytes);\n";
+  }
+  return out + "      }\n";
 }
 
 std::string epilogue_code(Epilogue e) {
@@ -47,6 +95,37 @@ std::string epilogue_code(Epilogue e) {
   return s;
 }
 
+const char* kDeviceHelpers = R"(__device__ __forceinline__ unsigned kf_tf32(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+// x = big + small, both TF32 (small is only needed, and only computed, under split precision). Where big is not
+// finite (x infinite, or so large that it rounds up) small is 0, not inf - inf.
+__device__ __forceinline__ void kf_split(float x, unsigned& big, unsigned& small) {
+  big = kf_tf32(x);
+  small = KF_SPLIT && isfinite(__uint_as_float(big)) ? kf_tf32(x - __uint_as_float(big)) : 0u;
+}
+__device__ __forceinline__ unsigned kf_shared_address(const void* p) {
+  unsigned d;
+  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(d) : "l"(p));
+  return d;
+}
+// Global -> shared without passing through registers (cp.async, sm_80+). 4 bytes: src-size 0 writes a zero.
+__device__ __forceinline__ void kf_copy4(float* dst, const float* src, bool inside) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(kf_shared_address(dst)), "l"(src), "r"(inside ? 4 : 0));
+}
+// 16 bytes (both addresses 16-byte aligned); the bytes past `bytes` are zero-filled.
+__device__ __forceinline__ void kf_copy16(float* dst, const float* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(kf_shared_address(dst)), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void kf_mma(float* c, const unsigned* a, const unsigned* b) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+)";
+
 }  // namespace
 
 std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks,
@@ -56,40 +135,18 @@ std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, c
   const bool split = ks.precision == Precision::tf32x3;
   const int64_t batch = numel(d.batch), tiles_m = (d.m + kTileM - 1) / kTileM, tiles_n = (d.n + kTileN - 1) / kTileN;
   const int64_t tiles = batch * tiles_m * tiles_n;
-  const bool a_t = a.at("transposed"), b_t = b.at("transposed");
+  const Slab sa = slab("A", a, !a.at("transposed").get<bool>(), d.m, d.k, ks.vec);
+  const Slab sb = slab("B", b, b.at("transposed").get<bool>(), d.n, d.k, ks.vec);
   auto I = [](int64_t v) { return std::to_string(v) + "LL"; };
 
   std::string s = kernel_header(cx.partition, g, ks, name);
   s += "#define KF_SPLIT " + std::string(split ? "1" : "0") + "  // tf32x3: three products per element pair\n";
-  s += R"(__device__ __forceinline__ unsigned kf_tf32(float x) {
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return r;
-}
-// x = big + small, both TF32 (small is only needed, and only computed, under split precision). Where big is not
-// finite (x infinite, or so large that it rounds up) small is 0, not inf - inf: the product stays infinite.
-__device__ __forceinline__ void kf_split(float x, unsigned& big, unsigned& small) {
-  big = kf_tf32(x);
-  small = KF_SPLIT && isfinite(__uint_as_float(big)) ? kf_tf32(x - __uint_as_float(big)) : 0u;
-}
-// 4 bytes global -> shared without passing through registers (cp.async, sm_80+); src-size 0 writes a zero.
-__device__ __forceinline__ void kf_copy4(float* dst, const float* src, bool inside) {
-  unsigned d;
-  asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(d) : "l"(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(d), "l"(src), "r"(inside ? 4 : 0));
-}
-__device__ __forceinline__ void kf_mma(float* c, const unsigned* a, const unsigned* b) {
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-)";
-  s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kMmaThreads) + ", " + std::to_string(ks.items) + ") " + name +
-       "(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C" +
+  s += kDeviceHelpers;
+  s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kMmaThreads) + ", " + std::to_string(ks.items) +
+       ") " + name + "(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C" +
        (has_bias(e) ? ", const float* __restrict__ bias" : "") + ") {\n";
   // Two stages: the copy of the next K slab runs while the tensor cores work on this one.
-  s += "  __shared__ float As[2][" + std::to_string(kTileK) + "][" + std::to_string(kTileM + kPad) + "];  // [stage][k][row of C]\n";
-  s += "  __shared__ float Bs[2][" + std::to_string(kTileK) + "][" + std::to_string(kTileN + kPad) + "];  // [stage][k][column of C]\n";
+  s += "  " + sa.declaration() + "  " + sb.declaration();
   s += R"(  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int group = lane / 4, quad = lane % 4;  // mma fragment coordinates (PTX ISA, m16n8k8 .tf32)
   const int warp_m = (warp / 4) * 64, warp_n = (warp % 4) * 32;
@@ -102,12 +159,8 @@ __device__ __forceinline__ void kf_mma(float* c, const unsigned* a, const unsign
   s += "    float* Cb = C + bz * " + I(batch == 1 ? 0 : d.m * d.n) + ";\n";
   s += "    float acc[4][4][4] = {};  // [m tile][n tile][fragment]\n";
   // Stage `buf` <- the K slab at k0, as one commit group of asynchronous copies.
-  s += "    auto load = [&](int buf, i64 k0) {\n";
-  s += "      for (int i = 0; i < " + std::to_string(kTileM * kTileK / kMmaThreads) + "; ++i) {\n";
-  s += "        const int idx = tid + i * " + std::to_string(kMmaThreads) + ";\n";
-  s += stage("As", "Ab", !a_t, a.at("ld").get<int64_t>(), "m", "m0", d.m, d.k);
-  s += stage("Bs", "Bb", b_t, b.at("ld").get<int64_t>(), "n", "n0", d.n, d.k);
-  s += "      }\n      asm volatile(\"cp.async.commit_group;\");\n    };\n";
+  s += "    auto load = [&](int buf, i64 k0) {\n" + stage(sa) + stage(sb);
+  s += "      asm volatile(\"cp.async.commit_group;\");\n    };\n";
   s += "    const i64 steps = " + I((d.k + kTileK - 1) / kTileK) + ";\n";
   s += R"(    load(0, 0);
     for (i64 step = 0; step < steps; ++step) {
@@ -120,16 +173,18 @@ __device__ __forceinline__ void kf_mma(float* c, const unsigned* a, const unsign
         unsigned a_big[4][4], a_small[4][4], b_big[4][2], b_small[4][2];
         for (int mt = 0; mt < 4; ++mt) {
           const int r = warp_m + mt * 16 + group;
-          kf_split(As[cur][kk + quad][r], a_big[mt][0], a_small[mt][0]);
-          kf_split(As[cur][kk + quad][r + 8], a_big[mt][1], a_small[mt][1]);
-          kf_split(As[cur][kk + quad + 4][r], a_big[mt][2], a_small[mt][2]);
-          kf_split(As[cur][kk + quad + 4][r + 8], a_big[mt][3], a_small[mt][3]);
-        }
+)";
+  s += "          kf_split(" + sa.at("cur", "kk + quad", "r") + ", a_big[mt][0], a_small[mt][0]);\n";
+  s += "          kf_split(" + sa.at("cur", "kk + quad", "r + 8") + ", a_big[mt][1], a_small[mt][1]);\n";
+  s += "          kf_split(" + sa.at("cur", "kk + quad + 4", "r") + ", a_big[mt][2], a_small[mt][2]);\n";
+  s += "          kf_split(" + sa.at("cur", "kk + quad + 4", "r + 8") + ", a_big[mt][3], a_small[mt][3]);\n";
+  s += R"(        }
         for (int nt = 0; nt < 4; ++nt) {
           const int c = warp_n + nt * 8 + group;
-          kf_split(Bs[cur][kk + quad][c], b_big[nt][0], b_small[nt][0]);
-          kf_split(Bs[cur][kk + quad + 4][c], b_big[nt][1], b_small[nt][1]);
-        }
+)";
+  s += "          kf_split(" + sb.at("cur", "kk + quad", "c") + ", b_big[nt][0], b_small[nt][0]);\n";
+  s += "          kf_split(" + sb.at("cur", "kk + quad + 4", "c") + ", b_big[nt][1], b_small[nt][1]);\n";
+  s += R"(        }
         for (int mt = 0; mt < 4; ++mt)
           for (int nt = 0; nt < 4; ++nt) {
             if (KF_SPLIT) {  // the small terms first: they are added while the accumulator is smallest

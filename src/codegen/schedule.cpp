@@ -161,6 +161,7 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
           illegal(g, "algo/block", "of mma are fixed: 0 and " + std::to_string(kMmaThreads) + " threads");
         if (ks.items != 1 && ks.items != 2)
           illegal(g, "items", "of mma is the blocks per SM its registers are capped for: 1 or 2");
+        if (ks.vec != 1 && ks.vec != 4) illegal(g, "vec", "of mma is the floats a staging copy moves: 1 or 4");
         break;
       }
       if (ks.strategy != Strategy::library)
@@ -301,7 +302,8 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
       for (auto p : {Precision::fp32, Precision::tf32})
         for (int a = 0; a < kMatmulAlgos; ++a) keep({Strategy::library, 256, 1, 1, 1, RowCache::none, p, a});
       for (auto p : {Precision::tf32x3, Precision::tf32})
-        for (int blocks_per_sm : {1, 2}) keep({Strategy::mma, kMmaThreads, 1, blocks_per_sm, 1, RowCache::none, p, 0});
+        for (int blocks_per_sm : {1, 2})
+          for (int vec : {4, 1}) keep({Strategy::mma, kMmaThreads, vec, blocks_per_sm, 1, RowCache::none, p, 0});
       break;
     case GroupKind::conv:
       for (auto p : {Precision::fp32, Precision::tf32})

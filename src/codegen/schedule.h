@@ -24,7 +24,8 @@ namespace kforge {
 //            only); precision and algo are its choices.
 //   mma:     a matrix product on kforge's own tensor-core kernel (mma.sync, codegen/emit_matmul_mma.cpp), with
 //            the epilogue in its store; precision tf32 or tf32x3; items = blocks per SM the registers are
-//            capped for (1: ~200 registers, no spills; 2: 128, with spills) (matmul groups only).
+//            capped for (1: ~200 registers, no spills; 2: 128, with spills); vec = floats a staging copy moves
+//            (1, or 4 where the operand's rows allow 16-byte copies) (matmul groups only).
 enum class Strategy { flat, thread, warp, block, split, tile, library, mma };
 
 // Arithmetic of a matrix product (or convolution). fp32: full fp32 products (cuBLASLt's CUBLAS_COMPUTE_32F,

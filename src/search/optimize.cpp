@@ -108,7 +108,7 @@ std::vector<Schedule> opening_candidates(const Graph& graph, Policy& policy, con
   Schedule split;
   for (auto& g : kernel_groups(graph, true))
     if (g.kind == GroupKind::matmul)
-      split.kernels[g.key] = {.strategy = Strategy::mma, .block = kMmaThreads, .precision = Precision::tf32x3};
+      split.kernels[g.key] = {.strategy = Strategy::mma, .block = kMmaThreads, .vec = 4, .precision = Precision::tf32x3};
   if (!split.kernels.empty()) queue.push_back(split);
   if (policy == Policy::costmodel) {
     auto model = load_boosted_cost_model(opts.cost_model);

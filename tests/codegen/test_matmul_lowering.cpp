@@ -187,8 +187,8 @@ TEST(MatmulSchedule, PrecisionAndAlgorithmAreSearchActions) {
   EXPECT_EQ(def.precision, Precision::fp32);
   EXPECT_EQ(def.algo, 0);
   auto space = schedule_space(groups[0]);
-  EXPECT_EQ(space.size(), size_t(2 * kMatmulAlgos + 4))
-      << "cuBLASLt in fp32 and tf32; kforge's mma in tf32x3 and tf32, for 1 or 2 blocks per SM";
+  EXPECT_EQ(space.size(), size_t(2 * kMatmulAlgos + 8))
+      << "cuBLASLt in fp32 and tf32; kforge's mma in tf32x3 and tf32, for 1 or 2 blocks per SM, 1- or 4-float copies";
   EXPECT_FALSE(starves_memory(groups[0], def));
   // Distinct choices are distinct plans to the search (its duplicate filter keys on plan_key).
   Schedule a, b;
@@ -234,11 +234,11 @@ TEST(MatmulMma, EveryProductIsOneKernelThatCompilesForSm90InBothPrecisions) {
   Compiler c({"sm_90", "", {}});
   for (auto& sample : testing::matmul_graphs()) {
     Graph g = graph_from_json(sample.graph);
-    for (auto precision : {Precision::tf32x3, Precision::tf32}) {
+    for (auto [precision, vec] : {std::pair{Precision::tf32x3, 4}, std::pair{Precision::tf32x3, 1}, std::pair{Precision::tf32, 4}}) {
       Schedule s;
       for (auto& grp : kernel_groups(g, true))
         if (grp.kind == GroupKind::matmul)
-          s.kernels[grp.key] = {.strategy = Strategy::mma, .precision = precision};
+          s.kernels[grp.key] = {.strategy = Strategy::mma, .vec = vec, .precision = precision};
       Plan p = lower(g, s);
       EXPECT_TRUE(steps(p, StepKind::cublaslt).empty()) << sample.name;
       EXPECT_EQ(p.uses_tf32(), precision == Precision::tf32) << sample.name;
@@ -251,7 +251,7 @@ TEST(MatmulMma, EveryProductIsOneKernelThatCompilesForSm90InBothPrecisions) {
       EXPECT_EQ(k.schedule.at("precision"), to_string(precision));
       EXPECT_NE(k.source.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), std::string::npos);
       CompileResult r = c.compile(k.source, k.name);
-      ASSERT_TRUE(r.ok) << sample.name << " " << to_string(precision) << "\n" << r.log << "\n" << k.source;
+      ASSERT_TRUE(r.ok) << sample.name << " " << to_string(precision) << " vec " << vec << "\n" << r.log << "\n" << k.source;
     }
   }
 }
@@ -274,6 +274,7 @@ TEST(MatmulMma, OnlyTensorCorePrecisionsAndFixedParametersAreLegal) {
                    KernelSchedule{.strategy = Strategy::mma, .block = 128, .precision = Precision::tf32x3},
                    KernelSchedule{.strategy = Strategy::mma, .precision = Precision::tf32, .algo = 2},
                    KernelSchedule{.strategy = Strategy::mma, .items = 3, .precision = Precision::tf32},
+                   KernelSchedule{.strategy = Strategy::mma, .vec = 2, .precision = Precision::tf32},
                    KernelSchedule{.strategy = Strategy::library, .precision = Precision::tf32x3}})
     EXPECT_THROW(check_schedule(mm, bad), UserError) << to_json(bad).dump();
   KernelGroup pw = kernel_groups(graph_from_json(testing::sample_graph("relu")), true)[0];
