@@ -76,7 +76,8 @@ std::string stage(const Slab& s) {
     out += "        kf_copy4(" + dst + ", inside ? " + s.ptr + " + (" + index + ") : " + s.ptr + ", inside);\n";
   } else {
     // The copy's 4 floats run along the contiguous dim; past the matrix's end there, fewer bytes are read and
-    // the rest of the 16 is zero-filled.
+    // the rest of the 16 is zero-filled. (With ld the stored row length, as emit_matmul makes it, a vector copy
+    // implies that length is a multiple of 4: a partial copy happens only for an ld longer than the rows.)
     std::string along = s.k_contiguous ? "gk" : "g" + s.tile_dim, across = s.k_contiguous ? "g" + s.tile_dim : "gk";
     int64_t along_end = s.k_contiguous ? s.k : s.extent, across_end = s.k_contiguous ? s.extent : s.k;
     out += "        const i64 left = " + across + " < " + std::to_string(across_end) + " ? " + std::to_string(along_end) +
