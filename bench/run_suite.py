@@ -27,6 +27,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PROBLEMS = "bench/level1/*.py"
 TIERS_PASSED_RELAXED = ("strict", "relaxed")
+CONTEXT_LOST = 3  # kforge.session's exit status when a problem left its CUDA context unusable (after reporting)
 
 
 def parse_args(argv=None):
@@ -318,6 +319,9 @@ def run_in_process(args, problems, out, workdir, meta):
         missing = [p for p in remaining if not report_of(p).exists()]
         if not missing or start_error:
             break
+        if rc == CONTEXT_LOST and not timed_out:  # the last problem reported, then its CUDA context was gone
+            remaining = missing
+            continue
         lost[missing[0]] = (rc, timed_out, log_path)  # the problem the process died or hung on
         remaining = missing[1:]
     rows = []

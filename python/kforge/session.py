@@ -186,6 +186,19 @@ def row(r: dict) -> str:
             f"{f('relaxed_ms')} | {f('relaxed_speedup_best', '.2f')} | kb |")
 
 
+# Exit status when a problem left this process's CUDA context unusable (a sticky error such as an illegal address
+# in a generated kernel): its report is written; bench/run_suite.py starts a fresh process for the rest.
+CONTEXT_LOST = 3
+
+
+def cuda_context_alive() -> bool:
+    try:
+        torch.cuda.synchronize()
+        return torch.ones(1, device="cuda").add_(1).item() == 2.0
+    except Exception:  # noqa: BLE001 -- any error here means the context is gone
+        return False
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kforge.session")
     parser.add_argument("problems", nargs="+", help="problem files or bundle folders from `kforge import`")
@@ -225,6 +238,10 @@ def main(argv=None) -> int:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(report, indent=1))
         print(row(report) + (f"  <- {report['error'][:300]}" if report.get("error") else ""), flush=True)
+        if report["tier"] == "failed" and not cuda_context_alive():
+            print(f"kforge: the CUDA context is unusable after {report['name']}; stopping this process "
+                  f"(exit {CONTEXT_LOST}) so that the rest run in a fresh one", file=sys.stderr, flush=True)
+            return CONTEXT_LOST
         torch.cuda.empty_cache()
     return 1 if failures else 0
 

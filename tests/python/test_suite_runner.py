@@ -1,0 +1,54 @@
+"""bench/run_suite.py's in-process runner, GPU-free (the session process is a stand-in): a problem that takes the
+process down is the one marked lost and the rest go on in a fresh process; a problem after which the session
+reports its CUDA context unusable (exit CONTEXT_LOST) keeps its report and loses nobody."""
+import importlib.util
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+from conftest import REPO
+from kforge import session
+
+
+def runner():
+    spec = importlib.util.spec_from_file_location("run_suite", REPO / "bench" / "run_suite.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(tmp_path, monkeypatch, script):
+    """script: per session process, (the problems it reports before stopping, its exit status)."""
+    rs = runner()
+    problems = [tmp_path / f"{n}.py" for n in ("a", "b", "c", "d")]
+    out = tmp_path / "out"
+    for d in ("reports", "logs"):
+        (out / d).mkdir(parents=True)
+    calls = []
+
+    def fake_run_one(cmd, log_path, timeout):
+        reported, rc = script[len(calls)]
+        calls.append([Path(c).stem for c in cmd if str(c).endswith(".py")])
+        for name in reported:
+            (out / "reports" / f"{name}.json").write_text(json.dumps({"name": name, "tier": "strict", "kforge_ms": 1.0}))
+        Path(log_path).write_text("")
+        return rc, False, 1.0, None
+
+    monkeypatch.setattr(rs, "run_one", fake_run_one)
+    args = SimpleNamespace(budget=2, timeout=60.0)
+    rs.run_in_process(args, problems, out, tmp_path / "work", {})
+    rows = {r["problem"]: r for r in json.loads((out / "suite.json").read_text())["rows"]}
+    return calls, rows
+
+
+def test_a_crash_loses_the_problem_it_happened_on_and_the_rest_go_on(tmp_path, monkeypatch):
+    calls, rows = run(tmp_path, monkeypatch, [(["a"], -11), (["c", "d"], 0)])
+    assert calls == [["a", "b", "c", "d"], ["c", "d"]]
+    assert rows["b"]["tier"] == "failed" and rows["a"]["tier"] == rows["c"]["tier"] == rows["d"]["tier"] == "strict"
+
+
+def test_a_lost_context_keeps_its_report_and_loses_no_other_problem(tmp_path, monkeypatch):
+    assert session.CONTEXT_LOST == runner().CONTEXT_LOST
+    calls, rows = run(tmp_path, monkeypatch, [(["a", "b"], session.CONTEXT_LOST), (["c", "d"], 0)])
+    assert calls == [["a", "b", "c", "d"], ["c", "d"]]
+    assert all(r["tier"] == "strict" for r in rows.values())
