@@ -2,7 +2,9 @@
 // CONVOLUTION_FORWARD operation, engines from the heuristic, an execution plan), not a generated kernel.
 // The bias was split off by decompose (ir/conv.h) and runs in the pointwise kernel that reads the result.
 // The step's `library` block:
-//   op "conv"; layout "NCHW" (contiguous [N, C, *spatial] tensors; the name stands for 1-3 spatial dims);
+//   op "conv"; layout "NCHW" (contiguous [N, C, *spatial] tensors; the name stands for 1-3 spatial dims) or
+//   "NHWC" (channels last: [N, *spatial, C] in memory, the weight [O, *kernel, C / groups]; the plan transposes
+//   into and out of such copies around the step: schedule layout nhwc);
 //   n, c, o, groups; in, kernel, out: spatial extents; stride, padding (symmetric), dilation: per spatial dim;
 //   precision: fp32 (engines without tensor-core / down-converting numerical notes) | tf32 (any engine);
 //   algo: index into the heuristic's engines that the precision allows, clamped at load;
@@ -13,6 +15,7 @@
 // that convolution's input [n, c, *in]; cuDNN runs it as CONVOLUTION_BACKWARD_DATA.
 #include <algorithm>
 
+#include "codegen/device_prelude.h"
 #include "codegen/emitters.h"
 #include "ir/conv.h"
 #include "ir/error.h"
@@ -24,6 +27,45 @@ namespace {
 // to a few tens of MB at these sizes); the cap is checked per engine at load.
 constexpr int64_t kWorkspaceBytes = 64 << 20;
 const char* kWorkspaceName = "cudnn.workspace";
+
+// A plan step that writes dst[a][c][b] = src[a][b][c] (a < A, b < B, c < C): a 32 x 32 tile through shared
+// memory, so that both the read (along c) and the write (along b) are coalesced. NCHW <-> NHWC is this with
+// B = channels, C = the spatial extent (or the reverse), A = the batch.
+PlanKernel transpose_step(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, int src, int dst,
+                          int64_t A, int64_t B, int64_t C) {
+  auto I = [](int64_t v) { return std::to_string(v) + "LL"; };
+  const int64_t tiles_b = (B + 31) / 32, tiles_c = (C + 31) / 32;
+  std::string s = "// kforge kernel " + name + ": channels-last transpose for conv group '" + g.key + "', [" +
+                  std::to_string(A) + "][" + std::to_string(B) + "][" + std::to_string(C) + "] -> [a][c][b]\n";
+  s += "extern \"C\" __global__ void __launch_bounds__(256) " + name +
+       "(const float* __restrict__ src, float* __restrict__ dst) {\n";
+  s += "  __shared__ float tile[32][33];  // one column of padding: the transposed read is conflict-free\n";
+  s += "  const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;\n";
+  s += "  for (i64 t = blockIdx.x; t < " + I(A * tiles_b * tiles_c) + "; t += gridDim.x) {\n";
+  s += "    const i64 a = t / " + I(tiles_b * tiles_c) + ", b0 = t / " + I(tiles_c) + " % " + I(tiles_b) +
+       " * 32, c0 = t % " + I(tiles_c) + " * 32;\n";
+  s += "    const float* s = src + a * " + I(B * C) + ";\n    float* d = dst + a * " + I(B * C) + ";\n";
+  s += "    for (int i = ty; i < 32; i += 8)\n";
+  s += "      if (b0 + i < " + I(B) + " && c0 + tx < " + I(C) + ") tile[i][tx] = s[(b0 + i) * " + I(C) + " + c0 + tx];\n";
+  s += "    __syncthreads();\n";
+  s += "    for (int i = ty; i < 32; i += 8)\n";
+  s += "      if (c0 + i < " + I(C) + " && b0 + tx < " + I(B) + ") d[(c0 + i) * " + I(B) + " + b0 + tx] = tile[tx][i];\n";
+  s += "    __syncthreads();  // the tile is read before the next one overwrites it\n  }\n}\n";
+  PlanKernel k;
+  k.name = name;
+  k.group = g.key;
+  k.source = device_prelude() + "\n" + s;
+  k.args = {src, dst};
+  k.grid = clamp_grid(A * tiles_b * tiles_c);
+  k.block = 256;
+  k.schedule = to_json(ks);
+  return k;
+}
+
+int temp(EmitContext& cx, const std::string& name, int64_t elements) {
+  cx.buffers.push_back({BufferRole::temp, -1, name, DType::f32, {elements}});
+  return int(cx.buffers.size()) - 1;
+}
 
 nlohmann::json conv_attrs(const nlohmann::json& lib) {
   return {{"stride", lib.at("stride")}, {"padding", lib.at("padding")}, {"dilation", lib.at("dilation")},
@@ -47,12 +89,28 @@ std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const K
   k.block = 0;
   k.args = {buffer_of(cx, cv.args[0]), buffer_of(cx, cv.args[1]), buffer_of(cx, g.anchor),
             library_workspace(cx, kWorkspaceName, kWorkspaceBytes)};
-  k.library = {{"op", cv.op}, {"layout", "NCHW"}, {"n", d.n}, {"c", d.c}, {"o", d.o}, {"groups", d.groups},
+  const bool nhwc = ks.layout == Layout::nhwc;
+  k.library = {{"op", cv.op}, {"layout", nhwc ? "NHWC" : "NCHW"}, {"n", d.n}, {"c", d.c}, {"o", d.o}, {"groups", d.groups},
                {"in", d.in}, {"kernel", d.kernel}, {"out", d.out}, {"stride", d.stride}, {"padding", d.padding},
                {"dilation", d.dilation}, {"precision", to_string(ks.precision)}, {"algo", ks.algo},
                {"workspace_bytes", kWorkspaceBytes}};
-  k.schedule = {{"strategy", to_string(ks.strategy)}, {"precision", to_string(ks.precision)}, {"algo", ks.algo}};
-  return {k};
+  k.schedule = {{"strategy", to_string(ks.strategy)}, {"precision", to_string(ks.precision)}, {"algo", ks.algo},
+                {"layout", to_string(ks.layout)}};
+  if (!nhwc) return {k};
+  // Channels last: the step reads and writes channels-last copies; its input and weight are transposed into
+  // them first and its result back after. The step's x is [n, xc, *xs], its y [n, yc, *ys] (a transposed
+  // convolution's x is its forward convolution's output).
+  const bool t = cv.op == "conv_transpose";
+  const int64_t xc = t ? d.o : d.c, yc = t ? d.c : d.o, x_extent = numel(t ? d.out : d.in);
+  const int64_t y_extent = numel(t ? d.in : d.out);
+  const int64_t wc = d.c / d.groups, taps = numel(d.kernel);
+  const int x = k.args[0], w = k.args[1], y = k.args[2];
+  k.args[0] = temp(cx, g.key + ".x_nhwc", d.n * xc * x_extent);
+  k.args[1] = temp(cx, g.key + ".w_nhwc", d.o * wc * taps);
+  k.args[2] = temp(cx, g.key + ".y_nhwc", d.n * yc * y_extent);
+  return {transpose_step(g, ks, name + "_x_nhwc", x, k.args[0], d.n, xc, x_extent),
+          transpose_step(g, ks, name + "_w_nhwc", w, k.args[1], d.o, wc, taps), k,
+          transpose_step(g, ks, name + "_y_nchw", k.args[2], y, d.n, y_extent, yc)};
 }
 
 ConvDims conv_step_dims(const nlohmann::json& lib, const std::string& where) {
@@ -64,7 +122,8 @@ ConvDims conv_step_dims(const nlohmann::json& lib, const std::string& where) {
   for (int64_t v : lib.at("kernel").get<std::vector<int64_t>>()) w.push_back(v);
   ConvDims d = conv_dims(x, w, conv_attrs(lib), where + ": ");
   if (d.out != lib.at("out").get<Shape>()) throw UserError(where + ": out " + lib.at("out").dump() + " disagrees with the geometry " + to_string(d.out));
-  if (lib.value("layout", "") != "NCHW") throw UserError(where + ": layout must be NCHW");
+  std::string layout = lib.value("layout", "");
+  if (layout != "NCHW" && layout != "NHWC") throw UserError(where + ": layout must be NCHW or NHWC");
   return d;
 }
 

@@ -37,6 +37,14 @@ Precision precision_from_string(const std::string& s) {
 }
 
 
+std::string to_string(Layout l) { return l == Layout::nhwc ? "nhwc" : "nchw"; }
+
+Layout layout_from_string(const std::string& s) {
+  for (auto l : {Layout::nchw, Layout::nhwc})
+    if (to_string(l) == s) return l;
+  throw UserError("unknown layout '" + s + "' (nchw or nhwc)");
+}
+
 const std::vector<Strategy>& all_strategies() {
   static const std::vector<Strategy> all = {Strategy::flat, Strategy::thread, Strategy::warp,
                                             Strategy::block, Strategy::split, Strategy::tile, Strategy::library,
@@ -75,6 +83,7 @@ nlohmann::json to_json(const KernelSchedule& ks) {
   // until `registers` joined; the database's older rows still read back (row_cache_from_json).
   if (ks.strategy == Strategy::library || ks.strategy == Strategy::mma)
     j.update({{"precision", to_string(ks.precision)}, {"algo", ks.algo}});
+  if (ks.layout != Layout::nchw) j["layout"] = to_string(ks.layout);  // absent: nchw (older rows read back)
   return j;
 }
 
@@ -99,6 +108,7 @@ Schedule schedule_from_json(const nlohmann::json& j) {
     ks.cache_row = row_cache_from_json(v.value("cache_row", nlohmann::json(false)));
     ks.precision = precision_from_string(v.value("precision", "fp32"));
     ks.algo = v.value("algo", 0);
+    ks.layout = layout_from_string(v.value("layout", "nchw"));
     s.kernels[key] = ks;
   }
   return s;
@@ -147,6 +157,8 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
   if (ks.block < 32 || ks.block > 1024 || ks.block % 32) illegal(g, "block", "must be a multiple of 32 in [32, 1024]");
   if (ks.vec != 1 && ks.vec != 2 && ks.vec != 4) illegal(g, "vec", "must be 1, 2 or 4");
   if (ks.items < 1 || ks.items > 64) illegal(g, "items", "must be in [1, 64]");
+  if (ks.layout != Layout::nchw && g.kind != GroupKind::conv)
+    illegal(g, "layout", "nhwc is a convolution's choice only");
   if (!is_library_kind(g.kind)) {
     if (ks.strategy == Strategy::library || ks.strategy == Strategy::mma)
       illegal(g, "strategy", to_string(ks.strategy) + " is for matrix products and convolutions only");
@@ -173,6 +185,7 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
     case GroupKind::conv:
       if (ks.strategy != Strategy::library) illegal(g, "strategy", "must be library for a convolution (cuDNN)");
       if (ks.precision == Precision::tf32x3) illegal(g, "precision", "tf32x3 is for matrix products only");
+      if (ks.vec != 1 || ks.items != 1) illegal(g, "vec/items", "are not choices of a convolution");
       if (ks.algo < 0 || ks.algo >= kConvEngines)
         illegal(g, "algo", "must be in [0, " + std::to_string(kConvEngines) + ") (an index into cuDNN's engine heuristic)");
       break;
@@ -307,7 +320,8 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
       break;
     case GroupKind::conv:
       for (auto p : {Precision::fp32, Precision::tf32})
-        for (int a = 0; a < kConvEngines; ++a) keep({Strategy::library, 256, 1, 1, 1, RowCache::none, p, a});
+        for (int a = 0; a < kConvEngines; ++a)
+          for (auto layout : {Layout::nchw, Layout::nhwc}) keep({Strategy::library, 256, 1, 1, 1, RowCache::none, p, a, layout});
       break;
     case GroupKind::scan:
       for (int b : {64, 128, 256, 512}) keep({Strategy::thread, b, 1, 1, 1});

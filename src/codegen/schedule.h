@@ -35,6 +35,11 @@ enum class Strategy { flat, thread, warp, block, split, tile, library, mma };
 // small = tf32(x - big), the product big*big + big*small + small*big on tensor cores: about fp32's accuracy,
 // so the strict tier is open to it (ir/tf32.h emulates the arithmetic on the CPU).
 enum class Precision { fp32, tf32, tf32x3 };
+
+// Memory layout a convolution's cuDNN step computes in. nchw: on the graph's own tensors. nhwc (channels last,
+// where cuDNN keeps its fastest engines): the step's input and weight are transposed to channels-last copies
+// first and its result back after (codegen/emit_conv.cpp): two extra passes that the engine must win back.
+enum class Layout { nchw, nhwc };
 // Candidates cuBLASLt's heuristic is asked for; `algo` indexes its answer (clamped to what it returned).
 constexpr int kMatmulAlgos = 8;
 // Threads of the mma kernel's block: 8 warps, 2 x 4 over a 128 x 128 tile of the result.
@@ -60,6 +65,7 @@ struct KernelSchedule {
   RowCache cache_row = RowCache::none;
   Precision precision = Precision::fp32;  // library only
   int algo = 0;                           // library only: index into the heuristic's list, 0 = its first choice
+  Layout layout = Layout::nchw;           // convolutions only
   bool operator==(const KernelSchedule&) const = default;
 };
 
@@ -76,6 +82,8 @@ const std::vector<Strategy>& all_strategies();
 Strategy strategy_from_string(const std::string& s);
 std::string to_string(Precision p);
 Precision precision_from_string(const std::string& s);
+std::string to_string(Layout l);  // "nchw", "nhwc"
+Layout layout_from_string(const std::string& s);
 nlohmann::json to_json(const Schedule& s);
 nlohmann::json to_json(const KernelSchedule& ks);
 std::string to_string(RowCache c);  // "none", "shared", "registers"

@@ -44,11 +44,24 @@ struct Desc {
 
 constexpr int64_t kX = 1, kW = 2, kY = 3;  // the tensors' unique ids in the graph and the variant pack
 
-Desc tensor(int64_t uid, const Shape& dims) {
+// Packed strides of [N, C, *spatial] stored channels last ([N, *spatial, C]).
+std::vector<int64_t> channels_last_strides(const Shape& dims) {
+  std::vector<int64_t> s(dims.size());
+  s[1] = 1;
+  int64_t step = dims[1];
+  for (size_t i = dims.size() - 1; i >= 2; --i) {
+    s[i] = step;
+    step *= dims[i];
+  }
+  s[0] = step;
+  return s;
+}
+
+Desc tensor(int64_t uid, const Shape& dims, bool channels_last) {
   Desc t(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
   t.set1(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
   t.set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, dims);
-  t.set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, contiguous_strides(dims));  // NCHW, packed
+  t.set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, channels_last ? channels_last_strides(dims) : contiguous_strides(dims));
   t.set1(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, uid);
   t.set1(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, int64_t(16));  // LoadedPlan::run checks 16 bytes
   t.finalize();
@@ -79,7 +92,8 @@ struct Operation {
 
 // `transpose`: the step is a transposed convolution, the input gradient of the forward convolution `d`
 // (CONVOLUTION_BACKWARD_DATA): the step's x is that convolution's output (dy), its y the input (dx).
-Operation operation(const ConvDims& d, bool transpose) {
+// `channels_last`: the step's tensors (and weight) are stored NHWC (layout "NHWC").
+Operation operation(const ConvDims& d, bool transpose, bool channels_last) {
   // cuDNN's convolutions take 2 or 3 spatial dims: a 1-D one is a 2-D one over a height of 1.
   std::vector<int64_t> in = d.in, kernel = d.kernel, out = d.out, stride = d.stride, pad = d.padding, dil = d.dilation;
   if (in.size() == 1) {
@@ -92,8 +106,9 @@ Operation operation(const ConvDims& d, bool transpose) {
     return r;
   };
   Shape input = dims(d.n, d.c, in), output = dims(d.n, d.o, out);
-  Operation o{tensor(kX, transpose ? output : input), tensor(kW, dims(d.o, d.c / d.groups, kernel)),  // cuDNN reads
-              tensor(kY, transpose ? input : output), Desc(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR),    // the groups off
+  const bool cl = channels_last;
+  Operation o{tensor(kX, transpose ? output : input, cl), tensor(kW, dims(d.o, d.c / d.groups, kernel), cl),  // cuDNN
+              tensor(kY, transpose ? input : output, cl), Desc(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR),    // reads the groups off
               Desc(transpose ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR        // C / w's C
                              : CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR)};
   Desc& conv = o.conv;
@@ -159,7 +174,7 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const nlohmann::json& lib, const std:
   Precision precision = precision_from_string(lib.at("precision"));
   int algo = std::max(0, lib.at("algo").get<int>());
   int64_t cap = lib.at("workspace_bytes");
-  Operation op = operation(d, lib.at("op") == "conv_transpose");
+  Operation op = operation(d, lib.at("op") == "conv_transpose", lib.at("layout") == "NHWC");
 
   Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
   graph.set1(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, op.op.d);
@@ -200,7 +215,8 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const nlohmann::json& lib, const std:
 }
 
 void finalize_conv_operation(const nlohmann::json& library, const std::string& step) {
-  operation(conv_step_dims(library, "cuDNN step '" + step + "'"), library.value("op", "") == "conv_transpose");
+  operation(conv_step_dims(library, "cuDNN step '" + step + "'"), library.value("op", "") == "conv_transpose",
+            library.value("layout", "") == "NHWC");
 }
 
 CudnnConv::~CudnnConv() {

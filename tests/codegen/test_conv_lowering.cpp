@@ -6,6 +6,7 @@
 
 #include "codegen/lower.h"
 #include "common/plan_steps.h"
+#include "runtime/compiler.h"
 #include "common/conv_graphs.h"
 #include "ir/error.h"
 #include "search/features.h"
@@ -90,7 +91,7 @@ TEST(ConvSchedule, PrecisionAndEngineAreSearchActions) {
   EXPECT_EQ(def.strategy, Strategy::library);
   EXPECT_EQ(def.precision, Precision::fp32);
   auto space = schedule_space(groups[0]);
-  EXPECT_EQ(space.size(), size_t(2 * kConvEngines));
+  EXPECT_EQ(space.size(), size_t(2 * 2 * kConvEngines)) << "fp32 and tf32 engines, each in NCHW and NHWC";
   for (auto& ks : space) EXPECT_NO_THROW(check_schedule(groups[0], ks));
   Schedule a, b;
   a.kernels[groups[0].key] = space[0];
@@ -141,10 +142,43 @@ TEST(ConvPlanJson, CudnnStepsMustFitTheirBuffers) {
   refused("out [9,11] disagrees with the geometry [9, 10]", [](auto& k) { k["library"]["out"] = {9, 11}; });
   refused("kernel extent 12 (dilated) exceeds", [](auto& k) { k["library"]["kernel"] = {12, 3}; });
   refused("takes 4 buffers, got 3", [](auto& k) { k["args"].erase(k["args"].end() - 1); });
-  refused("layout must be NCHW", [](auto& k) { k["library"]["layout"] = "NHWC"; });
+  refused("layout must be NCHW or NHWC", [](auto& k) { k["library"]["layout"] = "CHWN"; });
   refused("malformed parameters", [](auto& k) { k["library"].erase("dilation"); });
   refused("of kind cudnn has op 'matmul'", [](auto& k) { k["library"]["op"] = "matmul"; });
   refused("of kind cublaslt has op 'conv'", [](auto& k) { k["kind"] = "cublaslt"; });
+}
+
+// Channels last (schedule layout nhwc): the step works on channels-last copies, transposed in before it and out
+// after it by generated kernels that compile for sm_90 (tests/runtime/test_cudnn_operation.cpp has cuDNN
+// accept the NHWC operation of every sample).
+TEST(ConvLayout, NhwcTransposesAroundTheStepAndCudnnAcceptsIt) {
+  Compiler c({"sm_90", "", {}});
+  for (auto& sample : testing::conv_graphs()) {
+    Graph g = graph_from_json(sample.graph);
+    Schedule s;
+    for (auto& grp : kernel_groups(g, true))
+      if (grp.kind == GroupKind::conv) s.kernels[grp.key] = {.strategy = Strategy::library, .layout = Layout::nhwc};
+    Plan p = lower(g, s);
+    auto lib = steps(p, StepKind::cudnn);
+    ASSERT_EQ(lib.size(), 1u) << sample.name;
+    EXPECT_EQ(lib[0]->library.at("layout"), "NHWC");
+    size_t at = size_t(lib[0] - &p.kernels[0]);
+    ASSERT_GE(at, 2u);
+    ASSERT_LT(at + 1, p.kernels.size());
+    // x and w in, the result out; the step reads and writes only the channels-last temps.
+    const PlanKernel &x_in = p.kernels[at - 2], &w_in = p.kernels[at - 1], &y_out = p.kernels[at + 1];
+    EXPECT_EQ(x_in.args[1], lib[0]->args[0]);
+    EXPECT_EQ(w_in.args[1], lib[0]->args[1]);
+    EXPECT_EQ(y_out.args[0], lib[0]->args[2]);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(p.buffers[lib[0]->args[i]].role, BufferRole::temp) << sample.name;
+    EXPECT_EQ(p.buffers[w_in.args[0]].name, "w");
+    for (const PlanKernel* k : {&x_in, &w_in, &y_out}) {
+      CompileResult r = c.compile(k->source, k->name);
+      ASSERT_TRUE(r.ok) << sample.name << "\n" << r.log << "\n" << k->source;
+    }
+    EXPECT_NO_THROW(check_library_step(*lib[0], p.buffers));
+    EXPECT_EQ(Plan::from_json(p.to_json()).schedule, s) << "the layout round-trips through JSON";
+  }
 }
 
 }  // namespace

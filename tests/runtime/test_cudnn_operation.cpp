@@ -29,12 +29,18 @@ TEST_F(CudnnHost, LoadsWithEveryEntryPoint) {
   EXPECT_STREQ(cudnn().cudnnGetErrorString(CUDNN_STATUS_SUCCESS), "CUDNN_STATUS_SUCCESS");
 }
 
-TEST_F(CudnnHost, AcceptsTheOperationOfEveryConvSample) {
+TEST_F(CudnnHost, AcceptsTheOperationOfEveryConvSampleInBothLayouts) {
   for (auto& s : testing::conv_graphs()) {
-    Plan p = lower(graph_from_json(s.graph), {});
-    auto step = testing::steps(p, StepKind::cudnn);
-    ASSERT_EQ(step.size(), 1u) << s.name;
-    EXPECT_NO_THROW(finalize_conv_operation(step[0]->library, step[0]->name)) << s.name;
+    for (auto layout : {Layout::nchw, Layout::nhwc}) {
+      Graph g = graph_from_json(s.graph);
+      Schedule schedule;
+      for (auto& grp : kernel_groups(g, true))
+        if (grp.kind == GroupKind::conv) schedule.kernels[grp.key] = {.strategy = Strategy::library, .layout = layout};
+      Plan p = lower(g, schedule);
+      auto step = testing::steps(p, StepKind::cudnn);
+      ASSERT_EQ(step.size(), 1u) << s.name;
+      EXPECT_NO_THROW(finalize_conv_operation(step[0]->library, step[0]->name)) << s.name << " " << to_string(layout);
+    }
   }
 }
 

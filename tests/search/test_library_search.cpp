@@ -74,7 +74,7 @@ TEST(MatmulSearch, DecisionsShowTheFamilyAndTheActions) {
 }
 
 TEST(ConvSearch, DecisionsShowTheFamilyAndTheActions) {
-  expect_decisions_show(testing::conv_graphs(), "conv", 2 * kConvEngines);
+  expect_decisions_show(testing::conv_graphs(), "conv", 2 * 2 * kConvEngines);  // x NCHW / NHWC
 }
 
 }  // namespace
