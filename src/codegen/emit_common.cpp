@@ -66,11 +66,17 @@ int64_t clamp_grid(int64_t blocks) {
 
 int buffer_of(const EmitContext& cx, int node) { return cx.buffer_of_owner.at(cx.partition.storage.at(node)); }
 
+int add_temp(EmitContext& cx, const std::string& name, DType dtype, Shape shape) {
+  cx.buffers.push_back({BufferRole::temp, -1, name, dtype, std::move(shape)});
+  return int(cx.buffers.size()) - 1;
+}
+
 int library_workspace(EmitContext& cx, const std::string& name, int64_t bytes) {
   for (size_t i = 0; i < cx.buffers.size(); ++i)
     if (cx.buffers[i].role == BufferRole::temp && cx.buffers[i].name == name) return int(i);
-  cx.buffers.push_back({BufferRole::temp, -1, name, DType::f32, {(bytes + 3) / 4}});
-  return int(cx.buffers.size()) - 1;
+  return add_temp(cx, name, DType::f32, {(bytes + 3) / 4});
 }
+
+std::string i64_literal(int64_t v) { return std::to_string(v) + "LL"; }
 
 }  // namespace kforge

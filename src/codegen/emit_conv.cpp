@@ -33,7 +33,7 @@ const char* kWorkspaceName = "cudnn.workspace";
 // B = channels, C = the spatial extent (or the reverse), A = the batch.
 PlanKernel transpose_step(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, int src, int dst,
                           int64_t A, int64_t B, int64_t C) {
-  auto I = [](int64_t v) { return std::to_string(v) + "LL"; };
+  const auto I = i64_literal;
   const int64_t tiles_b = (B + 31) / 32, tiles_c = (C + 31) / 32;
   std::string s = "// kforge kernel " + name + ": channels-last transpose for conv group '" + g.key + "', [" +
                   std::to_string(A) + "][" + std::to_string(B) + "][" + std::to_string(C) + "] -> [a][c][b]\n";
@@ -60,11 +60,6 @@ PlanKernel transpose_step(const KernelGroup& g, const KernelSchedule& ks, const 
   k.block = 256;
   k.schedule = to_json(ks);
   return k;
-}
-
-int temp(EmitContext& cx, const std::string& name, int64_t elements) {
-  cx.buffers.push_back({BufferRole::temp, -1, name, DType::f32, {elements}});
-  return int(cx.buffers.size()) - 1;
 }
 
 nlohmann::json conv_attrs(const nlohmann::json& lib) {
@@ -105,9 +100,9 @@ std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const K
   const int64_t y_extent = numel(t ? d.in : d.out);
   const int64_t wc = d.c / d.groups, taps = numel(d.kernel);
   const int x = k.args[0], w = k.args[1], y = k.args[2];
-  k.args[0] = temp(cx, g.key + ".x_nhwc", d.n * xc * x_extent);
-  k.args[1] = temp(cx, g.key + ".w_nhwc", d.o * wc * taps);
-  k.args[2] = temp(cx, g.key + ".y_nhwc", d.n * yc * y_extent);
+  k.args[0] = add_temp(cx, g.key + ".x_nhwc", DType::f32, {d.n * xc * x_extent});
+  k.args[1] = add_temp(cx, g.key + ".w_nhwc", DType::f32, {d.o * wc * taps});
+  k.args[2] = add_temp(cx, g.key + ".y_nhwc", DType::f32, {d.n * yc * y_extent});
   return {transpose_step(g, ks, name + "_x_nhwc", x, k.args[0], d.n, xc, x_extent),
           transpose_step(g, ks, name + "_w_nhwc", w, k.args[1], d.o, wc, taps), k,
           transpose_step(g, ks, name + "_y_nchw", k.args[2], y, d.n, y_extent, yc)};

@@ -138,7 +138,7 @@ std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, c
   const int64_t tiles = batch * tiles_m * tiles_n;
   const Slab sa = slab("A", a, !a.at("transposed").get<bool>(), d.m, d.k, ks.vec);
   const Slab sb = slab("B", b, b.at("transposed").get<bool>(), d.n, d.k, ks.vec);
-  auto I = [](int64_t v) { return std::to_string(v) + "LL"; };
+  const auto I = i64_literal;
 
   std::string s = kernel_header(cx.partition, g, ks, name);
   s += "#define KF_SPLIT " + std::string(split ? "1" : "0") + "  // tf32x3: three products per element pair\n";

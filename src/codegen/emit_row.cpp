@@ -211,13 +211,9 @@ std::vector<PlanKernel> emit_split(EmitContext& cx, const KernelGroup& g, const 
     int64_t slots = kind == "var" ? 2 : (kind == "sum" || kind == "prod") ? 1 : 0;
     Partials& pt = part[s];
     pt.ctype = is_arg(kind) ? "float" : op_struct(kind) + "::T";
-    pt.value = int(cx.buffers.size());
-    cx.buffers.push_back({BufferRole::temp, -1, g.key + tag + ".partials", slots ? DType::i64 : DType::f32,
-                          {rs.K * C * std::max<int64_t>(slots, 1)}});
-    if (is_arg(kind)) {
-      pt.index = int(cx.buffers.size());
-      cx.buffers.push_back({BufferRole::temp, -1, g.key + tag + ".partial_index", DType::i64, {rs.K * C}});
-    }
+    pt.value = add_temp(cx, g.key + tag + ".partials", slots ? DType::i64 : DType::f32,
+                        {rs.K * C * std::max<int64_t>(slots, 1)});
+    if (is_arg(kind)) pt.index = add_temp(cx, g.key + tag + ".partial_index", DType::i64, {rs.K * C});
   }
   auto B = [](int b) { return "b" + std::to_string(b); };
 

@@ -36,6 +36,10 @@ int buffer_of(const EmitContext& cx, int node);
 // The plan's temp buffer `name` of `bytes` for a library's workspace, added on first use: library steps run
 // one after the other on one stream, so the steps of one library share it.
 int library_workspace(EmitContext& cx, const std::string& name, int64_t bytes);
+// A new temp buffer of the plan; returns its id.
+int add_temp(EmitContext& cx, const std::string& name, DType dtype, Shape shape);
+// An integer as a 64-bit C literal ("42LL"), for sizes baked into kernel source.
+std::string i64_literal(int64_t v);
 // Statements `const i64 c<d> = (index / stride) % size;` for `dims` of `shape`, with stride the product
 // of the later dims in `dims`; sets coords[d] = "c<d>".
 std::string decompose_index(const std::string& index, const std::vector<int64_t>& dims, const Shape& shape,

@@ -87,7 +87,8 @@ ConvTransposeDims conv_transpose_dims(const Shape& x, const Shape& w, const nloh
   }
   nlohmann::json forward_attrs = {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}};
   ConvTransposeDims t{conv_dims(forward_input, w, forward_attrs, where), extra, forward_input};
-  if (t.forward.result != x) fail("internal: the forward convolution's output " + to_string(t.forward.result) + " is not the input");
+  KF_ASSERT(t.forward.result == x, "conv_transpose: the forward convolution's output " + to_string(t.forward.result) +
+                                       " is not the input " + to_string(x));
   return t;
 }
 

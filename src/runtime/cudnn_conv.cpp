@@ -141,6 +141,11 @@ Operation operation(const ConvDims& d, bool transpose, bool channels_last) {
   return o;
 }
 
+// The operation a step's library block describes (its geometry checked by conv_step_dims first).
+Operation step_operation(const nlohmann::json& lib, const std::string& where) {
+  return operation(conv_step_dims(lib, where), lib.value("op", "") == "conv_transpose", lib.value("layout", "") == "NHWC");
+}
+
 // The engine configurations the heuristic offers for `graph` under `mode`, best first.
 std::vector<Desc> engine_configs(cudnnBackendDescriptor_t graph, cudnnBackendHeurMode_t mode) {
   Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
@@ -170,11 +175,10 @@ constexpr auto kPlanHandle = CUDNN_ATTR_EXECUTION_PLAN_HANDLE;
 
 CudnnConv::CudnnConv(cudnnHandle_t handle, const nlohmann::json& lib, const std::string& step) : step_(step) {
   const std::string where = "cuDNN step '" + step + "'";
-  ConvDims d = conv_step_dims(lib, where);
+  Operation op = step_operation(lib, where);
   Precision precision = precision_from_string(lib.at("precision"));
   int algo = std::max(0, lib.at("algo").get<int>());
   int64_t cap = lib.at("workspace_bytes");
-  Operation op = operation(d, lib.at("op") == "conv_transpose", lib.at("layout") == "NHWC");
 
   Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
   graph.set1(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, op.op.d);
@@ -215,8 +219,7 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const nlohmann::json& lib, const std:
 }
 
 void finalize_conv_operation(const nlohmann::json& library, const std::string& step) {
-  operation(conv_step_dims(library, "cuDNN step '" + step + "'"), library.value("op", "") == "conv_transpose",
-            library.value("layout", "") == "NHWC");
+  step_operation(library, "cuDNN step '" + step + "'");
 }
 
 CudnnConv::~CudnnConv() {

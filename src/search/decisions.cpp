@@ -16,8 +16,6 @@ namespace {
 float squash(double x) { return float(std::copysign(std::log1p(std::fabs(x)), x)); }
 float lg(double x) { return float(std::log2(std::max(1.0, x))); }
 
-// Group kinds, in GroupKind's order.
-
 }  // namespace
 
 const std::vector<PlanChoice>& plan_choices() {
@@ -30,8 +28,7 @@ const std::vector<PlanChoice>& plan_choices() {
 constexpr const char* kKernelActions[] = {
     "action.log_block", "action.vec", "action.log_items", "action.log_chunks", "action.cache_row",
     "action.cache_registers", "action.tf32", "action.tf32x3", "action.algo", "action.nhwc", "action.is_default",
-    "action.log_threads",
-    "action.log_blocks", "action.log_work_per_thread"};
+    "action.log_threads", "action.log_blocks", "action.log_work_per_thread"};
 
 const std::vector<std::string>& decision_feature_names() {
   static const std::vector<std::string> names = [] {

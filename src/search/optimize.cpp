@@ -94,19 +94,20 @@ std::vector<Schedule> opening_candidates(const Graph& graph, Policy& policy, con
   std::vector<Schedule> queue = {Schedule{}};
   Schedule unfused;
   unfused.fuse_rows = false;
-  if (kernel_groups(graph, false).size() != kernel_groups(graph, true).size()) queue.push_back(unfused);
+  const std::vector<KernelGroup> fused = kernel_groups(graph, true);
+  if (kernel_groups(graph, false).size() != fused.size()) queue.push_back(unfused);
   // Third, where the graph has library steps: each library's first heuristic choice in TF32, the relaxed tier's
   // natural opening (PyTorch's convolutions run TF32 by default: device run 4.1 of docs/NOTES.md). The search
   // still prefers any strict plan; the report gives the fastest relaxed plan beside it.
   Schedule tf32;
-  for (auto& g : kernel_groups(graph, true))
+  for (auto& g : fused)
     if (g.kind == GroupKind::matmul || g.kind == GroupKind::conv)
       tf32.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::tf32};
   if (!tf32.kernels.empty()) queue.push_back(tf32);
   // Fourth, where the graph has matrix products: kforge's split-precision tensor-core kernel on each, the one
   // way to strict-tier tensor-core speed (cuBLASLt's fp32 is plain SIMT arithmetic).
   Schedule split;
-  for (auto& g : kernel_groups(graph, true))
+  for (auto& g : fused)
     if (g.kind == GroupKind::matmul)
       split.kernels[g.key] = {.strategy = Strategy::mma, .block = kMmaThreads, .vec = 4, .precision = Precision::tf32x3};
   if (!split.kernels.empty()) queue.push_back(split);
