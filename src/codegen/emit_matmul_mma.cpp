@@ -7,8 +7,10 @@
 // as 4 x 4 mma.sync.m16n8k8 tiles with fp32 accumulators (64 floats a thread). The K loop stages a 128 x 16
 // slab of A and a 16 x 128 slab of B in shared memory with cp.async, double-buffered so that the next slab's
 // copy overlaps this one's products; each warp reads its fragments and issues the products. tf32x3 splits every
-// element when it reads a fragment: big = tf32(x), small = tf32(x - big) (ir/tf32.h emulates the arithmetic on
-// the CPU). Sizes, strides and transposes are constants of the source: one compile per shape.
+// element when it reads a fragment: big = tf32(x), small = tf32(x - big), and sums each k step's three products
+// in a fresh register that an ordinary fp32 add then puts into the accumulator: the tensor core truncates its
+// addends at the largest one's exponent, which would cut the small terms at the running sum's (ir/tf32.h
+// emulates both on the CPU). Sizes, strides and transposes are constants of the source: one compile per shape.
 //
 // Staging, the schedule's `vec`: 1 copies single floats into k-major slabs ([k][128 + 8]: the fragment reads of
 // a warp fall in 32 banks). 4 copies 16 bytes at a time where the operand's rows allow it (a leading dim and
@@ -188,11 +190,15 @@ std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, c
   s += R"(        }
         for (int mt = 0; mt < 4; ++mt)
           for (int nt = 0; nt < 4; ++nt) {
-            if (KF_SPLIT) {  // the small terms first: they are added while the accumulator is smallest
-              kf_mma(acc[mt][nt], a_small[mt], b_big[nt]);
-              kf_mma(acc[mt][nt], a_big[mt], b_small[nt]);
+            if (KF_SPLIT) {  // this step's three products in a fresh register, added to acc rounded to nearest
+              float step[4] = {};
+              kf_mma(step, a_small[mt], b_big[nt]);
+              kf_mma(step, a_big[mt], b_small[nt]);
+              kf_mma(step, a_big[mt], b_big[nt]);
+              for (int f = 0; f < 4; ++f) acc[mt][nt][f] += step[f];
+            } else {
+              kf_mma(acc[mt][nt], a_big[mt], b_big[nt]);
             }
-            kf_mma(acc[mt][nt], a_big[mt], b_big[nt]);
           }
       }
       __syncthreads();  // everyone is done with stage cur before the next step's copies overwrite it

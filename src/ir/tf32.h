@@ -2,7 +2,9 @@
 // TF32 arithmetic on the CPU, as the tensor cores do it: the emulation that pins what the split-precision
 // (tf32x3) GEMM of codegen/emit_matmul_mma.cpp computes, and why it may claim the strict tier when one TF32
 // product may not. Header-only: a few bit operations.
+#include <algorithm>
 #include <bit>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 
@@ -28,25 +30,60 @@ inline Tf32Split split_tf32(float x) {
   return {big, std::isfinite(big) ? round_to_tf32(x - big) : 0.f};
 }
 
-// What one thread of the kernel computes for one output: an fp32 accumulator that each mma.sync m16n8k8 adds
-// 8 products to at once (the tensor core sums them, products exact, and rounds into the accumulator once;
-// emulated as an exact sum rounded once). Plain TF32 issues big*big; split precision issues small*big, then
-// big*small, then big*big (small*small, below fp32's resolution, is dropped). b is read with stride b_stride.
+// One mma.sync's sum as the tensor core forms it (Fasi, Higham, Mikaitis and Pranesh, "Numerical behavior of NVIDIA
+// tensor cores", 2021): the products are exact; every addend, the accumulator included, is aligned to the largest
+// one's exponent and cut to fp32's 24 bits there, truncated rather than rounded; the sum is normalised toward zero.
+// Modelled without the few extra alignment bits some generations keep: the pessimistic reading.
+inline float tensor_core_sum(float c, const double* products, int n) {
+  double raw = c;
+  for (int i = 0; i < n; ++i) raw += products[i];
+  if (!std::isfinite(raw)) return float(raw);  // inf and NaN propagate as in any sum
+  int emax = c != 0.f ? std::ilogb(c) : INT_MIN;
+  for (int i = 0; i < n; ++i)
+    if (products[i] != 0) emax = std::max(emax, std::ilogb(products[i]));
+  if (emax == INT_MIN) return 0.f;
+  const double quantum = std::ldexp(1.0, emax - 23);
+  double sum = std::trunc(double(c) / quantum) * quantum;  // exact: at most 9 addends of 24 bits
+  for (int i = 0; i < n; ++i) sum += std::trunc(products[i] / quantum) * quantum;
+  float f = float(sum);
+  if (std::fabs(double(f)) > std::fabs(sum)) f = std::nextafter(f, 0.f);
+  return f;
+}
+
+// The products of one mma.sync m16n8k8 step (8 pairs from k0; fewer past k, the rest 0), exact in double:
+// small*big, big*small and big*big of the split operands. b is read with stride b_stride.
+struct Tf32StepProducts {
+  double small_big[8] = {}, big_small[8] = {}, big_big[8] = {};
+};
+inline Tf32StepProducts tf32_step_products(const float* a, const float* b, int64_t k0, int64_t k, int64_t b_stride) {
+  Tf32StepProducts p;
+  for (int64_t i = k0; i < k0 + 8 && i < k; ++i) {
+    Tf32Split x = split_tf32(a[i]), y = split_tf32(b[i * b_stride]);
+    p.small_big[i - k0] = double(x.small) * y.big;
+    p.big_small[i - k0] = double(x.big) * y.small;
+    p.big_big[i - k0] = double(x.big) * y.big;
+  }
+  return p;
+}
+
+// What one thread of the kernel computes for one output, one mma.sync step at a time. Plain TF32 adds big*big
+// into the fp32 accumulator inside the tensor core. Split precision sums small*big, big*small and big*big in a
+// fresh register (three tensor-core sums of a value near one step's size), then adds that to the accumulator with
+// an ordinary fp32 add, rounded to nearest: inside the tensor core the accumulator would cut every step's addends
+// at its own, far larger, exponent, and the truncations all lean toward zero; over K = 4096 that alone misses the
+// strict tier (tests/ir/test_tf32.cpp; run 5.1 saw it on the H200). small*small, below fp32's resolution, is
+// dropped.
 inline float tf32_dot(const float* a, const float* b, int64_t k, int64_t b_stride, bool split) {
   float acc = 0.f;
   for (int64_t k0 = 0; k0 < k; k0 += 8) {
-    double small_big = 0, big_small = 0, big_big = 0;
-    for (int64_t i = k0; i < k0 + 8 && i < k; ++i) {
-      Tf32Split x = split_tf32(a[i]), y = split_tf32(b[i * b_stride]);
-      small_big += double(x.small) * y.big;
-      big_small += double(x.big) * y.small;
-      big_big += double(x.big) * y.big;
-    }
+    Tf32StepProducts p = tf32_step_products(a, b, k0, k, b_stride);
     if (split) {
-      acc = float(acc + small_big);
-      acc = float(acc + big_small);
+      float step = tensor_core_sum(0.f, p.small_big, 8);
+      step = tensor_core_sum(step, p.big_small, 8);
+      acc += tensor_core_sum(step, p.big_big, 8);
+    } else {
+      acc = tensor_core_sum(acc, p.big_big, 8);
     }
-    acc = float(acc + big_big);
   }
   return acc;
 }

@@ -68,10 +68,9 @@ Desc tensor(int64_t uid, const Shape& dims, bool channels_last) {
   return t;
 }
 
-// Whether an engine's numerical notes allow it under `precision`: fp32 refuses TF32 tensor cores and any
-// down-conversion (the strict tier's 1e-4 needs full fp32 products).
-bool allowed(cudnnBackendDescriptor_t cfg, Precision precision) {
-  if (precision == Precision::tf32) return true;
+// Whether an engine computes in reduced precision (TF32 tensor cores, down-converted inputs or reduced-precision
+// sums): what the strict tier's 1e-4 refuses and the relaxed tier's tf32 asks for.
+bool reduced_precision(cudnnBackendDescriptor_t cfg) {
   Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
   int64_t n = 0;
   KF_CUDNN(cudnn().cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &engine.d));
@@ -81,8 +80,20 @@ bool allowed(cudnnBackendDescriptor_t cfg, Precision precision) {
   for (int64_t i = 0; i < n; ++i)
     if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
         notes[i] == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)
-      return false;
-  return true;
+      return true;
+  return false;
+}
+
+// The heuristic's configurations in the order a precision's `algo` indexes them. fp32: the full-precision ones
+// alone. tf32: the tensor-core ones first, then the rest, each in the heuristic's order; otherwise tf32's first
+// choice could be fp32's own (run 5.1: the heuristic put a non-tensor-core engine first for a conv1d, 3x slower
+// than the TF32 engine eager PyTorch ran).
+std::vector<Desc> in_precision_order(std::vector<Desc> cfgs, Precision precision) {
+  std::vector<Desc> tensor_core, full;
+  for (auto& c : cfgs) (reduced_precision(c.d) ? tensor_core : full).push_back(std::move(c));
+  if (precision != Precision::tf32) return full;
+  for (auto& c : full) tensor_core.push_back(std::move(c));
+  return tensor_core;
 }
 
 // The step's one operation: tensor, convolution and CONVOLUTION_FORWARD descriptors, finalized (host only).
@@ -185,17 +196,17 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const nlohmann::json& lib, const std:
   graph.set1(kGraphHandle, CUDNN_TYPE_HANDLE, handle);
   graph.finalize();
 
-  // The engine the schedule names is the algo-th, in the heuristic's order, that the precision allows and whose
+  // The engine the schedule names is the algo-th, in the precision's order (in_precision_order), whose
   // plan finalizes (an engine may not support this geometry) within the workspace cap; fewer: the last such.
   // Mode A first; cuDNN's fallback list only when none of mode A's is usable.
   Desc best, best_cfg;
   int usable = 0, offered = 0;
   for (auto mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
     if (best.d) break;
-    std::vector<Desc> cfgs = engine_configs(graph.d, mode);
-    offered += int(cfgs.size());
+    std::vector<Desc> offers = engine_configs(graph.d, mode);
+    offered += int(offers.size());
+    std::vector<Desc> cfgs = in_precision_order(std::move(offers), precision);
     for (size_t i = 0; i < cfgs.size() && usable <= algo; ++i) {
-      if (!allowed(cfgs[i].d, precision)) continue;
       Desc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
       plan.set1(kPlanHandle, CUDNN_TYPE_HANDLE, handle);
       plan.set1(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, cfgs[i].d);

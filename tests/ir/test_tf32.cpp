@@ -56,8 +56,31 @@ TEST(Tf32, SplitRepresentsTheInputToFp32sLastBits) {
   }
 }
 
+// The first split-precision kernel (never shipped past run 5.1) issued its three products into the running
+// accumulator; inside the tensor core that cuts every step's small terms at the accumulator's exponent.
+float split_in_accumulator(const float* a, const float* b, int64_t k, int64_t b_stride) {
+  float acc = 0.f;
+  for (int64_t k0 = 0; k0 < k; k0 += 8) {
+    Tf32StepProducts p = tf32_step_products(a, b, k0, k, b_stride);
+    acc = tensor_core_sum(acc, p.small_big, 8);
+    acc = tensor_core_sum(acc, p.big_small, 8);
+    acc = tensor_core_sum(acc, p.big_big, 8);
+  }
+  return acc;
+}
+
+TEST(Tf32, TensorCoreSumsTruncateAtTheLargestAddend) {
+  double products[2] = {1.0, std::ldexp(1.0, -30)};
+  EXPECT_EQ(tensor_core_sum(0.f, products, 2), 1.f) << "2^-30 lies below 24 bits of 1: cut";
+  double negative[2] = {-1.0, -std::ldexp(3.0, -24)};  // exact -(1 + 1.5 * 2^-23): rounding would give 1 + 2^-22
+  EXPECT_EQ(tensor_core_sum(0.f, negative, 2), -(1.f + std::ldexp(1.f, -23))) << "toward zero, not to nearest";
+  double small[1] = {std::ldexp(1.0, -30)};
+  EXPECT_EQ(tensor_core_sum(64.f, small, 1), 64.f) << "the accumulator is an addend too";
+}
+
 // A matrix product's column (K = 4096, as in the square and batched problems) judged as the verifier judges
-// outputs (|got - exact| <= 1e-4 + 1e-4 |exact|): split precision passes everywhere, one TF32 product fails.
+// outputs (|got - exact| <= 1e-4 + 1e-4 |exact|): split precision passes everywhere, one TF32 product fails,
+// and so does split precision summed inside the accumulator.
 TEST(Tf32, SplitPrecisionMeetsTheStrictTierWhereOneTf32ProductFails) {
   const int64_t k = 4096, columns = 256;
   std::mt19937 rng(3);
@@ -65,17 +88,21 @@ TEST(Tf32, SplitPrecisionMeetsTheStrictTierWhereOneTf32ProductFails) {
   std::vector<float> a(static_cast<size_t>(k)), b(static_cast<size_t>(k * columns));
   for (auto& v : a) v = d(rng);
   for (auto& v : b) v = d(rng);
-  double worst_split = 0, worst_plain = 0;  // the largest error in units of the strict tolerance
+  double worst_split = 0, worst_plain = 0, worst_in_accumulator = 0;  // the largest errors in strict tolerances
   for (int64_t c = 0; c < columns; ++c) {
     double exact = 0;
     for (int64_t i = 0; i < k; ++i) exact += double(a[size_t(i)]) * double(b[size_t(i * columns + c)]);
     double tolerance = 1e-4 + 1e-4 * std::fabs(exact);
-    worst_split = std::max(worst_split, std::fabs(tf32_dot(a.data(), b.data() + c, k, columns, true) - exact) / tolerance);
-    worst_plain = std::max(worst_plain, std::fabs(tf32_dot(a.data(), b.data() + c, k, columns, false) - exact) / tolerance);
+    auto error = [&](float got) { return std::fabs(got - exact) / tolerance; };
+    worst_split = std::max(worst_split, error(tf32_dot(a.data(), b.data() + c, k, columns, true)));
+    worst_plain = std::max(worst_plain, error(tf32_dot(a.data(), b.data() + c, k, columns, false)));
+    worst_in_accumulator = std::max(worst_in_accumulator, error(split_in_accumulator(a.data(), b.data() + c, k, columns)));
   }
   EXPECT_LT(worst_split, 1.0) << "split precision within the strict tier";
   EXPECT_GT(worst_plain, 1.0) << "one TF32 product outside it";
-  std::printf("worst error / strict tolerance: split %.3f, one TF32 product %.1f\n", worst_split, worst_plain);
+  EXPECT_GT(worst_in_accumulator, 1.0) << "the accumulator's truncation outside it";
+  std::printf("worst error / strict tolerance: split %.3f, one TF32 product %.1f, split inside the accumulator %.2f\n",
+              worst_split, worst_plain, worst_in_accumulator);
 }
 
 }  // namespace
