@@ -71,38 +71,62 @@ float split_in_accumulator(const float* a, const float* b, int64_t k, int64_t b_
 
 TEST(Tf32, TensorCoreSumsTruncateAtTheLargestAddend) {
   double products[2] = {1.0, std::ldexp(1.0, -30)};
-  EXPECT_EQ(tensor_core_sum(0.f, products, 2), 1.f) << "2^-30 lies below 24 bits of 1: cut";
-  double negative[2] = {-1.0, -std::ldexp(3.0, -24)};  // exact -(1 + 1.5 * 2^-23): rounding would give 1 + 2^-22
-  EXPECT_EQ(tensor_core_sum(0.f, negative, 2), -(1.f + std::ldexp(1.f, -23))) << "toward zero, not to nearest";
+  EXPECT_EQ(tensor_core_sum(0.f, products, 2), 1.f) << "2^-30 lies below the sum's bits at 1: cut";
+  double negative[2] = {-1.0, -std::ldexp(3.0, -21)};  // exact -(1 + 1.5 * 2^-20); to nearest: -(1 + 2^-19)
+  EXPECT_EQ(tensor_core_sum(0.f, negative, 2), -(1.f + std::ldexp(1.f, -20))) << "toward zero, not to nearest";
   double small[1] = {std::ldexp(1.0, -30)};
   EXPECT_EQ(tensor_core_sum(64.f, small, 1), 64.f) << "the accumulator is an addend too";
 }
 
-// A matrix product's column (K = 4096, as in the square and batched problems) judged as the verifier judges
-// outputs (|got - exact| <= 1e-4 + 1e-4 |exact|): split precision passes everywhere, one TF32 product fails,
-// and so does split precision summed inside the accumulator.
-TEST(Tf32, SplitPrecisionMeetsTheStrictTierWhereOneTf32ProductFails) {
-  const int64_t k = 4096, columns = 256;
+// Columns of a product with N(0, 1) inputs (as the bench problems draw them), judged as the verifier judges
+// outputs: |got - ref| <= 1e-4 + 1e-4 |ref|, ref the fp32 product summed in order with fused multiply-adds
+// (as a reference GEMM does). Returns the share of outputs outside and the worst error in tolerances.
+struct TierCheck {
+  double outside = 0, worst = 0;
+};
+template <class Dot>
+TierCheck strict_tier(int64_t k, int64_t columns, Dot dot) {
   std::mt19937 rng(3);
   std::normal_distribution<float> d(0.f, 1.f);
   std::vector<float> a(static_cast<size_t>(k)), b(static_cast<size_t>(k * columns));
   for (auto& v : a) v = d(rng);
   for (auto& v : b) v = d(rng);
-  double worst_split = 0, worst_plain = 0, worst_in_accumulator = 0;  // the largest errors in strict tolerances
+  TierCheck r;
   for (int64_t c = 0; c < columns; ++c) {
-    double exact = 0;
-    for (int64_t i = 0; i < k; ++i) exact += double(a[size_t(i)]) * double(b[size_t(i * columns + c)]);
-    double tolerance = 1e-4 + 1e-4 * std::fabs(exact);
-    auto error = [&](float got) { return std::fabs(got - exact) / tolerance; };
-    worst_split = std::max(worst_split, error(tf32_dot(a.data(), b.data() + c, k, columns, true)));
-    worst_plain = std::max(worst_plain, error(tf32_dot(a.data(), b.data() + c, k, columns, false)));
-    worst_in_accumulator = std::max(worst_in_accumulator, error(split_in_accumulator(a.data(), b.data() + c, k, columns)));
+    float ref = 0.f;
+    for (int64_t i = 0; i < k; ++i) ref = std::fma(a[size_t(i)], b[size_t(i * columns + c)], ref);
+    double error = std::fabs(dot(a.data(), b.data() + c, k, columns) - ref) / (1e-4 + 1e-4 * std::fabs(ref));
+    r.outside += error > 1.0;
+    r.worst = std::max(r.worst, error);
   }
-  EXPECT_LT(worst_split, 1.0) << "split precision within the strict tier";
-  EXPECT_GT(worst_plain, 1.0) << "one TF32 product outside it";
-  EXPECT_GT(worst_in_accumulator, 1.0) << "the accumulator's truncation outside it";
-  std::printf("worst error / strict tolerance: split %.3f, one TF32 product %.1f, split inside the accumulator %.2f\n",
-              worst_split, worst_plain, worst_in_accumulator);
+  r.outside /= double(columns);
+  return r;
+}
+
+float split(const float* a, const float* b, int64_t k, int64_t s) { return tf32_dot(a, b, k, s, true); }
+float plain(const float* a, const float* b, int64_t k, int64_t s) { return tf32_dot(a, b, k, s, false); }
+
+// K = 1024 (the batched problem's): split precision passes with room, one TF32 product and split precision
+// summed inside the accumulator do not.
+TEST(Tf32, SplitPrecisionMeetsTheStrictTierWhereOneTf32ProductFails) {
+  TierCheck s = strict_tier(1024, 512, split), p = strict_tier(1024, 512, plain),
+            in_acc = strict_tier(1024, 512, split_in_accumulator);
+  EXPECT_LT(s.worst, 0.8) << "split precision within the strict tier";
+  EXPECT_GT(p.worst, 10.0) << "one TF32 product far outside it";
+  EXPECT_GT(in_acc.worst, 1.0) << "the accumulator's truncation outside it";
+  std::printf("K = 1024, worst error / strict tolerance: split %.2f, one TF32 product %.1f, split inside the "
+              "accumulator %.2f\n", s.worst, p.worst, in_acc.worst);
+}
+
+// K = 4096 (the square problem's): the accumulator's truncation puts several percent of the outputs outside
+// (8.3% on the H200 in run 5.1); split precision as the kernel sums it, a few in ten thousand: the strict tier
+// at this K sits near fp32's own noise, which is why the verifier, not this model, decides per task.
+TEST(Tf32, AtLargeKSplitPrecisionIsNearTheStrictTiersEdge) {
+  TierCheck s = strict_tier(4096, 1000, split), in_acc = strict_tier(4096, 1000, split_in_accumulator);
+  EXPECT_GT(in_acc.outside, 0.05);
+  EXPECT_LT(s.outside, 0.002);
+  std::printf("K = 4096, share outside the strict tier: split %.3f%%, split inside the accumulator %.1f%%\n",
+              100 * s.outside, 100 * in_acc.outside);
 }
 
 }  // namespace
