@@ -5,7 +5,7 @@
 #   scripts/device_check.sh [PROBLEM_GLOBS (space-separated)] [BUDGET]
 #   e.g. run with carry [".deps"]: bash scripts/device_check.sh "bench/level1/0[1-9]_*.py" 8
 # Knobs (environment): RUN_GPU_TESTS, RUN_CPU_TESTS (1: run that ctest label), GPU_TEST_TIMEOUT (300 s),
-# SUITE_TIMEOUT (400 s for the whole slice).
+# GPU_TEST_ARGS (more ctest arguments, e.g. "-E GpuPlans"), SUITE_TIMEOUT (400 s for the whole slice).
 #
 # The device image lacks sqlite3.h, cpp-httplib, XGBoost and bubblewrap: scripts/fetch_device_deps.sh unpacks
 # Debian's packages into .deps/root here; the run carries them (carry [".deps"]).
@@ -25,7 +25,7 @@ echo "== build"
 device_build || exit 1
 if [ "${RUN_GPU_TESTS:-1}" = 1 ]; then
   echo "== GPU tests (ctest -L gpu)"
-  (cd build-device && timeout ${GPU_TEST_TIMEOUT:-300} ctest -L gpu -j1 --output-on-failure > /tmp/gpu_tests.txt 2>&1)
+  (cd build-device && timeout ${GPU_TEST_TIMEOUT:-300} ctest -L gpu ${GPU_TEST_ARGS:-} -j1 --output-on-failure > /tmp/gpu_tests.txt 2>&1)
   grep -E "got .* expected|Test #.*Failed|tests passed" /tmp/gpu_tests.txt | head -40
   cp /tmp/gpu_tests.txt "$OUT/gpu_tests.txt"
 fi

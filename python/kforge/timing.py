@@ -1,5 +1,5 @@
 """The kb timing protocol (KernelBench): CUDA events on the current stream around each call, a 256 MB L2
-flush before every trial, warm-ups, the first trial dropped."""
+flush before every trial (persisting L2 lines reset first), warm-ups, the first trial dropped."""
 import statistics
 from typing import Callable
 
@@ -15,6 +15,16 @@ def stats(times_ms: list[float]) -> dict:
             "min_ms": min(times_ms), "std_ms": statistics.pstdev(times_ms), "trials": len(times_ms)}
 
 
+def _persisting_l2_reset() -> Callable[[], int] | None:
+    """The driver's cuCtxResetPersistingL2Cache, where the device has persisting L2 (None elsewhere)."""
+    import ctypes
+    try:
+        reset = ctypes.CDLL("libcuda.so.1").cuCtxResetPersistingL2Cache
+    except (OSError, AttributeError):
+        return None
+    return reset if reset() == 0 else None
+
+
 def time_interleaved(fns: dict[str, Callable[[], object]], warmup: int = MIN_WARMUP,
                      trials: int = MIN_TRIALS) -> dict[str, dict]:
     """Stats per callable. Trials take turns (a, b, c, a, b, c, ...) so clock and thermal drift hit every
@@ -24,6 +34,9 @@ def time_interleaved(fns: dict[str, Callable[[], object]], warmup: int = MIN_WAR
     if not torch.cuda.is_available():
         raise RuntimeError("kb timing needs a CUDA device")
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    # Hack catalogue, persisting-L2 tricks: data marked persisting in L2 survives the flush; it goes back to
+    # normal before each flush (a no-op for calls that never mark any).
+    reset_l2 = _persisting_l2_reset()
     for fn in fns.values():
         for _ in range(warmup):
             fn()
@@ -31,6 +44,8 @@ def time_interleaved(fns: dict[str, Callable[[], object]], warmup: int = MIN_WAR
     times = {name: [] for name in fns}
     for _ in range(trials + 1):  # one extra: the first trial is dropped
         for name, fn in fns.items():
+            if reset_l2 is not None:
+                reset_l2()
             flush.zero_()  # writing 256 MB evicts the inputs and weights the last call left in L2
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()

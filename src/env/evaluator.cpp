@@ -48,6 +48,21 @@ DeviceTask::DeviceTask(const Graph& g, std::vector<std::vector<CUdeviceptr>> set
 
 void DeviceTask::allocate_outputs(const Graph& g) {
   for (int o : g.outputs) outputs_.emplace_back(size_t(nbytes(g.at(o).type)));
+  for (int i : g.inputs) input_bytes_.push_back(size_t(nbytes(g.at(i).type)));
+}
+
+void DeviceTask::exchange_inputs(int a, int b, CUstream stream) {
+  if (a == b) return;
+  size_t largest = input_bytes_.empty() ? 0 : *std::max_element(input_bytes_.begin(), input_bytes_.end());
+  if (scratch_.bytes() < largest) scratch_ = DeviceBuffer(largest);
+  for (size_t i = 0; i < input_bytes_.size(); ++i) {
+    CUdeviceptr x = inputs_.at(a).at(i), y = inputs_.at(b).at(i);
+    size_t n = input_bytes_[i];
+    KF_CU(driver().cuMemcpyDtoDAsync(scratch_.get(), x, n, stream));
+    KF_CU(driver().cuMemcpyDtoDAsync(x, y, n, stream));
+    KF_CU(driver().cuMemcpyDtoDAsync(y, scratch_.get(), n, stream));
+  }
+  KF_CU(driver().cuStreamSynchronize(stream));
 }
 
 Bindings DeviceTask::bindings(int set) const {
@@ -110,10 +125,12 @@ bool escapes_timed_stream(Executable& exe, const Bindings& b, CUstream stream, d
   return true;
 }
 
+// Runs the candidate on set `at`'s addresses and compares its outputs with set `s`'s references: `at` differs from
+// `s` only after timing (check_at_timed_addresses).
 bool check_set(const Graph& g, DeviceTask& task, Executable& lp, Verifier& v, const EvalOptions& o,
-               CUstream stream, int s, double limit_ms, EvalResult& r, bool& strict) {
+               CUstream stream, int s, double limit_ms, EvalResult& r, bool& strict, int at = -1) {
   for (int j = 0; j < task.num_outputs(); ++j) Verifier::poison(task.output(j), task.output_bytes(j), stream);
-  Bindings b = task.bindings(s);
+  Bindings b = task.bindings(at < 0 ? s : at);
   auto before = fingerprints(g, b, v, stream);
   lp.run(b, stream);
   synchronize_within(stream, limit_ms);
@@ -131,6 +148,28 @@ bool check_set(const Graph& g, DeviceTask& task, Executable& lp, Verifier& v, co
     relaxed = relaxed && c.relaxed();
   }
   return relaxed;
+}
+
+// Hack catalogue: correct while checked, wrong afterwards; results cached by address. After timing, the timed
+// addresses (set 0's) get the last set's values, and the candidate must answer with the last set's outputs.
+// The exchange is undone on every path: a persistent worker evaluates the next candidate on the same task.
+bool check_at_timed_addresses(const Graph& g, DeviceTask& task, Executable& lp, Verifier& v, const EvalOptions& o,
+                              CUstream stream, double limit_ms, EvalResult& r, bool& strict) {
+  const int last = task.num_sets() - 1;
+  struct Exchanged {
+    DeviceTask& task;
+    int last;
+    CUstream stream;
+    ~Exchanged() {
+      try {
+        task.exchange_inputs(0, last, stream);
+      } catch (const std::exception&) {  // a broken context: the worker restarts, and the task with it
+      }
+    }
+  };
+  task.exchange_inputs(0, last, stream);
+  Exchanged undo{task, last, stream};
+  return check_set(g, task, lp, v, o, stream, last, limit_ms, r, strict, 0);
 }
 }  // namespace
 
@@ -156,10 +195,10 @@ EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, Executable& exe, boo
     TimingResult t = time_on_gpu([&](CUstream st) { graph ? exe.replay(st) : exe.run(b0, st); }, stream, o.timing);
     r.native = t.stats;
     r.wall_ms = t.wall_ms_per_trial;
-    // Re-verify after timing, on the last set: the candidate must still be right once nobody is checking.
     bool strict_after = true;
-    if (!check_set(spec.graph, task, exe, verifier, o, stream, task.num_sets() - 1, limit, r, strict_after)) {
-      r.log += "wrong after timing\n";
+    if (!check_at_timed_addresses(spec.graph, task, exe, verifier, o, stream, limit, r, strict_after)) {
+      r.log += "wrong after timing (the timed addresses holding set " + std::to_string(task.num_sets() - 1) +
+               "'s inputs: results must be right once nobody is checking, and follow their inputs)\n";
       return r;
     }
     r.strict = strict && strict_after;

@@ -31,9 +31,13 @@ class DeviceTask {
   size_t output_bytes(int j) const { return outputs_.at(j).bytes(); }
   int num_sets() const { return int(inputs_.size()); }
   int num_outputs() const { return int(outputs_.size()); }
+  // Exchanges the input values of sets a and b (each keeps its addresses), through one scratch buffer.
+  void exchange_inputs(int a, int b, CUstream stream);
 
  private:
   void allocate_outputs(const Graph& g);
+  std::vector<size_t> input_bytes_;
+  DeviceBuffer scratch_;  // the largest input, allocated on the first exchange
   std::vector<DeviceBuffer> owned_, outputs_;
   std::vector<CUdeviceptr> params_;
   std::vector<std::vector<CUdeviceptr>> inputs_, refs_;

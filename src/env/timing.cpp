@@ -32,8 +32,13 @@ TimingResult time_on_gpu(const std::function<void(CUstream)>& fn, CUstream strea
   for (int i = 0; i < o.warmup; ++i) fn(stream);
   KF_CU(d.cuStreamSynchronize(stream));
   std::vector<double> ms;
+  // Hack catalogue, persisting-L2 tricks: a candidate may mark its data persisting in L2 (an access policy
+  // window), which the flush would not evict. Every line goes back to normal before each flush, where the
+  // device has persisting L2 at all (the first call says).
+  const bool persisting_l2 = d.cuCtxResetPersistingL2Cache() == CUDA_SUCCESS;
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < o.trials + 1; ++i) {
+    if (persisting_l2) KF_CU(d.cuCtxResetPersistingL2Cache());
     KF_CU(d.cuMemsetD32Async(flush.get(), uint32_t(i), o.flush_bytes / 4, stream));
     KF_CU(d.cuEventRecord(start, stream));
     fn(stream);

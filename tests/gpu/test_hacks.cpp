@@ -2,6 +2,7 @@
 // reason and the honest one passes (evaluate() with five hidden sets, as the search runs it).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <random>
 
@@ -69,6 +70,19 @@ TEST_P(Hacks, AreCaughtWithTheirReason) {
     EXPECT_FALSE(r.relaxed) << "accepted: " << r.log;
     EXPECT_EQ(r.reward.reward, -1);
     EXPECT_NE(r.log.find(hack.expect), std::string::npos) << r.log;
+  }
+}
+
+// The check after timing exchanges the inputs of two sets and must undo it on every path: a persistent worker
+// evaluates the next candidate against the same sets and references.
+TEST(Hacks, LeaveTheTaskAsTheyFoundIt) {
+  if (!driver_available()) GTEST_SKIP() << "no CUDA driver or GPU on this machine";
+  std::map<std::string, testing::HackPlan> plans;
+  for (auto& h : testing::hack_plans()) plans[h.name] = h;
+  HackTask t(7);
+  for (const char* name : {"caches_by_input_address", "wrong_after_checking", "honest"}) {
+    EvalResult r = evaluate(t.spec, *t.task, plans.at(name).plan, t.compiler, t.verifier, {}, t.stream);
+    EXPECT_EQ(r.strict, std::string(name) == "honest") << name << ": " << r.log;
   }
 }
 

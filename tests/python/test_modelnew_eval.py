@@ -1,10 +1,12 @@
 """ModelNew candidates (the KernelBench solution format) through the environment, on the CPU: the honest one
-passes, and wrong answers, in-place edits, other parameters, a missing ModelNew and (under CUDA-Agent's rules)
-torch operators in forward are rejected with their reason. Timing needs a GPU and is not exercised here."""
+passes, and wrong answers, in-place edits, other parameters, a missing ModelNew, (under CUDA-Agent's rules)
+torch operators in forward, results cached by address, patched timers and lazy outputs are rejected with their
+reason. Timing (and with it work escaping the timed stream) needs a GPU: the last test runs only there."""
 import subprocess
 import sys
 
 import pytest
+import torch
 
 from kforge.modelnew_eval import evaluate_modelnew
 
@@ -29,10 +31,11 @@ CANDIDATES = {
 }
 
 
-def candidate(tmp_path, name, body, param_name="norm"):
+def candidate(tmp_path, name, body, param_name="norm", prelude=""):
     path = tmp_path / f"{name}.py"
     path.write_text(f"""import torch
 import torch.nn as nn
+{prelude}
 class ModelNew(nn.Module):
     def __init__(self, d):
         super().__init__()
@@ -81,3 +84,62 @@ def test_other_parameters_and_no_model_new_are_refused(bundle, tmp_path):
     empty.write_text("x = 1\n")
     r = evaluate_modelnew(bundle, empty, device="cpu")
     assert "defines no ModelNew" in r["log"]
+
+
+# Keyed by address, each input kept alive so that no address comes back for other data: right on every hidden
+# set at first sight, stale once the timed tensors hold new values.
+CACHE = """_cache = {}
+def cached(x, compute):
+    if x.data_ptr() not in _cache:
+        _cache[x.data_ptr()] = (x, compute())
+    return _cache[x.data_ptr()][1].clone()
+"""
+
+
+def test_results_cached_by_address_are_refused(bundle, tmp_path):
+    path = candidate(tmp_path, "cache", "cached(x, lambda: torch.relu(self.norm(x)))", prelude=CACHE)
+    r = evaluate_modelnew(bundle, path, device="cpu")
+    assert r["tier"] == "failed" and "wrong after timing" in r["log"], r["log"]
+
+
+def test_a_patched_timer_is_refused(bundle, tmp_path):
+    saved = torch.cuda.Event.elapsed_time
+    try:
+        path = candidate(tmp_path, "timer", CANDIDATES["honest"],
+                         prelude="torch.cuda.Event.elapsed_time = lambda self, end: 1e-6")
+        r = evaluate_modelnew(bundle, path, device="cpu")
+    finally:
+        torch.cuda.Event.elapsed_time = saved
+    assert r["tier"] == "failed" and "torch.cuda.Event.elapsed_time" in r["log"] and "timer patching" in r["log"], r["log"]
+
+
+def test_a_lazy_output_is_refused(bundle, tmp_path):
+    prelude = "class Lazy(torch.Tensor):\n    pass"
+    r = evaluate_modelnew(bundle, candidate(tmp_path, "lazy", "torch.relu(self.norm(x)).as_subclass(Lazy)", prelude=prelude),
+                          device="cpu")
+    assert r["tier"] == "failed" and "not a plain torch.Tensor" in r["log"], r["log"]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: timing")
+def test_work_on_another_stream_is_refused(tmp_path):
+    d = tmp_path / "gpu"
+    d.mkdir()
+    (d / "p.py").write_text(PROBLEM.replace("torch.randn(8, 16)", "torch.randn(4096, 1024)").replace("return [16]", "return [1024]"))
+    r = subprocess.run([sys.executable, "-m", "kforge.bridge", "import", str(d / "p.py"), "-o", str(d / "b"),
+                        "--no-baselines"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    # The answer is computed on a side stream after a long spin there, and the current stream is not told to
+    # wait: the kb timer's events see almost nothing; the synchronized check below them sees the spin.
+    prelude = """side = torch.cuda.Stream()
+def elsewhere(x, compute):
+    out = torch.empty_like(x)
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(20_000_000)
+        out.copy_(compute())
+    return out
+"""
+    honest = evaluate_modelnew(d / "b", candidate(tmp_path, "honest_gpu", CANDIDATES["honest"]))
+    assert honest["tier"] == "strict", honest["log"]
+    r = evaluate_modelnew(d / "b", candidate(tmp_path, "elsewhere", "elsewhere(x, lambda: torch.relu(self.norm(x)))",
+                                             prelude=prelude))
+    assert r["tier"] == "failed" and "escaped the timed stream" in r["log"], r["log"]
