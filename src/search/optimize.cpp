@@ -89,6 +89,16 @@ std::vector<Schedule> opening_candidates(const Graph& graph, Policy& policy, con
     policy = Policy::local;
   }
   if (policy == Policy::untrained) return LearnedPolicy(PolicyOptions{.seed = opts.seed}).propose(graph, gpu, 4 * opts.budget);
+  std::vector<Schedule> queue;
+  if (opts.openings) queue = hand_written_openings(graph);
+  if (policy == Policy::costmodel) {
+    auto model = load_boosted_cost_model(opts.cost_model);
+    for (auto& s : ranked_by_model(graph, proposer, *model, 16 * opts.budget, copy_gbs)) queue.push_back(s);
+  }
+  return queue;
+}
+
+std::vector<Schedule> hand_written_openings(const Graph& graph) {
   // The hand-written default first; the unfused default second: a fused row kernel with few long rows
   // (BatchNorm over 64 channels) leaves most of the GPU idle, where split reductions plus a pointwise kernel fill it.
   std::vector<Schedule> queue = {Schedule{}};
@@ -111,10 +121,6 @@ std::vector<Schedule> opening_candidates(const Graph& graph, Policy& policy, con
     if (g.kind == GroupKind::matmul)
       split.kernels[g.key] = {.strategy = Strategy::mma, .block = kMmaThreads, .vec = 4, .precision = Precision::tf32x3};
   if (!split.kernels.empty()) queue.push_back(split);
-  if (policy == Policy::costmodel) {
-    auto model = load_boosted_cost_model(opts.cost_model);
-    for (auto& s : ranked_by_model(graph, proposer, *model, 16 * opts.budget, copy_gbs)) queue.push_back(s);
-  }
   return queue;
 }
 

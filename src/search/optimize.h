@@ -27,6 +27,10 @@ struct OptimizeOptions {
   // the search falls back to `local` and says so.
   std::string checkpoint = "kforge_policy";
   bool use_db_prior = true;  // also measure the database's best schedule for this graph and GPU
+  // The hand-written openings (default, unfused, TF32 library, split-precision mma) before the policy's own
+  // proposals, for every policy but the learned ones. The held-out curves turn them off to measure random and
+  // cost-model search alone, and keep them as a separate `heuristic` curve.
+  bool openings = true;
   uint64_t seed = 1;
   bool progress = true;
   EvalOptions eval = {};
@@ -45,6 +49,10 @@ struct OptimizeResult {
   std::string policy;  // the policy that searched: `trained` without a checkpoint falls back to `local`
 };
 std::string to_string(Policy p);
+
+// Default, unfused default (where fusion changes the kernels), library steps in TF32, matrix products on the
+// split-precision mma kernel: what every hand-written search measures first.
+std::vector<Schedule> hand_written_openings(const Graph& graph);
 
 // The schedules a policy measures first, in order; search goes on with the proposer's edits after them.
 // `policy` may come back changed: `trained` without a checkpoint falls back to `local`.

@@ -58,18 +58,23 @@ nlohmann::json curve(const std::vector<PlanMeter::Result>& results, size_t from,
 std::vector<std::pair<std::string, std::vector<Schedule>>> candidate_sequences(const Graph& graph, const CurveOptions& opts,
                                                                               double copy_gbs) {
   std::vector<std::pair<std::string, std::vector<Schedule>>> sequences;
+  // random and costmodel alone, without the hand-written openings; `heuristic` is the openings, then random
+  // proposals (what `kforge optimize --policy random` measures), and the reference is its longer run.
+  OptimizeOptions alone = opts.search, with_openings = opts.search;
+  alone.openings = false;
+  with_openings.openings = true;
   for (auto& name : opts.policies) {
-    Policy p = policy_from_string(name);
+    Policy p = policy_from_string(name == "heuristic" ? "random" : name);
     // `local` edits the best plan measured so far: its order depends on measurements, not on the policy alone.
     if (p == Policy::local) throw UserError("policy curves compare policies whose proposals need no measurement; not local");
     if (p == Policy::costmodel && opts.search.cost_model.empty()) continue;
     Policy used = p;
-    auto seq = distinct_sequence(graph, used, opts.search, opts.candidates, copy_gbs);
+    auto seq = distinct_sequence(graph, used, name == "heuristic" ? with_openings : alone, opts.candidates, copy_gbs);
     if (used != p) throw UserError("policy " + name + " is not available (no checkpoint at " + opts.search.checkpoint + ")");
     sequences.push_back({name, std::move(seq)});
   }
   Policy random = Policy::random;
-  sequences.push_back({"reference", distinct_sequence(graph, random, opts.search, opts.reference, copy_gbs)});
+  sequences.push_back({"reference", distinct_sequence(graph, random, with_openings, opts.reference, copy_gbs)});
   return sequences;
 }
 

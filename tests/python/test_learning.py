@@ -148,7 +148,7 @@ def test_evaluation_loop_writes_the_report(tmp_path, monkeypatch):
     monkeypatch.setattr(session, "host_task", lambda path, sets, compile_baseline: FakeHosted())
     out = tmp_path / "out"
     assert learning_eval.main(["--problems", str(problems), "--out", str(out), "--candidates", "20", "--reference", "40"]) == 0
-    assert asked == {"policies": ["trained", "untrained", "random"], "n": 20, "ref": 40}  # no cost model given
+    assert asked == {"policies": ["trained", "untrained", "random", "heuristic"], "n": 20, "ref": 40}  # no cost model given
     report = json.loads((out / "learning_eval.json").read_text())
     assert report["summary"]["trained_reaches_95pct_of_reference"] == 100.0
     md = (out / "learning_eval.md").read_text()

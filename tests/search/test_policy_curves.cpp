@@ -15,7 +15,7 @@
 namespace kforge {
 namespace {
 
-TEST(PolicyCurves, EachPolicyProposesDistinctPlansAndRandomIsAPrefixOfTheReference) {
+TEST(PolicyCurves, EachPolicyProposesDistinctPlansAndHeuristicIsAPrefixOfTheReference) {
   if (!learned_policy_available()) GTEST_SKIP() << "built without libtorch (KFORGE_WITH_TORCH)";
   std::string dir = testing::scratch_path("kforge-curves-policy");
   std::filesystem::remove_all(dir);
@@ -25,10 +25,10 @@ TEST(PolicyCurves, EachPolicyProposesDistinctPlansAndRandomIsAPrefixOfTheReferen
   CurveOptions o;
   o.candidates = 12;
   o.reference = 30;
-  o.policies = {"trained", "untrained", "random"};
+  o.policies = {"trained", "untrained", "random", "heuristic"};
   o.search.checkpoint = dir;
   auto seqs = candidate_sequences(g, o, 4000);
-  ASSERT_EQ(seqs.size(), 4u);
+  ASSERT_EQ(seqs.size(), 5u);
   EXPECT_EQ(seqs.back().first, "reference");
   for (auto& [name, seq] : seqs) {
     EXPECT_EQ(int(seq.size()), name == "reference" ? 30 : 12) << name;
@@ -37,7 +37,16 @@ TEST(PolicyCurves, EachPolicyProposesDistinctPlansAndRandomIsAPrefixOfTheReferen
     EXPECT_EQ(keys.size(), seq.size()) << name << " proposed the same plan twice";
   }
   EXPECT_EQ(seqs[0].second.front(), trained.sample(g, {4000, 132}, true).schedule);  // the greedy plan first
-  EXPECT_EQ(seqs[2].second, std::vector<Schedule>(seqs[3].second.begin(), seqs[3].second.begin() + 12));
+  // heuristic: the hand-written openings, then random proposals, and the first 12 of the reference; random alone
+  // starts with a random proposal.
+  const auto& random = seqs[2].second;
+  const auto& heuristic = seqs[3].second;
+  const auto& reference = seqs[4].second;
+  auto openings = hand_written_openings(g);
+  EXPECT_EQ(std::vector<Schedule>(heuristic.begin(), heuristic.begin() + long(openings.size())), openings);
+  EXPECT_EQ(heuristic, std::vector<Schedule>(reference.begin(), reference.begin() + 12));
+  EXPECT_NE(random.front(), Schedule{});
+  EXPECT_NE(random, heuristic);
 }
 
 TEST(PolicyCurves, RefusesWhatWouldGiveAMisleadingCurve) {
