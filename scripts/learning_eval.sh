@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 5 on the GPU machine: trains the learned policy on `kforge synth` tasks, then compares it on held-out synth
 # problems (another seed, near-duplicates of the training set and of bench/ filtered out) with the untrained
-# network, random search and the XGBoost cost model. Never trains on bench/.
+# network, random search and the XGBoost cost model (each alone) and kforge's heuristic search (hand-written
+# openings, then random proposals; 256 of it are the reference). Never trains on bench/.
 #
 # Two device commands of under 10 minutes each, on one warm machine (the second reuses the first's work folder,
 # build-device/learning, which git ignores); run with carry [".deps"] after scripts/fetch_device_deps.sh:
