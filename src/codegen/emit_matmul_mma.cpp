@@ -98,16 +98,15 @@ std::string epilogue_code(Epilogue e) {
   return s;
 }
 
-const char* kDeviceHelpers = R"(__device__ __forceinline__ unsigned kf_tf32(float x) {
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return r;
-}
-// x = big + small, both TF32 (small is only needed, and only computed, under split precision). Where big is not
-// finite (x infinite, or so large that it rounds up) small is 0, not inf - inf.
+const char* kDeviceHelpers = R"(// x rounded to TF32 as cvt.rna.tf32.f32 rounds finite values (half an ulp added to the magnitude, the 13 low
+// bits dropped), in two integer operations: the compiler's cvt.rna costs four and a NaN test, and the split runs
+// for every fragment element a warp reads (ir/tf32.h, round_to_tf32, is the same arithmetic).
+__device__ __forceinline__ unsigned kf_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
+// x = big + small, both TF32 (small is only needed, and only computed, under split precision). An infinite or NaN
+// x has a NaN small part: such inputs give NaN results, which the verifier rejects.
 __device__ __forceinline__ void kf_split(float x, unsigned& big, unsigned& small) {
   big = kf_tf32(x);
-  small = KF_SPLIT && isfinite(__uint_as_float(big)) ? kf_tf32(x - __uint_as_float(big)) : 0u;
+  small = KF_SPLIT ? kf_tf32(x - __uint_as_float(big)) : 0u;
 }
 __device__ __forceinline__ unsigned kf_shared_address(const void* p) {
   unsigned d;

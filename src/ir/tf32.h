@@ -18,16 +18,16 @@ inline float round_to_tf32(float x) {
   return std::bit_cast<float>((u + 0x1000u) & 0xffffe000u);
 }
 
-// x = big + small (up to 2^-22 of x): both TF32 values, so each product of two parts is exact in fp32. Where
-// big is not finite (x infinite, or rounded up past the largest float) small is 0, not inf - inf = NaN. (An
-// infinite input still meets a zero small part of the other operand, inf * 0: split precision turns infinite
-// inputs into NaN results, which the verifier rejects on tasks whose inputs hold infinities.)
+// x = big + small (up to 2^-22 of x): both TF32 values, so each product of two parts is exact in fp32. As the
+// kernel computes it: where big is not finite (x infinite, or rounded up past the largest float) small is
+// x - big, infinite minus infinite or minus finite: NaN or infinite, and split precision gives NaN or infinite
+// results for such inputs, which the verifier rejects on tasks whose inputs hold them.
 struct Tf32Split {
   float big, small;
 };
 inline Tf32Split split_tf32(float x) {
   float big = round_to_tf32(x);
-  return {big, std::isfinite(big) ? round_to_tf32(x - big) : 0.f};
+  return {big, round_to_tf32(x - big)};
 }
 
 // One mma.sync's sum as the tensor core forms it (the shape of the model is Fasi, Higham, Mikaitis and Pranesh,

@@ -30,15 +30,15 @@ TEST(Tf32, RoundingKeepsTenMantissaBitsTiesAwayFromZero) {
   }
 }
 
-TEST(Tf32, InfinitiesSplitIntoThemselvesAndZeroYetTheirProductsAreNan) {
+TEST(Tf32, InfiniteInputsGiveNanUnderSplitPrecision) {
   const float inf = std::numeric_limits<float>::infinity();
   for (float x : {inf, -inf, std::numeric_limits<float>::max()}) {
     Tf32Split s = split_tf32(x);
     EXPECT_TRUE(std::isinf(s.big)) << x << ": the largest float rounds up, as cvt.rna does";
-    EXPECT_EQ(s.small, 0.f) << x;
+    EXPECT_FALSE(std::isfinite(s.small)) << x;
   }
-  // The products still meet inf * 0 (big of one side times small of the other): split precision gives NaN where
-  // an input is infinite, and the verifier rejects such a plan on such inputs (fp32 and plain TF32 do not).
+  // split precision gives NaN where an input is infinite, and the verifier rejects such a plan on such inputs
+  // (fp32 and plain TF32 do not).
   float b[1] = {2.f};
   EXPECT_TRUE(std::isnan(tf32_dot(&inf, b, 1, 1, true)));
   EXPECT_EQ(tf32_dot(&inf, b, 1, 1, false), inf);
