@@ -5,12 +5,12 @@
 //
 // The kernel, as in llm.c: a block of 8 warps computes a 128 x 128 tile of C; each warp a 64 x 32 piece of it,
 // as 4 x 4 mma.sync.m16n8k8 tiles with fp32 accumulators (64 floats a thread). The K loop stages a 128 x 16
-// slab of A and a 16 x 128 slab of B in shared memory with cp.async, double-buffered so that the next slab's
-// copy overlaps this one's products; each warp reads its fragments and issues the products. tf32x3 splits every
-// element when it reads a fragment: big = tf32(x), small = tf32(x - big), and sums each k step's three products
-// in a fresh register that an ordinary fp32 add then puts into the accumulator: the tensor core truncates its
-// addends at the largest one's exponent, which would cut the small terms at the running sum's (ir/tf32.h
-// emulates both on the CPU). Sizes, strides and transposes are constants of the source: one compile per shape.
+// slab of A and a 16 x 128 slab of B in shared memory with cp.async, three stages deep so that the next two
+// slabs' copies overlap this one's products; each warp reads its fragments and issues the products. tf32x3
+// splits every element when it reads a fragment: big = tf32(x), small = tf32(x - big), and sums each k step's
+// three products in a fresh register that an ordinary fp32 add then puts into the accumulator: the tensor core
+// truncates its addends at the largest one's exponent, which would cut the small terms at the running sum's
+// (ir/tf32.h emulates both on the CPU). Sizes, strides and transposes are constants of the source: one compile per shape.
 //
 // Staging, the schedule's `vec`: 1 copies single floats into k-major slabs ([k][128 + 8]: the fragment reads of
 // a warp fall in 32 banks). 4 copies 16 bytes at a time where the operand's rows allow it (a leading dim and
@@ -28,6 +28,9 @@ namespace {
 constexpr int kTileM = 128, kTileN = 128, kTileK = 16;
 static_assert(kTileM == kTileN, "the staging code serves both operands with one tile extent");
 constexpr int kPadKMajor = 8, kPadTMajor = 4;
+// Stages of the copy pipeline: the slabs of the next two K steps are in flight while the tensor cores work on
+// this one, and one barrier a step suffices (the stage a copy overwrites was last read two steps ago).
+constexpr int kStages = 3;
 
 // How one operand's slab is staged: the matrix as stored, and where its elements go in shared memory.
 struct Slab {
@@ -40,11 +43,15 @@ struct Slab {
   std::string at(const std::string& stage, const std::string& kk, const std::string& t) const {
     return smem + "[" + stage + "][" + (t_major ? t + "][" + kk : kk + "][" + t) + "]";
   }
-  std::string declaration() const {
-    return t_major ? "__shared__ __align__(16) float " + smem + "[2][" + std::to_string(kTileM) + "][" +
-                         std::to_string(kTileK + kPadTMajor) + "];  // [stage][row of the tile][k]\n"
-                   : "__shared__ __align__(16) float " + smem + "[2][" + std::to_string(kTileK) + "][" +
-                         std::to_string(kTileM + kPadKMajor) + "];  // [stage][k][row of the tile]\n";
+  // One stage's slab in shared memory: [row of the tile][k] (t-major) or [k][row of the tile].
+  int rows() const { return t_major ? kTileM : kTileK; }
+  int columns() const { return t_major ? kTileK + kPadTMajor : kTileM + kPadKMajor; }
+  int floats() const { return kStages * rows() * columns(); }
+  // The stages, carved from the kernel's dynamic shared memory at `offset` floats (a multiple of 4: 16-byte copies).
+  std::string declaration(int offset) const {
+    const std::string dims = "[" + std::to_string(rows()) + "][" + std::to_string(columns()) + "]";
+    return "float (*" + smem + ")" + dims + " = reinterpret_cast<float (*)" + dims + ">(kf_smem + " + std::to_string(offset) +
+           ");  // [stage]" + (t_major ? "[row of the tile][k]" : "[k][row of the tile]") + "\n";
   }
 };
 
@@ -147,8 +154,9 @@ std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, c
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kMmaThreads) + ", " + std::to_string(ks.items) +
        ") " + name + "(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C" +
        (has_bias(e) ? ", const float* __restrict__ bias" : "") + ") {\n";
-  // Two stages: the copy of the next K slab runs while the tensor cores work on this one.
-  s += "  " + sa.declaration() + "  " + sb.declaration();
+  static_assert((kStages * kTileM * (kTileK + kPadTMajor)) % 4 == 0 && (kStages * kTileK * (kTileM + kPadKMajor)) % 4 == 0);
+  s += "  extern __shared__ __align__(16) float kf_smem[];\n";
+  s += "  " + sa.declaration(0) + "  " + sb.declaration(sa.floats());
   s += R"(  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int group = lane / 4, quad = lane % 4;  // mma fragment coordinates (PTX ISA, m16n8k8 .tf32)
   const int warp_m = (warp / 4) * 64, warp_n = (warp % 4) * 32;
@@ -164,14 +172,18 @@ std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, c
   s += "    auto load = [&](int buf, i64 k0) {\n" + stage(sa) + stage(sb);
   s += "      asm volatile(\"cp.async.commit_group;\");\n    };\n";
   s += "    const i64 steps = " + I((d.k + kTileK - 1) / kTileK) + ";\n";
+  const std::string K = std::to_string(kTileK), S = std::to_string(kStages);
   s += R"(    load(0, 0);
+    if (steps > 1) load(1, )" + K + R"();
+    else asm volatile("cp.async.commit_group;");  // empty groups keep the waits below uniform
     for (i64 step = 0; step < steps; ++step) {
-      const int cur = int(step & 1);
-      if (step + 1 < steps) load(cur ^ 1, (step + 1) * )" + std::to_string(kTileK) + R"();
-      else asm volatile("cp.async.commit_group;");  // an empty group keeps the wait below uniform
+      const int cur = int(step % )" + S + R"();
       asm volatile("cp.async.wait_group 1;");  // every group but the newest is done: stage cur has landed
+      // Stage cur is visible to all, and everyone is done with step - 1, whose stage the copy below refills.
       __syncthreads();
-      for (int kk = 0; kk < )" + std::to_string(kTileK) + R"(; kk += 8) {
+      if (step + 2 < steps) load(int((step + 2) % )" + S + R"(), (step + 2) * )" + K + R"();
+      else asm volatile("cp.async.commit_group;");
+      for (int kk = 0; kk < )" + K + R"(; kk += 8) {
         unsigned a_big[4][4], a_small[4][4], b_big[4][2], b_small[4][2];
         for (int mt = 0; mt < 4; ++mt) {
           const int r = warp_m + mt * 16 + group;
@@ -200,8 +212,8 @@ std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, c
             }
           }
       }
-      __syncthreads();  // everyone is done with stage cur before the next step's copies overwrite it
     }
+    __syncthreads();  // everyone is done with the last stages before the next tile's copies refill them
     // Fragment f of a 16 x 8 tile holds row group + 8 * (f / 2), column 2 * quad + f % 2.
     for (int mt = 0; mt < 4; ++mt)
       for (int nt = 0; nt < 4; ++nt)
@@ -221,6 +233,7 @@ std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, c
   k.args = std::move(args);
   k.grid = clamp_grid(tiles);
   k.block = kMmaThreads;
+  k.smem = int(sizeof(float)) * (sa.floats() + sb.floats());
   k.schedule = to_json(ks);
   return {k};
 }
