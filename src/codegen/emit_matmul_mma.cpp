@@ -7,10 +7,10 @@
 // as 4 x 4 mma.sync.m16n8k8 tiles with fp32 accumulators (64 floats a thread). The K loop stages a 128 x 16
 // slab of A and a 16 x 128 slab of B in shared memory with cp.async, three stages deep so that the next two
 // slabs' copies overlap this one's products; each warp reads its fragments and issues the products. tf32x3
-// splits every element when it reads a fragment: big = tf32(x), small = tf32(x - big), and sums each k step's
-// three products in a fresh register that an ordinary fp32 add then puts into the accumulator: the tensor core
-// truncates its addends at the largest one's exponent, which would cut the small terms at the running sum's
-// (ir/tf32.h emulates both on the CPU). Sizes, strides and transposes are constants of the source: one compile per shape.
+// splits every element when it reads a fragment: big = tf32(x), small = tf32(x - big), and sums a slab's six
+// products per pair (small terms first) in a fresh register that an ordinary fp32 add then puts into the
+// accumulator: the tensor core truncates its addends at the largest one's exponent, which would cut the small
+// terms at the running sum's (ir/tf32.h emulates both on the CPU). Sizes, strides and transposes are constants of the source: one compile per shape.
 //
 // Staging, the schedule's `vec`: 1 copies single floats into k-major slabs ([k][128 + 8]: the fragment reads of
 // a warp fall in 32 banks). 4 copies 16 bytes at a time where the operand's rows allow it (a leading dim and
@@ -20,6 +20,7 @@
 #include "codegen/emitters.h"
 #include "ir/error.h"
 #include "ir/matmul.h"
+#include "ir/tf32.h"
 
 namespace kforge {
 
@@ -31,6 +32,7 @@ constexpr int kPadKMajor = 8, kPadTMajor = 4;
 // Stages of the copy pipeline: the slabs of the next two K steps are in flight while the tensor cores work on
 // this one, and one barrier a step suffices (the stage a copy overwrites was last read two steps ago).
 constexpr int kStages = 3;
+static_assert(kTileK == 8 * kMmaStepsPerSum, "a slab's k steps are summed in one register (ir/tf32.h models it)");
 
 // How one operand's slab is staged: the matrix as stored, and where its elements go in shared memory.
 struct Slab {
@@ -183,35 +185,40 @@ std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, c
       __syncthreads();
       if (step + 2 < steps) load(int((step + 2) % )" + S + R"(), (step + 2) * )" + K + R"();
       else asm volatile("cp.async.commit_group;");
-      for (int kk = 0; kk < )" + K + R"(; kk += 8) {
-        unsigned a_big[4][4], a_small[4][4], b_big[4][2], b_small[4][2];
+      // The slab's two k steps' fragments at once: under split precision each product's three mma.sync of both
+      // steps go into one fresh register, so the accumulator takes one fp32 add per two steps.
+      unsigned a_big[2][4][4], a_small[2][4][4], b_big[2][4][2], b_small[2][4][2];
+      for (int h = 0; h < 2; ++h) {
+        const int kk = h * 8;
         for (int mt = 0; mt < 4; ++mt) {
           const int r = warp_m + mt * 16 + group;
 )";
-  s += "          kf_split(" + sa.at("cur", "kk + quad", "r") + ", a_big[mt][0], a_small[mt][0]);\n";
-  s += "          kf_split(" + sa.at("cur", "kk + quad", "r + 8") + ", a_big[mt][1], a_small[mt][1]);\n";
-  s += "          kf_split(" + sa.at("cur", "kk + quad + 4", "r") + ", a_big[mt][2], a_small[mt][2]);\n";
-  s += "          kf_split(" + sa.at("cur", "kk + quad + 4", "r + 8") + ", a_big[mt][3], a_small[mt][3]);\n";
+  s += "          kf_split(" + sa.at("cur", "kk + quad", "r") + ", a_big[h][mt][0], a_small[h][mt][0]);\n";
+  s += "          kf_split(" + sa.at("cur", "kk + quad", "r + 8") + ", a_big[h][mt][1], a_small[h][mt][1]);\n";
+  s += "          kf_split(" + sa.at("cur", "kk + quad + 4", "r") + ", a_big[h][mt][2], a_small[h][mt][2]);\n";
+  s += "          kf_split(" + sa.at("cur", "kk + quad + 4", "r + 8") + ", a_big[h][mt][3], a_small[h][mt][3]);\n";
   s += R"(        }
         for (int nt = 0; nt < 4; ++nt) {
           const int c = warp_n + nt * 8 + group;
 )";
-  s += "          kf_split(" + sb.at("cur", "kk + quad", "c") + ", b_big[nt][0], b_small[nt][0]);\n";
-  s += "          kf_split(" + sb.at("cur", "kk + quad + 4", "c") + ", b_big[nt][1], b_small[nt][1]);\n";
+  s += "          kf_split(" + sb.at("cur", "kk + quad", "c") + ", b_big[h][nt][0], b_small[h][nt][0]);\n";
+  s += "          kf_split(" + sb.at("cur", "kk + quad + 4", "c") + ", b_big[h][nt][1], b_small[h][nt][1]);\n";
   s += R"(        }
-        for (int mt = 0; mt < 4; ++mt)
-          for (int nt = 0; nt < 4; ++nt) {
-            if (KF_SPLIT) {  // this step's three products in a fresh register, added to acc rounded to nearest
-              float step[4] = {};
-              kf_mma(step, a_small[mt], b_big[nt]);
-              kf_mma(step, a_big[mt], b_small[nt]);
-              kf_mma(step, a_big[mt], b_big[nt]);
-              for (int f = 0; f < 4; ++f) acc[mt][nt][f] += step[f];
-            } else {
-              kf_mma(acc[mt][nt], a_big[mt], b_big[nt]);
-            }
-          }
       }
+      for (int mt = 0; mt < 4; ++mt)
+        for (int nt = 0; nt < 4; ++nt) {
+          if (KF_SPLIT) {  // both steps' products in a fresh register, the small terms first (ir/tf32.h, tf32_dot)
+            float step[4] = {};
+            for (int h = 0; h < 2; ++h) {
+              kf_mma(step, a_small[h][mt], b_big[h][nt]);
+              kf_mma(step, a_big[h][mt], b_small[h][nt]);
+            }
+            for (int h = 0; h < 2; ++h) kf_mma(step, a_big[h][mt], b_big[h][nt]);
+            for (int f = 0; f < 4; ++f) acc[mt][nt][f] += step[f];  // rounded to nearest
+          } else {
+            for (int h = 0; h < 2; ++h) kf_mma(acc[mt][nt], a_big[h][mt], b_big[h][nt]);
+          }
+        }
     }
     __syncthreads();  // everyone is done with the last stages before the next tile's copies refill them
     // Fragment f of a 16 x 8 tile holds row group + 8 * (f / 2), column 2 * quad + f % 2.

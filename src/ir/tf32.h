@@ -69,24 +69,28 @@ inline Tf32StepProducts tf32_step_products(const float* a, const float* b, int64
   return p;
 }
 
-// What one thread of the kernel computes for one output, one mma.sync step at a time. Plain TF32 adds big*big
-// into the fp32 accumulator inside the tensor core. Split precision sums small*big, big*small and big*big in a
-// fresh register (three tensor-core sums of a value near one step's size), then adds that to the accumulator with
-// an ordinary fp32 add, rounded to nearest: inside the tensor core the accumulator would cut every step's addends
-// at its own, far larger, exponent. small*small, below fp32's resolution, is dropped. What remains is each
-// step's own truncation, about 2^-20 of its largest product: at K = 1024 split precision stays well inside the
-// strict tier, at K = 4096 a few elements in ten thousand may land outside it (tests/ir/test_tf32.cpp).
+// What one thread of the kernel computes for one output, one mma.sync step (8 products) at a time. Plain TF32
+// adds big*big into the fp32 accumulator inside the tensor core. Split precision sums small*big, big*small and
+// big*big of a K slab's two steps in a fresh register (six tensor-core sums, the small terms first, while that
+// register is small), then adds that to the accumulator with an ordinary fp32 add, rounded to nearest: inside the tensor core the
+// accumulator would cut every step's addends at its own, far larger, exponent. small*small, below fp32's
+// resolution, is dropped. What remains is each sum's own truncation, about 2^-20 of its largest addend: at
+// K = 1024 split precision stays inside the strict tier, at K = 4096 a few elements in ten thousand may land
+// outside it (tests/ir/test_tf32.cpp).
+constexpr int kMmaStepsPerSum = 2;  // codegen/emit_matmul_mma.cpp: a 16-deep K slab
 inline float tf32_dot(const float* a, const float* b, int64_t k, int64_t b_stride, bool split) {
   float acc = 0.f;
-  for (int64_t k0 = 0; k0 < k; k0 += 8) {
-    Tf32StepProducts p = tf32_step_products(a, b, k0, k, b_stride);
-    if (split) {
-      float step = tensor_core_sum(0.f, p.small_big, 8);
-      step = tensor_core_sum(step, p.big_small, 8);
-      acc += tensor_core_sum(step, p.big_big, 8);
-    } else {
-      acc = tensor_core_sum(acc, p.big_big, 8);
+  for (int64_t k0 = 0; k0 < k; k0 += 8 * kMmaStepsPerSum) {
+    Tf32StepProducts p[kMmaStepsPerSum];
+    for (int h = 0; h < kMmaStepsPerSum; ++h) p[h] = tf32_step_products(a, b, k0 + 8 * h, k, b_stride);
+    if (!split) {
+      for (auto& step : p) acc = tensor_core_sum(acc, step.big_big, 8);
+      continue;
     }
+    float sum = 0.f;  // the small terms first, while the sum is small
+    for (auto& step : p) sum = tensor_core_sum(tensor_core_sum(sum, step.small_big, 8), step.big_small, 8);
+    for (auto& step : p) sum = tensor_core_sum(sum, step.big_big, 8);
+    acc += sum;
   }
   return acc;
 }
