@@ -107,15 +107,20 @@ std::string epilogue_code(Epilogue e) {
   return s;
 }
 
-const char* kDeviceHelpers = R"(// x rounded to TF32 as cvt.rna.tf32.f32 rounds finite values (half an ulp added to the magnitude, the 13 low
-// bits dropped), in two integer operations: the compiler's cvt.rna costs four and a NaN test, and the split runs
-// for every fragment element a warp reads (ir/tf32.h, round_to_tf32, is the same arithmetic).
+const char* kDeviceHelpers = R"(// A finite x rounded to TF32 as cvt.rna.tf32.f32 rounds it (half an ulp added to the magnitude, the 13 low
+// bits dropped), in two integer operations. Not for NaN: the carry out of a large payload would reach the sign.
 __device__ __forceinline__ unsigned kf_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
-// x = big + small, both TF32 (small is only needed, and only computed, under split precision). An infinite or NaN
-// x has a NaN small part: such inputs give NaN results, which the verifier rejects.
+// x = big + small, both TF32 (small is only needed, and only computed, under split precision), in five plain
+// fp32 and integer operations and no test: the split runs for every fragment element a warp reads, where the
+// compiler's cvt.rna costs four and a NaN test. big is Veltkamp's split of x into 11 + 13 significant bits
+// (c = x (2^13 + 1), big = c - (c - x): x rounded to nearest at 11 bits, exactly a TF32 value), with _rn
+// intrinsics that the compiler never fuses into an fma; small = x - big is exact and rounded to TF32. NaN and
+// infinite x give a NaN big part (so NaN results, which the verifier rejects), as does |x| > 4e34, where
+// c overflows (ir/tf32.h, split_tf32, is the same arithmetic).
 __device__ __forceinline__ void kf_split(float x, unsigned& big, unsigned& small) {
-  big = kf_tf32(x);
-  small = KF_SPLIT ? kf_tf32(x - __uint_as_float(big)) : 0u;
+  const float c = __fmul_rn(x, 8193.f), hi = __fsub_rn(c, __fsub_rn(c, x));
+  big = __float_as_uint(hi);
+  small = KF_SPLIT ? kf_tf32(__fsub_rn(x, hi)) : 0u;
 }
 __device__ __forceinline__ unsigned kf_shared_address(const void* p) {
   unsigned d;
@@ -187,9 +192,12 @@ std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, c
       else asm volatile("cp.async.commit_group;");
       // The slab's two k steps' fragments at once: under split precision each product's three mma.sync of both
       // steps go into one fresh register, so the accumulator takes one fp32 add per two steps.
+      // Every loop over fragments is unrolled: register arrays indexed by anything but constants go to local memory.
       unsigned a_big[2][4][4], a_small[2][4][4], b_big[2][4][2], b_small[2][4][2];
+#pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int kk = h * 8;
+#pragma unroll
         for (int mt = 0; mt < 4; ++mt) {
           const int r = warp_m + mt * 16 + group;
 )";
@@ -198,6 +206,7 @@ std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, c
   s += "          kf_split(" + sa.at("cur", "kk + quad + 4", "r") + ", a_big[h][mt][2], a_small[h][mt][2]);\n";
   s += "          kf_split(" + sa.at("cur", "kk + quad + 4", "r + 8") + ", a_big[h][mt][3], a_small[h][mt][3]);\n";
   s += R"(        }
+#pragma unroll
         for (int nt = 0; nt < 4; ++nt) {
           const int c = warp_n + nt * 8 + group;
 )";
@@ -205,10 +214,13 @@ std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, c
   s += "          kf_split(" + sb.at("cur", "kk + quad + 4", "c") + ", b_big[h][nt][1], b_small[h][nt][1]);\n";
   s += R"(        }
       }
+#pragma unroll
       for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
         for (int nt = 0; nt < 4; ++nt) {
           if (KF_SPLIT) {  // both steps' products in a fresh register, the small terms first (ir/tf32.h, tf32_dot)
             float step[4] = {};
+#pragma unroll
             for (int h = 0; h < 2; ++h) {
               kf_mma(step, a_small[h][mt], b_big[h][nt]);
               kf_mma(step, a_big[h][mt], b_small[h][nt]);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "ir/error.h"
@@ -49,14 +50,19 @@ DeviceTask::DeviceTask(const Graph& g, std::vector<std::vector<CUdeviceptr>> set
 void DeviceTask::allocate_outputs(const Graph& g) {
   for (int o : g.outputs) outputs_.emplace_back(size_t(nbytes(g.at(o).type)));
   for (int i : g.inputs) input_bytes_.push_back(size_t(nbytes(g.at(i).type)));
+  // Allocated now, not after a timing: a task that fits before it is timed fits after (server/device_memory.cpp
+  // counts it).
+  size_t largest = input_bytes_.empty() ? 0 : *std::max_element(input_bytes_.begin(), input_bytes_.end());
+  if (largest > 0) scratch_ = DeviceBuffer(largest);
 }
 
 void DeviceTask::exchange_inputs(int a, int b, CUstream stream) {
   if (a == b) return;
-  size_t largest = input_bytes_.empty() ? 0 : *std::max_element(input_bytes_.begin(), input_bytes_.end());
-  if (scratch_.bytes() < largest) scratch_ = DeviceBuffer(largest);
+  exchanged_ = !exchanged_;
+  std::set<CUdeviceptr> done;  // a set may pass one tensor as two inputs (get_inputs returning [x, x])
   for (size_t i = 0; i < input_bytes_.size(); ++i) {
     CUdeviceptr x = inputs_.at(a).at(i), y = inputs_.at(b).at(i);
+    if (!done.insert(x).second) continue;
     size_t n = input_bytes_[i];
     KF_CU(driver().cuMemcpyDtoDAsync(scratch_.get(), x, n, stream));
     KF_CU(driver().cuMemcpyDtoDAsync(x, y, n, stream));
@@ -151,8 +157,10 @@ bool check_set(const Graph& g, DeviceTask& task, Executable& lp, Verifier& v, co
 }
 
 // Hack catalogue: correct while checked, wrong afterwards; results cached by address. After timing, the timed
-// addresses (set 0's) get the last set's values, and the candidate must answer with the last set's outputs.
-// The exchange is undone on every path: a persistent worker evaluates the next candidate on the same task.
+// addresses (set 0's) get the last set's values, and the candidate must answer with the last set's outputs
+// (a task of one set has nothing to exchange: bundles have five). The exchange is undone on every path where the
+// stream is idle, so a persistent worker evaluates the next candidate on the same task; behind a candidate
+// still running (a hang) the undo would wait forever, so the task stays exchanged and refuses further use.
 bool check_at_timed_addresses(const Graph& g, DeviceTask& task, Executable& lp, Verifier& v, const EvalOptions& o,
                               CUstream stream, double limit_ms, EvalResult& r, bool& strict) {
   const int last = task.num_sets() - 1;
@@ -161,6 +169,7 @@ bool check_at_timed_addresses(const Graph& g, DeviceTask& task, Executable& lp, 
     int last;
     CUstream stream;
     ~Exchanged() {
+      if (driver().cuStreamQuery(stream) != CUDA_SUCCESS) return;  // still running, or a broken context
       try {
         task.exchange_inputs(0, last, stream);
       } catch (const std::exception&) {  // a broken context: the worker restarts, and the task with it
@@ -176,6 +185,9 @@ bool check_at_timed_addresses(const Graph& g, DeviceTask& task, Executable& lp, 
 EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, Executable& exe, bool use_graph, Verifier& verifier,
                     const EvalOptions& o, CUstream stream, EvalResult r) {
   r.compiled = true;
+  if (!task.inputs_in_place())
+    throw UserError("this task's inputs were left exchanged by an earlier candidate that hung in the check after "
+                    "timing; load the task again");
   bool strict = true, relaxed = true;
   double limit = o.run_limit_ms > 0 ? o.run_limit_ms : std::max(250.0, 50.0 * spec.eager_ms);
   try {

@@ -31,13 +31,18 @@ class DeviceTask {
   size_t output_bytes(int j) const { return outputs_.at(j).bytes(); }
   int num_sets() const { return int(inputs_.size()); }
   int num_outputs() const { return int(outputs_.size()); }
-  // Exchanges the input values of sets a and b (each keeps its addresses), through one scratch buffer.
+  // Exchanges the input values of sets a and b (each keeps its addresses), through one scratch buffer allocated
+  // with the task; an address a set passes twice is exchanged once.
   void exchange_inputs(int a, int b, CUstream stream);
+  // False while an exchange is not undone: a candidate that hung in the check after timing leaves the task so,
+  // and evaluate() refuses it (the worker that held the hang restarts with a fresh task).
+  bool inputs_in_place() const { return !exchanged_; }
 
  private:
   void allocate_outputs(const Graph& g);
   std::vector<size_t> input_bytes_;
-  DeviceBuffer scratch_;  // the largest input, allocated on the first exchange
+  DeviceBuffer scratch_;  // the largest input
+  bool exchanged_ = false;
   std::vector<DeviceBuffer> owned_, outputs_;
   std::vector<CUdeviceptr> params_;
   std::vector<std::vector<CUdeviceptr>> inputs_, refs_;

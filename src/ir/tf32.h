@@ -19,14 +19,18 @@ inline float round_to_tf32(float x) {
 }
 
 // x = big + small (up to 2^-22 of x): both TF32 values, so each product of two parts is exact in fp32. As the
-// kernel computes it: where big is not finite (x infinite, or rounded up past the largest float) small is
-// x - big, infinite minus infinite or minus finite: NaN or infinite, and split precision gives NaN or infinite
-// results for such inputs, which the verifier rejects on tasks whose inputs hold them.
+// kernel splits: big is Veltkamp's split of x into 11 + 13 significant bits (x rounded to nearest at 11 bits,
+// computed as c = x (2^13 + 1), big = c - (c - x), each operation rounded: no fused multiply-add on this path, as
+// x86-64's baseline has none), small = x - big rounded to TF32. NaN, infinite and |x| > 4e34 (where c
+// overflows) give a NaN big part: split precision turns such inputs into NaN results, which the verifier
+// rejects on tasks whose inputs hold them.
 struct Tf32Split {
   float big, small;
 };
 inline Tf32Split split_tf32(float x) {
-  float big = round_to_tf32(x);
+  volatile float c = x * 8193.f;  // volatile: each step rounded to float, as the kernel's _rn intrinsics
+  volatile float d = c - x;
+  float big = c - d;
   return {big, round_to_tf32(x - big)};
 }
 

@@ -1,5 +1,7 @@
 #include "server/device_memory.h"
 
+#include <algorithm>
+
 namespace kforge {
 
 int64_t task_device_bytes(const Bundle& b) {
@@ -9,8 +11,10 @@ int64_t task_device_bytes(const Bundle& b) {
     return n;
   };
   const int64_t allowance = int64_t(1) << 30;  // CUDA context, modules, the candidate's temporaries
+  int64_t largest_input = 0;  // the evaluator's scratch for the check after timing (DeviceTask::exchange_inputs)
+  for (int id : b.graph.inputs) largest_input = std::max(largest_input, nbytes(b.graph.at(id).type));
   return sum(b.graph.params) + b.num_sets() * (sum(b.graph.inputs) + sum(b.graph.outputs)) + sum(b.graph.outputs) +
-         allowance;
+         largest_input + allowance;
 }
 
 void DeviceMemoryLedger::wait_and_hold(std::unique_lock<std::mutex>& lock, int64_t bytes) {

@@ -30,18 +30,27 @@ TEST(Tf32, RoundingKeepsTenMantissaBitsTiesAwayFromZero) {
   }
 }
 
-TEST(Tf32, InfiniteInputsGiveNanUnderSplitPrecision) {
-  const float inf = std::numeric_limits<float>::infinity();
-  for (float x : {inf, -inf, std::numeric_limits<float>::max()}) {
-    Tf32Split s = split_tf32(x);
-    EXPECT_TRUE(std::isinf(s.big)) << x << ": the largest float rounds up, as cvt.rna does";
-    EXPECT_FALSE(std::isfinite(s.small)) << x;
-  }
+TEST(Tf32, NonFiniteAndHugeInputsGiveNanUnderSplitPrecision) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (float x : {inf, -inf, nan, 1e35f, -std::numeric_limits<float>::max()})
+    EXPECT_TRUE(std::isnan(split_tf32(x).big)) << x;
+  EXPECT_FALSE(std::isnan(split_tf32(4e34f).big)) << "c = x (2^13 + 1) still finite";
   // split precision gives NaN where an input is infinite, and the verifier rejects such a plan on such inputs
   // (fp32 and plain TF32 do not).
   float b[1] = {2.f};
   EXPECT_TRUE(std::isnan(tf32_dot(&inf, b, 1, 1, true)));
-  EXPECT_EQ(tf32_dot(&inf, b, 1, 1, false), inf);
+  EXPECT_TRUE(std::isnan(tf32_dot(&nan, b, 1, 1, true)));
+}
+
+TEST(Tf32, TheBigPartIsTheInputRoundedToElevenBits) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> d(0.f, 100.f);
+  for (int i = 0; i < 10000; ++i) {
+    float x = d(rng);
+    Tf32Split s = split_tf32(x);
+    EXPECT_EQ(std::bit_cast<uint32_t>(s.big) & 0x1fffu, 0u) << x << ": a TF32 value";
+    EXPECT_LE(std::fabs(double(s.big) - double(x)), std::ldexp(std::fabs(double(x)), -11)) << x;
+  }
 }
 
 TEST(Tf32, SplitRepresentsTheInputToFp32sLastBits) {
