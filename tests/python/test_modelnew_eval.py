@@ -143,3 +143,24 @@ def elsewhere(x, compute):
     r = evaluate_modelnew(d / "b", candidate(tmp_path, "elsewhere", "elsewhere(x, lambda: torch.relu(self.norm(x)))",
                                              prelude=prelude))
     assert r["tier"] == "failed" and "escaped the timed stream" in r["log"], r["log"]
+
+
+def test_outputs_may_be_parameters_but_not_other_subclasses():
+    from kforge.modelnew_eval import Rejected, check_outputs
+    check_outputs([torch.zeros(2), torch.nn.Parameter(torch.zeros(2))])
+
+    class Lazy(torch.Tensor):
+        pass
+    with pytest.raises(Rejected, match="not a plain torch.Tensor"):
+        check_outputs([torch.zeros(2).as_subclass(Lazy)])
+
+
+def test_loosened_tolerances_are_refused(bundle, tmp_path):
+    from kforge.bridge import TOLERANCE
+    saved = dict(TOLERANCE)
+    try:
+        path = candidate(tmp_path, "loose", CANDIDATES["wrong"], prelude="from kforge.bridge import TOLERANCE\nTOLERANCE['relaxed'] = 1e9")
+        r = evaluate_modelnew(bundle, path, device="cpu")
+    finally:
+        TOLERANCE.update(saved)
+    assert r["tier"] == "failed" and "tolerances" in r["log"], r["log"]
