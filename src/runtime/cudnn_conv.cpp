@@ -68,29 +68,36 @@ Desc tensor(int64_t uid, const Shape& dims, bool channels_last) {
   return t;
 }
 
-// Whether an engine computes in reduced precision (TF32 tensor cores, down-converted inputs or reduced-precision
-// sums): what the strict tier's 1e-4 refuses and the relaxed tier's tf32 asks for.
-bool reduced_precision(cudnnBackendDescriptor_t cfg) {
+// How an engine computes, from its numerical notes: in full fp32, on TF32 tensor cores (or with reduced-precision
+// sums), or on inputs it down-converts (to fp16 or bf16: neither tier's precision, so never used, as PyTorch never
+// uses them for float32 convolutions either).
+enum class EngineMath { full, tensor_core, down_convert };
+EngineMath engine_math(cudnnBackendDescriptor_t cfg) {
   Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
   int64_t n = 0;
   KF_CUDNN(cudnn().cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &engine.d));
   cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
   KF_CUDNN(cudnn().cudnnBackendGetAttribute(engine.d, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
                                             CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes));
-  for (int64_t i = 0; i < n; ++i)
-    if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
-        notes[i] == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)
-      return true;
-  return false;
+  EngineMath math = EngineMath::full;
+  for (int64_t i = 0; i < n; ++i) {
+    if (notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) return EngineMath::down_convert;
+    if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || notes[i] == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)
+      math = EngineMath::tensor_core;
+  }
+  return math;
 }
 
 // The heuristic's configurations in the order a precision's `algo` indexes them. fp32: the full-precision ones
-// alone. tf32: the tensor-core ones first, then the rest, each in the heuristic's order; otherwise tf32's first
-// choice could be fp32's own (run 5.1: the heuristic put a non-tensor-core engine first for a conv1d, 3x slower
-// than the TF32 engine eager PyTorch ran).
+// alone (the strict tier's 1e-4). tf32: the tensor-core ones first, then the full-precision ones, each in the
+// heuristic's order; otherwise tf32's first choice could be fp32's own.
 std::vector<Desc> in_precision_order(std::vector<Desc> cfgs, Precision precision) {
   std::vector<Desc> tensor_core, full;
-  for (auto& c : cfgs) (reduced_precision(c.d) ? tensor_core : full).push_back(std::move(c));
+  for (auto& c : cfgs) {
+    EngineMath math = engine_math(c.d);
+    if (math == EngineMath::tensor_core) tensor_core.push_back(std::move(c));
+    if (math == EngineMath::full) full.push_back(std::move(c));
+  }
   if (precision != Precision::tf32) return full;
   for (auto& c : full) tensor_core.push_back(std::move(c));
   return tensor_core;
