@@ -219,14 +219,14 @@ std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, c
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt) {
           if (KF_SPLIT) {  // both steps' products in a fresh register, the small terms first (ir/tf32.h, tf32_dot)
-            float step[4] = {};
+            float part[4] = {};
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-              kf_mma(step, a_small[h][mt], b_big[h][nt]);
-              kf_mma(step, a_big[h][mt], b_small[h][nt]);
+              kf_mma(part, a_small[h][mt], b_big[h][nt]);
+              kf_mma(part, a_big[h][mt], b_small[h][nt]);
             }
-            for (int h = 0; h < 2; ++h) kf_mma(step, a_big[h][mt], b_big[h][nt]);
-            for (int f = 0; f < 4; ++f) acc[mt][nt][f] += step[f];  // rounded to nearest
+            for (int h = 0; h < 2; ++h) kf_mma(part, a_big[h][mt], b_big[h][nt]);
+            for (int f = 0; f < 4; ++f) acc[mt][nt][f] += part[f];  // rounded to nearest
           } else {
             for (int h = 0; h < 2; ++h) kf_mma(acc[mt][nt], a_big[h][mt], b_big[h][nt]);
           }
