@@ -56,6 +56,11 @@ def test_the_suite_table_and_summary_give_both_tiers():
     assert "| tier | relaxed ms | x best (relaxed) |" in text
     assert "| strict | 0.800 | 1.25 |" in text
     assert "strict tier (1e-4) 1, relaxed tier (1e-2, TF32 allowed; its fastest plan) 2" in text
+    # A tie at the third decimal counts as faster (KernelBench's fast_1) but not as clearly faster.
+    tie = {"tier": "strict", "eager_ms": 2.690, "compile_ms": 2.743, "kforge_ms": 2.6899}
+    s = run_suite.summarise(rows[:2] + [run_suite.make_row("tie", "tie.py", tie, 0, False, 1.0, None, "log", 60)])
+    assert s["faster_than_best_baseline"] == 2 and s["clearly_faster_than_best_baseline"] == 1
+    assert "by 2% or more: 1" in run_suite.table(rows, s)
 
 
 def test_split_precision_plans_take_the_faster_of_fp32_and_a_third_of_tf32(monkeypatch):
