@@ -121,6 +121,16 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
     if (g.kind == GroupKind::matmul)
       split.kernels[g.key] = {.strategy = Strategy::mma, .block = kMmaThreads, .vec = 4, .precision = Precision::tf32x3};
   if (!split.kernels.empty()) queue.push_back(split);
+  // Fifth, where the graph has convolutions: the TF32 opening in channels-last (cuDNN's tensor-core kernels are
+  // NHWC kernels; on NCHW tensors it may pick none, run 5.3 of docs/NOTES.md), paying the generated transposes.
+  Schedule tf32_nhwc = tf32;
+  bool has_conv = false;
+  for (auto& g : fused)
+    if (g.kind == GroupKind::conv) {
+      tf32_nhwc.kernels[g.key].layout = Layout::nhwc;
+      has_conv = true;
+    }
+  if (has_conv) queue.push_back(tf32_nhwc);
   return queue;
 }
 

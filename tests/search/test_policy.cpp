@@ -114,7 +114,8 @@ TEST(Checkpoint, TheDefaultPolicyFallsBackToLocalWhereNoCheckpointIsUsable) {
 
 // Library steps open with the default (fp32, the heuristic's first choice) and then every library step in TF32
 // at the heuristic's first choice (the relaxed tier's natural plan), a matrix product then with kforge's
-// split-precision kernel: both tiers' tensor-core plans are measured within the first candidates.
+// split-precision kernel, a convolution then in TF32 on channels-last tensors: both tiers' tensor-core plans are
+// measured within the first candidates.
 TEST(Opening, LibraryStepsAlsoOpenWithTheirFirstChoiceInTf32) {
   for (const nlohmann::json& graph : {testing::matmul_graph("linear_bias_relu"), testing::conv_graph("conv2d_bias_relu")}) {
     Graph g = graph_from_json(graph);
@@ -132,7 +133,14 @@ TEST(Opening, LibraryStepsAlsoOpenWithTheirFirstChoiceInTf32) {
       EXPECT_EQ(split.kernels.begin()->second.precision, Precision::tf32x3);
       EXPECT_NO_THROW(lower(g, split));
     }
-    const Schedule& tf32 = opening[opening.size() - (product ? 2 : 1)];
+    if (!product) {
+      const Schedule& nhwc = opening.back();
+      ASSERT_EQ(nhwc.kernels.size(), 1u);
+      EXPECT_EQ(nhwc.kernels.begin()->second.layout, Layout::nhwc);
+      EXPECT_EQ(nhwc.kernels.begin()->second.precision, Precision::tf32);
+      EXPECT_NO_THROW(lower(g, nhwc));
+    }
+    const Schedule& tf32 = opening[opening.size() - 2];
     int library = 0;
     for (auto& grp : kernel_groups(g, true)) {
       if (grp.kind != GroupKind::matmul && grp.kind != GroupKind::conv) continue;
@@ -141,6 +149,7 @@ TEST(Opening, LibraryStepsAlsoOpenWithTheirFirstChoiceInTf32) {
       EXPECT_EQ(ks.strategy, Strategy::library);
       EXPECT_EQ(ks.precision, Precision::tf32);
       EXPECT_EQ(ks.algo, 0);
+      EXPECT_EQ(ks.layout, Layout::nchw);
     }
     EXPECT_EQ(library, 1);
     EXPECT_NO_THROW(lower(g, tf32));
