@@ -256,6 +256,24 @@ TEST(MatmulMma, EveryProductIsOneKernelThatCompilesForSm90InBothPrecisions) {
   }
 }
 
+// The kernel keeps its fragments and accumulators in registers: with 4-float staging and one block per SM,
+// ptxas reports no spills and no stack frame (a fragment array indexed by a loop the compiler did not unroll
+// once put 384 bytes in local memory).
+TEST(MatmulMma, FragmentsAndAccumulatorsStayInRegisters) {
+  Compiler c({"sm_90", "", {"--ptxas-options=-v"}});
+  Graph g = graph_from_json(testing::matmul_graph("matmul_square"));
+  for (Precision precision : {Precision::tf32x3, Precision::tf32}) {
+    Schedule s;
+    s.kernels[kernel_groups(g, true)[0].key] = {.strategy = Strategy::mma, .block = kMmaThreads, .vec = 4,
+                                                .precision = precision};
+    Plan p = lower(g, s);
+    CompileResult r = c.compile(p.kernels.at(0).source, p.kernels.at(0).name);
+    ASSERT_TRUE(r.ok) << r.log;
+    EXPECT_NE(r.log.find("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"), std::string::npos)
+        << to_string(precision) << ":\n" << r.log;
+  }
+}
+
 TEST(MatmulMma, TheEpilogueIsAppliedInTheStoreAndTheBiasIsAnArgument) {
   Graph g = graph_from_json(testing::matmul_graph("linear_bias_relu"));
   Schedule s;
