@@ -6,8 +6,9 @@
 //   "NHWC" (channels last: [N, *spatial, C] in memory, the weight [O, *kernel, C / groups]; the plan transposes
 //   into and out of such copies around the step: schedule layout nhwc);
 //   n, c, o, groups; in, kernel, out: spatial extents; stride, padding (symmetric), dilation: per spatial dim;
-//   precision: fp32 (engines without tensor-core / down-converting numerical notes) | tf32 (any engine);
-//   algo: index into the heuristic's engines that the precision allows, clamped at load;
+//   precision: fp32 (engines without tensor-core or reduced-precision notes) | tf32 (tensor-core engines first,
+//   then the fp32 ones; engines that down-convert their inputs are never used: runtime/cudnn_conv.cpp);
+//   algo: index into that list, clamped at load;
 //   workspace_bytes: the cap; an engine needing more is skipped at load.
 // args: [x, w, y, workspace]. check_conv_step holds a plan read from JSON to this contract.
 // A transposed convolution is op "conv_transpose" with the geometry of the forward convolution whose input
