@@ -36,31 +36,39 @@ def fraction(reference_ms: float | None, ms: float | None) -> float:
     return reference_ms / ms if reference_ms and ms else 0.0
 
 
+def geomean(values: list[float]) -> float | None:
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+
+
+def ratios_vs(results: list[dict], other: str, at: int) -> list[float]:
+    """Per problem where both ran, the other policy's best ms over trained's after `at` candidates (> 1: trained
+    found a faster plan within the same budget)."""
+    out = []
+    for r in results:
+        if "trained" in r["policies"] and other in r["policies"]:
+            t, o = best_at(r["policies"]["trained"], at), best_at(r["policies"][other], at)
+            if t and o:
+                out.append(o / t)
+    return out
+
+
 def summarise(results: list[dict], at: int = AT) -> dict:
-    rows, ratios, over_heuristic = [], [], []
+    rows = []
     for r in results:
         ref = best_at(r["reference"], r["reference"]["candidates"]) if r["reference"]["candidates"] else None
         row = {"task": r["task"], "reference_ms": ref, "reference_candidates": r["reference"]["candidates"]}
         for name, curve in r["policies"].items():
             row[name] = fraction(ref, best_at(curve, at))
         rows.append(row)
-        if "trained" in r["policies"] and "random" in r["policies"]:
-            t, rnd = best_at(r["policies"]["trained"], at), best_at(r["policies"]["random"], at)
-            if t and rnd:
-                ratios.append(rnd / t)  # > 1: trained found a faster plan than random within the same budget
-        if "trained" in r["policies"] and "heuristic" in r["policies"]:
-            t, h = best_at(r["policies"]["trained"], at), best_at(r["policies"]["heuristic"], at)
-            if t and h:
-                over_heuristic.append(h / t)
+    ratios = ratios_vs(results, "random", at)
     policies = [p for p in POLICIES if any(p in row for row in rows)]
     reached = [row["trained"] >= 0.95 for row in rows if "trained" in row]
     return {
         "at": at, "problems": len(rows), "policies": policies, "rows": rows,
         "trained_reaches_95pct_of_reference": (100.0 * sum(reached) / len(reached)) if reached else None,
         "mean_ratio_trained_vs_random": sum(ratios) / len(ratios) if ratios else None,
-        "geomean_ratio_trained_vs_random": math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None,
-        "geomean_ratio_trained_vs_heuristic": (math.exp(sum(map(math.log, over_heuristic)) / len(over_heuristic))
-                                               if over_heuristic else None),
+        "geomean_ratio_trained_vs_random": geomean(ratios),
+        "geomean_ratio_trained_vs_heuristic": geomean(ratios_vs(results, "heuristic", at)),
         "mean_fraction": {p: sum(row.get(p, 0) for row in rows) / len(rows) for p in policies} if rows else {},
     }
 

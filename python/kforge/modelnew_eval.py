@@ -55,7 +55,7 @@ class Rejected(Exception):
 # what the kb timer and the comparison call. Every name here must still be the object it was before the
 # candidate was loaded, and the tolerances their values. (Code in the same process can always go deeper, through
 # ctypes; the service runs each ModelNew in its own sandboxed process, so what it spoils is its own answer.)
-def _timer_objects() -> dict:
+def _trusted_objects() -> dict:
     import statistics
     import time
     this = sys.modules[__name__]
@@ -71,8 +71,8 @@ def _timer_objects() -> dict:
             "tolerances": tuple(sorted(TOLERANCE.items()))}
 
 
-def check_timers(before: dict) -> None:
-    now = _timer_objects()
+def check_trusted(before: dict) -> None:
+    now = _trusted_objects()
     changed = [name for name, obj in now.items() if obj is not before[name] and obj != before[name]]
     if changed:
         raise Rejected(f"the candidate replaced {', '.join(changed)} (rejected: timer patching)")
@@ -90,7 +90,9 @@ def check_outputs(out: list) -> None:
 def escaped_stream_ms(call, events_ms: float, rounds: int = 3) -> float | None:
     """Hack catalogue, work on another stream: the kb timer's events sit on the current stream only. The
     fastest fully synchronized run must not take much longer than the events say, in each of `rounds` rounds
-    (other processes only ever add time to a run). Returns that synchronized time where it escaped, else None."""
+    (other processes only ever add time to a run). Returns that synchronized time where it escaped, else None.
+    The rule of env/evaluator.cpp's escapes_timed_stream, which times kforge's own executables; a ModelNew is a
+    Python callable, so it is timed here."""
     import time
     synced = 0.0
     for _ in range(rounds):
@@ -126,7 +128,7 @@ def evaluate_modelnew(bundle, candidate_path, rules: str = "none", device: str =
     reference = problem.build_model().to(device)
     result = {"kind": "modelnew", "compiled": False, "strict": False, "relaxed": False, "tier": "failed", "log": "",
               "rules": rules, "reward": -1.0}
-    timers = _timer_objects()
+    trusted = _trusted_objects()
     try:
         model_new_cls = load_candidate(candidate_path)
         torch.manual_seed(0)
@@ -162,14 +164,14 @@ def evaluate_modelnew(bundle, candidate_path, rules: str = "none", device: str =
             if not check["relaxed"]:
                 result["log"] += f"set {k}: outside the relaxed tier (max abs err {check['max_abs_err']})\n"
                 return result
-        check_timers(timers)
+        check_trusted(trusted)
         inputs0 = read_inputs(bundle, 0, graph, device)
         if device == "cuda":
             compiled = torch.compile(reference)
             with torch.no_grad():
                 kb = timing.time_interleaved({"eager": lambda: reference(*inputs0), "compile": lambda: compiled(*inputs0),
                                               "candidate": lambda: candidate(*inputs0)})
-                check_timers(timers)
+                check_trusted(trusted)
                 escaped = escaped_stream_ms(lambda: candidate(*inputs0), kb["candidate"]["median_ms"])
             if escaped is not None:
                 raise Rejected(f"work escaped the timed stream: events say {kb['candidate']['median_ms']:.4f} ms, the "
@@ -188,7 +190,7 @@ def evaluate_modelnew(bundle, candidate_path, rules: str = "none", device: str =
                               "must be right once nobody is checking, and follow their inputs)\n")
             return result
         strict = strict and check["strict"]
-        check_timers(timers)
+        check_trusted(trusted)
     except (TorchOpInForward, Rejected) as e:
         result["log"] += str(e) + "\n"
         return result

@@ -10,7 +10,8 @@
 // splits every element when it reads a fragment: big = tf32(x), small = tf32(x - big), and sums a slab's six
 // products per pair (small terms first) in a fresh register that an ordinary fp32 add then puts into the
 // accumulator: the tensor core truncates its addends at the largest one's exponent, which would cut the small
-// terms at the running sum's (ir/tf32.h emulates both on the CPU). Sizes, strides and transposes are constants of the source: one compile per shape.
+// terms at the running sum's (ir/tf32.h emulates both on the CPU). Sizes, strides and transposes are constants
+// of the source: one compile per shape.
 //
 // Staging, the schedule's `vec`: 1 copies single floats into k-major slabs ([k][128 + 8]: the fragment reads of
 // a warp fall in 32 banks). 4 copies 16 bytes at a time where the operand's rows allow it (a leading dim and

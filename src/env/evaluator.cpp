@@ -134,9 +134,9 @@ bool escapes_timed_stream(Executable& exe, const Bindings& b, CUstream stream, d
 // Runs the candidate on set `at`'s addresses and compares its outputs with set `s`'s references: `at` differs from
 // `s` only after timing (check_at_timed_addresses).
 bool check_set(const Graph& g, DeviceTask& task, Executable& lp, Verifier& v, const EvalOptions& o,
-               CUstream stream, int s, double limit_ms, EvalResult& r, bool& strict, int at = -1) {
+               CUstream stream, int at, int s, double limit_ms, EvalResult& r, bool& strict) {
   for (int j = 0; j < task.num_outputs(); ++j) Verifier::poison(task.output(j), task.output_bytes(j), stream);
-  Bindings b = task.bindings(at < 0 ? s : at);
+  Bindings b = task.bindings(at);
   auto before = fingerprints(g, b, v, stream);
   lp.run(b, stream);
   synchronize_within(stream, limit_ms);
@@ -178,7 +178,7 @@ bool check_at_timed_addresses(const Graph& g, DeviceTask& task, Executable& lp, 
   };
   task.exchange_inputs(0, last, stream);
   Exchanged undo{task, last, stream};
-  return check_set(g, task, lp, v, o, stream, last, limit_ms, r, strict, 0);
+  return check_set(g, task, lp, v, o, stream, 0, last, limit_ms, r, strict);
 }
 }  // namespace
 
@@ -193,7 +193,7 @@ EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, Executable& exe, boo
   try {
     for (int s = 0; s < task.num_sets() && relaxed; ++s) {
       auto t0 = std::chrono::steady_clock::now();
-      relaxed = check_set(spec.graph, task, exe, verifier, o, stream, s, limit, r, strict);
+      relaxed = check_set(spec.graph, task, exe, verifier, o, stream, s, s, limit, r, strict);
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (ms > limit) {
         r.log += "too slow: " + std::to_string(ms) + " ms for one checked run (limit " + std::to_string(limit) + " ms)\n";

@@ -76,8 +76,8 @@ inline Tf32StepProducts tf32_step_products(const float* a, const float* b, int64
 // What one thread of the kernel computes for one output, one mma.sync step (8 products) at a time. Plain TF32
 // adds big*big into the fp32 accumulator inside the tensor core. Split precision sums small*big, big*small and
 // big*big of a K slab's two steps in a fresh register (six tensor-core sums, the small terms first, while that
-// register is small), then adds that to the accumulator with an ordinary fp32 add, rounded to nearest: inside the tensor core the
-// accumulator would cut every step's addends at its own, far larger, exponent. small*small, below fp32's
+// register is small), then adds that to the accumulator with an ordinary fp32 add, rounded to nearest: inside
+// the tensor core the accumulator would cut every step's addends at its own, far larger, exponent. small*small, below fp32's
 // resolution, is dropped. What remains is each sum's own truncation, about 2^-20 of its largest addend: at
 // K = 1024 split precision stays inside the strict tier, at K = 4096 a few elements in ten thousand may land
 // outside it (tests/ir/test_tf32.cpp).

@@ -1,10 +1,9 @@
 // A plan's cuDNN step (codegen/emit_conv.cpp describes its parameters), through cuDNN 9's backend graph API:
 // when the plan loads, tensor and convolution descriptors, a one-operation graph (CONVOLUTION_FORWARD, or
-// CONVOLUTION_BACKWARD_DATA for a transposed convolution), the
-// heuristic's engine configurations (mode A; FALLBACK when none of A's is usable) and the execution plan of the
-// schedule's engine are built; run() binds the step's buffers in a variant pack and calls cudnnBackendExecute on the plan's
-// stream, which a CUDA graph captures like a kernel launch (the workspace is the plan's: nothing is
-// allocated while running).
+// CONVOLUTION_BACKWARD_DATA for a transposed convolution), the heuristic's engine configurations (mode A;
+// FALLBACK when none of A's is usable) and the execution plan of the schedule's engine are built; run() binds
+// the step's buffers in a variant pack and calls cudnnBackendExecute on the plan's stream, which a CUDA graph
+// captures like a kernel launch (the workspace is the plan's: nothing is allocated while running).
 #pragma once
 #include <cuda.h>
 #include <cudnn.h>

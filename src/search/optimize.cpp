@@ -109,28 +109,22 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
   // Third, where the graph has library steps: each library's first heuristic choice in TF32, the relaxed tier's
   // natural opening (PyTorch's convolutions run TF32 by default: device run 4.1 of docs/NOTES.md). The search
   // still prefers any strict plan; the report gives the fastest relaxed plan beside it.
-  Schedule tf32;
-  for (auto& g : fused)
-    if (g.kind == GroupKind::matmul || g.kind == GroupKind::conv)
-      tf32.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::tf32};
-  if (!tf32.kernels.empty()) queue.push_back(tf32);
   // Fourth, where the graph has matrix products: kforge's split-precision tensor-core kernel on each, the one
   // way to strict-tier tensor-core speed (cuBLASLt's fp32 is plain SIMT arithmetic).
-  Schedule split;
-  for (auto& g : fused)
-    if (g.kind == GroupKind::matmul)
-      split.kernels[g.key] = {.strategy = Strategy::mma, .block = kMmaThreads, .vec = 4, .precision = Precision::tf32x3};
-  if (!split.kernels.empty()) queue.push_back(split);
   // Fifth, where the graph has convolutions: the TF32 opening in channels-last (cuDNN's tensor-core kernels are
   // NHWC kernels; on NCHW tensors it may pick none, run 5.3 of docs/NOTES.md), paying the generated transposes.
-  Schedule tf32_nhwc = tf32;
-  bool has_conv = false;
-  for (auto& g : fused)
-    if (g.kind == GroupKind::conv) {
+  Schedule tf32, split, tf32_nhwc;
+  for (auto& g : fused) {
+    if (g.kind != GroupKind::matmul && g.kind != GroupKind::conv) continue;
+    tf32.kernels[g.key] = tf32_nhwc.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::tf32};
+    if (g.kind == GroupKind::matmul)
+      split.kernels[g.key] = {.strategy = Strategy::mma, .block = kMmaThreads, .vec = 4, .precision = Precision::tf32x3};
+    else
       tf32_nhwc.kernels[g.key].layout = Layout::nhwc;
-      has_conv = true;
-    }
-  if (has_conv) queue.push_back(tf32_nhwc);
+  }
+  if (!tf32.kernels.empty()) queue.push_back(tf32);
+  if (!split.kernels.empty()) queue.push_back(split);
+  if (tf32_nhwc != tf32) queue.push_back(tf32_nhwc);  // some group is a convolution
   return queue;
 }
 

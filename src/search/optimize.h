@@ -27,9 +27,9 @@ struct OptimizeOptions {
   // the search falls back to `local` and says so.
   std::string checkpoint = "kforge_policy";
   bool use_db_prior = true;  // also measure the database's best schedule for this graph and GPU
-  // The hand-written openings (default, unfused, TF32 library, split-precision mma) before the policy's own
-  // proposals, for every policy but the learned ones. The held-out curves turn them off to measure random and
-  // cost-model search alone, and keep them as a separate `heuristic` curve.
+  // The hand-written openings (hand_written_openings below) before the policy's own proposals, for every policy
+  // but the learned ones. The held-out curves turn them off to measure random and cost-model search alone, and
+  // keep them as a separate `heuristic` curve.
   bool openings = true;
   uint64_t seed = 1;
   bool progress = true;
@@ -51,7 +51,8 @@ struct OptimizeResult {
 std::string to_string(Policy p);
 
 // Default, unfused default (where fusion changes the kernels), library steps in TF32, matrix products on the
-// split-precision mma kernel: what every hand-written search measures first.
+// split-precision mma kernel, convolutions in TF32 on channels-last tensors: what every hand-written search
+// measures first.
 std::vector<Schedule> hand_written_openings(const Graph& graph);
 
 // The schedules a policy measures first, in order; search goes on with the proposer's edits after them.

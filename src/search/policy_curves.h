@@ -1,8 +1,8 @@
 // Held-out evaluation of search policies (issue 5): for one task, the best time each policy has found after
 // 1..N measured candidates, and the best of a longer heuristic search (the hand-written openings, then random
-// proposals) as the reference. Every distinct plan is
-// measured once and shared by all policies that propose it (search/measure.h), so the curves differ only by
-// which plans a policy proposes and in what order, not by timing noise.
+// proposals) as the reference. Every distinct plan is measured once and shared by all policies that propose it
+// (search/measure.h), so the curves differ only by which plans a policy proposes and in what order, not by
+// timing noise.
 #pragma once
 #include <string>
 #include <vector>
@@ -23,8 +23,9 @@ struct CurveOptions {
 };
 
 // Each policy's first `candidates` schedules that lower to distinct plans, in its order, then "reference": the
-// first `reference` of the heuristic search (random search of that length with the hand-written openings first). Throws UserError for `local` (its order depends on measurements) and for
-// `trained` without a checkpoint; skips `costmodel` without a model. No GPU needed.
+// first `reference` of the heuristic search (random search of that length with the hand-written openings
+// first). Throws UserError for `local` (its order depends on measurements) and for `trained` without a
+// checkpoint; skips `costmodel` without a model. No GPU needed.
 std::vector<std::pair<std::string, std::vector<Schedule>>> candidate_sequences(const Graph& graph, const CurveOptions& opts,
                                                                               double copy_gbs);
 
