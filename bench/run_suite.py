@@ -115,13 +115,14 @@ def make_row(name, problem, report, rc, timed_out, seconds, start_error, log_pat
            "speedup_best": None, "bandwidth_gbs": None, "copy_bandwidth_gbs": None, "pct_copy_bw": None,
            "flops": None, "floor_ms": None, "pct_roofline": None, "matmul_tflops": None,
            "relaxed_tier": "failed", "relaxed_ms": None, "relaxed_speedup_best": None,
-           "candidates": None, "correct_candidates": None, "returncode": rc, "seconds": round(seconds, 1),
+           "eager_tier": None, "compile_tier": None, "candidates": None, "correct_candidates": None, "returncode": rc, "seconds": round(seconds, 1),
            "log": str(log_path), "error": None}
     if report is not None:
         for k in ("tier", "eager_ms", "compile_ms", "kforge_ms", "kforge_native_ms", "speedup_eager",
                   "speedup_compile", "speedup_best", "bandwidth_gbs", "copy_bandwidth_gbs", "candidates",
                   "correct_candidates", "bytes_min", "flops", "floor_ms", "pct_roofline", "matmul_tflops", "flags", "gpu",
-                  "torch_version", "error", "relaxed_tier", "relaxed_ms", "relaxed_speedup_best"):
+                  "torch_version", "error", "relaxed_tier", "relaxed_ms", "relaxed_speedup_best", "eager_tier",
+                  "compile_tier"):
             if k in report:
                 row[k] = report[k]
         if row["tier"] not in ("strict", "relaxed", "failed"):
@@ -188,8 +189,13 @@ def summarise(rows):
     faster_strict = sum(1 for r in passed if r["tier"] == "strict" and r["speedup_best"] > 1.0)
     relaxed_passed = [r for r in rows if r.get("relaxed_tier") in TIERS_PASSED_RELAXED and num(r.get("relaxed_speedup_best"))]
     faster_relaxed = sum(1 for r in relaxed_passed if r["relaxed_speedup_best"] > 1.0)
+    # The baselines' own output, as timed (PyTorch's defaults: cuDNN convolutions in TF32), against the exact
+    # reference: where it misses 1e-4, the strict tier holds kforge to more than the baseline it is timed against.
+    baselines_not_strict = sum(1 for r in rows if r.get("eager_tier") not in (None, "strict")
+                               or r.get("compile_tier") not in (None, "strict"))
     return {
         "faster_strict_tier": faster_strict,
+        "baselines_outside_strict_tier": baselines_not_strict,
         "faster_relaxed_tier": faster_relaxed,
         "geomean_speedup_best_relaxed_tier": geomean([r["relaxed_speedup_best"] for r in relaxed_passed]),
         "problems": n,
@@ -208,14 +214,15 @@ def summarise(rows):
 
 def table(rows, summary):
     out = ["| problem | eager ms | compile ms | kforge ms | x eager | x compile | x best | tier | relaxed ms "
-           "| x best (relaxed) | GB/s | % of copy BW | GFLOP | floor ms | % of roofline |",
-           "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+           "| x best (relaxed) | baselines' tier | GB/s | % of copy BW | GFLOP | floor ms | % of roofline |",
+           "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---:|"]
     for r in rows:
         gflop = r["flops"] / 1e9 if num(r.get("flops")) else None
-        out.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+        bases = "/".join(r.get(k) or "-" for k in ("eager_tier", "compile_tier"))
+        out.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
             r["problem"], fmt(r["eager_ms"], ".3f"), fmt(r["compile_ms"], ".3f"), fmt(r["kforge_ms"], ".3f"),
             fmt(r["speedup_eager"], ".2f"), fmt(r["speedup_compile"], ".2f"), fmt(r["speedup_best"], ".2f"),
-            r["tier"], fmt(r.get("relaxed_ms"), ".3f"), fmt(r.get("relaxed_speedup_best"), ".2f"),
+            r["tier"], fmt(r.get("relaxed_ms"), ".3f"), fmt(r.get("relaxed_speedup_best"), ".2f"), bases,
             fmt(r["bandwidth_gbs"], ".0f"), fmt(r["pct_copy_bw"], ".0f"), fmt(gflop, ".1f"),
             fmt(r.get("floor_ms"), ".3f"), fmt(r.get("pct_roofline"), ".0f")))
     s = summary
@@ -229,6 +236,8 @@ def table(rows, summary):
     out.append(f"- per tier, faster than the better of eager/compile: strict tier (1e-4) {s['faster_strict_tier']}, "
                f"relaxed tier (1e-2, TF32 allowed; its fastest plan) {s['faster_relaxed_tier']} "
                f"(geometric mean {fmt(s['geomean_speedup_best_relaxed_tier'], '.3f')})")
+    out.append(f"- problems whose eager or torch.compile output (PyTorch's defaults, as timed) misses the strict tier: "
+               f"{s['baselines_outside_strict_tier']} (baselines' tier column: eager/compile)")
     out.append(f"- geometric mean speedup over best baseline: {fmt(s['geomean_speedup_best'], '.3f')} "
                f"(over {s['geomean_speedup_best_over']} passed problems; "
                f"vs eager {fmt(s['geomean_speedup_eager'], '.3f')}, vs compile {fmt(s['geomean_speedup_compile'], '.3f')})")

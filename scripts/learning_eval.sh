@@ -10,11 +10,11 @@
 #   bash scripts/learning_eval.sh eval    # cost model from the training measurements, curves, report (~4 min)
 #   bash scripts/learning_eval.sh all     # both in one command, with smaller budgets               (~8.5 min)
 # Knobs (environment): TRAIN_TASKS (24), HELDOUT_TASKS (6), TRAIN_SECONDS (180; all: 120), SAMPLES (16),
-# BATCH (4), EVAL_SECONDS (200; all: 150), CANDIDATES (64), REFERENCE (256), MAX_ELEMS (16M), SELF_IMITATION (1:
+# BATCH (4), HELDOUT_SEED (202), EVAL_SECONDS (200; all: 150), CANDIDATES (64), REFERENCE (256), MAX_ELEMS (16M), SELF_IMITATION (1:
 # after PPO, behaviour cloning of the fastest plans the training run measured; 0: the PPO policy alone).
 # Under $OUT (the device tool brings back 8 files at most): learning_eval.md (table), learning_eval.svg (plot),
-# learning_eval.json, train_log.jsonl, the newest checkpoint, the log, and aux_MODE.tgz (CMake output, synth logs
-# and manifests).
+# learning_eval.json, train_log.jsonl, train.db, the newest checkpoint, the log, and aux_MODE.tgz (CMake output,
+# synth logs and manifests). RESTORE=folder lets `eval` run on a fresh machine from what `train` brought back.
 set -uo pipefail
 MODE=${1:-all}
 OUT=${OUT:-/tmp/kforge-learning-out}
@@ -37,6 +37,8 @@ BATCH=${BATCH:-4}
 CANDIDATES=${CANDIDATES:-64}
 REFERENCE=${REFERENCE:-256}
 MAX_ELEMS=${MAX_ELEMS:-16777216}
+HELDOUT_SEED=${HELDOUT_SEED:-202}
+HELDOUT="$W/heldout_$HELDOUT_SEED"
 THREADS=$(nproc)
 if [ "$MODE" = all ]; then TRAIN_SECONDS=${TRAIN_SECONDS:-120} EVAL_SECONDS=${EVAL_SECONDS:-150}; fi
 TRAIN_SECONDS=${TRAIN_SECONDS:-180}
@@ -59,10 +61,10 @@ synth_sets() {
   local common=(--device cuda --no-compile-check --max-elems "$MAX_ELEMS" --exclude bench)
   [ -f "$W/train/manifest.json" ] || "$KF" synth --count "$TRAIN_TASKS" --seed 101 --out "$W/train" "${common[@]}" > "$AUX/synth_train.txt" 2>&1 \
     || { tail -20 "$AUX/synth_train.txt"; exit 1; }
-  [ -f "$W/heldout/manifest.json" ] || "$KF" synth --count "$HELDOUT_TASKS" --seed 202 --out "$W/heldout" "${common[@]}" \
+  [ -f "$HELDOUT/manifest.json" ] || "$KF" synth --count "$HELDOUT_TASKS" --seed "$HELDOUT_SEED" --out "$HELDOUT" "${common[@]}" \
     --exclude "$W/train" > "$AUX/synth_heldout.txt" 2>&1 || { tail -20 "$AUX/synth_heldout.txt"; exit 1; }
-  cp "$W/train/manifest.json" "$AUX/manifest_train.json"; cp "$W/heldout/manifest.json" "$AUX/manifest_heldout.json"
-  echo "training tasks: $(ls "$W"/train/*.py | wc -l), held-out: $(ls "$W"/heldout/*.py | wc -l)"
+  cp "$W/train/manifest.json" "$AUX/manifest_train.json"; cp "$HELDOUT/manifest.json" "$AUX/manifest_heldout.json"
+  echo "training tasks: $(ls "$W"/train/*.py | wc -l), held-out (seed $HELDOUT_SEED): $(ls "$HELDOUT"/*.py | wc -l)"
 }
 
 train() {
@@ -82,8 +84,18 @@ PY
     echo "== behaviour cloning of the best measured training plans ($(date +%T))"
     "$KF" train --from-db "$W/train.db" --checkpoints "$W/policy" --top 2 --epochs 30 || exit 1
   fi
-  cp "$W/policy/train_log.jsonl" "$OUT/"
+  cp "$W/policy/train_log.jsonl" "$W/train.db" "$OUT/"
   cp "$(ls "$W"/policy/policy-*.pt | tail -1)" "$OUT/"
+}
+
+# A fresh machine (the warm one lost between the two commands) evaluates what `train` brought back: copy its
+# train_log.jsonl, train.db and policy-*.pt into an ignored folder here and name it in RESTORE (and in carry).
+restore() {
+  [ -n "${RESTORE:-}" ] || return 0
+  [ -n "$(ls "$W"/policy/policy-*.pt 2>/dev/null)" ] && return 0
+  echo "== restoring the training run from $RESTORE"
+  mkdir -p "$W/policy"
+  cp "$RESTORE"/policy-*.pt "$RESTORE/train_log.jsonl" "$W/policy/" && cp "$RESTORE/train.db" "$W/" || exit 1
 }
 
 evaluate() {
@@ -94,7 +106,7 @@ evaluate() {
   echo "== held-out curves, up to ${EVAL_SECONDS} s ($(date +%T))"
   local steps tasks
   steps=$(tail -1 "$W/policy/train_log.jsonl" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["step"], r["tasks_done"])')
-  PYTHONPATH="$ROOT/python" python3 -m kforge.learning_eval --problems "$W/heldout" --out "$OUT" --checkpoint "$W/policy" \
+  PYTHONPATH="$ROOT/python" python3 -m kforge.learning_eval --problems "$HELDOUT" --out "$OUT" --checkpoint "$W/policy" \
     "${cm[@]}" --db "$W/eval.db" --candidates "$CANDIDATES" --reference "$REFERENCE" --seconds "$EVAL_SECONDS" \
     --compile-threads "$THREADS" --training "PPO steps and tasks seen: $steps (K=$SAMPLES, ${TRAIN_TASKS} synth tasks, seed 101), \
 then behaviour cloning of the best measured plans: $([ "${SELF_IMITATION:-1}" = 1 ] && echo yes || echo no)"
@@ -103,7 +115,7 @@ then behaviour cloning of the best measured plans: $([ "${SELF_IMITATION:-1}" = 
 echo "== machine"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; python3 -c 'import torch; print("torch", torch.__version__)'
 case "$MODE" in
   train) build; synth_sets; train ;;
-  eval) build; synth_sets; evaluate ;;
+  eval) build; synth_sets; restore; evaluate ;;
   all) build; synth_sets; train; evaluate ;;
   *) echo "usage: scripts/learning_eval.sh train|eval|all"; exit 2 ;;
 esac

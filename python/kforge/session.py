@@ -137,6 +137,7 @@ def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 
     tier = "strict" if strict else "relaxed" if check["relaxed"] else "failed"
     native = result["native"]["median_ms"]
     report.update(tier=tier, eager_ms=eager, compile_ms=comp, kforge_ms=ours, kforge_native_ms=native,
+                  eager_tier=kb["baseline_tiers"]["eager"], compile_tier=kb["baseline_tiers"]["compile"],
                   speedup_eager=eager / ours, speedup_compile=comp / ours, speedup_best=min(eager, comp) / ours,
                   bytes_min=result["min_bytes"], bandwidth_gbs=result["min_bytes"] / (ours * 1e-3) / 1e9,
                   native_bandwidth_gbs=result["min_bytes"] / (native * 1e-3) / 1e9,

@@ -195,6 +195,19 @@ PYBIND11_MODULE(_core, m) {
                    .compile_threads = compile_threads};
     return policy_curves(t.spec, *t.task, t.db, t.compiler, o).dump();
   }, "Best time after 1..N candidates for each policy, and a longer random search's best (search/policy_curves.h).");
+  m.def("candidate_sequences", [](const std::string& graph_json, int candidates, const std::vector<std::string>& policies,
+                                  const std::string& checkpoint, const std::string& cost_model, uint64_t seed, double copy_gbs) {
+    // GPU-free: what each policy would measure first on this graph, in order (the reference sequence last).
+    py::gil_scoped_release release;
+    CurveOptions o{.candidates = candidates, .reference = candidates, .policies = policies,
+                   .search = {.cost_model = cost_model, .checkpoint = checkpoint, .seed = seed}};
+    nlohmann::json out = nlohmann::json::object();
+    for (auto& [name, seq] : candidate_sequences(graph_from_json(nlohmann::json::parse(graph_json)), o, copy_gbs))
+      for (auto& s : seq) out[name].push_back(to_json(s));
+    return out.dump();
+  }, py::arg("graph_json"), py::arg("candidates"), py::arg("policies"), py::arg("checkpoint") = "",
+     py::arg("cost_model") = "", py::arg("seed") = 1, py::arg("copy_gbs") = 4000.0,
+     "Each policy's first distinct schedules for a graph, without a GPU (search/policy_curves.h).");
   m.def("learned_policy_available", &learned_policy_available, "Whether this module was built with libtorch.");
   m.def("warm_start_from_db", [](const std::string& db_path, const std::string& dir, int top, int epochs, uint64_t seed) {
     // GPU-free: behaviour cloning of the fastest recorded plans, continuing the newest checkpoint in `dir`.

@@ -43,6 +43,13 @@ struct UpdateStats {
   nlohmann::json to_json() const;
 };
 
+// Search trusts the policy, but not blindly: a policy trained on a few dozen tasks can be sure of a choice that
+// its training never contradicted. Held-out run 6.2 (docs/NOTES.md): on a cumsum along the contiguous axis the
+// trained policy gave "one thread per line" (fast on its training scans, which ran along strided axes) to all
+// 64 of its proposals and stayed 2.6x behind random search. Every other proposal therefore takes each
+// decision uniformly with this probability.
+inline constexpr double kProposalExploration = 0.3;
+
 class LearnedPolicy {
  public:
   explicit LearnedPolicy(const PolicyOptions& opts = {});
@@ -50,9 +57,12 @@ class LearnedPolicy {
   LearnedPolicy(const LearnedPolicy&) = delete;
   LearnedPolicy& operator=(const LearnedPolicy&) = delete;
 
-  // Samples a plan decision by decision; greedy takes the most probable candidate each time.
-  Episode sample(const Graph& graph, const GpuInfo& gpu, bool greedy = false);
-  // Up to `count` distinct schedules for search: the greedy plan first, then samples.
+  // Samples a plan decision by decision; greedy takes the most probable candidate each time. With `explore`
+  // > 0 each decision is, with that probability, a uniform draw among its legal candidates instead (the
+  // episode's log_prob stays the policy's own: such samples are for search, not for PPO's ratio).
+  Episode sample(const Graph& graph, const GpuInfo& gpu, bool greedy = false, double explore = 0.0);
+  // Up to `count` distinct schedules for search: the greedy plan first, then samples, every other one
+  // exploring (kProposalExploration).
   std::vector<Schedule> propose(const Graph& graph, const GpuInfo& gpu, int count);
   // The decisions that build a recorded schedule (for behaviour cloning); log_prob under this policy.
   Episode replay(const Graph& graph, const GpuInfo& gpu, const Schedule& s);

@@ -120,7 +120,7 @@ struct LearnedPolicy::Impl {
 LearnedPolicy::LearnedPolicy(const PolicyOptions& opts) : impl_(std::make_unique<Impl>(opts)) {}
 LearnedPolicy::~LearnedPolicy() = default;
 
-Episode LearnedPolicy::sample(const Graph& graph, const GpuInfo& gpu, bool greedy) {
+Episode LearnedPolicy::sample(const Graph& graph, const GpuInfo& gpu, bool greedy, double explore) {
   torch::NoGradGuard no_grad;
   PlanDecisions d(graph, gpu);
   Episode e;
@@ -130,7 +130,9 @@ Episode LearnedPolicy::sample(const Graph& graph, const GpuInfo& gpu, bool greed
     std::vector<double> p(size_t(lp.size(0)));
     for (size_t i = 0; i < p.size(); ++i) p[i] = std::exp(lp[int64_t(i)].item<double>());
     int k = greedy ? int(lp.argmax().item<int64_t>())
-                   : std::discrete_distribution<int>(p.begin(), p.end())(impl_->rng);
+            : std::bernoulli_distribution(explore)(impl_->rng)
+                ? std::uniform_int_distribution<int>(0, int(p.size()) - 1)(impl_->rng)
+                : std::discrete_distribution<int>(p.begin(), p.end())(impl_->rng);
     e.log_prob += lp[k].item<double>();
     d.choose(k);
   }
@@ -143,7 +145,7 @@ std::vector<Schedule> LearnedPolicy::propose(const Graph& graph, const GpuInfo& 
   std::vector<Schedule> out;
   std::set<std::string> seen;
   for (int attempt = 0; int(out.size()) < count && attempt < 20 * count + 20; ++attempt) {
-    Schedule s = sample(graph, gpu, attempt == 0).schedule;
+    Schedule s = sample(graph, gpu, attempt == 0, attempt % 2 == 0 ? kProposalExploration : 0.0).schedule;
     if (seen.insert(to_json(s).dump()).second) out.push_back(s);
   }
   return out;

@@ -146,6 +146,16 @@ TEST(Schedule, DefaultsPickTheLayoutAwareStrategies) {
   one_pass.cache_row = RowCache::shared;
   EXPECT_THROW(check_schedule(only_group("sum_last"), one_pass), UserError);
   EXPECT_THROW(check_schedule(only_group("sum_last"), {Strategy::tile, 256}), UserError);
+  // Scans: a block walks a line along the contiguous axis, short or long (a thread per line would stride by its
+  // length); lines along a strided axis go a thread each; lines of a few elements too.
+  for (auto [name, want] : {std::pair{"cumsum_last", Strategy::block}, {"exclusive_cumsum", Strategy::block},
+                            {"cumsum_reverse_middle", Strategy::thread}, {"flip_cumsum_flip", Strategy::thread}}) {
+    KernelGroup g = only_group(name);
+    KernelSchedule ks = default_schedule(g);
+    EXPECT_EQ(ks.strategy, want) << name;
+    EXPECT_NO_THROW(check_schedule(g, ks)) << name;
+    if (want == Strategy::block) EXPECT_GE(ks.block * ks.items, std::min<int64_t>(row_length(g), 2048)) << name;
+  }
 }
 
 // The one kernel of a one-group sample under `ks`, checked to compile for sm_90.

@@ -3,7 +3,7 @@ import math
 
 import torch
 
-from kforge.kbtime import compare
+from kforge.kbtime import baseline_tiers, compare, tier_of
 
 TIERS = {"strict": 1e-4, "relaxed": 1e-2}
 
@@ -32,3 +32,22 @@ def test_nan_and_wrong_shape_fail():
 def test_every_output_counts():
     x = torch.ones(3)
     assert compare([x, x], [x, x * 2], TIERS)["relaxed"] is False
+
+
+def test_tier_of_names_the_tightest_tier_passed():
+    x = torch.zeros(8)
+    assert tier_of(compare([x.clone()], [x], TIERS)) == "strict"
+    assert tier_of(compare([x + 1e-3], [x], TIERS)) == "relaxed"
+    assert tier_of(compare([x + 1.0], [x], TIERS)) == "none"
+
+
+def test_baseline_tiers_judge_each_baseline_as_it_runs():
+    x = torch.randn(16)
+    expected = [x * 2]
+
+    def in_place(t):  # a baseline that writes its input must not change what the next one sees
+        return t.mul_(2)
+
+    tiers = baseline_tiers({"eager": in_place, "compile": lambda t: t * 2 + 1e-3, "wrong": lambda t: t}, [x],
+                           expected, TIERS)
+    assert tiers == {"eager": "strict", "compile": "relaxed", "wrong": "none"}

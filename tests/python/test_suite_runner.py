@@ -52,3 +52,17 @@ def test_a_lost_context_keeps_its_report_and_loses_no_other_problem(tmp_path, mo
     calls, rows = run(tmp_path, monkeypatch, [(["a", "b"], session.CONTEXT_LOST), (["c", "d"], 0)])
     assert calls == [["a", "b", "c", "d"], ["c", "d"]]
     assert all(r["tier"] == "strict" for r in rows.values())
+
+
+def test_the_summary_counts_problems_whose_baselines_miss_the_strict_tier():
+    rs = runner()
+    rows = [{"problem": p, "tier": "strict", "speedup_best": 1.1, "speedup_eager": 1.1, "speedup_compile": 1.1,
+             "eager_tier": e, "compile_tier": c}
+            for p, e, c in (("conv", "relaxed", "relaxed"), ("relu", "strict", "strict"), ("old", None, None),
+                            ("mixed", "strict", "none"))]
+    s = rs.summarise(rows)
+    assert s["baselines_outside_strict_tier"] == 2
+    for r in rows:
+        r.update(kforge_ms=1.0, eager_ms=1.1, compile_ms=1.1, bandwidth_gbs=None, pct_copy_bw=None, flops=None)
+    text = rs.table(rows, s)
+    assert "| relaxed/relaxed |" in text and "| -/- |" in text and "misses the strict tier: 2" in text

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include "common/scratch_path.h"
@@ -199,6 +200,24 @@ TEST_F(LearnedPolicyTest, SamplesOnlyLegalActions) {
     for (auto& s : proposals) distinct.insert(to_json(s).dump());
     EXPECT_EQ(distinct.size(), proposals.size());
   }
+}
+
+// Exploring proposals (learned_policy.h, kProposalExploration) reach what the policy itself would not: at
+// explore = 1 every decision is a uniform draw, whatever the network prefers.
+TEST_F(LearnedPolicyTest, ExplorationDrawsEveryCandidateUniformly) {
+  Graph g = graph_from_json(testing::sample_graph("softmax"));
+  LearnedPolicy policy({.seed = 5});
+  const int n = 2000;
+  std::map<int, int> counts;
+  size_t choices = 0;
+  for (int k = 0; k < n; ++k) {
+    Episode e = policy.sample(g, {}, false, 1.0);
+    choices = e.decisions.front().rows.size();
+    ++counts[e.decisions.front().chosen];
+  }
+  ASSERT_EQ(counts.size(), choices);
+  double expected = double(n) / double(choices);
+  for (auto& [index, c] : counts) EXPECT_NEAR(c, expected, 5 * std::sqrt(expected)) << "plan-level choice " << index;
 }
 
 // Recorded fake measurements: plans whose first kernel runs 512-thread blocks pay +2, the rest -1. After
