@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "codegen/lower.h"
 #include "env/bundle.h"
@@ -20,6 +21,7 @@
 #include "runtime/driver.h"
 #include "runtime/raw_cuda.h"
 #include "search/cost_model.h"
+#include "search/cost_model_training.h"
 #include "search/features.h"
 #include "search/optimize.h"
 #ifdef KFORGE_HAVE_SERVER
@@ -102,43 +104,26 @@ int cmd_optimize(const OptimizeArgs& a) {
 
 // Fits the cost model to every correct measurement of the database, holding out whole tasks to report how
 // well it ranks candidates of tasks it has not seen.
-int cmd_train_costmodel(const std::string& db_path, const std::string& out, const std::string& gpu, double holdout) {
+int cmd_train_costmodel(const std::string& db_path, const std::string& out, const std::string& gpu, int folds,
+                        const std::string& objective) {
   MeasurementDB db(db_path);
   auto rows = db.training_rows(gpu);
   if (rows.size() < 10) throw UserError(db_path + " has " + std::to_string(rows.size()) + " usable measurements; measure more first (kforge optimize)");
-  std::map<std::string, TaskFeatures> tasks;
-  std::vector<std::vector<double>> x, train, test;
-  std::vector<double> y, train_y, test_y;
-  std::vector<std::string> test_task;
-  for (auto& r : rows) {
-    Graph g = graph_from_json(nlohmann::json::parse(r.graph_json));
-    if (!tasks.count(r.graph_hash)) tasks[r.graph_hash] = task_features(g, {});
-    x.push_back(feature_vector(tasks[r.graph_hash], plan_features(g, schedule_from_json(nlohmann::json::parse(r.schedule_json)))));
-    y.push_back(std::log(r.median_ms));
-    bool held = double(std::stoull(r.graph_hash.substr(0, 8), nullptr, 16) % 1000) < holdout * 1000;  // whole tasks
-    (held ? test : train).push_back(x.back());
-    (held ? test_y : train_y).push_back(y.back());
-    if (held) test_task.push_back(r.graph_hash);
+  if (objective != "pairwise" && objective != "regression") throw UserError("--objective must be pairwise or regression, not '" + objective + "'");
+  TrainOptions opts{.objective = objective == "pairwise" ? CostObjective::pairwise : CostObjective::regression};
+  std::vector<CostSample> samples = cost_samples(rows);
+  std::set<std::string> tasks;
+  for (auto& s : samples) tasks.insert(s.task);
+  if (folds > 1 && int(tasks.size()) >= folds) {
+    CostModelScore cv = cross_validate(samples, folds, opts);
+    std::printf("%d-fold cross-validation by task (%s objective), %d tasks: rank correlation within a task %.3f; "
+                "best of the first %d candidates over each task's best measured plan (mean over %d tasks): the model's "
+                "top %.3f, search order (half random) %.3f, random %.3f\n",
+                folds, objective.c_str(), cv.tasks, cv.rank_correlation, cv.k, cv.top_k_tasks, cv.top_k_fraction,
+                cv.search_k_fraction, cv.random_k_fraction);
   }
-  if (!train.empty() && !test.empty()) {
-    auto pred = train_boosted_cost_model(train, train_y, {})->predict(test);
-    // What the model is for: ranking one task's candidates. Pooled over tasks, the correlation mostly says
-    // whether it orders the tasks themselves by size.
-    std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> per_task;
-    for (size_t i = 0; i < test.size(); ++i) {
-      per_task[test_task[i]].first.push_back(pred[i]);
-      per_task[test_task[i]].second.push_back(test_y[i]);
-    }
-    double sum = 0;
-    int counted = 0;
-    for (auto& [task, py] : per_task)
-      if (py.first.size() >= 3) sum += rank_correlation(py.first, py.second), ++counted;
-    std::printf("held-out: %zu measurements of %zu tasks never trained on; rank correlation within a task %.3f "
-                "(mean over %d tasks), pooled %.3f\n", test.size(), per_task.size(), counted ? sum / counted : 0.0,
-                counted, rank_correlation(pred, test_y));
-  }
-  save_cost_model(*train_boosted_cost_model(x, y, {}), out);  // the saved model learns from every task
-  std::printf("trained on %zu measurements of %zu tasks -> %s\n", rows.size(), tasks.size(), out.c_str());
+  save_cost_model(*train_cost_model(samples, opts), out);  // the saved model learns from every task
+  std::printf("trained on %zu measurements of %zu tasks -> %s\n", samples.size(), tasks.size(), out.c_str());
   return 0;
 }
 
@@ -246,13 +231,14 @@ int main(int argc, char** argv) {
                                  "from a measurement database (--from-db); python -m kforge.train, --help there");
   trn->prefix_command();
 
-  std::string train_db = "kforge.db", model_out = "costmodel.json", train_gpu;
-  double holdout = 0.25;
+  std::string train_db = "kforge.db", model_out = "costmodel.json", train_gpu, objective = "pairwise";
+  int folds = 4;
   auto* tcm = app.add_subcommand("train-costmodel", "fit the cost model to the measurement database");
   tcm->add_option("--db", train_db, "measurement database");
   tcm->add_option("-o,--out", model_out, "model file");
   tcm->add_option("--gpu", train_gpu, "only measurements from this GPU (name as the database records it)");
-  tcm->add_option("--holdout", holdout, "fraction of tasks held out to report ranking quality");
+  tcm->add_option("--folds", folds, "cross-validate over this many folds of whole tasks first (0: skip)");
+  tcm->add_option("--objective", objective, "pairwise (rank one task's plans; default) or regression (log ms)");
 
   std::string bundle, plan;
   auto* exp = app.add_subcommand("export", "write a drop-in ModelNew Python file for a plan");
@@ -323,7 +309,7 @@ int main(int argc, char** argv) {
       std::cout << abi_header(load_graph(bundle));
       return 0;
     }
-    if (*tcm) return cmd_train_costmodel(train_db, model_out, train_gpu, holdout);
+    if (*tcm) return cmd_train_costmodel(train_db, model_out, train_gpu, folds, objective);
     if (*trn) return python_status("train", trn->remaining());
     if (*syn) {
       run_python("synth", syn->remaining());

@@ -3,10 +3,34 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <random>
 
 #include "ir/error.h"
 
 namespace kforge {
+
+std::vector<size_t> search_order(const std::vector<double>& scores, uint64_t seed) {
+  std::vector<size_t> by_score(scores.size());
+  std::iota(by_score.begin(), by_score.end(), 0);
+  std::stable_sort(by_score.begin(), by_score.end(), [&](size_t a, size_t b) { return scores[a] < scores[b]; });
+  std::mt19937_64 rng(seed);
+  std::vector<bool> taken(scores.size(), false);
+  std::vector<size_t> order, left;
+  size_t next = 0;
+  while (order.size() < scores.size()) {
+    if (order.size() % 2 == 0) {
+      while (taken[by_score[next]]) ++next;
+      order.push_back(by_score[next]);
+    } else {
+      left.clear();
+      for (size_t i = 0; i < scores.size(); ++i)
+        if (!taken[i]) left.push_back(i);
+      order.push_back(left[std::uniform_int_distribution<size_t>(0, left.size() - 1)(rng)]);
+    }
+    taken[order.back()] = true;
+  }
+  return order;
+}
 
 double rank_correlation(const std::vector<double>& a, const std::vector<double>& b) {
   KF_ASSERT(a.size() == b.size(), "rank_correlation of series of different lengths");

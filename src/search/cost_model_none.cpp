@@ -10,7 +10,7 @@ namespace {
 
 bool boosted_cost_model_available() { return false; }
 std::unique_ptr<CostModel> train_boosted_cost_model(const std::vector<std::vector<double>>&, const std::vector<double>&,
-                                                    const TrainOptions&) { missing(); }
+                                                    const TrainOptions&, const std::vector<unsigned>&) { missing(); }
 std::unique_ptr<CostModel> load_boosted_cost_model(const std::string&) { missing(); }
 void save_cost_model(const CostModel&, const std::string&) { missing(); }
 

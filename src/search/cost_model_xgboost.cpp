@@ -2,6 +2,7 @@
 #include <xgboost/c_api.h>
 
 #include <fstream>
+#include <numeric>
 #include <nlohmann/json.hpp>
 
 #include "ir/error.h"
@@ -30,9 +31,11 @@ DMatrixHandle matrix(const std::vector<std::vector<double>>& rows) {
   return m;
 }
 
+const char* objective_name(CostObjective o) { return o == CostObjective::pairwise ? "rank:pairwise" : "reg:squarederror"; }
+
 class BoostedCostModel : public CostModel {
  public:
-  explicit BoostedCostModel(BoosterHandle b) : booster_(b) {}
+  BoostedCostModel(BoosterHandle b, CostObjective objective) : booster_(b), objective_(objective) {}
   ~BoostedCostModel() override { XGBoosterFree(booster_); }
   std::vector<double> predict(const std::vector<std::vector<double>>& rows) const override {
     if (rows.empty()) return {};
@@ -43,12 +46,16 @@ class BoostedCostModel : public CostModel {
     std::vector<double> p(out, out + (rc == 0 ? n : 0));
     XGDMatrixFree(m);
     check(rc, "predict");
+    if (objective_ == CostObjective::pairwise)
+      for (double& v : p) v = -v;  // trained on -log ms as relevance: higher was faster
     return p;
   }
   BoosterHandle handle() const { return booster_; }
+  CostObjective objective() const { return objective_; }
 
  private:
   BoosterHandle booster_;
+  CostObjective objective_;
 };
 
 }  // namespace
@@ -56,30 +63,38 @@ class BoostedCostModel : public CostModel {
 bool boosted_cost_model_available() { return true; }
 
 std::unique_ptr<CostModel> train_boosted_cost_model(const std::vector<std::vector<double>>& rows,
-                                                    const std::vector<double>& log_ms, const TrainOptions& o) {
+                                                    const std::vector<double>& log_ms, const TrainOptions& o,
+                                                    const std::vector<unsigned>& groups) {
   if (rows.empty() || rows.size() != log_ms.size()) throw UserError("cost model: no training rows (or rows and targets differ in count)");
+  const bool pairwise = o.objective == CostObjective::pairwise;
+  if (pairwise && std::accumulate(groups.begin(), groups.end(), size_t(0)) != rows.size())
+    throw UserError("cost model: the task groups cover " + std::to_string(std::accumulate(groups.begin(), groups.end(), size_t(0))) +
+                    " rows of " + std::to_string(rows.size()));
   DMatrixHandle m = matrix(rows);
-  std::vector<float> y(log_ms.begin(), log_ms.end());
+  std::vector<float> y;
+  for (double v : log_ms) y.push_back(float(pairwise ? -v : v));
   check(XGDMatrixSetFloatInfo(m, "label", y.data(), y.size()), "labels");
+  if (pairwise) check(XGDMatrixSetUIntInfo(m, "group", groups.data(), groups.size()), "groups");
   BoosterHandle b;
   check(XGBoosterCreate(&m, 1, &b), "create");
   auto set = [&](const char* k, const std::string& v) { check(XGBoosterSetParam(b, k, v.c_str()), k); };
-  set("objective", "reg:squarederror");
+  set("objective", objective_name(o.objective));
   set("max_depth", std::to_string(o.max_depth));
   set("eta", std::to_string(o.learning_rate));
   set("seed", std::to_string(o.seed));
   set("nthread", "1");  // deterministic and small: training sets are thousands of rows
   for (int i = 0; i < o.rounds; ++i) check(XGBoosterUpdateOneIter(b, i, m), "update");
   XGDMatrixFree(m);
-  return std::make_unique<BoostedCostModel>(b);
+  return std::make_unique<BoostedCostModel>(b, o.objective);
 }
 
 void save_cost_model(const CostModel& model, const std::string& path) {
   auto* bm = dynamic_cast<const BoostedCostModel*>(&model);
   if (!bm) throw UserError("cost model: only boosted models can be saved");
   check(XGBoosterSaveModel(bm->handle(), (path + ".ubj").c_str()), "save");
-  std::ofstream(path) << nlohmann::json{{"kind", "xgboost"}, {"version", 1}, {"target", "log_native_ms"},
-                                        {"features", feature_names()}, {"model", path + ".ubj"}}.dump(2) << "\n";
+  std::ofstream(path) << nlohmann::json{{"kind", "xgboost"}, {"version", 2}, {"objective", objective_name(bm->objective())},
+                                        {"target", "log_native_ms"}, {"features", feature_names()},
+                                        {"model", path + ".ubj"}}.dump(2) << "\n";
 }
 
 std::unique_ptr<CostModel> load_boosted_cost_model(const std::string& path) {
@@ -89,6 +104,10 @@ std::unique_ptr<CostModel> load_boosted_cost_model(const std::string& path) {
   if (meta.is_discarded() || meta.value("kind", "") != "xgboost") throw UserError(path + " is not a kforge cost model");
   if (meta["features"].get<std::vector<std::string>>() != feature_names())
     throw UserError("cost model " + path + " was trained on another feature layout; retrain it (kforge train-costmodel)");
+  // Version 1 models (before the objective was recorded) are regressions.
+  const std::string objective = meta.value("objective", objective_name(CostObjective::regression));
+  if (objective != objective_name(CostObjective::regression) && objective != objective_name(CostObjective::pairwise))
+    throw UserError("cost model " + path + " has an unknown objective '" + objective + "'");
   BoosterHandle b;
   check(XGBoosterCreate(nullptr, 0, &b), "create");
   int rc = XGBoosterLoadModel(b, meta["model"].get<std::string>().c_str());
@@ -96,7 +115,8 @@ std::unique_ptr<CostModel> load_boosted_cost_model(const std::string& path) {
     XGBoosterFree(b);
     check(rc, "load");
   }
-  return std::make_unique<BoostedCostModel>(b);
+  return std::make_unique<BoostedCostModel>(
+      b, objective == objective_name(CostObjective::pairwise) ? CostObjective::pairwise : CostObjective::regression);
 }
 
 }  // namespace kforge

@@ -14,8 +14,6 @@
 #include "search/measure.h"
 #include "search/proposer.h"
 
-#include <numeric>
-
 namespace kforge {
 
 namespace {
@@ -49,21 +47,17 @@ Policy policy_from_string(const std::string& s) {
 }
 
 namespace {
-// Many distinct proposals around the default, ordered by the model's predicted time.
+// Many distinct proposals around the default, in the model's search order (best-scored first, half explored).
 std::vector<Schedule> ranked_by_model(const Graph& graph, ScheduleProposer& proposer, const CostModel& model, int count,
-                                      double copy_gbs) {
+                                      double copy_gbs, uint64_t seed) {
   std::vector<Schedule> pool;
   for (int k = 0; k < count; ++k)
     if (auto s = proposer.next(Schedule{})) pool.push_back(*s);
   TaskFeatures t = task_features(graph, {copy_gbs, 132});
   std::vector<std::vector<double>> rows;
   for (auto& s : pool) rows.push_back(feature_vector(t, plan_features(graph, s)));
-  std::vector<double> pred = model.predict(rows);
-  std::vector<size_t> order(pool.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return pred[a] < pred[b]; });
   std::vector<Schedule> out;
-  for (size_t i : order) out.push_back(pool[i]);
+  for (size_t i : search_order(model.predict(rows), seed)) out.push_back(pool[i]);
   return out;
 }
 }  // namespace
@@ -93,7 +87,7 @@ std::vector<Schedule> opening_candidates(const Graph& graph, Policy& policy, con
   if (opts.openings) queue = hand_written_openings(graph);
   if (policy == Policy::costmodel) {
     auto model = load_boosted_cost_model(opts.cost_model);
-    for (auto& s : ranked_by_model(graph, proposer, *model, 16 * opts.budget, copy_gbs)) queue.push_back(s);
+    for (auto& s : ranked_by_model(graph, proposer, *model, 16 * opts.budget, copy_gbs, opts.seed)) queue.push_back(s);
   }
   return queue;
 }

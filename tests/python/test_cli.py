@@ -95,8 +95,11 @@ def test_train_costmodel_from_a_measurement_database(tmp_path):
                 ms = 0.01 * (t + 1) * (1 + abs(math.log2(block) - 8) / 4) * (1 + 0.01 * rng.random())
                 c.execute("INSERT INTO measurements (task, graph_hash, schedule, compiled, strict, relaxed, median_ms, gpu)"
                           " VALUES (?, ?, ?, 1, 1, 1, ?, 'H200')", (f"t{t}", h, json.dumps(sched), ms))
-    r = kforge("train-costmodel", "--db", db, "-o", tmp_path / "model.json", "--holdout", "0.3")
+    r = kforge("train-costmodel", "--db", db, "-o", tmp_path / "model.json", "--folds", "4")
     assert r.returncode == 0, r.stderr
+    assert "4-fold cross-validation by task (pairwise objective), 8 tasks" in r.stdout
     assert "trained on 96 measurements of 8 tasks" in r.stdout
     meta = json.loads((tmp_path / "model.json").read_text())
-    assert meta["kind"] == "xgboost" and "plan.mean_block" in meta["features"]
+    assert meta["kind"] == "xgboost" and "plan.mean_block" in meta["features"] and meta["objective"] == "rank:pairwise"
+    r = kforge("train-costmodel", "--db", db, "-o", tmp_path / "model.json", "--objective", "mse")
+    assert r.returncode == 2 and "--objective must be pairwise or regression" in r.stderr

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <random>
+#include <set>
 
 #include "common/scratch_path.h"
 #include "codegen/lower.h"
@@ -9,6 +10,7 @@
 #include "common/synthetic_times.h"
 #include "ir/error.h"
 #include "search/cost_model.h"
+#include "search/cost_model_training.h"
 #include "search/features.h"
 #include "search/proposer.h"
 
@@ -21,12 +23,11 @@ TEST(CostModel, RankCorrelation) {
   EXPECT_NEAR(rank_correlation({1, 2, 3, 4}, {1, 1, 2, 2}), 0.894, 1e-3);  // ties share ranks
 }
 
-TEST(CostModel, LearnsToRankSchedulesItHasNotSeen) {
-  if (!boosted_cost_model_available()) GTEST_SKIP() << "built without XGBoost";
+// Synthetic measurements (synthetic_times.h) of every sample graph: a task per graph, the default and 12
+// proposals each.
+std::vector<CostSample> synthetic_samples() {
   std::mt19937_64 rng(3);
-  std::vector<std::vector<double>> train_rows, test_rows;
-  std::vector<double> train_y, test_y;
-  std::vector<size_t> test_task;
+  std::vector<CostSample> out;
   auto samples = testing::sample_graphs();
   for (size_t i = 0; i < samples.size(); ++i) {
     Graph g = graph_from_json(samples[i].graph);
@@ -35,35 +36,75 @@ TEST(CostModel, LearnsToRankSchedulesItHasNotSeen) {
     std::vector<Schedule> schedules = {Schedule{}};
     for (int k = 0; k < 12; ++k)
       if (auto s = proposer.next(Schedule{})) schedules.push_back(*s);
-    bool held_out = i % 4 == 0;  // whole tasks held out: transfer, not memorisation
     for (auto& s : schedules) {
       PlanFeatures p = plan_features(g, s);
-      (held_out ? test_rows : train_rows).push_back(feature_vector(t, p));
-      (held_out ? test_y : train_y).push_back(testing::synthetic_log_ms(t, p, rng));
-      if (held_out) test_task.push_back(i);
+      out.push_back({samples[i].name, feature_vector(t, p), testing::synthetic_log_ms(t, p, rng)});
     }
   }
-  auto model = train_boosted_cost_model(train_rows, train_y, {});
-  auto pred = model->predict(test_rows);
-  EXPECT_GT(rank_correlation(pred, test_y), 0.8);
-  // What search needs: the order of one unseen task's candidates.
-  double sum = 0;
-  int tasks = 0;
-  for (size_t i = 0; i < test_task.size();) {
-    size_t e = i;
-    std::vector<double> p, y;
-    while (e < test_task.size() && test_task[e] == test_task[i]) p.push_back(pred[e]), y.push_back(test_y[e]), ++e;
-    sum += rank_correlation(p, y);
-    ++tasks;
-    i = e;
-  }
-  EXPECT_GT(sum / tasks, 0.7) << "mean within-task rank correlation over " << tasks << " held-out tasks";
+  return out;
+}
 
+TEST(CostModel, LearnsToRankSchedulesOfTasksItHasNotSeen) {
+  if (!boosted_cost_model_available()) GTEST_SKIP() << "built without XGBoost";
+  std::vector<CostSample> samples = synthetic_samples();
+  for (auto objective : {CostObjective::pairwise, CostObjective::regression}) {
+    CostModelScore cv = cross_validate(samples, 4, {.objective = objective}, 4);
+    EXPECT_GT(cv.tasks, 20);
+    // What search needs: the order of one unseen task's candidates.
+    EXPECT_GT(cv.rank_correlation, 0.6) << "objective " << int(objective);
+    EXPECT_GT(cv.top_k_tasks, 0);
+    EXPECT_GE(cv.top_k_fraction, cv.random_k_fraction) << "objective " << int(objective);
+  }
+  EXPECT_THROW(cross_validate(std::vector<CostSample>(samples.begin(), samples.begin() + 13), 4, {}), UserError);
+
+  // Saved and loaded, a pairwise model gives the same scores, still lower for faster plans.
+  auto model = train_cost_model(samples, {});
+  std::vector<std::vector<double>> rows;
+  for (auto& s : samples) rows.push_back(s.features);
+  auto pred = model->predict(rows);
   std::string path = testing::scratch_path("kforge-cost-model.json");
   save_cost_model(*model, path);
   auto loaded = load_boosted_cost_model(path);
-  EXPECT_EQ(loaded->predict(test_rows), pred);
+  EXPECT_EQ(loaded->predict(rows), pred);
+  std::vector<double> y;
+  for (auto& s : samples) y.push_back(s.log_ms);
+  EXPECT_GT(rank_correlation(pred, y), 0.0);  // a sign flip would make this strongly negative
   EXPECT_THROW(model->predict({{1.0, 2.0}}), UserError);  // wrong layout is refused, not misread
+}
+
+TEST(CostModel, PairwiseTrainingNeedsTheTaskGroups) {
+  if (!boosted_cost_model_available()) GTEST_SKIP() << "built without XGBoost";
+  std::vector<CostSample> samples = synthetic_samples();
+  std::vector<std::vector<double>> rows = {samples[0].features, samples[1].features};
+  EXPECT_THROW(train_boosted_cost_model(rows, {0.0, 1.0}, {}, {1}), UserError);
+  EXPECT_NO_THROW(train_boosted_cost_model(rows, {0.0, 1.0}, {.objective = CostObjective::regression}));
+}
+
+TEST(CostModel, SearchOrderTakesTheBestScoredFirstAndExploresEveryOtherSlot) {
+  std::vector<double> scores = {5, 1, 4, 2, 3, 0, 6, 7};
+  std::vector<size_t> order = search_order(scores, 7);
+  ASSERT_EQ(order.size(), scores.size());
+  EXPECT_EQ(std::set<size_t>(order.begin(), order.end()).size(), scores.size());  // a permutation
+  EXPECT_EQ(order[0], 5u);  // score 0
+  for (size_t i = 2; i < order.size(); i += 2)  // the model's slots: the best-scored not taken yet
+    for (size_t j = i; j < order.size(); ++j) EXPECT_LE(scores[order[i]], scores[order[j]]) << "slot " << i;
+  EXPECT_EQ(search_order(scores, 7), order);
+}
+
+TEST(CostModel, ExpectedBestOfARandomDrawMatchesEnumeration) {
+  std::vector<double> log_ms = {0.0, 0.5, 0.1, 2.0, 1.0};
+  for (int k = 1; k <= 5; ++k) {
+    double sum = 0;
+    int draws = 0;
+    for (int mask = 0; mask < 32; ++mask) {
+      if (__builtin_popcount(unsigned(mask)) != k) continue;
+      double best = 1e9;
+      for (int i = 0; i < 5; ++i)
+        if (mask & (1 << i)) best = std::min(best, log_ms[size_t(i)]);
+      sum += std::exp(0.0 - best), ++draws;
+    }
+    EXPECT_NEAR(expected_random_k_fraction(log_ms, k), sum / draws, 1e-12) << "k = " << k;
+  }
 }
 
 }  // namespace
