@@ -1,8 +1,9 @@
 """`python -m kforge.kbtime BUNDLE PLAN_JSON -o OUT.json`
 
-Checks a kforge plan against eager PyTorch on a fresh input draw, then times eager, torch.compile and the plan
-side by side in one process under the kb protocol. Writes
-{"eager": Stats, "compile": Stats, "kforge": Stats, "check": {"strict", "relaxed", "max_abs_err"}}."""
+Checks a kforge plan against eager PyTorch on a fresh input draw (and the baselines' own outputs, as they are
+timed, against the same exact reference), then times eager, torch.compile and the plan side by side in one
+process under the kb protocol. Writes {"eager": Stats, "compile": Stats, "kforge": Stats,
+"check": {"strict", "relaxed", "max_abs_err"}, "baseline_tiers": {"eager", "compile": "strict"|"relaxed"|"none"}}."""
 import argparse
 import json
 import math
@@ -56,8 +57,9 @@ def kbtime(bundle, plan_path) -> dict:
 
 
 def check_and_time(problem, model, compiled, kforge: KforgeFunction, params, inputs, tolerance: dict) -> dict:
-    """The kb protocol for a plan: checked against eager on a fresh draw (poisoned outputs), then eager,
-    torch.compile and kforge timed side by side on `inputs`. Returns {eager, compile, kforge: Stats, check}."""
+    """The kb protocol for a plan: checked against eager on a fresh draw (poisoned outputs), the baselines' own
+    tiers on that draw (baseline_tiers), then eager, torch.compile and kforge timed side by side on `inputs`.
+    Returns {eager, compile, kforge: Stats, check, baseline_tiers}."""
     fresh = [t.contiguous() for t in problem.draw_inputs(random_seed(), "cuda")]  # the plan reads dense memory
     expected = run_model(model, fresh)
     with torch.no_grad():

@@ -114,16 +114,22 @@ int cmd_train_costmodel(const std::string& db_path, const std::string& out, cons
   std::vector<CostSample> samples = cost_samples(rows);
   std::set<std::string> tasks;
   for (auto& s : samples) tasks.insert(s.task);
-  if (folds > 1 && int(tasks.size()) >= folds) {
+  if (folds > 1 && int(tasks.size()) < folds) {
+    std::printf("no cross-validation: %zu tasks, fewer than --folds %d\n", tasks.size(), folds);
+  } else if (folds > 1) {
     CostModelScore cv = cross_validate(samples, folds, opts);
-    std::printf("%d-fold cross-validation by task (%s objective), %d tasks: rank correlation within a task %.3f; "
-                "best of the first %d candidates over each task's best measured plan (mean over %d tasks): the model's "
-                "top %.3f, search order (half random) %.3f, random %.3f\n",
-                folds, objective.c_str(), cv.tasks, cv.rank_correlation, cv.k, cv.top_k_tasks, cv.top_k_fraction,
-                cv.search_k_fraction, cv.random_k_fraction);
+    std::printf("%d-fold cross-validation by task (%s objective), %d tasks: rank correlation within a task %.3f\n", folds,
+                objective.c_str(), cv.tasks, cv.rank_correlation);
+    if (cv.top_k_tasks)
+      std::printf("best of the first %d candidates over each task's best measured plan (mean over %d tasks with more than "
+                  "%d plans): the model's top %.3f, search order (half random) %.3f, random %.3f\n",
+                  cv.k, cv.top_k_tasks, 2 * cv.k, cv.top_k_fraction, cv.search_k_fraction, cv.random_k_fraction);
+    else
+      std::printf("best of the first %d candidates: n/a (no task has more than %d measured plans)\n", cv.k, 2 * cv.k);
   }
   save_cost_model(*train_cost_model(samples, opts), out);  // the saved model learns from every task
-  std::printf("trained on %zu measurements of %zu tasks -> %s\n", samples.size(), tasks.size(), out.c_str());
+  std::printf("trained on %zu distinct plans (%zu measurements) of %zu tasks -> %s\n", samples.size(), rows.size(),
+              tasks.size(), out.c_str());
   return 0;
 }
 

@@ -66,6 +66,13 @@ std::vector<KernelGroup> kernel_groups(const Graph& graph, bool fuse_rows) {
   return partition(prim, fuse_rows).groups;
 }
 
+Schedule explicit_schedule(const Graph& graph, const Schedule& s) {
+  Schedule out = s;
+  out.kernels.clear();
+  for (const KernelGroup& g : kernel_groups(graph, s.fuse_rows)) out.kernels[g.key] = schedule_for(s, g);
+  return out;
+}
+
 Plan lower(const Graph& graph, const Schedule& schedule, const LowerOptions& opts) {
   Graph prim = primitive_graph(graph);
   Partition part = partition(prim, schedule.fuse_rows);

@@ -21,6 +21,10 @@ Graph primitive_graph(const Graph& graph);
 // The kernel groups `graph` splits into under `fuse_rows` (for search: each group's schedule space).
 std::vector<KernelGroup> kernel_groups(const Graph& graph, bool fuse_rows);
 
+// `s` with every kernel group's schedule written out (defaults included): what a measurement records, so
+// that a later change of the hand-written defaults cannot relabel it. Throws UserError as schedule_for.
+Schedule explicit_schedule(const Graph& graph, const Schedule& s);
+
 // Stable 64-bit FNV-1a hash of a string, as 16 hex digits (graph and source keys).
 std::string stable_hash(const std::string& s);
 

@@ -262,9 +262,11 @@ KernelSchedule default_schedule(const KernelGroup& g) {
       // along the contiguous axis is read coalesced only by a block walking it together; one thread per such
       // line strides by the line's length (held-out run 6.2 of docs/NOTES.md, 18672 lines of 301: a thread per
       // line 0.164 ms, a 512-thread block per line 0.064 ms). Only lines of a few elements share their sectors
-      // between neighbouring threads. Lines up to 1024 get a 128-thread block and enough items to cover them.
+      // between neighbouring threads. Lines up to 1024 get a 128-thread block and enough items to cover them
+      // (not yet measured: run 6.2 measured 512 x 2 on its 301-long lines).
       const int64_t length = row_length(g);
-      const bool contiguous = !keeps_innermost(g) && length >= 64;
+      // A line too long for one thread (kMaxSerial) gets a block whatever its axis.
+      const bool contiguous = (!keeps_innermost(g) && length >= 64) || length > kMaxSerial;
       ks.strategy = contiguous ? Strategy::block : Strategy::thread;
       ks.block = contiguous && length > 1024 ? 512 : 128;
       ks.items = 1;

@@ -202,8 +202,10 @@ PYBIND11_MODULE(_core, m) {
     CurveOptions o{.candidates = candidates, .reference = candidates, .policies = policies,
                    .search = {.cost_model = cost_model, .checkpoint = checkpoint, .seed = seed}};
     nlohmann::json out = nlohmann::json::object();
-    for (auto& [name, seq] : candidate_sequences(graph_from_json(nlohmann::json::parse(graph_json)), o, copy_gbs))
+    for (auto& [name, seq] : candidate_sequences(graph_from_json(nlohmann::json::parse(graph_json)), o, copy_gbs)) {
+      out[name] = nlohmann::json::array();
       for (auto& s : seq) out[name].push_back(to_json(s));
+    }
     return out.dump();
   }, py::arg("graph_json"), py::arg("candidates"), py::arg("policies"), py::arg("checkpoint") = "",
      py::arg("cost_model") = "", py::arg("seed") = 1, py::arg("copy_gbs") = 4000.0,

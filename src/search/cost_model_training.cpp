@@ -46,24 +46,37 @@ double expected_random_k_fraction(std::vector<double> log_ms, int k) {
   double p = double(k) / double(n), sum = 0;
   for (size_t i = 0; i + size_t(k) <= n; ++i) {
     sum += p * std::exp(log_ms[0] - log_ms[i]);
-    p *= double(n - i - size_t(k)) / double(n - i - 1);
+    if (i + size_t(k) < n) p *= double(n - i - size_t(k)) / double(n - i - 1);
   }
   return sum;
 }
 
 std::vector<CostSample> cost_samples(const std::vector<MeasurementDB::TrainingRow>& rows) {
-  std::map<std::string, std::pair<Graph, TaskFeatures>> tasks;
+  std::map<std::string, std::pair<Graph, TaskFeatures>> graphs;
+  std::map<std::pair<std::string, std::string>, size_t> seen;  // (task, schedule) -> sample
   std::vector<CostSample> out;
+  std::vector<int> repeats;
   for (auto& r : rows) {
-    auto it = tasks.find(r.graph_hash);
-    if (it == tasks.end()) {
+    // A task is a graph on one GPU: times from two GPUs are not one ranking.
+    const std::string task = r.gpu.empty() ? r.graph_hash : r.graph_hash + "@" + r.gpu;
+    auto [at, fresh] = seen.try_emplace({task, r.schedule_json}, out.size());
+    if (!fresh) {  // a plan measured again: one sample, its mean log time (search counts distinct plans too)
+      CostSample& c = out[at->second];
+      int& n = repeats[at->second];
+      c.log_ms = (c.log_ms * n + std::log(r.median_ms)) / (n + 1);
+      ++n;
+      continue;
+    }
+    auto it = graphs.find(r.graph_hash);
+    if (it == graphs.end()) {
       Graph g = graph_from_json(nlohmann::json::parse(r.graph_json));
       TaskFeatures t = task_features(g, {});
-      it = tasks.emplace(r.graph_hash, std::pair{std::move(g), t}).first;
+      it = graphs.emplace(r.graph_hash, std::pair{std::move(g), t}).first;
     }
-    auto& [graph, task] = it->second;
-    out.push_back({r.graph_hash, feature_vector(task, plan_features(graph, schedule_from_json(nlohmann::json::parse(r.schedule_json)))),
+    auto& [graph, features] = it->second;
+    out.push_back({task, feature_vector(features, plan_features(graph, schedule_from_json(nlohmann::json::parse(r.schedule_json)))),
                    std::log(r.median_ms)});
+    repeats.push_back(1);
   }
   return out;
 }

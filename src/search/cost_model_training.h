@@ -1,5 +1,6 @@
-// Training and judging the cost model on the measurement database: one sample per correct measurement,
-// grouped by task (the graph's hash), since ranking one task's candidates is what the model is for.
+// Training and judging the cost model on the measurement database: one sample per distinct plan of a task
+// (a graph on one GPU; repeated measurements averaged in log time), grouped by task, since ranking one
+// task's candidates is what the model is for.
 // Judged by k-fold cross-validation over whole tasks (transfer, not memorisation): the rank correlation of
 // predicted and measured times within a task, and what search gets from it, the share of a task's best
 // measured speed that the model's top k candidates reach.
@@ -14,7 +15,7 @@
 namespace kforge {
 
 struct CostSample {
-  std::string task;               // graph hash
+  std::string task;               // graph hash, and @GPU where the database names one
   std::vector<double> features;   // feature_vector(task, plan)
   double log_ms = 0;
 };

@@ -92,22 +92,31 @@ void save_cost_model(const CostModel& model, const std::string& path) {
   auto* bm = dynamic_cast<const BoostedCostModel*>(&model);
   if (!bm) throw UserError("cost model: only boosted models can be saved");
   check(XGBoosterSaveModel(bm->handle(), (path + ".ubj").c_str()), "save");
-  std::ofstream(path) << nlohmann::json{{"kind", "xgboost"}, {"version", 2}, {"objective", objective_name(bm->objective())},
-                                        {"target", "log_native_ms"}, {"features", feature_names()},
-                                        {"model", path + ".ubj"}}.dump(2) << "\n";
+  // A pairwise model's kind differs from a regression's: a kforge from before pairwise models (which knows
+  // "xgboost" only) refuses it instead of reading its scores the wrong way round.
+  const bool pairwise = bm->objective() == CostObjective::pairwise;
+  int major = 0, minor = 0, patch = 0;
+  XGBoostVersion(&major, &minor, &patch);
+  std::ofstream(path) << nlohmann::json{{"kind", pairwise ? "xgboost-pairwise" : "xgboost"}, {"version", 2},
+                                        {"objective", objective_name(bm->objective())},
+                                        {"target", pairwise ? "negated ranking score, within one task" : "log_native_ms"},
+                                        {"xgboost", std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch)},
+                                        {"features", feature_names()}, {"model", path + ".ubj"}}.dump(2) << "\n";
 }
 
 std::unique_ptr<CostModel> load_boosted_cost_model(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw UserError("cannot read cost model " + path);
   nlohmann::json meta = nlohmann::json::parse(in, nullptr, false);
-  if (meta.is_discarded() || meta.value("kind", "") != "xgboost") throw UserError(path + " is not a kforge cost model");
+  const std::string kind = meta.is_discarded() ? "" : meta.value("kind", "");
+  if (kind != "xgboost" && kind != "xgboost-pairwise") throw UserError(path + " is not a kforge cost model");
+  if (meta.value("version", 1) > 2) throw UserError("cost model " + path + " is of a newer format (version " + meta["version"].dump() + "); update kforge");
   if (meta["features"].get<std::vector<std::string>>() != feature_names())
     throw UserError("cost model " + path + " was trained on another feature layout; retrain it (kforge train-costmodel)");
   // Version 1 models (before the objective was recorded) are regressions.
   const std::string objective = meta.value("objective", objective_name(CostObjective::regression));
-  if (objective != objective_name(CostObjective::regression) && objective != objective_name(CostObjective::pairwise))
-    throw UserError("cost model " + path + " has an unknown objective '" + objective + "'");
+  if (objective != objective_name(kind == "xgboost-pairwise" ? CostObjective::pairwise : CostObjective::regression))
+    throw UserError("cost model " + path + ": kind '" + kind + "' with objective '" + objective + "'");
   BoosterHandle b;
   check(XGBoosterCreate(nullptr, 0, &b), "create");
   int rc = XGBoosterLoadModel(b, meta["model"].get<std::string>().c_str());

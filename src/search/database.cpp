@@ -75,14 +75,14 @@ void MeasurementDB::record_task(const std::string& graph_hash, const std::string
 }
 
 std::vector<MeasurementDB::TrainingRow> MeasurementDB::training_rows(const std::string& gpu) {
-  Stmt st(db_, "SELECT m.graph_hash, t.graph, m.schedule, m.median_ms, m.reward FROM measurements m JOIN tasks t ON "
+  Stmt st(db_, "SELECT m.graph_hash, t.graph, m.schedule, m.median_ms, m.reward, m.gpu FROM measurements m JOIN tasks t ON "
                "m.graph_hash = t.graph_hash WHERE m.relaxed = 1 AND m.median_ms > 0 AND (? = '' OR m.gpu = ?) ORDER BY m.id");
   st.text(1, gpu);
   st.text(2, gpu);
   std::vector<TrainingRow> rows;
   while (sqlite3_step(st.s) == SQLITE_ROW)
     rows.push_back({st.col_text(0), st.col_text(1), st.col_text(2), sqlite3_column_double(st.s, 3),
-                    sqlite3_column_double(st.s, 4)});
+                    sqlite3_column_double(st.s, 4), st.col_text(5)});
   return rows;
 }
 

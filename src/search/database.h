@@ -32,6 +32,7 @@ class MeasurementDB {
   struct TrainingRow {
     std::string graph_hash, graph_json, schedule_json;
     double median_ms = 0, reward = 0;
+    std::string gpu;
   };
   // Every correct measurement whose task graph is known, for the cost model.
   std::vector<TrainingRow> training_rows(const std::string& gpu = "");

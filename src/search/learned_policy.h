@@ -61,8 +61,8 @@ class LearnedPolicy {
   // > 0 each decision is, with that probability, a uniform draw among its legal candidates instead (the
   // episode's log_prob stays the policy's own: such samples are for search, not for PPO's ratio).
   Episode sample(const Graph& graph, const GpuInfo& gpu, bool greedy = false, double explore = 0.0);
-  // Up to `count` distinct schedules for search: the greedy plan first, then samples, every other one
-  // exploring (kProposalExploration).
+  // Up to `count` distinct schedules for search: the greedy plan first, then samples, every other draw
+  // exploring (kProposalExploration; a draw that repeats a proposal is dropped).
   std::vector<Schedule> propose(const Graph& graph, const GpuInfo& gpu, int count);
   // The decisions that build a recorded schedule (for behaviour cloning); log_prob under this policy.
   Episode replay(const Graph& graph, const GpuInfo& gpu, const Schedule& s);

@@ -121,6 +121,7 @@ LearnedPolicy::LearnedPolicy(const PolicyOptions& opts) : impl_(std::make_unique
 LearnedPolicy::~LearnedPolicy() = default;
 
 Episode LearnedPolicy::sample(const Graph& graph, const GpuInfo& gpu, bool greedy, double explore) {
+  KF_ASSERT(explore >= 0 && explore <= 1, "exploration probability outside [0, 1]");
   torch::NoGradGuard no_grad;
   PlanDecisions d(graph, gpu);
   Episode e;
@@ -130,7 +131,7 @@ Episode LearnedPolicy::sample(const Graph& graph, const GpuInfo& gpu, bool greed
     std::vector<double> p(size_t(lp.size(0)));
     for (size_t i = 0; i < p.size(); ++i) p[i] = std::exp(lp[int64_t(i)].item<double>());
     int k = greedy ? int(lp.argmax().item<int64_t>())
-            : std::bernoulli_distribution(explore)(impl_->rng)
+            : explore > 0 && std::bernoulli_distribution(explore)(impl_->rng)
                 ? std::uniform_int_distribution<int>(0, int(p.size()) - 1)(impl_->rng)
                 : std::discrete_distribution<int>(p.begin(), p.end())(impl_->rng);
     e.log_prob += lp[k].item<double>();

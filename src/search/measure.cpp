@@ -23,7 +23,12 @@ std::string plan_key(const Plan& p) {
 
 Measurement measurement_of(const TaskSpec& spec, const std::string& graph_hash, const Schedule& s, const EvalResult& r,
                            const std::string& gpu, const std::string& versions) {
-  Measurement m{spec.name, graph_hash, to_json(s).dump(), gpu, versions};
+  Schedule recorded = s;
+  try {
+    recorded = explicit_schedule(spec.graph, s);
+  } catch (const UserError&) {  // not lowerable: recorded as proposed, with its failure
+  }
+  Measurement m{spec.name, graph_hash, to_json(recorded).dump(), gpu, versions};
   m.compiled = r.compiled;
   m.strict = r.strict;
   m.relaxed = r.relaxed;

@@ -158,6 +158,34 @@ TEST(Schedule, DefaultsPickTheLayoutAwareStrategies) {
   }
 }
 
+// A measurement records every group's schedule (explicit_schedule): the same plan as the schedule it was given,
+// so that the record keeps naming it after the hand-written defaults change.
+TEST(Schedule, ExplicitSchedulesLowerToTheSamePlan) {
+  for (auto& sample : testing::sample_graphs()) {
+    Graph g = graph_from_json(sample.graph);
+    for (bool fuse : {true, false}) {
+      Schedule given;
+      given.fuse_rows = fuse;
+      Schedule full = explicit_schedule(g, given);
+      EXPECT_EQ(full.kernels.size(), kernel_groups(g, fuse).size()) << sample.name;
+      Plan a = lower(g, given), b = lower(g, full);
+      ASSERT_EQ(a.kernels.size(), b.kernels.size()) << sample.name;
+      for (size_t i = 0; i < a.kernels.size(); ++i) EXPECT_EQ(a.kernels[i].source, b.kernels[i].source) << sample.name;
+    }
+  }
+}
+
+// A strided scan line too long for one thread (kMaxSerial) gets a block by default, not an illegal schedule.
+TEST(Schedule, LongStridedScansDefaultToABlock) {
+  nlohmann::json j = {{"inputs", {{{"name", "x"}, {"shape", {70000, 4}}, {"dtype", "f32"}}}},
+                      {"nodes", {{{"name", "y"}, {"op", "cumsum"}, {"args", {"x"}}, {"attrs", {{"dim", 0}, {"reverse", false}}}}}},
+                      {"outputs", {"y"}}};
+  Graph g = graph_from_json(j);
+  KernelGroup scan = kernel_groups(g, true).at(0);
+  EXPECT_EQ(default_schedule(scan).strategy, Strategy::block);
+  EXPECT_NO_THROW(lower(g, Schedule{}));
+}
+
 // The one kernel of a one-group sample under `ks`, checked to compile for sm_90.
 PlanKernel one_kernel_under(const Graph& g, const KernelSchedule& ks) {
   auto groups = kernel_groups(g, true);

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 
@@ -70,6 +72,29 @@ TEST(CostModel, LearnsToRankSchedulesOfTasksItHasNotSeen) {
   for (auto& s : samples) y.push_back(s.log_ms);
   EXPECT_GT(rank_correlation(pred, y), 0.0);  // a sign flip would make this strongly negative
   EXPECT_THROW(model->predict({{1.0, 2.0}}), UserError);  // wrong layout is refused, not misread
+}
+
+// Files from before pairwise models (version 1: kind "xgboost", no objective) load as regressions; files of a
+// newer format, or whose kind and objective disagree, are refused.
+TEST(CostModel, ReadsVersionOneFilesAndRefusesWhatItCannotRead) {
+  if (!boosted_cost_model_available()) GTEST_SKIP() << "built without XGBoost";
+  std::vector<CostSample> samples = synthetic_samples();
+  std::vector<std::vector<double>> rows;
+  for (auto& s : samples) rows.push_back(s.features);
+  auto regression = train_cost_model(samples, {.objective = CostObjective::regression});
+  std::string path = testing::scratch_path("kforge-cost-model-v1.json");
+  save_cost_model(*regression, path);
+  auto rewrite = [&](auto change) {
+    nlohmann::json meta = nlohmann::json::parse(std::ifstream(path));
+    change(meta);
+    std::ofstream(path) << meta.dump();
+  };
+  rewrite([](nlohmann::json& m) { m.erase("objective"), m.erase("xgboost"), m["version"] = 1; });
+  EXPECT_EQ(load_boosted_cost_model(path)->predict(rows), regression->predict(rows));
+  rewrite([](nlohmann::json& m) { m["objective"] = "rank:pairwise"; });
+  EXPECT_THROW(load_boosted_cost_model(path), UserError);
+  rewrite([](nlohmann::json& m) { m.erase("objective"), m["version"] = 3; });
+  EXPECT_THROW(load_boosted_cost_model(path), UserError);
 }
 
 TEST(CostModel, PairwiseTrainingNeedsTheTaskGroups) {
