@@ -73,6 +73,8 @@ std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const K
   const Graph& graph = *cx.partition.graph;
   const Node& cv = graph.at(g.anchor);
   if (cv.args.size() != 2) throw InternalError("emit_conv: " + cv.op + " '" + cv.name + "' still has its bias; decompose first");
+  if (ks.strategy == Strategy::tile)
+    return {emit_conv_direct(g, ks, name, buffer_of(cx, cv.args[0]), buffer_of(cx, cv.args[1]), buffer_of(cx, g.anchor))};
   const Shape &xs = graph.at(cv.args[0]).type.shape, &ws = graph.at(cv.args[1]).type.shape;
   const std::string where = "node '" + cv.name + "': ";
   // A transposed convolution is described by the forward convolution it is the input gradient of.

@@ -1,5 +1,6 @@
 // Kernel templates, one file per family (emit_pointwise.cpp, emit_row.cpp, emit_scan.cpp,
-// emit_pool.cpp), and the library steps (emit_matmul.cpp: cuBLASLt; emit_conv.cpp: cuDNN). Each turns one KernelGroup under one
+// emit_pool.cpp), and the library steps (emit_matmul.cpp: cuBLASLt, or kforge's emit_matmul_mma.cpp; emit_conv.cpp:
+// cuDNN, or kforge's emit_conv_direct.cpp for depthwise convolutions). Each turns one KernelGroup under one
 // KernelSchedule into one or more PlanKernels.
 #pragma once
 #include <map>
@@ -24,6 +25,8 @@ std::vector<PlanKernel> emit_scan(EmitContext& cx, const KernelGroup& g, const K
 std::vector<PlanKernel> emit_pool(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
 std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
 std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
+// emit_conv's own-kernel branch (strategy tile, a 2-D depthwise convolution): buffers x, w, y.
+PlanKernel emit_conv_direct(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, int x, int w, int y);
 // emit_matmul's own-kernel branch (strategy mma): the operands as emit_matmul describes them to cuBLASLt
 // (transposed, ld, batch_stride), and the kernel's buffers [a, b, c, bias if the epilogue has one].
 std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks,

@@ -19,6 +19,9 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
+#include "ir/conv.h"
 #include "ir/graph.h"
 #include "ir/matmul.h"
 
@@ -39,6 +42,9 @@ struct KernelGroup {
   std::vector<int> elem_outputs;// stored values computed at every point of S
   std::vector<int> row_outputs; // row: stored values of the reduced shape (reduces and their epilogues)
   int anchor = -1;              // scan / pool / matmul / conv: the scan, pool, matmul or conv node
+  // conv: the geometry where the group is a 2-D depthwise forward convolution (groups = channels = outputs),
+  // which kforge's own direct kernel can run (schedule strategy tile, emit_conv_direct.cpp); else empty.
+  std::optional<ConvDims> depthwise;
 };
 
 struct Partition {

@@ -185,7 +185,21 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
         illegal(g, "algo", "must be in [0, " + std::to_string(kMatmulAlgos) + ") (an index into cuBLASLt's heuristic)");
       break;
     case GroupKind::conv:
-      if (ks.strategy != Strategy::library) illegal(g, "strategy", "must be library for a convolution (cuDNN)");
+      if (ks.strategy == Strategy::tile) {
+        if (!g.depthwise) illegal(g, "strategy", "tile (kforge's direct kernel) is for 2-D depthwise convolutions only");
+        if (ks.precision != Precision::fp32 || ks.algo != 0 || ks.layout != Layout::nchw || ks.vec != 1)
+          illegal(g, "precision/algo/layout/vec", "of the direct kernel are fixed: fp32, 0, nchw, 1");
+        if (ks.items != 1 && ks.items != 2 && ks.items != 4 && ks.items != 8) illegal(g, "items", "must be 1, 2, 4 or 8 rows per thread");
+        if (numel(g.depthwise->kernel) > kMaxDirectConvTaps)
+          illegal(g, "strategy", "tile keeps the kernel's " + std::to_string(numel(g.depthwise->kernel)) + " taps in registers (at most " +
+                                     std::to_string(kMaxDirectConvTaps) + ")");
+        if (int64_t b = direct_conv_tile(*g.depthwise, ks).smem_bytes; b > kMaxStaticSmem)
+          illegal(g, "block/items", "the input window takes " + std::to_string(b) + " bytes of shared memory (at most " +
+                                        std::to_string(kMaxStaticSmem) + ")");
+        break;
+      }
+      if (ks.strategy != Strategy::library)
+        illegal(g, "strategy", "must be library (cuDNN) or, for a 2-D depthwise convolution, tile (kforge's direct kernel)");
       if (ks.precision == Precision::tf32x3) illegal(g, "precision", "tf32x3 is for matrix products only");
       if (ks.vec != 1 || ks.items != 1) illegal(g, "vec/items", "are not choices of a convolution");
       if (ks.algo < 0 || ks.algo >= kConvEngines)
@@ -332,6 +346,9 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
       for (auto p : {Precision::fp32, Precision::tf32})
         for (int a = 0; a < kConvEngines; ++a)
           for (auto layout : {Layout::nchw, Layout::nhwc}) keep({Strategy::library, 256, 1, 1, 1, RowCache::none, p, a, layout});
+      if (g.depthwise)
+        for (int b : {128, 256})
+          for (int it : {2, 4, 8}) keep({Strategy::tile, b, 1, it, 1});
       break;
     case GroupKind::scan:
       for (int b : {64, 128, 256, 512}) keep({Strategy::thread, b, 1, 1, 1});
@@ -362,7 +379,22 @@ KernelSchedule schedule_for(const Schedule& s, const KernelGroup& g) {
   return ks;
 }
 
+DirectConvTile direct_conv_tile(const ConvDims& d, const KernelSchedule& ks) {
+  DirectConvTile t;
+  t.rows = int64_t(ks.block / 32) * ks.items;
+  t.in_rows = (t.rows - 1) * d.stride[0] + (d.kernel[0] - 1) * d.dilation[0] + 1;
+  t.in_cols = (t.cols - 1) * d.stride[1] + (d.kernel[1] - 1) * d.dilation[1] + 1;
+  t.smem_bytes = 4 * (t.in_rows * t.in_cols + numel(d.kernel));
+  return t;
+}
+
 std::pair<double, double> launch_size(const KernelGroup& g, const KernelSchedule& ks) {
+  if (g.kind == GroupKind::conv && ks.strategy == Strategy::tile && g.depthwise) {
+    const ConvDims& d = *g.depthwise;
+    DirectConvTile t = direct_conv_tile(d, ks);
+    double blocks = double(d.n * d.c) * std::ceil(double(d.out[0]) / double(t.rows)) * std::ceil(double(d.out[1]) / double(t.cols));
+    return {blocks * ks.block, blocks};
+  }
   double rows = double(rows_of(g)), n = double(numel(g.shape));
   switch (ks.strategy) {
     case Strategy::flat: {

@@ -98,6 +98,19 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& group);
 // The schedule a group gets under `s`.
 KernelSchedule schedule_for(const Schedule& s, const KernelGroup& group);
 
+// kforge's direct depthwise convolution (strategy tile on a conv group with KernelGroup::depthwise): a block
+// computes a tile of (block / 32) * items output rows by 32 output columns of one (image, channel) plane, from
+// its input window in static shared memory; each thread walks `items` consecutive rows of one column.
+struct DirectConvTile {
+  int64_t rows = 0, cols = 32;              // output tile
+  int64_t in_rows = 0, in_cols = 0;         // the input window it reads (padding included)
+  int64_t smem_bytes = 0;                   // window and weights
+};
+DirectConvTile direct_conv_tile(const ConvDims& d, const KernelSchedule& ks);
+// Static shared memory a kernel may take without opting in; taps a thread may keep in registers.
+constexpr int64_t kMaxStaticSmem = 48 * 1024;
+constexpr int64_t kMaxDirectConvTaps = 64;
+
 // Shared memory a row cache takes for `buffers` cached f32 row buffers; at most kMaxRowCache (H100/H200
 // allow 227 KB of dynamic shared memory per block).
 constexpr int64_t kMaxRowCache = 227 * 1024;

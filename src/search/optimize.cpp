@@ -107,7 +107,9 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
   // way to strict-tier tensor-core speed (cuBLASLt's fp32 is plain SIMT arithmetic).
   // Fifth, where the graph has convolutions: the TF32 opening in channels-last (cuDNN's tensor-core kernels are
   // NHWC kernels; on NCHW tensors it may pick none, run 5.3 of docs/NOTES.md), paying the generated transposes.
-  Schedule tf32, split, tf32_nhwc;
+  // Sixth, where the graph has 2-D depthwise convolutions: kforge's direct kernel on them (memory-bound work,
+  // where cuDNN's fp32 engines reached a twelfth of the floor in run 6.6), in fp32: a strict-tier candidate.
+  Schedule tf32, split, tf32_nhwc, direct;
   for (auto& g : fused) {
     if (g.kind != GroupKind::matmul && g.kind != GroupKind::conv) continue;
     tf32.kernels[g.key] = tf32_nhwc.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::tf32};
@@ -115,10 +117,12 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
       split.kernels[g.key] = {.strategy = Strategy::mma, .block = kMmaThreads, .vec = 4, .precision = Precision::tf32x3};
     else
       tf32_nhwc.kernels[g.key].layout = Layout::nhwc;
+    if (g.depthwise) direct.kernels[g.key] = {.strategy = Strategy::tile, .block = 256, .items = 4};
   }
   if (!tf32.kernels.empty()) queue.push_back(tf32);
   if (!split.kernels.empty()) queue.push_back(split);
   if (tf32_nhwc != tf32) queue.push_back(tf32_nhwc);  // some group is a convolution
+  if (!direct.kernels.empty()) queue.push_back(direct);
   return queue;
 }
 

@@ -4,6 +4,8 @@
 // parameters do not fit its buffers is refused.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "codegen/lower.h"
 #include "common/plan_steps.h"
 #include "runtime/compiler.h"
@@ -178,6 +180,72 @@ TEST(ConvLayout, NhwcTransposesAroundTheStepAndCudnnAcceptsIt) {
     }
     EXPECT_NO_THROW(check_library_step(*lib[0], p.buffers));
     EXPECT_EQ(Plan::from_json(p.to_json()).schedule, s) << "the layout round-trips through JSON";
+  }
+}
+
+// kforge's direct depthwise kernel (strategy tile): offered for 2-D depthwise convolutions only, one generated
+// kernel reading x and w and writing the result (the bias in the pointwise kernel after it), every tile shape
+// of the space compiling for sm_90 with its taps, window column and accumulators in registers.
+TEST(ConvDirect, DepthwiseConvolutionsGetKforgesOwnKernel) {
+  Compiler c({"sm_90", "", {"--ptxas-options=-v"}});
+  int depthwise = 0;
+  for (auto& sample : testing::conv_graphs()) {
+    Graph g = graph_from_json(sample.graph);
+    for (auto& grp : kernel_groups(g, true)) {
+      if (grp.kind != GroupKind::conv) continue;
+      KernelSchedule tile{.strategy = Strategy::tile, .items = 4};
+      if (!grp.depthwise) {
+        EXPECT_THROW(check_schedule(grp, tile), UserError) << sample.name;
+        continue;
+      }
+      ++depthwise;
+      int offered = 0;
+      for (auto& ks : schedule_space(grp)) {
+        if (ks.strategy != Strategy::tile) continue;
+        ++offered;
+        Schedule s;
+        s.kernels[grp.key] = ks;
+        Plan p = lower(g, s);
+        EXPECT_TRUE(steps(p, StepKind::cudnn).empty()) << sample.name;
+        const PlanKernel& k = p.kernels.at(0);
+        ASSERT_EQ(k.args.size(), 3u);
+        EXPECT_EQ(p.buffers[k.args[0]].name, "x");
+        EXPECT_EQ(p.buffers[k.args[1]].name, "w");
+        EXPECT_EQ(k.block, ks.block);
+        EXPECT_EQ(p.kernels.size(), g.params.size() == 2 ? 2u : 1u) << sample.name << ": the bias kernel, if any";
+        CompileResult r = c.compile(k.source, k.name);
+        ASSERT_TRUE(r.ok) << sample.name << "\n" << r.log << "\n" << k.source;
+        // The taps (25-49 floats), the window column and the accumulators are registers: an array of them in
+        // local memory would take a stack frame of 100 bytes or more (ptxas may still park a word or two there).
+        std::smatch m;
+        ASSERT_TRUE(std::regex_search(r.log, m, std::regex(R"((\d+) bytes stack frame)"))) << r.log;
+        EXPECT_LT(std::stoi(m[1]), 32) << sample.name << " " << to_json(ks).dump() << ":\n" << r.log;
+        EXPECT_EQ(Plan::from_json(p.to_json()).schedule, s);
+      }
+      EXPECT_EQ(offered, 6) << sample.name;
+      // Neither fp32's alternatives nor another layout: the kernel is plain fp32 on NCHW.
+      EXPECT_THROW(check_schedule(grp, {.strategy = Strategy::tile, .items = 4, .precision = Precision::tf32}), UserError);
+      EXPECT_THROW(check_schedule(grp, {.strategy = Strategy::tile, .items = 3}), UserError);
+    }
+  }
+  EXPECT_EQ(depthwise, 3);
+}
+
+// A window larger than static shared memory is refused by name, not launched.
+TEST(ConvDirect, AWindowBeyondStaticSharedMemoryIsRefused) {
+  nlohmann::json j = testing::conv_graph("conv2d_depthwise");
+  j["nodes"][0]["attrs"]["stride"] = {4, 4};
+  j["nodes"][0]["attrs"]["dilation"] = {3, 3};
+  Graph g = graph_from_json(j);
+  KernelGroup grp = kernel_groups(g, true).at(0);
+  ASSERT_TRUE(grp.depthwise.has_value());
+  KernelSchedule big{.strategy = Strategy::tile, .block = 256, .items = 8};  // 64 x 32 outputs at stride 4
+  EXPECT_GT(direct_conv_tile(*grp.depthwise, big).smem_bytes, kMaxStaticSmem);
+  try {
+    check_schedule(grp, big);
+    ADD_FAILURE() << "accepted a window of " << direct_conv_tile(*grp.depthwise, big).smem_bytes << " bytes";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("shared memory"), std::string::npos) << e.what();
   }
 }
 

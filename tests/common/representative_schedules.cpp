@@ -15,8 +15,11 @@ std::vector<Schedule> representative_schedules(const Graph& g, bool vary_items) 
     std::set<std::string> seen;
     int last_algo = (grp.kind == GroupKind::conv ? kConvEngines : kMatmulAlgos) - 1;  // first and last engines
     for (auto& ks : schedule_space(grp)) {
+      // kforge's direct convolution: every tile shape (its rows per thread and block size change the indexing).
+      const bool every_tile = grp.kind == GroupKind::conv && ks.strategy == Strategy::tile;
       std::string key = to_string(ks.strategy) + std::to_string(ks.vec) + to_string(ks.cache_row) +
-                        (vary_items ? std::to_string(ks.items) : "") + to_string(ks.precision) + to_string(ks.layout) +
+                        (vary_items || every_tile ? std::to_string(ks.items) : "") +
+                        (every_tile ? std::to_string(ks.block) : "") + to_string(ks.precision) + to_string(ks.layout) +
                         (ks.algo == 0 || ks.algo == last_algo ? std::to_string(ks.algo) : "");
       if (!seen.insert(key).second) continue;
       Schedule s;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <random>
 #include <set>
 
@@ -43,7 +44,8 @@ TEST(ConvSearch, ProposerReachesBothPrecisionsAndSeveralEngines) {
 
 // Every sample's decisions: rows of the schema's width, and the library group's candidates distinct, one per
 // (precision, algo) and per own-kernel choice, flagged as `family`.
-void expect_decisions_show(const std::vector<testing::SampleGraph>& samples, const std::string& family, size_t choices) {
+void expect_decisions_show(const std::vector<testing::SampleGraph>& samples, const std::string& family,
+                           const std::function<size_t(const std::string&)>& choices_of) {
   auto& names = decision_feature_names();
   auto column = [&](const std::string& n) { return size_t(std::find(names.begin(), names.end(), n) - names.begin()); };
   size_t kind = column("group." + family), tf32 = column("action.tf32"), algo = column("action.algo");
@@ -59,7 +61,7 @@ void expect_decisions_show(const std::vector<testing::SampleGraph>& samples, con
         saw_product = true;
         std::set<FeatureRow> distinct(d.candidates().begin(), d.candidates().end());
         EXPECT_EQ(distinct.size(), d.candidates().size()) << sample.name;
-        EXPECT_EQ(d.candidates().size(), choices) << sample.name;
+        EXPECT_EQ(d.candidates().size(), choices_of(sample.name)) << sample.name;
       }
       d.choose(std::uniform_int_distribution<int>(0, int(d.candidates().size()) - 1)(rng));
     }
@@ -70,11 +72,15 @@ void expect_decisions_show(const std::vector<testing::SampleGraph>& samples, con
 TEST(MatmulSearch, DecisionsShowTheFamilyAndTheActions) {
   // cuBLASLt's algorithms in fp32 and tf32; kforge's mma kernel in tf32x3 and tf32 at 1 or 2 blocks per SM,
   // with 1- or 4-float staging copies.
-  expect_decisions_show(testing::matmul_graphs(), "matmul", 2 * kMatmulAlgos + 8);
+  expect_decisions_show(testing::matmul_graphs(), "matmul", [](const std::string&) { return 2 * kMatmulAlgos + 8; });
 }
 
 TEST(ConvSearch, DecisionsShowTheFamilyAndTheActions) {
-  expect_decisions_show(testing::conv_graphs(), "conv", 2 * 2 * kConvEngines);  // x NCHW / NHWC
+  // cuDNN's engines in fp32 and tf32, NCHW and NHWC; depthwise convolutions also kforge's direct kernel at two
+  // block sizes and three rows per thread.
+  expect_decisions_show(testing::conv_graphs(), "conv", [](const std::string& name) {
+    return size_t(2 * 2 * kConvEngines) + (name.find("depthwise") != std::string::npos ? 6 : 0);
+  });
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "common/scratch_path.h"
 #include "codegen/lower.h"
+#include "common/conv_graphs.h"
 #include "common/sample_graphs.h"
 #include "ir/error.h"
 #include "search/learned_policy.h"
@@ -47,6 +48,18 @@ TEST(PolicyCurves, EachPolicyProposesDistinctPlansAndHeuristicIsAPrefixOfTheRefe
   EXPECT_EQ(heuristic, std::vector<Schedule>(reference.begin(), reference.begin() + 12));
   EXPECT_NE(random.front(), Schedule{});
   EXPECT_NE(random, heuristic);
+}
+
+// The openings are legal plans; a 2-D depthwise convolution's last is kforge's direct kernel.
+TEST(Openings, DepthwiseConvolutionsOpenWithTheDirectKernelToo) {
+  for (auto& sample : testing::conv_graphs()) {
+    Graph g = graph_from_json(sample.graph);
+    auto openings = hand_written_openings(g);
+    for (auto& s : openings) EXPECT_NO_THROW(lower(g, s)) << sample.name << " " << to_json(s).dump();
+    bool direct = false;
+    for (auto& [key, ks] : openings.back().kernels) direct |= ks.strategy == Strategy::tile;
+    EXPECT_EQ(direct, sample.name.find("depthwise") != std::string::npos) << sample.name;
+  }
 }
 
 TEST(PolicyCurves, RefusesWhatWouldGiveAMisleadingCurve) {
