@@ -1,0 +1,57 @@
+#include "common/cpu_kernel_runner.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+
+#include "common/scratch_path.h"
+
+namespace kforge::testing {
+
+namespace {
+
+const char* kEmulation = R"(#include <barrier>
+#include <cmath>
+#include <thread>
+#include <vector>
+typedef long long i64;
+struct KfDim { unsigned x = 0; };
+static thread_local KfDim threadIdx;
+static const KfDim blockIdx{0}, gridDim{1};
+static std::barrier<>* kf_barrier;
+#define __global__
+#define __shared__ static
+#define __launch_bounds__(n)
+#define __restrict__
+#define __syncthreads() kf_barrier->arrive_and_wait()
+)";
+
+}  // namespace
+
+bool host_compiler_available() { return std::system("c++ --version > /dev/null 2>&1") == 0; }
+
+void run_on_cpu(const PlanKernel& k, const std::vector<float*>& args) {
+  static int built = 0;
+  const std::string stem = scratch_path("cpu_" + k.name + "_" + std::to_string(built++));
+  const size_t at = k.source.find("extern \"C\" __global__");
+  if (at == std::string::npos) throw std::runtime_error(k.name + ": no kernel entry in its source");
+  std::string call = k.name + "(";
+  for (size_t i = 0; i < args.size(); ++i) call += (i ? ", a[" : "a[") + std::to_string(i) + "]";
+  std::ofstream(stem + ".cpp") << kEmulation << k.source.substr(at) << "\nextern \"C\" void kf_launch(float** a, int block) {\n"
+                               << "  std::barrier<> bar(block);\n  kf_barrier = &bar;\n  std::vector<std::thread> threads;\n"
+                               << "  for (int i = 0; i < block; ++i) threads.emplace_back([a, i] { threadIdx.x = unsigned(i); "
+                               << call << "); });\n  for (auto& t : threads) t.join();\n}\n";
+  const std::string cmd = "c++ -std=c++20 -O1 -shared -fPIC -pthread -Wno-unknown-pragmas -o " + stem + ".so " + stem + ".cpp";
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("the host compiler failed on " + stem + ".cpp");
+  void* lib = dlopen((stem + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) throw std::runtime_error(dlerror());
+  auto launch = reinterpret_cast<void (*)(float**, int)>(dlsym(lib, "kf_launch"));
+  if (!launch) throw std::runtime_error(k.name + ": no launcher in " + stem + ".so");
+  std::vector<float*> a = args;
+  launch(a.data(), k.block);
+  dlclose(lib);
+}
+
+}  // namespace kforge::testing

@@ -1,0 +1,21 @@
+// Runs a generated CUDA kernel on the CPU, for GPU-free tests of its indexing: the kernel text is compiled by the
+// host C++ compiler under a few definitions that make plain CUDA C++ (a CUDA thread is a std::thread, a block's
+// __shared__ arrays are statics all of its threads see, __syncthreads is a std::barrier) and launched as one
+// block of `block` threads (blockIdx 0, gridDim 1: a grid-stride kernel walks all of its work). Only kernels in
+// that subset run: no warp shuffles, atomics, vector types or the device prelude's helpers.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "codegen/plan.h"
+
+namespace kforge::testing {
+
+// Whether a host C++ compiler (`c++`) is on PATH.
+bool host_compiler_available();
+
+// Builds `k` (its arguments all float pointers) and runs it once over `args`; throws std::runtime_error naming
+// the file where the host compiler fails.
+void run_on_cpu(const PlanKernel& k, const std::vector<float*>& args);
+
+}  // namespace kforge::testing
