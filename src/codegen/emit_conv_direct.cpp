@@ -44,9 +44,23 @@ PlanKernel emit_conv_direct(const KernelGroup& g, const KernelSchedule& ks, cons
   s += "    __syncthreads();  // the previous tile's window is read before it is overwritten\n";
   s += "    for (int i = threadIdx.x; i < " + N(kh * kw) + "; i += " + N(ks.block) + ") taps[i] = w[plane % " + I(d.c) +
        " * " + I(kh * kw) + " + i];\n";
-  s += "    for (int i = threadIdx.x; i < " + N(t.in_rows * t.in_cols) + "; i += " + N(ks.block) + ") {\n";
-  s += "      const i64 ih = ih0 + i / " + N(t.in_cols) + ", iw = iw0 + i % " + N(t.in_cols) + ";\n";
-  s += "      window[i] = ih >= 0 && ih < " + I(h) + " && iw >= 0 && iw < " + I(wd) + " ? xp[ih * " + I(wd) + " + iw] : 0.f;\n";
+  // The window, row by row: warp v loads rows v, v + warps, ...; lane l columns l, l + 32, ... . Which columns lie
+  // inside the image is known once per tile; the row loop has a fixed trip count and unrolls, so a thread's
+  // loads are all issued before the first of them returns (an index per element, divided by the window's
+  // width, took ~30 instructions and left one load in flight).
+  const int64_t warps = ks.block / 32, rows_per_warp = (t.in_rows + warps - 1) / warps, col_slots = (t.in_cols + 31) / 32;
+  s += "    bool col_in[" + N(col_slots) + "];\n";
+  s += "    _Pragma(\"unroll\") for (int j = 0; j < " + N(col_slots) + "; ++j) {\n";
+  s += "      const i64 iw = iw0 + tx + 32 * j;\n";
+  s += "      col_in[j] = tx + 32 * j < " + N(t.in_cols) + " && iw >= 0 && iw < " + I(wd) + ";\n    }\n";
+  s += "    _Pragma(\"unroll\") for (int k = 0; k < " + N(rows_per_warp) + "; ++k) {\n";
+  s += "      const int r = threadIdx.x / 32 + " + N(warps) + " * k;  // window row\n";
+  s += "      const i64 ih = ih0 + r;\n";
+  s += "      const bool row_in = r < " + N(t.in_rows) + " && ih >= 0 && ih < " + I(h) + ";\n";
+  s += "      const float* src = xp + ih * " + I(wd) + " + iw0;\n";
+  s += "      _Pragma(\"unroll\") for (int j = 0; j < " + N(col_slots) + "; ++j)\n";
+  s += "        if (r < " + N(t.in_rows) + " && tx + 32 * j < " + N(t.in_cols) + ")\n";
+  s += "          window[r * " + N(t.in_cols) + " + tx + 32 * j] = row_in && col_in[j] ? src[tx + 32 * j] : 0.f;\n";
   s += "    }\n    __syncthreads();\n";
   s += "    float wr[" + N(kh * kw) + "];\n";
   s += "    _Pragma(\"unroll\") for (int i = 0; i < " + N(kh * kw) + "; ++i) wr[i] = taps[i];\n";

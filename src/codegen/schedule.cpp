@@ -187,8 +187,9 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
     case GroupKind::conv:
       if (ks.strategy == Strategy::tile) {
         if (!g.depthwise) illegal(g, "strategy", "tile (kforge's direct kernel) is for 2-D depthwise convolutions only");
-        if (ks.precision != Precision::fp32 || ks.algo != 0 || ks.layout != Layout::nchw || ks.vec != 1)
-          illegal(g, "precision/algo/layout/vec", "of the direct kernel are fixed: fp32, 0, nchw, 1");
+        if (ks.precision != Precision::fp32 || ks.algo != 0 || ks.layout != Layout::nchw || ks.vec != 1 || ks.chunks != 1 ||
+            ks.cache_row != RowCache::none)
+          illegal(g, "precision/algo/layout/vec/chunks/cache_row", "of the direct kernel are fixed: fp32, 0, nchw, 1, 1, none");
         if (ks.items != 1 && ks.items != 2 && ks.items != 4 && ks.items != 8) illegal(g, "items", "must be 1, 2, 4 or 8 rows per thread");
         if (numel(g.depthwise->kernel) > kMaxDirectConvTaps)
           illegal(g, "strategy", "tile keeps the kernel's " + std::to_string(numel(g.depthwise->kernel)) + " taps in registers (at most " +

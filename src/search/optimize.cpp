@@ -117,7 +117,10 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
       split.kernels[g.key] = {.strategy = Strategy::mma, .block = kMmaThreads, .vec = 4, .precision = Precision::tf32x3};
     else
       tf32_nhwc.kernels[g.key].layout = Layout::nhwc;
-    if (g.depthwise) direct.kernels[g.key] = {.strategy = Strategy::tile, .block = 256, .items = 4};
+    if (g.depthwise)
+      for (const KernelSchedule& ks : schedule_space(g))  // 256 threads of 8 rows each where legal, else the first legal
+        if (ks.strategy == Strategy::tile && (!direct.kernels.count(g.key) || (ks.block == 256 && ks.items == 8)))
+          direct.kernels[g.key] = ks;
   }
   if (!tf32.kernels.empty()) queue.push_back(tf32);
   if (!split.kernels.empty()) queue.push_back(split);

@@ -49,30 +49,43 @@ TEST(ConvDirect, MatchesTheInterpreterOnTheCpuForEveryTileShape) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 3 * 6);
+  EXPECT_EQ(checked, 4 * 6);
 }
 
-// x [n][c][s] -> [n][s][c] before the NHWC step, and the step's result [n][s][o] -> [n][o][s] after it: each a
-// tiled transpose through shared memory, checked here on a conv whose extents are no multiples of the tile.
+// Around an NHWC step: x [n][c][s] -> [n][s][c] and w [o][c][taps] -> [o][taps][c] before it, its result
+// [n][s][o] -> [n][o][s] after it; each a tiled transpose through shared memory (transpose_step of
+// emit_conv.cpp), run here on a conv whose extents are no multiples of the 32 x 32 tile.
 TEST(ConvLayout, TheChannelsLastTransposesPermuteOnTheCpu) {
   if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
-  Graph g = graph_from_json(testing::conv_graph("conv2d_asymmetric"));  // x [2, 5, 11, 19]
+  Graph g = graph_from_json(testing::conv_graph("conv2d_asymmetric"));  // x [2, 5, 11, 19], w [7, 5, 3, 5]
   Schedule s;
   for (auto& grp : kernel_groups(g, true))
     if (grp.kind == GroupKind::conv) s.kernels[grp.key] = {.strategy = Strategy::library, .layout = Layout::nhwc};
   Plan p = lower(g, s);
-  const PlanKernel* x_in = nullptr;
-  for (auto& k : p.kernels)
-    if (k.name.find("_x_nhwc") != std::string::npos) x_in = &k;
-  ASSERT_NE(x_in, nullptr);
-  const int64_t n = 2, c = 5, hw = 11 * 19;
-  std::vector<float> x(size_t(n * c * hw)), out(x.size(), NAN);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i);
-  testing::run_on_cpu(*x_in, {x.data(), out.data()});
-  for (int64_t a = 0; a < n; ++a)
-    for (int64_t ch = 0; ch < c; ++ch)
-      for (int64_t sp = 0; sp < hw; ++sp)
-        ASSERT_EQ(out[size_t((a * hw + sp) * c + ch)], x[size_t((a * c + ch) * hw + sp)]) << a << " " << ch << " " << sp;
+  // [a][b][c] -> [a][c][b] for each transpose, by the suffix of its kernel's name.
+  struct Case {
+    std::string suffix;
+    int64_t a, b, c;
+  };
+  const Shape& ys = g.at(g.outputs.at(0)).type.shape;  // [2, 7, 11, 10]
+  const int64_t y_extent = ys[2] * ys[3];
+  int ran = 0;
+  for (const Case& cs : {Case{"_x_nhwc", 2, 5, 11 * 19}, Case{"_w_nhwc", 7, 5, 3 * 5}, Case{"_y_nchw", 2, y_extent, 7}}) {
+    const PlanKernel* k = nullptr;
+    for (auto& kk : p.kernels)
+      if (kk.name.size() > cs.suffix.size() && kk.name.compare(kk.name.size() - cs.suffix.size(), cs.suffix.size(), cs.suffix) == 0)
+        k = &kk;
+    ASSERT_NE(k, nullptr) << cs.suffix;
+    std::vector<float> in(size_t(cs.a * cs.b * cs.c)), out(in.size(), NAN);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = float(i);
+    testing::run_on_cpu(*k, {in.data(), out.data()});
+    for (int64_t a = 0; a < cs.a; ++a)
+      for (int64_t b = 0; b < cs.b; ++b)
+        for (int64_t c = 0; c < cs.c; ++c)
+          ASSERT_EQ(out[size_t((a * cs.c + c) * cs.b + b)], in[size_t((a * cs.b + b) * cs.c + c)]) << cs.suffix << " " << a << " " << b << " " << c;
+    ++ran;
+  }
+  EXPECT_EQ(ran, 3);
 }
 
 }  // namespace

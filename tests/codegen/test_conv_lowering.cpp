@@ -228,7 +228,7 @@ TEST(ConvDirect, DepthwiseConvolutionsGetKforgesOwnKernel) {
       EXPECT_THROW(check_schedule(grp, {.strategy = Strategy::tile, .items = 3}), UserError);
     }
   }
-  EXPECT_EQ(depthwise, 3);
+  EXPECT_EQ(depthwise, 4);
 }
 
 // A window larger than static shared memory is refused by name, not launched.

@@ -40,6 +40,7 @@ std::vector<SampleGraph> conv_graphs() {
       // Depthwise with several partial tiles of kforge's direct kernel, strides, dilations and 49 taps.
       {"conv2d_depthwise_strided_dilated", conv({2, 3, 70, 45}, {3, 1, 3, 5}, a({2, 1}, {3, 1}, {2, 1}, 3), true)},
       {"conv2d_depthwise_7x7", conv({1, 2, 67, 70}, {2, 1, 7, 7}, a({1, 1}, {3, 3}, {1, 1}, 2), false)},
+      {"conv2d_depthwise_wide_stride", conv({1, 2, 20, 75}, {2, 1, 3, 3}, a({1, 2}, {1, 2}, {1, 3}, 2), false)},
       {"conv2d_pointwise", conv({2, 16, 9, 7}, {24, 16, 1, 1}, a({1, 1}, {0, 0}, {1, 1}, 1), true)},
       {"conv3d", conv({1, 3, 7, 9, 8}, {4, 3, 3, 3, 2}, a({1, 2, 1}, {1, 1, 0}, {1, 1, 1}, 1), true)},
   };
