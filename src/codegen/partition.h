@@ -16,10 +16,9 @@
 // library's transpose flag). Epilogues the library applies were folded into the node before (gemm_epilogue.h).
 // Convolutions likewise (cuDNN): the conv, its input and its weight are stored, each conv its own group.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
-
-#include <optional>
 
 #include "ir/conv.h"
 #include "ir/graph.h"

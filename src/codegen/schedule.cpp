@@ -284,8 +284,7 @@ KernelSchedule default_schedule(const KernelGroup& g) {
       const bool contiguous = (!keeps_innermost(g) && length >= 64) || length > kMaxSerial;
       ks.strategy = contiguous ? Strategy::block : Strategy::thread;
       ks.block = contiguous && length > 1024 ? 512 : 128;
-      ks.items = 1;
-      if (contiguous) ks.items = length > 1024 ? 4 : int(std::bit_ceil(uint64_t((length + 127) / 128)));
+      ks.items = !contiguous ? 1 : length > 1024 ? 4 : int(std::bit_ceil(uint64_t((length + 127) / 128)));
       break;
     }
     case GroupKind::row: {

@@ -10,23 +10,24 @@
 namespace kforge {
 
 std::vector<size_t> search_order(const std::vector<double>& scores, uint64_t seed) {
-  std::vector<size_t> by_score(scores.size());
+  // Two orders and a cursor in each: the model's slots take the best-scored not yet taken; the others the next
+  // not yet taken of a random permutation, which is a uniform draw among those left.
+  const size_t n = scores.size();
+  std::vector<size_t> by_score(n), shuffled(n);
   std::iota(by_score.begin(), by_score.end(), 0);
   std::stable_sort(by_score.begin(), by_score.end(), [&](size_t a, size_t b) { return scores[a] < scores[b]; });
+  std::iota(shuffled.begin(), shuffled.end(), 0);
   std::mt19937_64 rng(seed);
-  std::vector<bool> taken(scores.size(), false);
-  std::vector<size_t> order, left;
-  size_t next = 0;
-  while (order.size() < scores.size()) {
-    if (order.size() % 2 == 0) {
-      while (taken[by_score[next]]) ++next;
-      order.push_back(by_score[next]);
-    } else {
-      left.clear();
-      for (size_t i = 0; i < scores.size(); ++i)
-        if (!taken[i]) left.push_back(i);
-      order.push_back(left[std::uniform_int_distribution<size_t>(0, left.size() - 1)(rng)]);
-    }
+  std::shuffle(shuffled.begin(), shuffled.end(), rng);
+  std::vector<bool> taken(n, false);
+  std::vector<size_t> order;
+  size_t cursor[2] = {0, 0};
+  const std::vector<size_t>* from[2] = {&by_score, &shuffled};
+  while (order.size() < n) {
+    const size_t slot = order.size() % 2;
+    const std::vector<size_t>& list = *from[slot];
+    while (taken[list[cursor[slot]]]) ++cursor[slot];
+    order.push_back(list[cursor[slot]]);
     taken[order.back()] = true;
   }
   return order;

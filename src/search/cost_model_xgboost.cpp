@@ -32,6 +32,9 @@ DMatrixHandle matrix(const std::vector<std::vector<double>>& rows) {
 }
 
 const char* objective_name(CostObjective o) { return o == CostObjective::pairwise ? "rank:pairwise" : "reg:squarederror"; }
+// A pairwise model's kind differs from a regression's: a kforge from before pairwise models (which knows
+// "xgboost" only) refuses it instead of reading its scores the wrong way round.
+const char* kind_name(CostObjective o) { return o == CostObjective::pairwise ? "xgboost-pairwise" : "xgboost"; }
 
 class BoostedCostModel : public CostModel {
  public:
@@ -67,9 +70,8 @@ std::unique_ptr<CostModel> train_boosted_cost_model(const std::vector<std::vecto
                                                     const std::vector<unsigned>& groups) {
   if (rows.empty() || rows.size() != log_ms.size()) throw UserError("cost model: no training rows (or rows and targets differ in count)");
   const bool pairwise = o.objective == CostObjective::pairwise;
-  if (pairwise && std::accumulate(groups.begin(), groups.end(), size_t(0)) != rows.size())
-    throw UserError("cost model: the task groups cover " + std::to_string(std::accumulate(groups.begin(), groups.end(), size_t(0))) +
-                    " rows of " + std::to_string(rows.size()));
+  if (size_t covered = std::accumulate(groups.begin(), groups.end(), size_t(0)); pairwise && covered != rows.size())
+    throw UserError("cost model: the task groups cover " + std::to_string(covered) + " rows of " + std::to_string(rows.size()));
   DMatrixHandle m = matrix(rows);
   std::vector<float> y;
   for (double v : log_ms) y.push_back(float(pairwise ? -v : v));
@@ -92,14 +94,12 @@ void save_cost_model(const CostModel& model, const std::string& path) {
   auto* bm = dynamic_cast<const BoostedCostModel*>(&model);
   if (!bm) throw UserError("cost model: only boosted models can be saved");
   check(XGBoosterSaveModel(bm->handle(), (path + ".ubj").c_str()), "save");
-  // A pairwise model's kind differs from a regression's: a kforge from before pairwise models (which knows
-  // "xgboost" only) refuses it instead of reading its scores the wrong way round.
-  const bool pairwise = bm->objective() == CostObjective::pairwise;
+  const CostObjective objective = bm->objective();
   int major = 0, minor = 0, patch = 0;
   XGBoostVersion(&major, &minor, &patch);
-  std::ofstream(path) << nlohmann::json{{"kind", pairwise ? "xgboost-pairwise" : "xgboost"}, {"version", 2},
-                                        {"objective", objective_name(bm->objective())},
-                                        {"target", pairwise ? "negated ranking score, within one task" : "log_native_ms"},
+  std::ofstream(path) << nlohmann::json{{"kind", kind_name(objective)}, {"version", 2}, {"objective", objective_name(objective)},
+                                        {"target", objective == CostObjective::pairwise ? "negated ranking score, within one task"
+                                                                                        : "log_native_ms"},
                                         {"xgboost", std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch)},
                                         {"features", feature_names()}, {"model", path + ".ubj"}}.dump(2) << "\n";
 }
@@ -109,14 +109,15 @@ std::unique_ptr<CostModel> load_boosted_cost_model(const std::string& path) {
   if (!in) throw UserError("cannot read cost model " + path);
   nlohmann::json meta = nlohmann::json::parse(in, nullptr, false);
   const std::string kind = meta.is_discarded() ? "" : meta.value("kind", "");
-  if (kind != "xgboost" && kind != "xgboost-pairwise") throw UserError(path + " is not a kforge cost model");
+  if (kind != kind_name(CostObjective::regression) && kind != kind_name(CostObjective::pairwise))
+    throw UserError(path + " is not a kforge cost model");
+  const CostObjective objective = kind == kind_name(CostObjective::pairwise) ? CostObjective::pairwise : CostObjective::regression;
   if (meta.value("version", 1) > 2) throw UserError("cost model " + path + " is of a newer format (version " + meta["version"].dump() + "); update kforge");
   if (meta["features"].get<std::vector<std::string>>() != feature_names())
     throw UserError("cost model " + path + " was trained on another feature layout; retrain it (kforge train-costmodel)");
   // Version 1 models (before the objective was recorded) are regressions.
-  const std::string objective = meta.value("objective", objective_name(CostObjective::regression));
-  if (objective != objective_name(kind == "xgboost-pairwise" ? CostObjective::pairwise : CostObjective::regression))
-    throw UserError("cost model " + path + ": kind '" + kind + "' with objective '" + objective + "'");
+  if (const std::string recorded = meta.value("objective", objective_name(CostObjective::regression)); recorded != objective_name(objective))
+    throw UserError("cost model " + path + ": kind '" + kind + "' with objective '" + recorded + "'");
   BoosterHandle b;
   check(XGBoosterCreate(nullptr, 0, &b), "create");
   int rc = XGBoosterLoadModel(b, meta["model"].get<std::string>().c_str());
@@ -124,8 +125,7 @@ std::unique_ptr<CostModel> load_boosted_cost_model(const std::string& path) {
     XGBoosterFree(b);
     check(rc, "load");
   }
-  return std::make_unique<BoostedCostModel>(
-      b, objective == objective_name(CostObjective::pairwise) ? CostObjective::pairwise : CostObjective::regression);
+  return std::make_unique<BoostedCostModel>(b, objective);
 }
 
 }  // namespace kforge
