@@ -42,14 +42,24 @@ PYTHONUNBUFFERED=1 python3 bench/run_suite.py --kforge build-device/kforge --bud
   --out /tmp/suite --workdir /dev/shm/kforge --problems "$GLOB" --timeout $(( ${SUITE_TIMEOUT:-400} / n ))
 cat /tmp/suite/logs/session-*.log 2>/dev/null | grep -E "^\|" | tail -80 > "$OUT/session_rows.md"
 cp /tmp/suite/suite.json /tmp/suite/suite.md "$OUT/" 2>/dev/null
-# Every candidate's measurement (schedule, compile, verification, times): what the table's choices came from.
+# Every candidate's measurement per task, fastest first (schedule, tiers, native ms): what the table's choices
+# came from; the full rows stay in the database inside suite_logs.tgz.
 python3 - > "$OUT/candidates.md" <<'PY' 2>/dev/null || true
-import sqlite3
+import json, sqlite3
 db = sqlite3.connect("/tmp/suite/kforge.db")
-cols = [r[1] for r in db.execute("PRAGMA table_info(measurements)")]
-print("columns:", ", ".join(cols))
-for row in db.execute("SELECT * FROM measurements ORDER BY rowid"):
-    print(" | ".join(str(v)[:300] for v in row))
+tasks = [r[0] for r in db.execute("SELECT DISTINCT task FROM measurements ORDER BY task")]
+for task in tasks:
+    print(f"## {task}")
+    rows = db.execute("SELECT schedule, compiled, strict, relaxed, median_ms FROM measurements WHERE task = ? "
+                      "ORDER BY (median_ms IS NULL OR median_ms <= 0), median_ms", (task,)).fetchall()
+    for schedule, compiled, strict, relaxed, ms in rows:
+        s = json.loads(schedule)
+        tier = "strict" if strict else "relaxed" if relaxed else "wrong" if compiled else "no build"
+        kernels = "; ".join(f"{k}: " + " ".join(f"{a}={b}" for a, b in v.items() if a not in ("chunks", "vec") or b != 1)
+                            for k, v in s.get("kernels", {}).items()) or "defaults"
+        flags = ("" if s.get("fuse_rows", True) else "unfused ") + ("" if s.get("cuda_graph", True) else "no-graph ")
+        print(f"- {ms if ms else 0:.4f} ms {tier:7} {flags}{kernels}")
 PY
+cp /tmp/suite/kforge.db /tmp/suite/reports/ 2>/dev/null
 tar czf "$OUT/suite_logs.tgz" -C /tmp/suite logs reports 2>/dev/null
 echo "== done"

@@ -25,8 +25,8 @@ __device__ __forceinline__ float kf_sign(float x) { return (float)((x > 0.f) - (
 
 // Reductions. Each combine is associative; the (value, index) pair keeps the first index of the
 // extreme value, as torch.argmax does, so the combine order does not change the answer.
-// Two accumulator types per op: L is a thread's running value over its elements (float: one cheap op per
-// element keeps the kernel memory-bound; per-element double arithmetic measured 10-45% slower on LayerNorm),
+// Two accumulator types per op: L is a thread's running value over its elements (float: a few cheap ops per
+// element keep the kernel memory-bound; per-element double arithmetic measured 10-45% slower on LayerNorm),
 // T what threads combine in (double for sums, products and moments, so the cross-thread order adds no
 // rounding). widen turns L into T; finish turns a row's T (over n elements) into the float the kernel goes on with.
 // The variance: each thread keeps its moments about its first element x0 (sum and sum of squares of x - x0,
@@ -38,8 +38,16 @@ struct KfShifted { float x0, s, q, n; };
 #define KF_FLOAT_LOCAL(T, step) \
   typedef float L; __device__ static L add(L a, float x) { return step; } __device__ static T widen(L a) { return a; } \
   __device__ static float finish(T v, double) { return (float)v; }
-struct KfSum  { typedef double T; __device__ static T init() { return 0.0; } __device__ static float local_init() { return 0.f; }
-                __device__ static T f(T a, T b) { return a + b; } KF_FLOAT_LOCAL(T, a + x) };
+// A sum's running value is compensated (Kahan): a thread may walk thousands of elements of one row in order,
+// and plain float addition then loses ~sqrt(n) ulps of the partial sums, more than 1e-4 of a row whose total
+// is near zero. Three more float adds per element are free in a memory-bound loop.
+struct KfKahan { float s, c; };
+struct KfSum  { typedef double T; typedef KfKahan L; __device__ static T init() { return 0.0; }
+                __device__ static L local_init() { return {0.f, 0.f}; }
+                __device__ static L add(L a, float x) { float y = x - a.c, t = a.s + y; return {t, (t - a.s) - y}; }
+                __device__ static T widen(L a) { return (double)a.s - (double)a.c; }
+                __device__ static float finish(T v, double) { return (float)v; }
+                __device__ static T f(T a, T b) { return a + b; } };
 struct KfProd { typedef double T; __device__ static T init() { return 1.0; } __device__ static float local_init() { return 1.f; }
                 __device__ static T f(T a, T b) { return a * b; } KF_FLOAT_LOCAL(T, a * x) };
 struct KfMax  { typedef float T; __device__ static T init() { return -KF_INF; } __device__ static float local_init() { return -KF_INF; }

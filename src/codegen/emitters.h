@@ -53,5 +53,6 @@ std::string kernel_header(const Partition& p, const KernelGroup& g, const Kernel
 PlanKernel make_kernel(const KernelGroup& g, const KernelSchedule& ks, const std::string& name,
                        const std::string& body, const KernelWriter& w, int64_t grid, int block);
 int64_t clamp_grid(int64_t blocks);
+constexpr int64_t kMaxGridX = (int64_t(1) << 31) - 1;  // CUDA's limit on gridDim.x
 
 }  // namespace kforge

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "codegen/device_prelude.h"
 #include "common/scratch_path.h"
 
 namespace kforge::testing {
@@ -13,19 +14,27 @@ namespace kforge::testing {
 namespace {
 
 const char* kEmulation = R"(#include <barrier>
+#include <bit>
 #include <cmath>
+#include <cstdlib>
+#include <math.h>
 #include <thread>
 #include <vector>
 typedef long long i64;
 struct KfDim { unsigned x = 0; };
 static thread_local KfDim threadIdx;
 static const KfDim blockIdx{0}, gridDim{1};
+static KfDim blockDim;
 static std::barrier<>* kf_barrier;
 #define __global__
 #define __shared__ static
 #define __launch_bounds__(n)
 #define __restrict__
 #define __syncthreads() kf_barrier->arrive_and_wait()
+#define __device__
+#define __forceinline__ inline
+#define __int_as_float(i) std::bit_cast<float>(int(i))
+template <class T> T __shfl_xor_sync(unsigned, T, int) { std::abort(); }  // warps have no CPU form
 )";
 
 }  // namespace
@@ -39,8 +48,8 @@ void run_on_cpu(const PlanKernel& k, const std::vector<float*>& args) {
   if (at == std::string::npos) throw std::runtime_error(k.name + ": no kernel entry in its source");
   std::string call = k.name + "(";
   for (size_t i = 0; i < args.size(); ++i) call += (i ? ", a[" : "a[") + std::to_string(i) + "]";
-  std::ofstream(stem + ".cpp") << kEmulation << k.source.substr(at) << "\nextern \"C\" void kf_launch(float** a, int block) {\n"
-                               << "  std::barrier<> bar(block);\n  kf_barrier = &bar;\n  std::vector<std::thread> threads;\n"
+  std::ofstream(stem + ".cpp") << kEmulation << device_prelude() << k.source.substr(at) << "\nextern \"C\" void kf_launch(float** a, int block) {\n"
+                               << "  blockDim.x = unsigned(block);\n  std::barrier<> bar(block);\n  kf_barrier = &bar;\n  std::vector<std::thread> threads;\n"
                                << "  for (int i = 0; i < block; ++i) threads.emplace_back([a, i] { threadIdx.x = unsigned(i); "
                                << call << "); });\n  for (auto& t : threads) t.join();\n}\n";
   const std::string cmd = "c++ -std=c++20 -O1 -shared -fPIC -pthread -Wno-unknown-pragmas -o " + stem + ".so " + stem + ".cpp";

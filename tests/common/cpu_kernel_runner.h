@@ -2,7 +2,8 @@
 // host C++ compiler under a few definitions that make plain CUDA C++ (a CUDA thread is a std::thread, a block's
 // __shared__ arrays are statics all of its threads see, __syncthreads is a std::barrier) and launched as one
 // block of `block` threads (blockIdx 0, gridDim 1: a grid-stride kernel walks all of its work). Only kernels in
-// that subset run: no warp shuffles, atomics, vector types or the device prelude's helpers.
+// that subset run, with the device prelude's helpers (codegen/device_prelude.h) but no warp shuffles, atomics or
+// vector types.
 #pragma once
 #include <string>
 #include <vector>

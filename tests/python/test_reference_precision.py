@@ -13,3 +13,28 @@ def test_references_are_computed_without_tf32_and_the_defaults_come_back():
         assert torch.backends.cudnn.allow_tf32
     finally:
         torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def test_references_are_float64_arithmetic_rounded_once_and_leave_the_model_alone():
+    import torch
+
+    from kforge.bridge import run_model
+
+    class SumAndArgmax(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.full((7,), 3.0))
+
+        def forward(self, x):
+            return (x * self.scale).sum(dim=1), x.argmax(dim=1)
+
+    # Columns of large values and their negations plus one small one: float32 running sums lose the small one.
+    g = torch.Generator().manual_seed(3)
+    big = torch.rand(2, 2000, 7, generator=g) * 200 - 100
+    x = torch.cat([big, -big, torch.rand(2, 1, 7, generator=g)], dim=1)
+    model = SumAndArgmax()
+    total, index = run_model(model, [x])
+    assert total.dtype == torch.float32 and index.dtype == torch.int64
+    assert torch.equal(total, (x.double() * 3.0).sum(dim=1).float())
+    assert torch.equal(index, x.argmax(dim=1))
+    assert model.scale.dtype == torch.float32 and x.dtype == torch.float32
