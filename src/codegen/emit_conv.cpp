@@ -1,6 +1,8 @@
 // Convolutions: a conv group becomes one cuDNN step (runtime/cudnn_conv.cpp builds the backend graph: one
 // CONVOLUTION_FORWARD operation, engines from the heuristic, an execution plan), not a generated kernel.
-// The bias was split off by decompose (ir/conv.h) and runs in the pointwise kernel that reads the result.
+// The bias was split off by decompose (ir/conv.h) and runs in the pointwise kernel that reads the result, or,
+// where nothing reads the sum (codegen/conv_epilogue.h folded it back: the node's third argument), in the step
+// that writes the result: the channels-last transpose back, or an in-place pass after an NCHW call.
 // The step's `library` block:
 //   op "conv"; layout "NCHW" (contiguous [N, C, *spatial] tensors; the name stands for 1-3 spatial dims) or
 //   "NHWC" (channels last: [N, *spatial, C] in memory, the weight [O, *kernel, C / groups]; the plan transposes
@@ -31,15 +33,16 @@ const char* kWorkspaceName = "cudnn.workspace";
 
 // A plan step that writes dst[a][c][b] = src[a][b][c] (a < A, b < B, c < C): a 32 x 32 tile through shared
 // memory, so that both the read (along c) and the write (along b) are coalesced. NCHW <-> NHWC is this with
-// B = channels, C = the spatial extent (or the reverse), A = the batch.
+// B = channels, C = the spatial extent (or the reverse), A = the batch. With a `bias` buffer (one value per c)
+// it writes src + bias[c]: the NHWC result's way back adds the convolution's bias on the way.
 PlanKernel transpose_step(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, int src, int dst,
-                          int64_t A, int64_t B, int64_t C) {
+                          int64_t A, int64_t B, int64_t C, int bias = -1) {
   const auto I = i64_literal;
   const int64_t tiles_b = (B + 31) / 32, tiles_c = (C + 31) / 32;
   std::string s = "// kforge kernel " + name + ": channels-last transpose for conv group '" + g.key + "', [" +
                   std::to_string(A) + "][" + std::to_string(B) + "][" + std::to_string(C) + "] -> [a][c][b]\n";
-  s += "extern \"C\" __global__ void __launch_bounds__(256) " + name +
-       "(const float* __restrict__ src, float* __restrict__ dst) {\n";
+  s += "extern \"C\" __global__ void __launch_bounds__(256) " + name + "(const float* __restrict__ src, " +
+       (bias >= 0 ? "const float* __restrict__ bias, " : "") + "float* __restrict__ dst) {\n";
   s += "  __shared__ float tile[32][33];  // one column of padding: the transposed read is conflict-free\n";
   s += "  const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;\n";
   s += "  for (i64 t = blockIdx.x; t < " + I(A * tiles_b * tiles_c) + "; t += gridDim.x) {\n";
@@ -50,14 +53,37 @@ PlanKernel transpose_step(const KernelGroup& g, const KernelSchedule& ks, const 
   s += "      if (b0 + i < " + I(B) + " && c0 + tx < " + I(C) + ") tile[i][tx] = s[(b0 + i) * " + I(C) + " + c0 + tx];\n";
   s += "    __syncthreads();\n";
   s += "    for (int i = ty; i < 32; i += 8)\n";
-  s += "      if (c0 + i < " + I(C) + " && b0 + tx < " + I(B) + ") d[(c0 + i) * " + I(B) + " + b0 + tx] = tile[tx][i];\n";
+  s += "      if (c0 + i < " + I(C) + " && b0 + tx < " + I(B) + ") d[(c0 + i) * " + I(B) + " + b0 + tx] = tile[tx][i]" +
+       (bias >= 0 ? " + bias[c0 + i]" : "") + ";\n";
   s += "    __syncthreads();  // the tile is read before the next one overwrites it\n  }\n}\n";
   PlanKernel k;
   k.name = name;
   k.group = g.key;
   k.source = device_prelude() + "\n" + s;
-  k.args = {src, dst};
+  k.args = bias >= 0 ? std::vector<int>{src, bias, dst} : std::vector<int>{src, dst};
   k.grid = clamp_grid(A * tiles_b * tiles_c);
+  k.block = 256;
+  k.schedule = to_json(ks);
+  return k;
+}
+
+// A plan step that adds bias[c] to y[a][c][s] in place (c < C, s < S): the bias of an NCHW library call whose
+// sum nothing else reads. One element a thread, a block per 256 of them (as emit_pointwise's grid).
+PlanKernel bias_step(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, int y, int bias,
+                     int64_t A, int64_t C, int64_t S) {
+  const auto I = i64_literal;
+  std::string s = "// kforge kernel " + name + ": the bias of conv group '" + g.key + "', in place over [" +
+                  std::to_string(A) + "][" + std::to_string(C) + "][" + std::to_string(S) + "]\n";
+  s += "extern \"C\" __global__ void __launch_bounds__(256) " + name +
+       "(const float* __restrict__ bias, float* __restrict__ y) {\n";
+  s += "  for (i64 i = (i64)blockIdx.x * 256 + threadIdx.x; i < " + I(A * C * S) + "; i += (i64)gridDim.x * 256)\n";
+  s += "    y[i] += bias[i / " + I(S) + " % " + I(C) + "];\n}\n";
+  PlanKernel k;
+  k.name = name;
+  k.group = g.key;
+  k.source = device_prelude() + "\n" + s;
+  k.args = {bias, y};
+  k.grid = std::clamp<int64_t>((A * C * S + 255) / 256, 1, kMaxGridX);
   k.block = 256;
   k.schedule = to_json(ks);
   return k;
@@ -72,9 +98,10 @@ nlohmann::json conv_attrs(const nlohmann::json& lib) {
 std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
   const Graph& graph = *cx.partition.graph;
   const Node& cv = graph.at(g.anchor);
-  if (cv.args.size() != 2) throw InternalError("emit_conv: " + cv.op + " '" + cv.name + "' still has its bias; decompose first");
+  // A bias here is conv_epilogue.h's fold: one value per output channel, added by the step writing the result.
+  const int bias = cv.args.size() > 2 ? buffer_of(cx, cv.args[2]) : -1;
   if (ks.strategy == Strategy::tile)
-    return {emit_conv_direct(g, ks, name, buffer_of(cx, cv.args[0]), buffer_of(cx, cv.args[1]), buffer_of(cx, g.anchor))};
+    return {emit_conv_direct(g, ks, name, buffer_of(cx, cv.args[0]), buffer_of(cx, cv.args[1]), buffer_of(cx, g.anchor), bias)};
   const Shape &xs = graph.at(cv.args[0]).type.shape, &ws = graph.at(cv.args[1]).type.shape;
   const std::string where = "node '" + cv.name + "': ";
   // A transposed convolution is described by the forward convolution it is the input gradient of.
@@ -94,7 +121,11 @@ std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const K
                {"workspace_bytes", kWorkspaceBytes}};
   k.schedule = {{"strategy", to_string(ks.strategy)}, {"precision", to_string(ks.precision)}, {"algo", ks.algo},
                 {"layout", to_string(ks.layout)}};
-  if (!nhwc) return {k};
+  const Shape& result = graph.at(g.anchor).type.shape;
+  if (!nhwc) {
+    if (bias < 0) return {k};
+    return {k, bias_step(g, ks, name + "_bias", k.args[2], bias, result[0], result[1], numel(result) / (result[0] * result[1]))};
+  }
   // Channels last: the step reads and writes channels-last copies; its input and weight are transposed into
   // them first and its result back after. The step's x is [n, xc, *xs], its y [n, yc, *ys] (a transposed
   // convolution's x is its forward convolution's output).
@@ -108,7 +139,7 @@ std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const K
   k.args[2] = add_temp(cx, g.key + ".y_nhwc", DType::f32, {d.n * yc * y_extent});
   return {transpose_step(g, ks, name + "_x_nhwc", x, k.args[0], d.n, xc, x_extent),
           transpose_step(g, ks, name + "_w_nhwc", w, k.args[1], d.o, wc, taps), k,
-          transpose_step(g, ks, name + "_y_nchw", k.args[2], y, d.n, y_extent, yc)};
+          transpose_step(g, ks, name + "_y_nchw", k.args[2], y, d.n, y_extent, yc, bias)};
 }
 
 ConvDims conv_step_dims(const nlohmann::json& lib, const std::string& where) {

@@ -6,14 +6,16 @@
 // walks `items` consecutive output rows of one column: per kernel column it loads the input column the rows
 // share into registers once and accumulates every (row, tap) product with fmaf, the weights held in registers.
 // Plain fp32 arithmetic, one output at a time: the strict tier's. The bias was split off (ir/conv.h) and runs
-// in the pointwise kernel that reads the result.
+// in the pointwise kernel that reads the result, unless conv_epilogue.h folded it back (`bias` >= 0): then the
+// kernel adds it as it writes.
 #include "codegen/device_prelude.h"
 #include "codegen/emitters.h"
 #include "ir/error.h"
 
 namespace kforge {
 
-PlanKernel emit_conv_direct(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, int x, int w, int y) {
+PlanKernel emit_conv_direct(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, int x, int w, int y,
+                            int bias) {
   KF_ASSERT(g.depthwise.has_value(), "emit_conv_direct on a group that is no 2-D depthwise convolution");
   const ConvDims& d = *g.depthwise;
   const DirectConvTile t = direct_conv_tile(d, ks);
@@ -31,7 +33,8 @@ PlanKernel emit_conv_direct(const KernelGroup& g, const KernelSchedule& ks, cons
                   " outputs from a " + N(t.in_rows) + "x" + N(t.in_cols) + " window; " + N(ks.items) +
                   " rows per thread\n";
   s += "extern \"C\" __global__ void __launch_bounds__(" + N(ks.block) + ") " + name +
-       "(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y) {\n";
+       "(const float* __restrict__ x, const float* __restrict__ w, " + (bias >= 0 ? "const float* __restrict__ bias, " : "") +
+       "float* __restrict__ y) {\n";
   s += "  __shared__ float window[" + N(t.in_rows * t.in_cols) + "];\n";
   s += "  __shared__ float taps[" + N(kh * kw) + "];\n";
   s += "  const int tx = threadIdx.x % 32, row0 = threadIdx.x / 32 * " + N(ks.items) + ";  // tile-local output\n";
@@ -76,13 +79,14 @@ PlanKernel emit_conv_direct(const KernelGroup& g, const KernelSchedule& ks, cons
   s += "    }\n";
   s += "    _Pragma(\"unroll\") for (int r = 0; r < " + N(ks.items) + "; ++r) {\n";
   s += "      const i64 oh = oh0 + row0 + r, ow = ow0 + tx;\n";
-  s += "      if (oh < " + I(oh) + " && ow < " + I(ow) + ") y[plane * " + I(oh * ow) + " + oh * " + I(ow) + " + ow] = acc[r];\n";
+  s += "      if (oh < " + I(oh) + " && ow < " + I(ow) + ") y[plane * " + I(oh * ow) + " + oh * " + I(ow) + " + ow] = acc[r]" +
+       (bias >= 0 ? " + bias[plane % " + I(d.c) + "]" : "") + ";\n";
   s += "    }\n  }\n}\n";
   PlanKernel k;
   k.name = name;
   k.group = g.key;
   k.source = device_prelude() + "\n" + s;
-  k.args = {x, w, y};
+  k.args = bias >= 0 ? std::vector<int>{x, w, bias, y} : std::vector<int>{x, w, y};
   k.grid = clamp_grid(tiles);
   k.block = ks.block;
   k.schedule = to_json(ks);

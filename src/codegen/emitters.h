@@ -26,7 +26,8 @@ std::vector<PlanKernel> emit_pool(EmitContext& cx, const KernelGroup& g, const K
 std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
 std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
 // emit_conv's own-kernel branch (strategy tile, a 2-D depthwise convolution): buffers x, w, y.
-PlanKernel emit_conv_direct(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, int x, int w, int y);
+PlanKernel emit_conv_direct(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, int x, int w, int y,
+                            int bias = -1);
 // emit_matmul's own-kernel branch (strategy mma): the operands as emit_matmul describes them to cuBLASLt
 // (transposed, ld, batch_stride), and the kernel's buffers [a, b, c, bias if the epilogue has one].
 std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks,

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "codegen/conv_epilogue.h"
 #include "codegen/emitters.h"
 #include "codegen/gemm_epilogue.h"
 #include "ir/decompose.h"
@@ -59,7 +60,7 @@ std::string sanitize(const std::string& s) {
 
 }  // namespace
 
-Graph primitive_graph(const Graph& graph) { return fold_gemm_epilogues(decompose(graph)); }
+Graph primitive_graph(const Graph& graph) { return fold_conv_bias(fold_gemm_epilogues(decompose(graph))); }
 
 std::vector<KernelGroup> kernel_groups(const Graph& graph, bool fuse_rows) {
   Graph prim = primitive_graph(graph);

@@ -124,7 +124,8 @@ struct Lowering {
     if (op == "contiguous") return x;
     if (op == "matmul") return matmul(x, arg(1));
     // The primitive conv is the library's (no bias): a bias becomes an add of its [O, 1, ..] view, which the
-    // pointwise generator runs on the stored result.
+    // pointwise generator runs on the stored result (or, where nothing reads the sum, codegen/conv_epilogue.h
+    // folds back into the step that writes it).
     if ((op == "conv" || op == "conv_transpose") && arg(2) >= 0)
       return b.add(b.op(op, {x, arg(1)}, n.attrs), channel_view(arg(2), shape(x).size()));
     if (op == "sum" || op == "amax" || op == "amin" || op == "prod") {

@@ -24,10 +24,7 @@ TEST(ConvDirect, MatchesTheInterpreterOnTheCpuForEveryTileShape) {
   int checked = 0;
   for (auto& sample : testing::conv_graphs()) {
     if (sample.name.find("depthwise") == std::string::npos) continue;
-    nlohmann::json j = sample.graph;
-    j["params"] = {j["params"][0]};  // the convolution alone: the direct kernel leaves the bias to the next kernel
-    j["nodes"][0]["args"] = {"x", "w"};
-    Graph g = graph_from_json(j);
+    Graph g = graph_from_json(sample.graph);  // a bias, where the sample has one, is added by the kernel itself
     std::mt19937_64 rng(7);
     auto inputs = testing::random_values(g, g.inputs, rng), params = testing::random_values(g, g.params, rng);
     std::vector<HostTensor> expected = interpret(primitive_graph(g), inputs, params);
@@ -39,8 +36,11 @@ TEST(ConvDirect, MatchesTheInterpreterOnTheCpuForEveryTileShape) {
       Plan p = lower(g, s);
       ASSERT_EQ(p.kernels.size(), 1u);
       std::vector<float> x = as_floats(inputs[0]), w = as_floats(params[0]);
+      std::vector<float> b = params.size() > 1 ? as_floats(params[1]) : std::vector<float>{};
       std::vector<float> y(expected[0].data.size(), NAN);  // poisoned: an element never written shows
-      testing::run_on_cpu(p.kernels[0], {x.data(), w.data(), y.data()});
+      std::vector<float*> args = {x.data(), w.data(), y.data()};
+      if (!b.empty()) args.insert(args.begin() + 2, b.data());
+      testing::run_on_cpu(p.kernels[0], args);
       for (size_t i = 0; i < y.size(); ++i) {
         const double want = expected[0].data[i];
         ASSERT_LE(std::abs(double(y[i]) - want), 1e-4 * (1 + std::abs(want)))
@@ -53,8 +53,8 @@ TEST(ConvDirect, MatchesTheInterpreterOnTheCpuForEveryTileShape) {
 }
 
 // Around an NHWC step: x [n][c][s] -> [n][s][c] and w [o][c][taps] -> [o][taps][c] before it, its result
-// [n][s][o] -> [n][o][s] after it; each a tiled transpose through shared memory (transpose_step of
-// emit_conv.cpp), run here on a conv whose extents are no multiples of the 32 x 32 tile.
+// [n][s][o] -> [n][o][s] after it, plus the bias (conv_epilogue.h); each a tiled transpose through shared memory
+// (transpose_step of emit_conv.cpp), run here on a conv whose extents are no multiples of the 32 x 32 tile.
 TEST(ConvLayout, TheChannelsLastTransposesPermuteOnTheCpu) {
   if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
   Graph g = graph_from_json(testing::conv_graph("conv2d_asymmetric"));  // x [2, 5, 11, 19], w [7, 5, 3, 5]
@@ -76,16 +76,40 @@ TEST(ConvLayout, TheChannelsLastTransposesPermuteOnTheCpu) {
       if (kk.name.size() > cs.suffix.size() && kk.name.compare(kk.name.size() - cs.suffix.size(), cs.suffix.size(), cs.suffix) == 0)
         k = &kk;
     ASSERT_NE(k, nullptr) << cs.suffix;
-    std::vector<float> in(size_t(cs.a * cs.b * cs.c)), out(in.size(), NAN);
+    std::vector<float> in(size_t(cs.a * cs.b * cs.c)), out(in.size(), NAN), bias(size_t(cs.c));
     for (size_t i = 0; i < in.size(); ++i) in[i] = float(i);
-    testing::run_on_cpu(*k, {in.data(), out.data()});
+    for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.5f + float(i) * 1000.f;
+    const bool with_bias = k->args.size() == 3;
+    EXPECT_EQ(with_bias, cs.suffix == "_y_nchw") << "the conv's bias rides on the transpose back";
+    testing::run_on_cpu(*k, with_bias ? std::vector<float*>{in.data(), bias.data(), out.data()} : std::vector<float*>{in.data(), out.data()});
     for (int64_t a = 0; a < cs.a; ++a)
       for (int64_t b = 0; b < cs.b; ++b)
         for (int64_t c = 0; c < cs.c; ++c)
-          ASSERT_EQ(out[size_t((a * cs.c + c) * cs.b + b)], in[size_t((a * cs.b + b) * cs.c + c)]) << cs.suffix << " " << a << " " << b << " " << c;
+          ASSERT_EQ(out[size_t((a * cs.c + c) * cs.b + b)], in[size_t((a * cs.b + b) * cs.c + c)] + (with_bias ? bias[size_t(c)] : 0.f))
+              << cs.suffix << " " << a << " " << b << " " << c;
     ++ran;
   }
   EXPECT_EQ(ran, 3);
+}
+
+// An NCHW library call whose bias nothing else reads: the pass after it adds bias[o] to y[n][o][s] in place.
+TEST(ConvLayout, TheNchwBiasPassAddsOneValuePerChannelInPlace) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  Graph g = graph_from_json(testing::conv_graph("conv2d_asymmetric"));
+  Plan p = lower(g, {});
+  ASSERT_EQ(p.kernels.size(), 2u);
+  ASSERT_EQ(p.kernels[0].kind, StepKind::cudnn);
+  const PlanKernel& pass = p.kernels[1];
+  ASSERT_EQ(pass.args, (std::vector<int>{pass.args[0], p.kernels[0].args[2]}));
+  const Shape& ys = g.at(g.outputs.at(0)).type.shape;  // [2, 7, 11, 10]
+  const int64_t spatial = ys[2] * ys[3];
+  std::vector<float> y(static_cast<size_t>(numel(ys))), bias(static_cast<size_t>(ys[1]));
+  for (size_t i = 0; i < y.size(); ++i) y[i] = float(i % 977);
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = 1000.f * float(i + 1);
+  const std::vector<float> before = y;
+  testing::run_on_cpu(pass, {bias.data(), y.data()});
+  for (size_t i = 0; i < y.size(); ++i)
+    ASSERT_EQ(y[i], before[i] + bias[size_t(int64_t(i) / spatial % ys[1])]) << "element " << i;
 }
 
 }  // namespace

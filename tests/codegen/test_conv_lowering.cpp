@@ -1,7 +1,8 @@
 // Lowering of convolutions (GPU-free): each conv is one cuDNN step whose `library` block holds the geometry
 // PyTorch's rules give, its bias runs in the one pointwise kernel that reads the result (with a following
-// ReLU), engines and precision are search actions, and plans round-trip through JSON, where a step whose
-// parameters do not fit its buffers is refused.
+// ReLU) or, where nothing else reads the sum, in the step that writes it (conv_epilogue.h), engines and precision
+// are search actions, and plans round-trip through JSON, where a step whose parameters do not fit its buffers
+// is refused.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -11,6 +12,9 @@
 #include "runtime/compiler.h"
 #include "common/conv_graphs.h"
 #include "ir/error.h"
+#include "ir/interpreter.h"
+#include "ir/ops.h"
+#include "common/random_inputs.h"
 #include "search/features.h"
 #include "search/measure.h"
 
@@ -36,7 +40,8 @@ TEST(ConvLowering, EveryConvIsOneCudnnStep) {
     EXPECT_EQ(l.at("layout"), "NCHW");
     EXPECT_EQ(l.at("precision"), "fp32") << "the default is the strict tier's arithmetic";
     EXPECT_EQ(l.at("algo"), 0);
-    // args: x, w, y, workspace; y is the graph output unless a kernel (bias, ReLU) reads it.
+    // args: x, w, y, workspace; y is the graph output unless a kernel (ReLU, a bias before it) reads it. A bare
+    // bias is conv_epilogue.h's fold: an in-place pass over the output after the step.
     ASSERT_EQ(lib[0]->args.size(), 4u);
     bool permuted = s.name == "conv2d_channels_last_input";  // the view is copied to packed NCHW first
     EXPECT_EQ(p.buffers[lib[0]->args[0]].name, permuted ? "xp" : "x");
@@ -47,7 +52,12 @@ TEST(ConvLowering, EveryConvIsOneCudnnStep) {
     bool bias = g.params.size() == 2;
     bool relu = s.name.find("relu") != std::string::npos;
     EXPECT_EQ(steps(p, StepKind::nvrtc).size(), size_t(bias || relu) + permuted) << s.name << ": bias and ReLU share one kernel";
-    EXPECT_EQ(p.buffers[lib[0]->args[2]].role, bias || relu ? BufferRole::temp : BufferRole::output) << s.name;
+    EXPECT_EQ(p.buffers[lib[0]->args[2]].role, relu ? BufferRole::temp : BufferRole::output) << s.name;
+    if (bias && !relu) {
+      const PlanKernel& after = *(lib[0] + 1);
+      EXPECT_EQ(after.args, (std::vector<int>{after.args[0], lib[0]->args[2]})) << s.name << ": the bias pass writes y in place";
+      EXPECT_EQ(p.buffers[after.args[0]].name, "bias") << s.name;
+    }
     EXPECT_NO_THROW(check_library_step(*lib[0], p.buffers)) << s.name;
     if (transposed) {  // the forward convolution's geometry: its input is this op's result
       const Node& y = g.at(g.outputs[0]);
@@ -56,6 +66,32 @@ TEST(ConvLowering, EveryConvIsOneCudnnStep) {
       EXPECT_EQ(result, y.type.shape) << s.name;
     }
   }
+}
+
+TEST(ConvEpilogue, ABiasFoldsIntoTheConvolutionOnlyWhereNothingElseReadsTheSum) {
+  auto output_node = [](const std::string& name) {
+    Graph prim = primitive_graph(graph_from_json(testing::conv_graph(name)));
+    return prim.at(prim.outputs.at(0));
+  };
+  for (const char* name : {"conv2d", "conv3d", "conv_transpose2d", "conv2d_depthwise_strided_dilated"}) {
+    Node n = output_node(name);
+    EXPECT_TRUE(is_conv_op(n.op)) << name;
+    ASSERT_EQ(n.args.size(), 3u) << name;
+  }
+  EXPECT_EQ(output_node("conv2d_bias_relu").op, "relu") << "the chain's kernel adds the bias for nothing";
+  EXPECT_EQ(output_node("conv2d_no_bias").args.size(), 2u);
+  // The sum also read by a ReLU (both returned): the add stays, the kernel that reads it computes both.
+  nlohmann::json both = testing::conv_graph("conv2d_bias_relu");
+  both["outputs"] = {"c", "y"};
+  Graph prim = primitive_graph(graph_from_json(both));
+  EXPECT_EQ(prim.at(prim.outputs[0]).op, "add");
+  // The folded graph computes what the original does.
+  Graph g = graph_from_json(testing::conv_graph("conv2d_asymmetric"));
+  std::mt19937_64 rng(5);
+  auto inputs = testing::random_values(g, g.inputs, rng), params = testing::random_values(g, g.params, rng);
+  auto want = interpret(g, inputs, params), got = interpret(primitive_graph(g), inputs, params);
+  ASSERT_EQ(got.at(0).data.size(), want.at(0).data.size());
+  for (size_t i = 0; i < got[0].data.size(); ++i) ASSERT_NEAR(got[0].data[i], want[0].data[i], 1e-12) << i;
 }
 
 TEST(ConvLowering, TheBlockHoldsTorchsGeometry) {
@@ -172,6 +208,10 @@ TEST(ConvLayout, NhwcTransposesAroundTheStepAndCudnnAcceptsIt) {
     EXPECT_EQ(x_in.args[1], lib[0]->args[0]);
     EXPECT_EQ(w_in.args[1], lib[0]->args[1]);
     EXPECT_EQ(y_out.args[0], lib[0]->args[2]);
+    // A bare bias rides on the transpose back (conv_epilogue.h): src, bias, dst; no kernel after it.
+    const bool bare_bias = g.params.size() == 2 && sample.name.find("relu") == std::string::npos;
+    EXPECT_EQ(y_out.args.size(), bare_bias ? 3u : 2u) << sample.name;
+    if (bare_bias) EXPECT_EQ(at + 2, p.kernels.size()) << sample.name;
     for (int i = 0; i < 3; ++i) EXPECT_EQ(p.buffers[lib[0]->args[i]].role, BufferRole::temp) << sample.name;
     EXPECT_EQ(p.buffers[w_in.args[0]].name, "w");
     for (const PlanKernel* k : {&x_in, &w_in, &y_out}) {
@@ -184,7 +224,7 @@ TEST(ConvLayout, NhwcTransposesAroundTheStepAndCudnnAcceptsIt) {
 }
 
 // kforge's direct depthwise kernel (strategy tile): offered for 2-D depthwise convolutions only, one generated
-// kernel reading x and w and writing the result (the bias in the pointwise kernel after it), every tile shape
+// kernel reading x and w (and the bias) and writing the result, every tile shape
 // of the space compiling for sm_90 with its taps, window column and accumulators in registers.
 TEST(ConvDirect, DepthwiseConvolutionsGetKforgesOwnKernel) {
   Compiler c({"sm_90", "", {"--ptxas-options=-v"}});
@@ -208,11 +248,15 @@ TEST(ConvDirect, DepthwiseConvolutionsGetKforgesOwnKernel) {
         Plan p = lower(g, s);
         EXPECT_TRUE(steps(p, StepKind::cudnn).empty()) << sample.name;
         const PlanKernel& k = p.kernels.at(0);
-        ASSERT_EQ(k.args.size(), 3u);
+        // A bias that nothing else reads is added as the kernel writes (conv_epilogue.h): one kernel in all.
+        const bool bias = g.params.size() == 2;
+        ASSERT_EQ(k.args.size(), bias ? 4u : 3u);
         EXPECT_EQ(p.buffers[k.args[0]].name, "x");
         EXPECT_EQ(p.buffers[k.args[1]].name, "w");
+        if (bias) EXPECT_EQ(p.buffers[k.args[2]].name, "bias");
+        EXPECT_EQ(p.buffers[k.args.back()].role, BufferRole::output);
         EXPECT_EQ(k.block, ks.block);
-        EXPECT_EQ(p.kernels.size(), g.params.size() == 2 ? 2u : 1u) << sample.name << ": the bias kernel, if any";
+        EXPECT_EQ(p.kernels.size(), 1u) << sample.name;
         CompileResult r = c.compile(k.source, k.name);
         ASSERT_TRUE(r.ok) << sample.name << "\n" << r.log << "\n" << k.source;
         // The taps (25-49 floats), the window column and the accumulators are registers: an array of them in
