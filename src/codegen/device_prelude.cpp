@@ -71,8 +71,38 @@ struct KfVar {
   __device__ static T f(T a, T b) { return {a.s + b.s, a.q + b.q}; }
   __device__ static float finish(T v, double n) { double m = v.s / n; return (float)fmax(v.q / n - m * m, 0.0); }
 };
+// Online softmax statistic (partition.h, KernelGroup::online_max): sum(exp(x - m)) over a row whose max m is
+// found in the same walk. A thread keeps its running max and the compensated sum of exp(x - max so far),
+// rescaled by exp(old - new) when the max grows; threads combine (sum, max) pairs in double. exp(-inf - m)
+// adds nothing, so masked (-inf) elements cost no NaN; a NaN or +inf element makes the sum NaN, as
+// exp(x - max(x)) does.
+struct KfOnline { double d; float m; };
+struct KfOnlineLocal { float m, d, c; };
+struct KfOnlineSumExp {
+  typedef KfOnline T;
+  typedef KfOnlineLocal L;
+  __device__ static T init() { return {0.0, -KF_INF}; }
+  __device__ static L local_init() { return {-KF_INF, 0.f, 0.f}; }
+  __device__ static L add(L a, float x) {
+    if (x > a.m) {
+      const float scale = expf(a.m - x);  // 0 while the max was -inf
+      return {x, fmaf(a.d, scale, 1.f), a.c * scale};
+    }
+    if (x == -KF_INF) return a;
+    float y = expf(x - a.m) - a.c, t = a.d + y;
+    return {a.m, t, (t - a.d) - y};
+  }
+  __device__ static T widen(L a) { return {(double)a.d - (double)a.c, a.m}; }
+  __device__ static T f(T a, T b) {
+    const float m = kf_max(a.m, b.m);
+    if (m == -KF_INF) return {a.d + b.d, m};
+    return {a.d * exp((double)a.m - (double)m) + b.d * exp((double)b.m - (double)m), m};
+  }
+  __device__ static float finish(T v, double) { return (float)v.d; }
+};
 template <class T> __device__ __forceinline__ T kf_shfl_xor(T v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
 __device__ __forceinline__ KfMoments kf_shfl_xor(KfMoments v, int o) { return {kf_shfl_xor(v.s, o), kf_shfl_xor(v.q, o)}; }
+__device__ __forceinline__ KfOnline kf_shfl_xor(KfOnline v, int o) { return {kf_shfl_xor(v.d, o), kf_shfl_xor(v.m, o)}; }
 
 struct KfArg { float v; i64 i; };
 // A thread's own walk visits increasing indices (every strategy's loop does), so its step is simpler than

@@ -45,6 +45,16 @@ std::string op_struct(const std::string& kind) {
   return "KfMin";
 }
 bool is_arg(const std::string& kind) { return kind == "argmax" || kind == "argmin"; }
+// The max statistic `s` is computed together with (KernelGroup::online_max), or -1.
+int online_max_of(const KernelGroup& g, int s) {
+  for (size_t i = 0; i < g.stats.size() && i < g.online_max.size(); ++i)
+    if (g.stats[i] == s) return g.online_max[i];
+  return -1;
+}
+// The accumulator struct of statistic `s` (device_prelude.cpp).
+std::string stat_op(const Graph& gr, const KernelGroup& g, int s) {
+  return online_max_of(g, s) >= 0 ? "KfOnlineSumExp" : op_struct(gr.at(s).attr_s("kind"));
+}
 std::string is_max(const std::string& kind) { return kind == "argmax" ? "true" : "false"; }
 
 // The loop skeleton of each strategy.
@@ -137,7 +147,10 @@ std::string stat_pass(KernelWriter& w, const Graph& gr, const KernelGroup& g, co
   Coords c = coords_at(g, rs, true, in);
   w.begin_site(c.c, c.linear, in);
   std::vector<std::string> values;
-  for (int s : stats) values.push_back(w.value(gr.at(s).args[0]));
+  for (int s : stats) {  // an online sum of exp(x - max) steps on x, its max's own operand
+    int m = online_max_of(g, s);
+    values.push_back(w.value(gr.at(m >= 0 ? m : s).args[0]));
+  }
   std::string body = w.take();
   std::string decls, updates, widen;
   for (size_t i = 0; i < stats.size(); ++i) {
@@ -147,7 +160,7 @@ std::string stat_pass(KernelWriter& w, const Graph& gr, const KernelGroup& g, co
       updates += in + acc + " = kf_arg_step<" + is_max(kind) + ">(" + acc + ", (float)(" + values[i] + "), c" +
                  std::to_string(rs.axes[0]) + ");\n";
     } else {
-      std::string op = op_struct(kind), loc = "loc" + std::to_string(stats[i]);
+      std::string op = stat_op(gr, g, stats[i]), loc = "loc" + std::to_string(stats[i]);
       decls += indent + op + "::L " + loc + " = " + op + "::local_init();\n";
       updates += in + loc + " = " + op + "::add(" + loc + ", (float)(" + values[i] + "));\n";
       widen += indent + op + "::T " + acc + " = " + op + "::widen(" + loc + ");\n";
@@ -156,13 +169,14 @@ std::string stat_pass(KernelWriter& w, const Graph& gr, const KernelGroup& g, co
   return decls + indent + loop + " {\n" + c.stmts + prefetch + body + updates + indent + "}\n" + widen;
 }
 
-std::string finish_stat(const Graph& gr, const RowShape& rs, int s, const std::string& reduce_f,
+std::string finish_stat(const Graph& gr, const KernelGroup& g, const RowShape& rs, int s, const std::string& reduce_f,
                         const std::string& reduce_arg, const std::string& indent) {
   std::string kind = gr.at(s).attr_s("kind"), acc = "acc" + std::to_string(s);
   if (is_arg(kind))
     return indent + "const i64 s" + std::to_string(s) + " = " + subst(subst(reduce_arg, "MAX", is_max(kind)), "ACC", acc) + ".i;\n";
-  return indent + "const float s" + std::to_string(s) + " = " + op_struct(kind) + "::finish(" +
-         subst(subst(reduce_f, "OP", op_struct(kind)), "ACC", acc) + ", " + std::to_string(rs.R) + ".0);\n";
+  const std::string op = stat_op(gr, g, s);
+  return indent + "const float s" + std::to_string(s) + " = " + op + "::finish(" + subst(subst(reduce_f, "OP", op), "ACC", acc) +
+         ", " + std::to_string(rs.R) + ".0);\n";
 }
 
 std::string row_outputs(KernelWriter& w, const KernelGroup& g, const RowShape& rs, const std::string& leader,
@@ -203,6 +217,7 @@ struct Partials {
 std::vector<PlanKernel> emit_split(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks,
                                    const std::string& name, const RowShape& rs) {
   const Graph& gr = *cx.partition.graph;
+  KF_ASSERT(!has_online_stat(g), "emit_split on a group with an online softmax statistic (check_schedule refuses it)");
   int64_t C = ks.chunks, L = (rs.R + C - 1) / C;
   std::map<int, Partials> part;
   for (int s : g.stats) {
@@ -278,7 +293,7 @@ std::vector<PlanKernel> emit_split(EmitContext& cx, const KernelGroup& g, const 
 
 // The tile strategy's cross-warp combine of statistic `s`: each warp's partial for lane l's row goes to
 // shared memory, then every thread folds the W partials of its row into s<s>.
-std::string tile_combine(const Graph& gr, const RowShape& rs, int s, const std::string& Ws) {
+std::string tile_combine(const Graph& gr, const KernelGroup& g, const RowShape& rs, int s, const std::string& Ws) {
   std::string kind = gr.at(s).attr_s("kind"), acc = "acc" + std::to_string(s), sv = "s" + std::to_string(s);
   std::string t = "t" + std::to_string(s);
   std::string out = "    __syncthreads();  // the previous statistic's partials have been read\n";
@@ -288,7 +303,7 @@ std::string tile_combine(const Graph& gr, const RowShape& rs, int s, const std::
     out += "    for (int q = 1; q < " + Ws + "; ++q) " + t + " = kf_arg_combine<" + is_max(kind) + ">(" + t + ", kf_apart[q][lane]);\n";
     return out + "    const i64 " + sv + " = " + t + ".i;\n";
   }
-  std::string op = op_struct(kind);
+  std::string op = stat_op(gr, g, s);
   std::string part = "reinterpret_cast<" + op + "::T*>(kf_part)";  // slots sized for the largest Op::T
   out += "    " + part + "[warp * 32 + lane] = " + acc + ";\n    __syncthreads();\n";
   out += "    " + op + "::T " + t + " = " + part + "[lane];\n";
@@ -343,7 +358,7 @@ std::vector<PlanKernel> emit_tile(EmitContext& cx, const KernelGroup& g, const K
     std::vector<int> stats = stats_in_pass(g, pass);
     body += stat_pass(w, gr, g, rs, stats, loop, "    ", pass == 0 ? fill : "");
     for (int s : stats) {
-      body += tile_combine(gr, rs, s, Ws);
+      body += tile_combine(gr, g, rs, s, Ws);
       w.bind(s, "s" + std::to_string(s));
     }
   }
@@ -402,7 +417,7 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const Ke
   for (int pass = 0; pass < stat_walks(g); ++pass) {
     std::vector<int> stats = stats_in_pass(g, pass);
     body += stat_pass(w, gr, g, rs, stats, sk.elem_loop, "    ", pass == 0 ? fill : "");
-    for (int s : stats) body += finish_stat(gr, rs, s, sk.reduce_f, sk.reduce_arg, "    ");
+    for (int s : stats) body += finish_stat(gr, g, rs, s, sk.reduce_f, sk.reduce_arg, "    ");
     if (pass == 0 && !cached.empty() && ks.strategy == Strategy::warp && !in_registers) body += "    __syncwarp();\n";
     for (int s : stats) w.bind(s, "s" + std::to_string(s));
   }

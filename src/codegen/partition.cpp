@@ -255,13 +255,39 @@ struct Partitioner {
     return false;
   }
 
-  // A statistic's walk comes after the walks of the statistics it reads (through elementwise work).
+  // The max m that statistic `s` can be computed together with: s = sum(exp(x - m)) over the dims of
+  // m = max(x) (decompose's softmax, log-softmax and cross-entropy); -1 otherwise.
+  int online_partner(int s) const {
+    const Node& sum = g.at(s);
+    if (sum.attr_s("kind") != "sum") return -1;
+    const Node& e = g.at(sum.args[0]);
+    if (e.op != "exp") return -1;
+    const Node& shifted = g.at(e.args[0]);
+    if (shifted.op != "sub") return -1;
+    const Node& m = g.at(shifted.args[1]);
+    if (m.op != "reduce" || m.attr_s("kind") != "max" || m.args[0] != shifted.args[0] ||
+        m.attr_ints("dims") != sum.attr_ints("dims"))
+      return -1;
+    return shifted.args[1];
+  }
+
+  // A statistic's walk comes after the walks of the statistics it reads (through elementwise work), except
+  // a sum of exp(x - max) that runs online with its max (online_partner) in the max's walk.
   void assign_stat_passes() {
     for (auto& k : p.groups) {
       k.stat_pass.assign(k.stats.size(), 0);
-      for (size_t i = 0; i < k.stats.size(); ++i)
-        for (size_t j = 0; j < i; ++j)
-          if (depends[k.stats[i]][k.stats[j]]) k.stat_pass[i] = std::max(k.stat_pass[i], k.stat_pass[j] + 1);
+      k.online_max.assign(k.stats.size(), -1);
+      for (size_t i = 0; i < k.stats.size(); ++i) {
+        int partner = online_partner(k.stats[i]);
+        for (size_t j = 0; j < i; ++j) {
+          if (k.stats[j] == partner) {
+            k.online_max[i] = partner;
+            k.stat_pass[i] = std::max(k.stat_pass[i], k.stat_pass[j]);
+          } else if (depends[k.stats[i]][k.stats[j]]) {
+            k.stat_pass[i] = std::max(k.stat_pass[i], k.stat_pass[j] + 1);
+          }
+        }
+      }
     }
   }
 
@@ -346,6 +372,10 @@ int stat_walks(const KernelGroup& g) {
 }
 
 int row_walks(const KernelGroup& g) { return stat_walks(g) + (g.elem_outputs.empty() ? 0 : 1); }
+
+bool has_online_stat(const KernelGroup& g) {
+  return std::any_of(g.online_max.begin(), g.online_max.end(), [](int m) { return m >= 0; });
+}
 
 std::vector<int> stats_in_pass(const KernelGroup& g, int pass) {
   std::vector<int> out;

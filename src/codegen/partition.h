@@ -38,6 +38,10 @@ struct KernelGroup {
   std::vector<int> stats;       // row: reduce nodes in evaluation order
   std::vector<int> stat_pass;   // row: per statistic, the walk over the row that computes it (0, 1, ...):
                                 // statistics that do not read each other share a walk
+  // row: per statistic, the max it is computed together with in one walk (online softmax), or -1. A sum of
+  // exp(x - m) over the row of m = max(x) keeps a running max of its own and rescales its running sum when
+  // the max grows (Milakov & Gimelshein), so softmax, log-softmax and cross-entropy walk once for both.
+  std::vector<int> online_max;
   std::vector<int> elem_outputs;// stored values computed at every point of S
   std::vector<int> row_outputs; // row: stored values of the reduced shape (reduces and their epilogues)
   int anchor = -1;              // scan / pool / matmul / conv: the scan, pool, matmul or conv node
@@ -61,5 +65,7 @@ int stat_walks(const KernelGroup& g);
 int row_walks(const KernelGroup& g);
 // The statistics computed in walk `pass`, in evaluation order.
 std::vector<int> stats_in_pass(const KernelGroup& g, int pass);
+// Whether a statistic of the group is computed online with its max (KernelGroup::online_max).
+bool has_online_stat(const KernelGroup& g);
 
 }  // namespace kforge

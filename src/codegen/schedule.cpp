@@ -252,6 +252,7 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
       if (ks.strategy == Strategy::split) {
         if (row_walks(g) != 1 || !g.elem_outputs.empty())
           illegal(g, "strategy", "split needs one walk over the row (statistics that do not read each other) and no elementwise outputs");
+        if (has_online_stat(g)) illegal(g, "strategy", "split does not combine an online softmax statistic's chunks");
         if (ks.chunks < 2 || ks.chunks > 1024) illegal(g, "chunks", "must be in [2, 1024] for split");
       }
       break;
@@ -297,7 +298,7 @@ KernelSchedule default_schedule(const KernelGroup& g) {
       else if (R <= 2048 && K >= 1024) ks.strategy = Strategy::warp, ks.block = R > 1024 ? 128 : 256;
       // Split: ~1056 blocks of 1024 threads, at most 512 chunks a row, no unroll (run 2.5: the best plan of
       // all four scalar losses, 45/46/47/49; mse 0.77 ms against 0.94 for 1024 chunks of 512 threads unrolled).
-      else if (K < 264 && R >= 65536 && row_walks(g) == 1 && g.elem_outputs.empty())
+      else if (K < 264 && R >= 65536 && row_walks(g) == 1 && g.elem_outputs.empty() && !has_online_stat(g))
         ks.strategy = Strategy::split, ks.chunks = int(std::min<int64_t>(512, 1056 / std::max<int64_t>(K, 1) + 1)), ks.block = 1024;
       else ks.strategy = Strategy::block, ks.block = R >= 8192 ? 1024 : 256;
       if (ks.strategy == Strategy::split && ks.chunks < 2) ks.chunks = 2;

@@ -1,7 +1,8 @@
 // Row kernels run on the CPU (common/cpu_kernel_runner.h): the strategies whose threads walk long stretches of a
 // row alone (a thread per row; the tile's warps, each down every W-th element of 32 rows) must keep the strict
-// tier where a row sums to nearly nothing. Device run 7.2 (17_sum_middle_dim): the tile plan ran at eager's speed
-// but missed 1e-4 by summing 4093 floats in order; its running sum is now compensated.
+// tier where a row sums to nearly nothing (device run 7.2, 17_sum_middle_dim: the tile plan ran at eager's speed
+// but missed 1e-4 by summing 4093 floats in order; its running sum is now compensated), and softmax's online
+// statistic (the max and the sum of exp in one walk) must match the interpreter, masked -inf elements included.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,9 @@
 
 #include "codegen/lower.h"
 #include "common/cpu_kernel_runner.h"
+#include "common/random_inputs.h"
+#include "common/sample_graphs.h"
+#include "ir/interpreter.h"
 
 namespace kforge {
 namespace {
@@ -52,6 +56,57 @@ TEST(RowSums, LongSerialWalksKeepTheStrictTierOnRowsThatCancel) {
     ++checked;
   }
   EXPECT_GE(checked, 2);
+}
+
+// Runs single-kernel plan `p` on the CPU: graph inputs from `inputs`, every other buffer poisoned; returns the
+// graph's first output.
+std::vector<float> run_plan_on_cpu(const Plan& p, const std::vector<HostTensor>& inputs) {
+  EXPECT_EQ(p.kernels.size(), 1u);
+  std::vector<std::vector<float>> data(p.buffers.size());
+  int out = -1;
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    const PlanBuffer& pb = p.buffers[b];
+    if (pb.role == BufferRole::input) data[b].assign(inputs.at(size_t(pb.index)).data.begin(), inputs.at(size_t(pb.index)).data.end());
+    else data[b].assign(size_t(numel(pb.shape)), NAN);
+    if (pb.role == BufferRole::output && pb.index == 0) out = int(b);
+  }
+  std::vector<float*> args;
+  for (int b : p.kernels[0].args) args.push_back(data[size_t(b)].data());
+  testing::run_on_cpu(p.kernels[0], args);
+  return data.at(size_t(out));
+}
+
+TEST(RowOnlineSoftmax, MatchesTheInterpreterWithRescalesAndMaskedElements) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  int checked = 0;
+  for (const char* name : {"softmax", "log_softmax"}) {
+    Graph g = graph_from_json(testing::sample_graph(name));
+    std::mt19937_64 rng(17);
+    auto inputs = testing::random_values(g, g.inputs, rng);
+    // Wide values (the running max jumps often, each jump rescales the sum) and masked elements: -inf at every
+    // 7th position, as a masked softmax's fill leaves them.
+    for (size_t i = 0; i < inputs[0].data.size(); ++i) inputs[0].data[i] = i % 7 == 3 ? -INFINITY : inputs[0].data[i] * 12.0;
+    std::vector<HostTensor> want = interpret(primitive_graph(g), inputs, {});
+    KernelGroup grp = kernel_groups(g, true).at(0);
+    ASSERT_TRUE(has_online_stat(grp)) << name;
+    for (auto& ks : schedule_space(grp)) {
+      if ((ks.strategy != Strategy::tile && ks.strategy != Strategy::thread) || ks.cache_row != RowCache::none) continue;
+      Schedule s;
+      s.kernels[grp.key] = ks;
+      std::vector<float> got = run_plan_on_cpu(lower(g, s), inputs);
+      ASSERT_EQ(got.size(), want[0].data.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        const double w = want[0].data[i];
+        if (std::isinf(w)) {
+          ASSERT_EQ(double(got[i]), w) << name << " " << to_json(ks).dump() << " element " << i;
+          continue;
+        }
+        ASSERT_LE(std::abs(double(got[i]) - w), 1e-5 * (1 + std::abs(w))) << name << " " << to_json(ks).dump() << " element " << i << ": " << got[i] << " vs " << w;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 3);
 }
 
 }  // namespace
