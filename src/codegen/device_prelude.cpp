@@ -8,6 +8,7 @@ const std::string& device_prelude() {
   static const std::string src = R"CUDA(
 typedef long long i64;
 #define KF_INF __int_as_float(0x7f800000)
+#define KF_NAN __int_as_float(0x7fffffff)
 __device__ __forceinline__ float kf_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
 __device__ __forceinline__ float kf_softplus(float x, float beta, float threshold) {
   return beta * x > threshold ? x : log1pf(expf(beta * x)) / beta;
@@ -40,11 +41,12 @@ struct KfShifted { float x0, s, q, n; };
   __device__ static float finish(T v, double) { return (float)v; }
 // A sum's running value is compensated (Kahan): a thread may walk thousands of elements of one row in order,
 // and plain float addition then loses ~sqrt(n) ulps of the partial sums, more than 1e-4 of a row whose total
-// is near zero. Three more float adds per element are free in a memory-bound loop.
+// is near zero. Three more float adds per element are free in a memory-bound loop. An infinite running sum
+// keeps no compensation ((inf - s) - inf would be NaN): inf stays inf, as torch.sum's, and inf - inf is NaN.
 struct KfKahan { float s, c; };
 struct KfSum  { typedef double T; typedef KfKahan L; __device__ static T init() { return 0.0; }
                 __device__ static L local_init() { return {0.f, 0.f}; }
-                __device__ static L add(L a, float x) { float y = x - a.c, t = a.s + y; return {t, (t - a.s) - y}; }
+                __device__ static L add(L a, float x) { float y = x - a.c, t = a.s + y; return {t, isinf(t) ? 0.f : (t - a.s) - y}; }
                 __device__ static T widen(L a) { return (double)a.s - (double)a.c; }
                 __device__ static float finish(T v, double) { return (float)v; }
                 __device__ static T f(T a, T b) { return a + b; } };
@@ -73,9 +75,10 @@ struct KfVar {
 };
 // Online softmax statistic (partition.h, KernelGroup::online_max): sum(exp(x - m)) over a row whose max m is
 // found in the same walk. A thread keeps its running max and the compensated sum of exp(x - max so far),
-// rescaled by exp(old - new) when the max grows; threads combine (sum, max) pairs in double. exp(-inf - m)
-// adds nothing, so masked (-inf) elements cost no NaN; a NaN or +inf element makes the sum NaN, as
-// exp(x - max(x)) does.
+// rescaled by exp(old - new) when the max grows (the product's rounding error kept in the compensation);
+// threads combine (sum, max) pairs in double. exp(-inf - m) adds nothing, so masked (-inf) elements cost no
+// NaN; a NaN or +inf element makes the sum NaN in every strategy, as exp(x - max(x)) does (inf - inf). A row
+// of -inf only sums to 0, where exp(x - max(x)) gives NaN: the softmax outputs are NaN either way.
 struct KfOnline { double d; float m; };
 struct KfOnlineLocal { float m, d, c; };
 struct KfOnlineSumExp {
@@ -84,12 +87,18 @@ struct KfOnlineSumExp {
   __device__ static T init() { return {0.0, -KF_INF}; }
   __device__ static L local_init() { return {-KF_INF, 0.f, 0.f}; }
   __device__ static L add(L a, float x) {
+    float e;
     if (x > a.m) {
+      if (x == KF_INF) return {x, KF_NAN, 0.f};
       const float scale = expf(a.m - x);  // 0 while the max was -inf
-      return {x, fmaf(a.d, scale, 1.f), a.c * scale};
+      const float p = a.d * scale;
+      a = {x, p, a.c * scale - fmaf(a.d, scale, -p)};  // d - c scaled exactly but for the scale's own rounding
+      e = 1.f;
+    } else {
+      if (x == -KF_INF) return a;
+      e = expf(x - a.m);
     }
-    if (x == -KF_INF) return a;
-    float y = expf(x - a.m) - a.c, t = a.d + y;
+    float y = e - a.c, t = a.d + y;
     return {a.m, t, (t - a.d) - y};
   }
   __device__ static T widen(L a) { return {(double)a.d - (double)a.c, a.m}; }

@@ -265,8 +265,9 @@ struct Partitioner {
     const Node& shifted = g.at(e.args[0]);
     if (shifted.op != "sub") return -1;
     const Node& m = g.at(shifted.args[1]);
+    // The max broadcast along the reduced dims only: it keeps x's rank (decompose's reduce keeps its dims).
     if (m.op != "reduce" || m.attr_s("kind") != "max" || m.args[0] != shifted.args[0] ||
-        m.attr_ints("dims") != sum.attr_ints("dims"))
+        m.attr_ints("dims") != sum.attr_ints("dims") || m.type.shape.size() != g.at(m.args[0]).type.shape.size())
       return -1;
     return shifted.args[1];
   }

@@ -38,3 +38,30 @@ def test_references_are_float64_arithmetic_rounded_once_and_leave_the_model_alon
     assert torch.equal(total, (x.double() * 3.0).sum(dim=1).float())
     assert torch.equal(index, x.argmax(dim=1))
     assert model.scale.dtype == torch.float32 and x.dtype == torch.float32
+
+
+def test_where_float64_is_another_function_the_float32_run_stands():
+    import torch
+
+    from kforge.bridge import run_model
+
+    class MadeInside(torch.nn.Module):  # a float32 tensor made inside forward meets the widened input
+        def forward(self, x):
+            return x @ torch.ones(x.shape[1], 3, dtype=torch.float32)
+
+    class Eps(torch.nn.Module):  # a constant of the input's dtype: float64's eps is another function
+        def forward(self, x):
+            return x.clamp(min=torch.finfo(x.dtype).eps).log()
+
+    class Overflows(torch.nn.Module):  # float32's intermediates overflow (inf / inf), float64's do not
+        def forward(self, x):
+            return torch.exp(x * 100.0) / torch.exp(x * 100.0 - 1.0)
+
+    x = torch.rand(4, 5)
+    x[0, 0], x[1, 1] = 0.0, 0.95  # log(eps) and an overflow in float32
+    for model in (MadeInside(), Eps(), Overflows()):
+        with torch.no_grad():
+            expected = model(x)
+        (got,) = run_model(model, [x])
+        assert got.dtype == torch.float32, type(model).__name__
+        torch.testing.assert_close(got, expected, rtol=0, atol=0, equal_nan=True, msg=type(model).__name__)
