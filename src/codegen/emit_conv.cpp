@@ -83,7 +83,7 @@ PlanKernel bias_step(const KernelGroup& g, const KernelSchedule& ks, const std::
   k.group = g.key;
   k.source = device_prelude() + "\n" + s;
   k.args = {bias, y};
-  k.grid = std::clamp<int64_t>((A * C * S + 255) / 256, 1, kMaxGridX);
+  k.grid = full_grid((A * C * S + 255) / 256);
   k.block = 256;
   k.schedule = to_json(ks);
   return k;

@@ -3,8 +3,6 @@
 // every contiguous f32 operand (8- or 16-byte accesses, llm.c's Packed128), then computes and stores
 // them: all loads are in flight before the first result is needed, so arithmetic-heavier ops (erf, tanh)
 // still keep enough bytes moving to reach the memory's bandwidth.
-#include <algorithm>
-
 #include "codegen/emitters.h"
 
 namespace kforge {
@@ -61,11 +59,7 @@ std::vector<PlanKernel> emit_pointwise(EmitContext& cx, const KernelGroup& g, co
   s += "    }\n  }\n}\n";
   int64_t per_block = int64_t(ks.block) * vec * items;
   PlanKernel k = make_kernel(g, ks, name, s, w, 1, ks.block);
-  // A block per chunk, however many (up to the grid's x limit; the loop covers the rest): tools/microbench/
-  // elementwise_bw.cu on the H200 (device run 7.3), ReLU over 3.2 GB: 256 x 16-byte x 4 a thread, 1.561 ms with
-  // a block per chunk against 1.611 with the grid clamped to 33792 blocks; 128 x 16-byte x 1, 1.510 ms (the
-  // copy engine's memcpy: 1.520).
-  k.grid = std::clamp<int64_t>((n + per_block - 1) / per_block, 1, kMaxGridX);
+  k.grid = full_grid((n + per_block - 1) / per_block);
   return {k};
 }
 
