@@ -48,17 +48,22 @@ std::string kernel_header(const Partition& p, const KernelGroup& g, const Kernel
   return s;
 }
 
-PlanKernel make_kernel(const KernelGroup& g, const KernelSchedule& ks, const std::string& name,
-                       const std::string& body, const KernelWriter& w, int64_t grid, int block) {
+PlanKernel generated_kernel(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, const std::string& body,
+                            std::vector<int> args, int64_t grid, int block) {
   PlanKernel k;
   k.name = name;
   k.group = g.key;
   k.source = device_prelude() + "\n" + body;
-  k.args = w.used_buffers();
-  k.grid = clamp_grid(grid);
+  k.args = std::move(args);
+  k.grid = grid;
   k.block = block;
   k.schedule = to_json(ks);
   return k;
+}
+
+PlanKernel make_kernel(const KernelGroup& g, const KernelSchedule& ks, const std::string& name,
+                       const std::string& body, const KernelWriter& w, int64_t grid, int block) {
+  return generated_kernel(g, ks, name, body, w.used_buffers(), clamp_grid(grid), block);
 }
 
 int64_t full_grid(int64_t blocks) {

@@ -18,7 +18,6 @@
 // that convolution's input [n, c, *in]; cuDNN runs it as CONVOLUTION_BACKWARD_DATA.
 #include <algorithm>
 
-#include "codegen/device_prelude.h"
 #include "codegen/emitters.h"
 #include "ir/conv.h"
 #include "ir/error.h"
@@ -56,15 +55,8 @@ PlanKernel transpose_step(const KernelGroup& g, const KernelSchedule& ks, const 
   s += "      if (c0 + i < " + I(C) + " && b0 + tx < " + I(B) + ") d[(c0 + i) * " + I(B) + " + b0 + tx] = tile[tx][i]" +
        (bias >= 0 ? " + bias[c0 + i]" : "") + ";\n";
   s += "    __syncthreads();  // the tile is read before the next one overwrites it\n  }\n}\n";
-  PlanKernel k;
-  k.name = name;
-  k.group = g.key;
-  k.source = device_prelude() + "\n" + s;
-  k.args = bias >= 0 ? std::vector<int>{src, bias, dst} : std::vector<int>{src, dst};
-  k.grid = clamp_grid(A * tiles_b * tiles_c);
-  k.block = 256;
-  k.schedule = to_json(ks);
-  return k;
+  return generated_kernel(g, ks, name, s, bias >= 0 ? std::vector<int>{src, bias, dst} : std::vector<int>{src, dst},
+                          clamp_grid(A * tiles_b * tiles_c), 256);
 }
 
 // A plan step that adds bias[c] to y[a][c][s] in place (c < C, s < S): the bias of an NCHW library call whose
@@ -78,15 +70,7 @@ PlanKernel bias_step(const KernelGroup& g, const KernelSchedule& ks, const std::
        "(const float* __restrict__ bias, float* __restrict__ y) {\n";
   s += "  for (i64 i = (i64)blockIdx.x * 256 + threadIdx.x; i < " + I(A * C * S) + "; i += (i64)gridDim.x * 256)\n";
   s += "    y[i] += bias[i / " + I(S) + " % " + I(C) + "];\n}\n";
-  PlanKernel k;
-  k.name = name;
-  k.group = g.key;
-  k.source = device_prelude() + "\n" + s;
-  k.args = {bias, y};
-  k.grid = full_grid((A * C * S + 255) / 256);
-  k.block = 256;
-  k.schedule = to_json(ks);
-  return k;
+  return generated_kernel(g, ks, name, s, {bias, y}, full_grid((A * C * S + 255) / 256), 256);
 }
 
 nlohmann::json conv_attrs(const nlohmann::json& lib) {

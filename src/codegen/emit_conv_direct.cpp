@@ -8,7 +8,6 @@
 // Plain fp32 arithmetic, one output at a time: the strict tier's. The bias was split off (ir/conv.h) and runs
 // in the pointwise kernel that reads the result, unless conv_epilogue.h folded it back (`bias` >= 0): then the
 // kernel adds it as it writes.
-#include "codegen/device_prelude.h"
 #include "codegen/emitters.h"
 #include "ir/error.h"
 
@@ -82,15 +81,8 @@ PlanKernel emit_conv_direct(const KernelGroup& g, const KernelSchedule& ks, cons
   s += "      if (oh < " + I(oh) + " && ow < " + I(ow) + ") y[plane * " + I(oh * ow) + " + oh * " + I(ow) + " + ow] = acc[r]" +
        (bias >= 0 ? " + bias[plane % " + I(d.c) + "]" : "") + ";\n";
   s += "    }\n  }\n}\n";
-  PlanKernel k;
-  k.name = name;
-  k.group = g.key;
-  k.source = device_prelude() + "\n" + s;
-  k.args = bias >= 0 ? std::vector<int>{x, w, bias, y} : std::vector<int>{x, w, y};
-  k.grid = clamp_grid(tiles);
-  k.block = ks.block;
-  k.schedule = to_json(ks);
-  return k;
+  return generated_kernel(g, ks, name, s, bias >= 0 ? std::vector<int>{x, w, bias, y} : std::vector<int>{x, w, y},
+                          clamp_grid(tiles), ks.block);
 }
 
 }  // namespace kforge

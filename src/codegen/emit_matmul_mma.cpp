@@ -17,7 +17,6 @@
 // a warp fall in 32 banks). 4 copies 16 bytes at a time where the operand's rows allow it (a leading dim and
 // batch stride that are multiples of 4), and keeps an operand that is contiguous along k row-major in shared
 // memory ([128][16 + 4]), where its 16-byte copies land whole and its fragment reads are conflict-free too.
-#include "codegen/device_prelude.h"
 #include "codegen/emitters.h"
 #include "ir/error.h"
 #include "ir/matmul.h"
@@ -246,15 +245,8 @@ std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, c
   s += "            Cb[row * " + I(d.n) + " + col] = v;\n";
   s += "          }\n        }\n  }\n}\n";
 
-  PlanKernel k;
-  k.name = name;
-  k.group = g.key;
-  k.source = device_prelude() + "\n" + s;
-  k.args = std::move(args);
-  k.grid = clamp_grid(tiles);
-  k.block = kMmaThreads;
+  PlanKernel k = generated_kernel(g, ks, name, s, std::move(args), clamp_grid(tiles), kMmaThreads);
   k.smem = int(sizeof(float)) * (sa.floats() + sb.floats());
-  k.schedule = to_json(ks);
   return {k};
 }
 

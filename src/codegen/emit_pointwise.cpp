@@ -58,9 +58,7 @@ std::vector<PlanKernel> emit_pointwise(EmitContext& cx, const KernelGroup& g, co
   if (vec > 1) s += "      *reinterpret_cast<" + vt + "*>(" + w.buf(out) + " + base) = *reinterpret_cast<const " + vt + "*>(O);\n";
   s += "    }\n  }\n}\n";
   int64_t per_block = int64_t(ks.block) * vec * items;
-  PlanKernel k = make_kernel(g, ks, name, s, w, 1, ks.block);
-  k.grid = full_grid((n + per_block - 1) / per_block);
-  return {k};
+  return {generated_kernel(g, ks, name, s, w.used_buffers(), full_grid((n + per_block - 1) / per_block), ks.block)};
 }
 
 }  // namespace kforge

@@ -55,9 +55,8 @@ std::vector<PlanKernel> emit_pool(EmitContext& cx, const KernelGroup& g, const K
   b += w.take() + writes + "  }\n";
   std::string s = kernel_header(cx.partition, g, ks, name);
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + name + "(" + w.params() + ") {\n" + b + "}\n";
-  PlanKernel k = make_kernel(g, ks, name, s, w, 1, ks.block);
-  k.grid = full_grid((n + ks.block - 1) / ks.block);  // as pointwise kernels (not measured on pooling yet)
-  return {k};
+  // A block per chunk as pointwise kernels (not measured on pooling yet).
+  return {generated_kernel(g, ks, name, s, w.used_buffers(), full_grid((n + ks.block - 1) / ks.block), ks.block)};
 }
 
 }  // namespace kforge

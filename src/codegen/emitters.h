@@ -50,7 +50,10 @@ std::string decompose_index(const std::string& index, const std::vector<int64_t>
                             std::vector<std::string>& coords, const std::string& indent);
 // The comment every generated kernel opens with: group, members, shapes, schedule.
 std::string kernel_header(const Partition& p, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
-// Prelude + header + kernel text, and the PlanKernel around it.
+// The PlanKernel of a generated kernel: the device prelude + `body`, launched on `grid` blocks as given.
+PlanKernel generated_kernel(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, const std::string& body,
+                            std::vector<int> args, int64_t grid, int block);
+// generated_kernel over the buffers `w` used, its grid clamped (clamp_grid).
 PlanKernel make_kernel(const KernelGroup& g, const KernelSchedule& ks, const std::string& name,
                        const std::string& body, const KernelWriter& w, int64_t grid, int block);
 int64_t clamp_grid(int64_t blocks);

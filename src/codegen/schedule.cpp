@@ -303,6 +303,7 @@ KernelSchedule default_schedule(const KernelGroup& g) {
       else ks.strategy = Strategy::block, ks.block = R >= 8192 ? 1024 : 256;
       if (ks.strategy == Strategy::split && ks.chunks < 2) ks.chunks = 2;
       ks.items = ks.strategy == Strategy::split ? 1 : 4;  // elsewhere unrolled row walks: four loads in flight
+      const int uncached_items = ks.items;
       // Several passes over a row that fits in shared memory: read it from HBM once.
       bool passes = row_walks(g) > 1;
       // Its walks then read shared memory, not HBM: no unroll (runs 7.3/7.4, 24_softmax_last_dim, rows of 24571
@@ -314,7 +315,7 @@ KernelSchedule default_schedule(const KernelGroup& g) {
         try {
           check_schedule(g, ks);
         } catch (const UserError&) {
-          ks.cache_row = RowCache::none, ks.items = 4;
+          ks.cache_row = RowCache::none, ks.items = uncached_items;
         }
       }
       break;

@@ -17,8 +17,6 @@
 namespace kforge {
 namespace {
 
-std::vector<float> as_floats(const HostTensor& t) { return std::vector<float>(t.data.begin(), t.data.end()); }
-
 TEST(ConvDirect, MatchesTheInterpreterOnTheCpuForEveryTileShape) {
   if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
   int checked = 0;
@@ -35,12 +33,8 @@ TEST(ConvDirect, MatchesTheInterpreterOnTheCpuForEveryTileShape) {
       s.kernels[grp.key] = ks;
       Plan p = lower(g, s);
       ASSERT_EQ(p.kernels.size(), 1u);
-      std::vector<float> x = as_floats(inputs[0]), w = as_floats(params[0]);
-      std::vector<float> b = params.size() > 1 ? as_floats(params[1]) : std::vector<float>{};
-      std::vector<float> y(expected[0].data.size(), NAN);  // poisoned: an element never written shows
-      std::vector<float*> args = {x.data(), w.data(), y.data()};
-      if (!b.empty()) args.insert(args.begin() + 2, b.data());
-      testing::run_on_cpu(p.kernels[0], args);
+      std::vector<float> y = testing::run_plan_on_cpu(p, inputs, params);
+      ASSERT_EQ(y.size(), expected[0].data.size());
       for (size_t i = 0; i < y.size(); ++i) {
         const double want = expected[0].data[i];
         ASSERT_LE(std::abs(double(y[i]) - want), 1e-4 * (1 + std::abs(want)))

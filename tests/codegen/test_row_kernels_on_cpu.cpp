@@ -17,13 +17,31 @@
 namespace kforge {
 namespace {
 
+// y = x.sum(dim=1) over x [b, r, i]: r-long lines strided by i, i of them side by side.
+Graph sum_over_middle(int64_t b, int64_t r, int64_t i) {
+  return graph_from_json({{"inputs", {{{"name", "x"}, {"shape", {b, r, i}}}}},
+                          {"nodes", {{{"name", "y"}, {"op", "sum"}, {"args", {"x"}}, {"attrs", {{"dims", {1}}, {"keepdim", false}}}}}},
+                          {"outputs", {"y"}}});
+}
+
+// The schedules of `g`'s single row group that the CPU runner can run: a thread per row or the tile (their
+// combines need no warp shuffle), rows not cached (no extern shared arrays).
+std::vector<Schedule> cpu_runnable_schedules(const Graph& g) {
+  KernelGroup grp = kernel_groups(g, true).at(0);
+  std::vector<Schedule> out;
+  for (auto& ks : schedule_space(grp)) {
+    if ((ks.strategy != Strategy::tile && ks.strategy != Strategy::thread) || ks.cache_row != RowCache::none) continue;
+    Schedule s;
+    s.kernels[grp.key] = ks;
+    out.push_back(s);
+  }
+  return out;
+}
+
 TEST(RowSums, LongSerialWalksKeepTheStrictTierOnRowsThatCancel) {
   if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
   const int64_t B = 2, R = 3001, I = 24, half = R / 2;
-  nlohmann::json j = {{"inputs", {{{"name", "x"}, {"shape", {B, R, I}}}}},
-                      {"nodes", {{{"name", "y"}, {"op", "sum"}, {"args", {"x"}}, {"attrs", {{"dims", {1}}, {"keepdim", false}}}}}},
-                      {"outputs", {"y"}}};
-  Graph g = graph_from_json(j);
+  Graph g = sum_over_middle(B, R, I);
   // Each column: values up to 100 and their negations, then one small element; the exact sum is that element,
   // while the running sums reach thousands (a plain float walk is off by ~1e-2).
   std::mt19937_64 rng(11);
@@ -39,20 +57,15 @@ TEST(RowSums, LongSerialWalksKeepTheStrictTierOnRowsThatCancel) {
       for (int64_t r = 0; r < R; ++r) s += at(r);
       want[b * I + c] = s;
     }
-  KernelGroup grp = kernel_groups(g, true).at(0);
   int checked = 0;
-  for (auto& ks : schedule_space(grp)) {
-    // The strategies whose combine needs no warp shuffle, which the CPU runner lacks.
-    if ((ks.strategy != Strategy::tile && ks.strategy != Strategy::thread) || ks.cache_row != RowCache::none) continue;
-    Schedule s;
-    s.kernels[grp.key] = ks;
+  for (const Schedule& s : cpu_runnable_schedules(g)) {
     Plan p = lower(g, s);
     ASSERT_EQ(p.kernels.size(), 1u);
     std::vector<float> y(B * I, NAN);
     testing::run_on_cpu(p.kernels[0], {x.data(), y.data()});
     for (size_t i = 0; i < y.size(); ++i)
       ASSERT_LE(std::abs(double(y[i]) - want[i]), 1e-4 * (1 + std::abs(want[i])))
-          << to_json(ks).dump() << " column " << i << ": " << y[i] << " vs " << want[i];
+          << to_json(s).dump() << " column " << i << ": " << y[i] << " vs " << want[i];
     ++checked;
   }
   EXPECT_GE(checked, 2);
@@ -62,46 +75,21 @@ TEST(RowSums, LongSerialWalksKeepTheStrictTierOnRowsThatCancel) {
 // +inf and -inf make NaN, as torch.sum does.
 TEST(RowSums, InfinitiesSurviveTheCompensatedWalk) {
   if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
-  nlohmann::json j = {{"inputs", {{{"name", "x"}, {"shape", {1, 300, 3}}}}},
-                      {"nodes", {{{"name", "y"}, {"op", "sum"}, {"args", {"x"}}, {"attrs", {{"dims", {1}}, {"keepdim", false}}}}}},
-                      {"outputs", {"y"}}};
-  Graph g = graph_from_json(j);
+  Graph g = sum_over_middle(1, 300, 3);
   std::vector<float> x(900, 1.f);
   x[3 * 10 + 0] = INFINITY;                          // column 0: +inf
   x[3 * 20 + 1] = INFINITY, x[3 * 250 + 1] = -INFINITY;  // column 1: NaN
-  KernelGroup grp = kernel_groups(g, true).at(0);
   int checked = 0;
-  for (auto& ks : schedule_space(grp)) {
-    if ((ks.strategy != Strategy::tile && ks.strategy != Strategy::thread) || ks.cache_row != RowCache::none) continue;
-    Schedule s;
-    s.kernels[grp.key] = ks;
+  for (const Schedule& s : cpu_runnable_schedules(g)) {
     Plan p = lower(g, s);
     std::vector<float> y(3, 0.f);
     testing::run_on_cpu(p.kernels.at(0), {x.data(), y.data()});
-    EXPECT_EQ(y[0], INFINITY) << to_json(ks).dump();
-    EXPECT_TRUE(std::isnan(y[1])) << to_json(ks).dump();
-    EXPECT_EQ(y[2], 300.f) << to_json(ks).dump();
+    EXPECT_EQ(y[0], INFINITY) << to_json(s).dump();
+    EXPECT_TRUE(std::isnan(y[1])) << to_json(s).dump();
+    EXPECT_EQ(y[2], 300.f) << to_json(s).dump();
     ++checked;
   }
   EXPECT_GE(checked, 2);
-}
-
-// Runs single-kernel plan `p` on the CPU: graph inputs from `inputs`, every other buffer poisoned; returns the
-// graph's first output.
-std::vector<float> run_plan_on_cpu(const Plan& p, const std::vector<HostTensor>& inputs) {
-  EXPECT_EQ(p.kernels.size(), 1u);
-  std::vector<std::vector<float>> data(p.buffers.size());
-  int out = -1;
-  for (size_t b = 0; b < p.buffers.size(); ++b) {
-    const PlanBuffer& pb = p.buffers[b];
-    if (pb.role == BufferRole::input) data[b].assign(inputs.at(size_t(pb.index)).data.begin(), inputs.at(size_t(pb.index)).data.end());
-    else data[b].assign(size_t(numel(pb.shape)), NAN);
-    if (pb.role == BufferRole::output && pb.index == 0) out = int(b);
-  }
-  std::vector<float*> args;
-  for (int b : p.kernels[0].args) args.push_back(data[size_t(b)].data());
-  testing::run_on_cpu(p.kernels[0], args);
-  return data.at(size_t(out));
 }
 
 TEST(RowOnlineSoftmax, MatchesTheInterpreterWithRescalesAndMaskedElements) {
@@ -117,25 +105,21 @@ TEST(RowOnlineSoftmax, MatchesTheInterpreterWithRescalesAndMaskedElements) {
     inputs[0].data[40] = INFINITY;  // a +inf makes its row NaN (inf - inf), whichever thread meets it
     inputs[0].data[inputs[0].data.size() - 2] = -1e30;  // and a row's first max far below the rest
     std::vector<HostTensor> want = interpret(primitive_graph(g), inputs, {});
-    KernelGroup grp = kernel_groups(g, true).at(0);
-    ASSERT_TRUE(has_online_stat(grp)) << name;
-    for (auto& ks : schedule_space(grp)) {
-      if ((ks.strategy != Strategy::tile && ks.strategy != Strategy::thread) || ks.cache_row != RowCache::none) continue;
-      Schedule s;
-      s.kernels[grp.key] = ks;
-      std::vector<float> got = run_plan_on_cpu(lower(g, s), inputs);
+    ASSERT_TRUE(has_online_stat(kernel_groups(g, true).at(0))) << name;
+    for (const Schedule& s : cpu_runnable_schedules(g)) {
+      std::vector<float> got = testing::run_plan_on_cpu(lower(g, s), inputs);
       ASSERT_EQ(got.size(), want[0].data.size());
       for (size_t i = 0; i < got.size(); ++i) {
         const double w = want[0].data[i];
         if (std::isnan(w)) {
-          ASSERT_TRUE(std::isnan(got[i])) << name << " " << to_json(ks).dump() << " element " << i << ": " << got[i];
+          ASSERT_TRUE(std::isnan(got[i])) << name << " " << to_json(s).dump() << " element " << i << ": " << got[i];
           continue;
         }
         if (std::isinf(w)) {
-          ASSERT_EQ(double(got[i]), w) << name << " " << to_json(ks).dump() << " element " << i;
+          ASSERT_EQ(double(got[i]), w) << name << " " << to_json(s).dump() << " element " << i;
           continue;
         }
-        ASSERT_LE(std::abs(double(got[i]) - w), 1e-5 * (1 + std::abs(w))) << name << " " << to_json(ks).dump() << " element " << i << ": " << got[i] << " vs " << w;
+        ASSERT_LE(std::abs(double(got[i]) - w), 1e-5 * (1 + std::abs(w))) << name << " " << to_json(s).dump() << " element " << i << ": " << got[i] << " vs " << w;
       }
       ++checked;
     }

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
@@ -61,6 +62,23 @@ void run_on_cpu(const PlanKernel& k, const std::vector<float*>& args) {
   std::vector<float*> a = args;
   launch(a.data(), k.block);
   dlclose(lib);
+}
+
+std::vector<float> run_plan_on_cpu(const Plan& p, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& params) {
+  if (p.kernels.size() != 1) throw std::runtime_error("run_plan_on_cpu runs single-kernel plans, not " + std::to_string(p.kernels.size()));
+  std::vector<std::vector<float>> data(p.buffers.size());
+  int out = -1;
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    const PlanBuffer& pb = p.buffers[b];
+    const std::vector<HostTensor>* given = pb.role == BufferRole::input ? &inputs : pb.role == BufferRole::param ? &params : nullptr;
+    if (given) data[b].assign(given->at(size_t(pb.index)).data.begin(), given->at(size_t(pb.index)).data.end());
+    else data[b].assign(size_t(numel(pb.shape)), NAN);
+    if (pb.role == BufferRole::output && pb.index == 0) out = int(b);
+  }
+  std::vector<float*> args;
+  for (int b : p.kernels[0].args) args.push_back(data[size_t(b)].data());
+  run_on_cpu(p.kernels[0], args);
+  return data.at(size_t(out));
 }
 
 }  // namespace kforge::testing

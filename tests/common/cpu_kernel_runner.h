@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "codegen/plan.h"
+#include "ir/interpreter.h"
 
 namespace kforge::testing {
 
@@ -18,5 +19,9 @@ bool host_compiler_available();
 // Builds `k` (its arguments all float pointers) and runs it once over `args`; throws std::runtime_error naming
 // the file where the host compiler fails.
 void run_on_cpu(const PlanKernel& k, const std::vector<float*>& args);
+
+// Runs single-kernel plan `p` with run_on_cpu: the graph's inputs and params from `inputs` and `params` (f32),
+// every other buffer poisoned with NaN (an element never written shows); returns the graph's first output.
+std::vector<float> run_plan_on_cpu(const Plan& p, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& params = {});
 
 }  // namespace kforge::testing
