@@ -62,6 +62,19 @@ TEST(Openings, DepthwiseConvolutionsOpenWithTheDirectKernelToo) {
   }
 }
 
+// A row walked twice (a norm's statistics, then its output) opens with each way of reading it from HBM once;
+// a graph without rows does not.
+TEST(Openings, RowsWalkedTwiceOpenWithEachRowCache) {
+  Graph g = graph_from_json(testing::sample_graph("layer_norm"));
+  std::set<std::string> ways;
+  for (auto& s : hand_written_openings(g)) {
+    EXPECT_NO_THROW(lower(g, s)) << to_json(s).dump();
+    for (auto& [key, ks] : s.kernels) ways.insert(to_string(ks.cache_row) + "/" + std::to_string(ks.block));
+  }
+  EXPECT_EQ(ways, (std::set<std::string>{"shared/512", "registers/1024", "none/1024"}));
+  for (auto& s : hand_written_openings(graph_from_json(testing::sample_graph("relu")))) EXPECT_TRUE(s.kernels.empty());
+}
+
 TEST(PolicyCurves, RefusesWhatWouldGiveAMisleadingCurve) {
   Graph g = graph_from_json(testing::sample_graph("softmax"));
   CurveOptions o;
