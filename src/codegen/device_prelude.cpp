@@ -102,10 +102,14 @@ struct KfOnlineSumExp {
     return {a.m, t, (t - a.d) - y};
   }
   __device__ static T widen(L a) { return {(double)a.d - (double)a.c, a.m}; }
+  // The pair with the larger max keeps its sum; the other's is scaled by one float exp (the rescale's 1e-7
+  // relative error is far inside the strict tier). Two double exps per combine made the block reduction of a
+  // 1024-thread row cost more than its walk (device run 8.1: 24_softmax_last_dim 3.4 ms fused, against 1.5
+  // for the three-walk kernel before).
   __device__ static T f(T a, T b) {
-    const float m = kf_max(a.m, b.m);
-    if (m == -KF_INF) return {a.d + b.d, m};
-    return {a.d * exp((double)a.m - (double)m) + b.d * exp((double)b.m - (double)m), m};
+    if (b.m > a.m) { T t = a; a = b; b = t; }  // a holds the larger max (add() never makes a NaN max)
+    if (a.m == -KF_INF) return {a.d + b.d, a.m};
+    return {a.d + b.d * (double)expf(b.m - a.m), a.m};
   }
   __device__ static float finish(T v, double) { return (float)v.d; }
 };

@@ -227,7 +227,14 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
         illegal(g, "strategy", "thread would walk " + std::to_string(row_length(g)) + " elements serially");
       if (ks.strategy == Strategy::warp && row_length(g) > 32 * kMaxSerial)
         illegal(g, "strategy", "warp would walk " + std::to_string(row_length(g) / 32) + " elements per lane");
-      if (ks.vec != 1) illegal(g, "vec", "must be 1 for a reduction");
+      if (ks.vec != 1) {
+        // A thread of vec neighbouring rows (emit_row.cpp, emit_thread_vec): rows side by side in memory, one walk.
+        if (ks.strategy != Strategy::thread) illegal(g, "vec", "must be 1 for a reduction but under the thread strategy");
+        if (!keeps_innermost(g) || g.shape.back() % ks.vec)
+          illegal(g, "vec", "needs the innermost dim kept and a multiple of " + std::to_string(ks.vec) + " (rows side by side in memory)");
+        if (row_walks(g) != 1 || has_online_stat(g))
+          illegal(g, "vec", "needs one walk over the rows (no elementwise outputs, no online statistic)");
+      }
       if (ks.items != 1 && ks.items != 2 && ks.items != 4 && ks.items != 8)
         illegal(g, "items", "must be 1, 2, 4 or 8 for a reduction (the unroll of its row walks)");
       if (ks.cache_row != RowCache::none) {
@@ -362,7 +369,8 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
       break;
     case GroupKind::row:
       for (int it : {1, 4}) {
-        for (int b : {64, 128, 256}) keep({Strategy::thread, b, 1, it, 1});
+        for (int b : {64, 128, 256})
+          for (int v : {1, 2, 4}) keep({Strategy::thread, b, v, it, 1});
         for (RowCache cache : {RowCache::none, RowCache::shared})
           for (int b : {64, 128, 256, 512, 1024}) keep({Strategy::tile, b, 1, it, 1, cache});
         for (RowCache cache : {RowCache::none, RowCache::shared, RowCache::registers}) {
@@ -406,7 +414,7 @@ std::pair<double, double> launch_size(const KernelGroup& g, const KernelSchedule
       double threads = std::ceil(n / (ks.vec * ks.items));
       return {threads, std::ceil(threads / ks.block)};
     }
-    case Strategy::thread: return {rows, std::ceil(rows / ks.block)};
+    case Strategy::thread: return {rows / ks.vec, std::ceil(rows / ks.vec / ks.block)};
     case Strategy::warp: return {rows * 32, std::ceil(rows * 32 / ks.block)};
     case Strategy::block: return {rows * ks.block, rows};
     case Strategy::split: return {rows * ks.chunks * ks.block, rows * ks.chunks};

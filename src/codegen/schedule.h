@@ -59,7 +59,7 @@ enum class RowCache { none, shared, registers };
 struct KernelSchedule {
   Strategy strategy = Strategy::flat;
   int block = 256;   // threads per block, a multiple of 32 in [32, 1024]
-  int vec = 1;       // elements per 16-byte-or-narrower access (1, 2 or 4); flat only
+  int vec = 1;       // elements per 16-byte-or-narrower access (1, 2 or 4): flat, and thread rows side by side
   int items = 1;     // grid-stride iterations per thread (flat) or elements per thread (scan block)
   int chunks = 1;    // split only
   RowCache cache_row = RowCache::none;

@@ -93,17 +93,18 @@ std::vector<Schedule> opening_candidates(const Graph& graph, Policy& policy, con
 }
 
 namespace {
-// Seventh, where a row group walks its rows more than once (a norm's statistics, then its output): the three
-// ways of not reading a row from HBM twice, each on every such group at once (where legal; the default
-// elsewhere). A shared-memory cache in 512-thread blocks (two rows in flight per SM, one loading while the
-// other reduces), registers in 1024-thread blocks (one read, nothing on chip but the thread's slots), and no
-// cache in 1024-thread blocks (few rows in flight, so the second walk finds the row in L2). The local search
-// rarely reaches them by single steps from the default (run 7.4's 26_layer_norm, rows of 24480: its budget of
-// 20 tried one cached plan, the default's 1024 x 4 items, 2.20 ms; the best read x twice, 1.73 ms).
-std::vector<Schedule> row_cache_openings(const std::vector<KernelGroup>& fused) {
-  const std::vector<KernelSchedule> ways = {{.strategy = Strategy::block, .block = 512, .cache_row = RowCache::shared},
-                                            {.strategy = Strategy::block, .block = 1024, .cache_row = RowCache::registers},
-                                            {.strategy = Strategy::block, .block = 1024, .items = 4}};
+// Seventh, where a row group walks its rows more than once (a norm's statistics, then its output): the ways of
+// not reading a row from HBM twice, each on every such group at once (where legal; the default elsewhere). A
+// shared-memory cache in 512-thread blocks (two rows in flight per SM, one loading while the other reduces) or
+// in 1024-thread blocks, and no cache in 1024-thread blocks (few rows in flight, so the second walk finds the
+// row in L2); walks unrolled so that a warp has several loads in flight (device run 8.1: 26_layer_norm's
+// cached 512-thread blocks without unroll, 1.98 ms, lost to reading x twice, 1.73). The local search rarely
+// reaches these by single steps from the default. (A register cache of rows this long spills: 12.6 ms in 8.1.)
+std::vector<Schedule> row_openings(const std::vector<KernelGroup>& fused) {
+  const std::vector<KernelSchedule> ways = {
+      {.strategy = Strategy::block, .block = 512, .items = 8, .cache_row = RowCache::shared},
+      {.strategy = Strategy::block, .block = 1024, .items = 4, .cache_row = RowCache::shared},
+      {.strategy = Strategy::block, .block = 1024, .items = 8}};
   std::vector<Schedule> out;
   for (const KernelSchedule& way : ways) {
     Schedule s;
@@ -117,6 +118,20 @@ std::vector<Schedule> row_cache_openings(const std::vector<KernelGroup>& fused) 
     }
     if (!s.kernels.empty()) out.push_back(s);
   }
+  // Eighth, where a row group keeps the innermost dim and walks its rows once (a reduction over a leading or
+  // middle dim): a thread per four (else two) neighbouring rows, read with 16-byte loads (emit_thread_vec).
+  Schedule columns;
+  for (const KernelGroup& g : fused)
+    for (int vec : {4, 2}) {
+      if (g.kind != GroupKind::row || columns.kernels.count(g.key)) continue;
+      KernelSchedule ks{.strategy = Strategy::thread, .block = 128, .vec = vec, .items = 4};
+      try {
+        check_schedule(g, ks);
+        columns.kernels[g.key] = ks;
+      } catch (const UserError&) {
+      }
+    }
+  if (!columns.kernels.empty()) out.push_back(columns);
   return out;
 }
 }  // namespace
@@ -155,7 +170,7 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
   if (!split.kernels.empty()) queue.push_back(split);
   if (tf32_nhwc != tf32) queue.push_back(tf32_nhwc);  // some group is a convolution
   if (!direct.kernels.empty()) queue.push_back(direct);
-  for (const Schedule& s : row_cache_openings(fused)) queue.push_back(s);
+  for (const Schedule& s : row_openings(fused)) queue.push_back(s);
   return queue;
 }
 

@@ -2,7 +2,8 @@
 // row alone (a thread per row; the tile's warps, each down every W-th element of 32 rows) must keep the strict
 // tier where a row sums to nearly nothing (device run 7.2, 17_sum_middle_dim: the tile plan ran at eager's speed
 // but missed 1e-4 by summing 4093 floats in order; its running sum is now compensated), and softmax's online
-// statistic (the max and the sum of exp in one walk) must match the interpreter, masked -inf elements included.
+// statistic (the max and the sum of exp in one walk) must match the interpreter, masked -inf elements included;
+// a thread of several neighbouring columns (vector loads) must index each of them right.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -90,6 +91,33 @@ TEST(RowSums, InfinitiesSurviveTheCompensatedWalk) {
     ++checked;
   }
   EXPECT_GE(checked, 2);
+}
+
+// A thread of 2 or 4 neighbouring columns (thread strategy, vec > 1) reads them with one vector load per step
+// and keeps one accumulator each: argmin over the middle dim, with ties (the first index wins) and a NaN (wins).
+TEST(RowColumns, VectorThreadsMatchTheInterpreterOnArgminWithTies) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  const int64_t B = 2, R = 37, I = 8;
+  Graph g = graph_from_json({{"inputs", {{{"name", "x"}, {"shape", {B, R, I}}}}},
+                             {"nodes", {{{"name", "y"}, {"op", "argmin"}, {"args", {"x"}}, {"attrs", {{"dim", 1}, {"keepdim", false}}}}}},
+                             {"outputs", {"y"}}});
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<int> coarse(-3, 3);  // few distinct values: most columns have tied minima
+  std::vector<HostTensor> inputs = {{TensorType{DType::f32, {B, R, I}}, {}}};
+  for (int64_t i = 0; i < B * R * I; ++i) inputs[0].data.push_back(coarse(rng));
+  inputs[0].data[(1 * R + 20) * I + 5] = NAN;
+  std::vector<float> x(inputs[0].data.begin(), inputs[0].data.end());
+  std::vector<HostTensor> want = interpret(primitive_graph(g), inputs, {});
+  int vectors = 0;
+  for (const Schedule& s : cpu_runnable_schedules(g)) {
+    const KernelSchedule& ks = s.kernels.begin()->second;
+    if (ks.vec == 1) continue;
+    std::vector<int64_t> y(B * I, -7);
+    testing::run_on_cpu(lower(g, s).kernels.at(0), {x.data(), reinterpret_cast<float*>(y.data())});
+    for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(double(y[i]), want[0].data[i]) << to_json(s).dump() << " column " << i;
+    ++vectors;
+  }
+  EXPECT_GE(vectors, 4);  // vec 2 and 4, several blocks and unrolls
 }
 
 TEST(RowOnlineSoftmax, MatchesTheInterpreterWithRescalesAndMaskedElements) {

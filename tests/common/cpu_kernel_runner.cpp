@@ -29,12 +29,16 @@ static KfDim blockDim;
 static std::barrier<>* kf_barrier;
 #define __global__
 #define __shared__ static
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
+struct alignas(8) float2 { float x, y; };
+struct alignas(16) float4 { float x, y, z, w; };
 #define __restrict__
 #define __syncthreads() kf_barrier->arrive_and_wait()
 #define __device__
 #define __forceinline__ inline
 #define __int_as_float(i) std::bit_cast<float>(int(i))
+// Arguments arrive as float pointers; a kernel parameter of another element type (an i64 index output) takes one.
+struct KfAnyPtr { float* p; template <class T> operator T*() const { return reinterpret_cast<T*>(p); } };
 template <class T> T __shfl_xor_sync(unsigned, T, int) { std::abort(); }  // warps have no CPU form
 )";
 
@@ -48,7 +52,7 @@ void run_on_cpu(const PlanKernel& k, const std::vector<float*>& args) {
   const size_t at = k.source.find("extern \"C\" __global__");
   if (at == std::string::npos) throw std::runtime_error(k.name + ": no kernel entry in its source");
   std::string call = k.name + "(";
-  for (size_t i = 0; i < args.size(); ++i) call += (i ? ", a[" : "a[") + std::to_string(i) + "]";
+  for (size_t i = 0; i < args.size(); ++i) call += (i ? ", KfAnyPtr{a[" : "KfAnyPtr{a[") + std::to_string(i) + "]}";
   std::ofstream(stem + ".cpp") << kEmulation << device_prelude() << k.source.substr(at) << "\nextern \"C\" void kf_launch(float** a, int block) {\n"
                                << "  blockDim.x = unsigned(block);\n  std::barrier<> bar(block);\n  kf_barrier = &bar;\n  std::vector<std::thread> threads;\n"
                                << "  for (int i = 0; i < block; ++i) threads.emplace_back([a, i] { threadIdx.x = unsigned(i); "

@@ -1,9 +1,9 @@
 // Runs a generated CUDA kernel on the CPU, for GPU-free tests of its indexing: the kernel text is compiled by the
 // host C++ compiler under a few definitions that make plain CUDA C++ (a CUDA thread is a std::thread, a block's
 // __shared__ arrays are statics all of its threads see, __syncthreads is a std::barrier) and launched as one
-// block of `block` threads (blockIdx 0, gridDim 1: a grid-stride kernel walks all of its work). Only kernels in
-// that subset run, with the device prelude's helpers (codegen/device_prelude.h) but no warp shuffles, atomics or
-// vector types.
+// block of `block` threads (blockIdx 0, gridDim 1: a grid-stride kernel walks all of its work); the arguments are
+// float pointers, converted to each parameter's element type (i64 outputs). Only kernels in that subset run, with
+// the device prelude's helpers (codegen/device_prelude.h) and float2/float4 but no warp shuffles or atomics.
 #pragma once
 #include <string>
 #include <vector>
