@@ -1,5 +1,5 @@
 // Pooling kernels: one thread per output element walks its window (sizes are compile-time constants,
-// so the loops unroll). Average pooling divides as PyTorch does: by the window clipped to the padded
+// so the loops unroll); a thread takes `items` outputs a block apart. Average pooling divides as PyTorch does: by the window clipped to the padded
 // input when count_include_pad, else by the number of in-bounds elements.
 #include "codegen/emitters.h"
 
@@ -22,8 +22,13 @@ std::vector<PlanKernel> emit_pool(EmitContext& cx, const KernelGroup& g, const K
   for (size_t d = 0; d < g.shape.size(); ++d) all.push_back(int64_t(d));
   int64_t n = numel(g.shape);
 
-  std::string b = "  for (i64 idx = (i64)blockIdx.x * " + std::to_string(ks.block) + " + threadIdx.x; idx < " +
-                  std::to_string(n) + "LL; idx += (i64)gridDim.x * " + std::to_string(ks.block) + ") {\n";
+  // A block per chunk of block * items outputs; thread t computes outputs t, t + block, ... of it, unrolled, so
+  // the window loads of `items` outputs are in flight together (as a pointwise kernel's `items` vectors are).
+  const int64_t chunk = int64_t(ks.block) * ks.items;
+  std::string b = "  for (i64 chunk = (i64)blockIdx.x * " + std::to_string(chunk) + "; chunk < " + std::to_string(n) +
+                  "LL; chunk += (i64)gridDim.x * " + std::to_string(chunk) + ") {\n";
+  b += "#pragma unroll\n  for (int u = 0; u < " + std::to_string(ks.items) + "; ++u) {\n";
+  b += "    const i64 idx = chunk + (i64)u * " + std::to_string(ks.block) + " + threadIdx.x;\n    if (idx >= " + std::to_string(n) + "LL) break;\n";
   b += decompose_index("idx", all, g.shape, c, "    ");
   b += "    float acc = " + std::string(is_max ? "-KF_INF" : "0.f") + ";\n    int count = 0;\n";
   std::string base = std::to_string(in.offset) + " + c0 * " + std::to_string(in.strides[0]) + "LL + c1 * " + std::to_string(in.strides[1]) + "LL";
@@ -52,11 +57,10 @@ std::vector<PlanKernel> emit_pool(EmitContext& cx, const KernelGroup& g, const K
     std::string v = w.value(o);
     writes += "    " + w.buf(o) + "[" + w.out_index(o) + "] = " + v + ";\n";
   }
-  b += w.take() + writes + "  }\n";
+  b += w.take() + writes + "  }\n  }\n";
   std::string s = kernel_header(cx.partition, g, ks, name);
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + name + "(" + w.params() + ") {\n" + b + "}\n";
-  // A block per chunk as pointwise kernels (not measured on pooling yet).
-  return {generated_kernel(g, ks, name, s, w.used_buffers(), full_grid((n + ks.block - 1) / ks.block), ks.block)};
+  return {generated_kernel(g, ks, name, s, w.used_buffers(), full_grid((n + chunk - 1) / chunk), ks.block)};
 }
 
 }  // namespace kforge

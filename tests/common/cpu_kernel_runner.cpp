@@ -14,7 +14,8 @@ namespace kforge::testing {
 
 namespace {
 
-const char* kEmulation = R"(#include <barrier>
+const char* kEmulation = R"(#include <algorithm>
+#include <barrier>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
@@ -30,6 +31,8 @@ static std::barrier<>* kf_barrier;
 #define __global__
 #define __shared__ static
 #define __launch_bounds__(...)
+using std::max;
+using std::min;
 struct alignas(8) float2 { float x, y; };
 struct alignas(16) float4 { float x, y, z, w; };
 #define __restrict__

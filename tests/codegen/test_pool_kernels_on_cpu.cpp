@@ -1,0 +1,42 @@
+// Pooling kernels run on the CPU (common/cpu_kernel_runner.h): every schedule of the pooling samples (a thread's
+// `items` outputs a block apart, the last chunk partial) matches the interpreter, padding and dilation included.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "codegen/lower.h"
+#include "common/cpu_kernel_runner.h"
+#include "common/random_inputs.h"
+#include "common/sample_graphs.h"
+#include "ir/interpreter.h"
+
+namespace kforge {
+namespace {
+
+TEST(PoolKernels, EveryScheduleMatchesTheInterpreter) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  int checked = 0;
+  for (const char* name : {"max_pool", "avg_pool", "avg_pool1d_exclude_pad"}) {
+    Graph g = graph_from_json(testing::sample_graph(name));
+    std::mt19937_64 rng(3);
+    auto inputs = testing::random_values(g, g.inputs, rng);
+    std::vector<HostTensor> want = interpret(primitive_graph(g), inputs, {});
+    KernelGroup grp = kernel_groups(g, true).at(0);
+    ASSERT_EQ(grp.kind, GroupKind::pool) << name;
+    for (const KernelSchedule& ks : schedule_space(grp)) {
+      if (ks.block > 128) continue;  // a CPU thread per CUDA thread: the items are what vary the indexing
+      Schedule s;
+      s.kernels[grp.key] = ks;
+      std::vector<float> got = testing::run_plan_on_cpu(lower(g, s), inputs);
+      ASSERT_EQ(got.size(), want[0].data.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[0].data[i], 1e-5 * (1 + std::abs(want[0].data[i]))) << name << " " << to_json(s).dump() << " output " << i;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 12);  // three samples, items 1, 2, 4 and 8
+}
+
+}  // namespace
+}  // namespace kforge
