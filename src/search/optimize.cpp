@@ -94,25 +94,31 @@ std::vector<Schedule> opening_candidates(const Graph& graph, Policy& policy, con
 
 namespace {
 // Seventh, where a row group walks its rows more than once (a norm's statistics, then its output): the ways of
-// not reading a row from HBM twice, each on every such group at once (where legal; the default elsewhere). A
-// shared-memory cache in 512-thread blocks (two rows in flight per SM, one loading while the other reduces) or
-// in 1024-thread blocks, and no cache in 1024-thread blocks (few rows in flight, so the second walk finds the
-// row in L2); walks unrolled so that a warp has several loads in flight (device run 8.1: 26_layer_norm's
-// cached 512-thread blocks without unroll, 1.98 ms, lost to reading x twice, 1.73). The local search rarely
-// reaches these by single steps from the default. (A register cache of rows this long spills: 12.6 ms in 8.1.)
+// not reading a row from HBM twice, the i-th way on every such group at once (where legal; the default
+// elsewhere). Rows contiguous in memory (a block per row): a shared-memory cache in 512-thread blocks (two rows
+// in flight per SM, one loading while the other reduces) or in 1024-thread blocks, and no cache in 1024-thread
+// blocks (few rows in flight, so the second walk finds the row in L2). Rows across the innermost dim (a tile of
+// 32 side by side): a 1024- or 512-thread tile without cache, whose 32 rows stay in L2 for the second walk
+// where the default's shared-memory cache of 32 long rows leaves one block per SM. Walks are unrolled so that a
+// warp has several loads in flight (device run 8.1: 26_layer_norm's cached 512-thread blocks without unroll,
+// 1.98 ms, lost to reading x twice, 1.73). The local search rarely reaches these by single steps from the
+// default. (A register cache of rows this long spills: 12.6 ms in 8.1.)
 std::vector<Schedule> row_openings(const std::vector<KernelGroup>& fused) {
-  const std::vector<KernelSchedule> ways = {
+  const std::vector<KernelSchedule> rows = {
       {.strategy = Strategy::block, .block = 512, .items = 8, .cache_row = RowCache::shared},
       {.strategy = Strategy::block, .block = 1024, .items = 4, .cache_row = RowCache::shared},
       {.strategy = Strategy::block, .block = 1024, .items = 8}};
+  const std::vector<KernelSchedule> tiles = {{.strategy = Strategy::tile, .block = 1024, .items = 4},
+                                             {.strategy = Strategy::tile, .block = 512, .items = 4}};
   std::vector<Schedule> out;
-  for (const KernelSchedule& way : ways) {
+  for (size_t i = 0; i < rows.size(); ++i) {
     Schedule s;
     for (const KernelGroup& g : fused) {
-      if (g.kind != GroupKind::row || row_walks(g) < 2) continue;
+      const auto& ways = keeps_innermost(g) ? tiles : rows;
+      if (g.kind != GroupKind::row || row_walks(g) < 2 || i >= ways.size()) continue;
       try {
-        check_schedule(g, way);
-        s.kernels[g.key] = way;
+        check_schedule(g, ways[i]);
+        s.kernels[g.key] = ways[i];
       } catch (const UserError&) {
       }
     }

@@ -73,6 +73,14 @@ TEST(Openings, RowsWalkedTwiceOpenWithEachRowCache) {
   }
   EXPECT_EQ(ways, (std::set<std::string>{"shared/512", "shared/1024", "none/1024"}));
   for (auto& s : hand_written_openings(graph_from_json(testing::sample_graph("relu")))) EXPECT_TRUE(s.kernels.empty());
+  // Rows across the innermost dim (log-softmax over channels): tiles that leave their 32 rows in L2.
+  Graph channels = graph_from_json({{"inputs", {{{"name", "x"}, {"shape", {2, 33, 40}}}}},
+                                    {"nodes", {{{"name", "y"}, {"op", "log_softmax"}, {"args", {"x"}}, {"attrs", {{"dim", 1}}}}}},
+                                    {"outputs", {"y"}}});
+  std::set<std::string> tiles;
+  for (auto& s : hand_written_openings(channels))
+    for (auto& [key, ks] : s.kernels) tiles.insert(to_string(ks.strategy) + "/" + to_string(ks.cache_row) + "/" + std::to_string(ks.block));
+  EXPECT_EQ(tiles, (std::set<std::string>{"tile/none/1024", "tile/none/512"}));
 }
 
 TEST(PolicyCurves, RefusesWhatWouldGiveAMisleadingCurve) {
