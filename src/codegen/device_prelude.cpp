@@ -86,20 +86,18 @@ struct KfOnlineSumExp {
   typedef KfOnlineLocal L;
   __device__ static T init() { return {0.0, -KF_INF}; }
   __device__ static L local_init() { return {-KF_INF, 0.f, 0.f}; }
+  // Branch-free, so that an unrolled walk issues its loads together: with a branch per element the compiler
+  // kept each load behind the previous element's branches, one load in flight per thread (device run 8.3:
+  // 24_softmax_last_dim 2.6 ms fused, against 1.5 for three plain walks). Two exps an element; a scale of
+  // exactly 1 (the max did not grow) leaves the sum and its compensation exact.
   __device__ static L add(L a, float x) {
-    float e;
-    if (x > a.m) {
-      if (x == KF_INF) return {x, KF_NAN, 0.f};
-      const float scale = expf(a.m - x);  // 0 while the max was -inf
-      const float p = a.d * scale;
-      a = {x, p, a.c * scale - fmaf(a.d, scale, -p)};  // d - c scaled exactly but for the scale's own rounding
-      e = 1.f;
-    } else {
-      if (x == -KF_INF) return a;
-      e = expf(x - a.m);
-    }
-    float y = e - a.c, t = a.d + y;
-    return {a.m, t, (t - a.d) - y};
+    const float m = fmaxf(a.m, x);                       // a NaN x leaves the max (its exp makes the sum NaN)
+    const float scale = a.m == m ? 1.f : expf(a.m - m);  // 0 while the max was -inf
+    const float e = x == -KF_INF ? 0.f : expf(x - m);    // x = +inf: inf - inf, NaN, as exp(x - max(x))
+    const float p = a.d * scale;
+    const float c = a.c * scale - fmaf(a.d, scale, -p);  // d - c scaled exactly but for the scale's own rounding
+    const float y = e - c, t = p + y;
+    return {m, t, (t - p) - y};
   }
   __device__ static T widen(L a) { return {(double)a.d - (double)a.c, a.m}; }
   // The pair with the larger max keeps its sum; the other's is scaled by one float exp (the rescale's 1e-7
