@@ -258,6 +258,36 @@ TEST(Schedule, TilesCacheTheirThirtyTwoRowsInSharedMemory) {
   EXPECT_THROW(check_schedule(groups[0], {Strategy::tile, 128, 1, 1, 1, RowCache::registers}), UserError);
 }
 
+TEST(Schedule, SharedRowCachesTellPtxasTheirBlocksPerSm) {
+  // softmax over rows of 1023 in 256-thread blocks: a 4092-byte row cache leaves room for 8 blocks an SM (the
+  // thread limit's 2048 / 256); ptxas left to assume full occupancy capped a 1024-thread kernel at 32 registers.
+  Graph g = graph_from_json(sample("softmax"));
+  EXPECT_NE(one_kernel_under(g, {Strategy::block, 256, 1, 1, 1, RowCache::shared}).source.find("__launch_bounds__(256, 8)"),
+            std::string::npos);
+  EXPECT_NE(one_kernel_under(g, {Strategy::block, 256, 1, 1, 1}).source.find("__launch_bounds__(256)"), std::string::npos);
+}
+
+TEST(Schedule, VectorThreadsNeedRowsSideBySideAndOneWalk) {
+  auto group_of = [](const nlohmann::json& graph) { return kernel_groups(graph_from_json(graph), true).at(0); };
+  auto reduce = [](const std::string& op, std::vector<int64_t> shape, int64_t dim) {
+    return nlohmann::json{{"inputs", {{{"name", "x"}, {"shape", shape}}}},
+                          {"nodes", {{{"name", "y"}, {"op", op}, {"args", {"x"}}, {"attrs", {{"dim", dim}, {"keepdim", false}}}}}},
+                          {"outputs", {"y"}}};
+  };
+  const KernelSchedule four{Strategy::thread, 128, 4, 1, 1};
+  EXPECT_NO_THROW(check_schedule(group_of(reduce("argmin", {2, 9, 8}, 1)), four));
+  EXPECT_NO_THROW(check_schedule(group_of(reduce("argmin", {2, 9, 6}, 1)), {Strategy::thread, 128, 2, 1, 1}));
+  EXPECT_THROW(check_schedule(group_of(reduce("argmin", {2, 9, 6}, 1)), four), UserError);   // 6 columns: not by 4
+  EXPECT_THROW(check_schedule(group_of(reduce("argmin", {2, 9, 8}, 2)), four), UserError);   // rows contiguous
+  EXPECT_THROW(check_schedule(group_of(reduce("argmin", {2, 9, 8}, 1)), {Strategy::tile, 128, 4, 1, 1}), UserError);
+  EXPECT_THROW(check_schedule(group_of(reduce("log_softmax", {2, 9, 8}, 1)), four), UserError);  // two walks
+  // One load of four floats a step, four accumulators.
+  PlanKernel k = one_kernel_under(graph_from_json(reduce("argmin", {2, 9, 8}, 1)), four);
+  EXPECT_NE(k.source.find("*reinterpret_cast<const float4*>(b0 + lin)"), std::string::npos) << k.source;
+  EXPECT_NE(k.source.find("acc1_3"), std::string::npos) << k.source;
+  EXPECT_EQ(k.grid, 1);  // 4 threads' work in one block
+}
+
 TEST(Schedule, CacheRowReadsTheOldBooleans) {
   nlohmann::json old = {{"kernels", {{"k", {{"strategy", "block"}, {"block", 256}, {"cache_row", true}}}}}};
   EXPECT_EQ(schedule_from_json(old).kernels.at("k").cache_row, RowCache::shared);
