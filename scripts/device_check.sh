@@ -5,7 +5,8 @@
 #   scripts/device_check.sh [PROBLEM_GLOBS (space-separated)] [BUDGET]
 #   e.g. run with carry [".deps"]: bash scripts/device_check.sh "bench/level1/0[1-9]_*.py" 8
 # Knobs (environment): RUN_GPU_TESTS, RUN_CPU_TESTS (1: run that ctest label), GPU_TEST_TIMEOUT (300 s),
-# GPU_TEST_ARGS (more ctest arguments, e.g. "-E GpuPlans"), SUITE_TIMEOUT (400 s for the whole slice).
+# GPU_TEST_ARGS (more ctest arguments, word-split, so no inner quotes: "-R GpuPlans.*(softmax|pool)"),
+# SUITE_TIMEOUT (400 s for the whole slice).
 #
 # The device image lacks sqlite3.h, cpp-httplib, XGBoost and bubblewrap: scripts/fetch_device_deps.sh unpacks
 # Debian's packages into .deps/root here; the run carries them (carry [".deps"]).
