@@ -9,6 +9,18 @@ const std::string& device_prelude() {
 typedef long long i64;
 #define KF_INF __int_as_float(0x7f800000)
 #define KF_NAN __int_as_float(0x7fffffff)
+// The thread index, read anew: a register row's walks each take their own, so the compiler cannot keep one
+// walk's 64-bit element addresses alive across the block reduction for the next (device run 8.1: 24 slots of a
+// 1024-thread block spilled 920 bytes so; recomputed, 56 registers and no spill). Plain threadIdx on the host.
+__device__ __forceinline__ int kf_tid() {
+#ifdef __CUDA_ARCH__
+  int t;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t));
+  return t;
+#else
+  return int(threadIdx.x);
+#endif
+}
 __device__ __forceinline__ float kf_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
 __device__ __forceinline__ float kf_softplus(float x, float beta, float threshold) {
   return beta * x > threshold ? x : log1pf(expf(beta * x)) / beta;

@@ -57,12 +57,14 @@ std::string stat_op(const Graph& gr, const KernelGroup& g, int s) {
 }
 std::string is_max(const std::string& kind) { return kind == "argmax" ? "true" : "false"; }
 
-// `__launch_bounds__` of a row kernel. Where a shared-memory row cache caps the blocks an SM holds, ptxas is told
-// so: left to assume full occupancy it kept a 1024-thread block to 32 registers and spilled the online softmax's
-// state (196 bytes; with the cap's 1 block it takes 36 registers and spills none).
-std::string launch_bounds(int block, int64_t row_cache_smem) {
+// `__launch_bounds__` of a row kernel. Where a row cache caps the blocks an SM holds, ptxas is told so: left to
+// assume full occupancy it kept a 1024-thread block to 32 registers and spilled the online softmax's state (196
+// bytes; with the cap's 1 block it takes 36 registers and spills none). A shared-memory cache leaves room for
+// what fits beside it; a register cache is given 64 registers a thread (1024 / block blocks an SM).
+std::string launch_bounds(int block, int64_t row_cache_smem, bool register_rows = false) {
   std::string b = "__launch_bounds__(" + std::to_string(block);
   if (row_cache_smem > 0) b += ", " + std::to_string(std::clamp<int64_t>(kMaxRowCache / row_cache_smem, 1, 2048 / block));
+  else if (register_rows) b += ", " + std::to_string(std::max(1, 1024 / block));
   return b + ")";
 }
 
@@ -464,8 +466,8 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const Ke
   const bool in_registers = ks.cache_row == RowCache::registers;
   const int64_t slots = register_row_slots(g, ks);
   if (in_registers)  // a walk of fixed length, fully unrolled: slot kf_j is then a register, not a stack index
-    sk.elem_loop = "_Pragma(\"unroll\") for (int kf_j = 0; kf_j < " + std::to_string(slots) +
-                   "; ++kf_j) if (const i64 r = threadIdx.x + (i64)kf_j * " + std::to_string(ks.block) + "; r < " +
+    sk.elem_loop = "_Pragma(\"unroll\") for (int kf_j = 0, kf_t = kf_tid(); kf_j < " + std::to_string(slots) +
+                   "; ++kf_j) if (const i64 r = kf_t + (i64)kf_j * " + std::to_string(ks.block) + "; r < " +
                    std::to_string(rs.R) + "LL)";
   KernelWriter w(cx.partition, g, cx.buffer_of_owner);
   std::string body;
@@ -499,7 +501,8 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const Ke
   if (!cached.empty() && !in_registers)  // the next row overwrites the cache: every thread must be done with this one
     body += ks.strategy == Strategy::warp ? "    __syncwarp();\n" : "    __syncthreads();\n";
   std::string s = kernel_header(cx.partition, g, ks, name);
-  s += "extern \"C\" __global__ void " + launch_bounds(ks.block, smem) + " " + name + "(" + w.params() + ") {\n";
+  s += "extern \"C\" __global__ void " + launch_bounds(ks.block, smem, in_registers && !cached.empty()) + " " + name + "(" +
+       w.params() + ") {\n";
   if (ks.strategy == Strategy::block) s += "  __shared__ double kf_scratch[64];\n  __shared__ KfArg kf_ascratch[32];\n";
   if (!cached.empty() && !in_registers)
     s += "  extern __shared__ float kf_row[];  // " + std::to_string(cached.size()) + " cached row buffer(s)\n";

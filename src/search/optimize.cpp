@@ -101,11 +101,14 @@ namespace {
 // 32 side by side): a 1024- or 512-thread tile without cache, whose 32 rows stay in L2 for the second walk
 // where the default's shared-memory cache of 32 long rows leaves one block per SM. Walks are unrolled so that a
 // warp has several loads in flight (device run 8.1: 26_layer_norm's cached 512-thread blocks without unroll,
-// 1.98 ms, lost to reading x twice, 1.73). The local search rarely reaches these by single steps from the
-// default. (A register cache of rows this long spills: 12.6 ms in 8.1.)
+// 1.98 ms, lost to reading x twice, 1.73; unrolled, 1.74 in run 8.3). Rows in registers: 24 or 48 a thread
+// (they spilled in run 8.1, 12.6 ms; kf_tid keeps them in registers since, not yet measured). The local search
+// rarely reaches these by single steps from the default.
 std::vector<Schedule> row_openings(const std::vector<KernelGroup>& fused) {
   const std::vector<KernelSchedule> rows = {
       {.strategy = Strategy::block, .block = 512, .items = 8, .cache_row = RowCache::shared},
+      {.strategy = Strategy::block, .block = 1024, .cache_row = RowCache::registers},
+      {.strategy = Strategy::block, .block = 512, .cache_row = RowCache::registers},
       {.strategy = Strategy::block, .block = 1024, .items = 4, .cache_row = RowCache::shared},
       {.strategy = Strategy::block, .block = 1024, .items = 8}};
   const std::vector<KernelSchedule> tiles = {{.strategy = Strategy::tile, .block = 1024, .items = 4},
