@@ -57,15 +57,21 @@ std::string stat_op(const Graph& gr, const KernelGroup& g, int s) {
 }
 std::string is_max(const std::string& kind) { return kind == "argmax" ? "true" : "false"; }
 
-// `__launch_bounds__` of a row kernel. Where a row cache caps the blocks an SM holds, ptxas is told so: left to
-// assume full occupancy it kept a 1024-thread block to 32 registers and spilled the online softmax's state (196
-// bytes; with the cap's 1 block it takes 36 registers and spills none). A shared-memory cache leaves room for
-// what fits beside it; a register cache is given 64 registers a thread (1024 / block blocks an SM).
-std::string launch_bounds(int block, int64_t row_cache_smem, bool register_rows = false) {
-  std::string b = "__launch_bounds__(" + std::to_string(block);
-  if (row_cache_smem > 0) b += ", " + std::to_string(std::clamp<int64_t>(kMaxRowCache / row_cache_smem, 1, 2048 / block));
-  else if (register_rows) b += ", " + std::to_string(std::max(1, 1024 / block));
-  return b + ")";
+// `__launch_bounds__` of a row kernel: where a row cache lets an SM hold fewer blocks than full occupancy, that
+// count, so that ptxas may give each thread the registers it leaves (it otherwise budgets for full occupancy: 32
+// registers a thread in 1024-thread blocks). A shared-memory cache holds what fits beside it and the reduction
+// scratch; a register cache holds its floats plus ~24 registers of addresses and statistics (26_layer_norm's
+// 48 floats a thread in 512-thread blocks: 80 registers and no spill, where two blocks an SM forced 64 and a
+// spill).
+std::string launch_bounds(const KernelSchedule& ks, int64_t row_cache_smem, int64_t register_floats = 0) {
+  const int64_t full = std::min<int64_t>(32, 2048 / ks.block);
+  int64_t blocks = full;
+  if (row_cache_smem > 0) {
+    const int64_t scratch = kMaxRowCache - row_cache_limit(ks) + 1024;  // a tile's per-warp partials; kf_scratch
+    blocks = std::clamp<int64_t>(kMaxRowCache / (row_cache_smem + scratch), 1, full);
+  }
+  if (register_floats > 0) blocks = std::clamp<int64_t>(65536 / (int64_t(ks.block) * (register_floats + 24)), 1, full);
+  return "__launch_bounds__(" + std::to_string(ks.block) + (blocks < full ? ", " + std::to_string(blocks) : "") + ")";
 }
 
 // The loop skeleton of each strategy.
@@ -378,7 +384,7 @@ std::vector<PlanKernel> emit_tile(EmitContext& cx, const KernelGroup& g, const K
   w.clear_vector_sources();
   std::string s = kernel_header(cx.partition, g, ks, name);
   const int64_t smem = cached.empty() ? 0 : row_cache_bytes(g, ks, int(cached.size()));
-  s += "extern \"C\" __global__ void " + launch_bounds(ks.block, smem) + " " + name + "(" + w.params() + ") {\n";
+  s += "extern \"C\" __global__ void " + launch_bounds(ks, smem) + " " + name + "(" + w.params() + ") {\n";
   s += "  __shared__ KfMoments kf_part[" + Ws + "][32];\n  __shared__ KfArg kf_apart[" + Ws + "][32];\n";
   if (!cached.empty()) s += "  extern __shared__ float kf_row[];  // " + std::to_string(cached.size()) + " cached buffer(s) of 32 rows\n";
   s += "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n";
@@ -443,7 +449,7 @@ std::vector<PlanKernel> emit_thread_vec(EmitContext& cx, const KernelGroup& g, c
   w.clear_vector_sources();
   const std::string B = std::to_string(ks.block), KV = std::to_string(rs.K / V) + "LL";
   std::string s = kernel_header(cx.partition, g, ks, name);
-  s += "extern \"C\" __global__ void " + launch_bounds(ks.block, 0) + " " + name + "(" + w.params() + ") {\n";
+  s += "extern \"C\" __global__ void " + launch_bounds(ks, 0) + " " + name + "(" + w.params() + ") {\n";
   s += "  for (i64 kv = (i64)blockIdx.x * " + B + " + threadIdx.x; kv < " + KV + "; kv += (i64)gridDim.x * " + B + ") {\n";
   s += "    const i64 k0 = kv * " + std::to_string(V) + ";\n" + decls;
   s += "    " + unrolled(ks) + "for (i64 r = 0; r < " + std::to_string(rs.R) + "LL; ++r) {\n" + step + "    }\n" + finish + "  }\n}\n";
@@ -501,8 +507,8 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const Ke
   if (!cached.empty() && !in_registers)  // the next row overwrites the cache: every thread must be done with this one
     body += ks.strategy == Strategy::warp ? "    __syncwarp();\n" : "    __syncthreads();\n";
   std::string s = kernel_header(cx.partition, g, ks, name);
-  s += "extern \"C\" __global__ void " + launch_bounds(ks.block, smem, in_registers && !cached.empty()) + " " + name + "(" +
-       w.params() + ") {\n";
+  const int64_t register_floats = in_registers ? slots * int64_t(cached.size()) : 0;
+  s += "extern \"C\" __global__ void " + launch_bounds(ks, smem, register_floats) + " " + name + "(" + w.params() + ") {\n";
   if (ks.strategy == Strategy::block) s += "  __shared__ double kf_scratch[64];\n  __shared__ KfArg kf_ascratch[32];\n";
   if (!cached.empty() && !in_registers)
     s += "  extern __shared__ float kf_row[];  // " + std::to_string(cached.size()) + " cached row buffer(s)\n";

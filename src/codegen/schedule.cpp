@@ -131,7 +131,8 @@ int64_t row_cache_limit(const KernelSchedule& ks) {
 }
 
 bool keeps_innermost(const KernelGroup& g) {
-  return !g.axes.empty() && g.axes.back() != int64_t(g.shape.size()) - 1;
+  // Whatever order a graph lists its reduced dims in (the importer sorts them; a hand-written JSON need not).
+  return !g.axes.empty() && std::find(g.axes.begin(), g.axes.end(), int64_t(g.shape.size()) - 1) == g.axes.end();
 }
 
 int64_t rows_of(const KernelGroup& g) {

@@ -239,12 +239,12 @@ TEST(Schedule, RowsCachedInRegistersUseNoSharedMemory) {
   EXPECT_NE(k.source.find("float kf_reg0[4];"), std::string::npos) << k.source;
   EXPECT_EQ(k.source.find("kf_row"), std::string::npos);
   EXPECT_EQ(k.schedule["cache_row"], "registers");
-  // Each walk reads the thread index anew (kf_tid: no 64-bit addresses kept across the reduction), and ptxas
-  // may give each thread 64 registers.
+  // Each walk reads the thread index anew (kf_tid: no 64-bit addresses kept across the reduction); 4 floats a
+  // thread limit nothing (RowCachesTellPtxasTheirBlocksPerSm has rows that do).
   size_t walks = 0;
   for (size_t at = k.source.find("kf_t = kf_tid()"); at != std::string::npos; at = k.source.find("kf_t = kf_tid()", at + 1)) ++walks;
   EXPECT_EQ(walks, 2u) << k.source;
-  EXPECT_NE(k.source.find("__launch_bounds__(256, 4)"), std::string::npos) << k.source;
+  EXPECT_NE(k.source.find("__launch_bounds__(256)"), std::string::npos) << k.source;
   // A warp's lanes would hold a quarter of the row each; 32-thread-wide slots of a long row do not fit.
   EXPECT_THROW(check_schedule(groups[0], {Strategy::warp, 256, 1, 1, 1, RowCache::registers}), UserError);
   EXPECT_THROW(check_schedule(groups[0], {Strategy::block, 8, 1, 1, 1, RowCache::registers}), UserError);
@@ -264,13 +264,26 @@ TEST(Schedule, TilesCacheTheirThirtyTwoRowsInSharedMemory) {
   EXPECT_THROW(check_schedule(groups[0], {Strategy::tile, 128, 1, 1, 1, RowCache::registers}), UserError);
 }
 
-TEST(Schedule, SharedRowCachesTellPtxasTheirBlocksPerSm) {
-  // softmax over rows of 1023 in 256-thread blocks: a 4092-byte row cache leaves room for 8 blocks an SM (the
-  // thread limit's 2048 / 256); ptxas left to assume full occupancy capped a 1024-thread kernel at 32 registers.
+TEST(Schedule, RowCachesTellPtxasTheirBlocksPerSm) {
+  // softmax over rows of 20000: an 80 KB shared-memory row leaves room for 2 blocks an SM (full occupancy would
+  // be 8 of 256 threads), 40 floats a thread in registers for 2 of 512 threads; a row of 1023 limits nothing
+  // (ptxas's own full-occupancy budget stands).
+  Graph wide = graph_from_json({{"inputs", {{{"name", "x"}, {"shape", {2, 20000}}}}},
+                                {"nodes", {{{"name", "y"}, {"op", "softmax"}, {"args", {"x"}}, {"attrs", {{"dim", 1}}}}}},
+                                {"outputs", {"y"}}});
+  auto bounds = [](const PlanKernel& k) {
+    size_t at = k.source.find("__launch_bounds__(");
+    return at == std::string::npos ? std::string() : k.source.substr(at, k.source.find(')', at) + 1 - at);
+  };
+  EXPECT_EQ(bounds(one_kernel_under(wide, {Strategy::block, 256, 1, 1, 1, RowCache::shared})), "__launch_bounds__(256, 2)");
+  EXPECT_EQ(bounds(one_kernel_under(wide, {Strategy::block, 512, 1, 1, 1, RowCache::registers})), "__launch_bounds__(512, 2)");
+  EXPECT_EQ(bounds(one_kernel_under(wide, {Strategy::block, 1024, 1, 1, 1, RowCache::registers})), "__launch_bounds__(1024, 1)");
   Graph g = graph_from_json(sample("softmax"));
-  EXPECT_NE(one_kernel_under(g, {Strategy::block, 256, 1, 1, 1, RowCache::shared}).source.find("__launch_bounds__(256, 8)"),
-            std::string::npos);
-  EXPECT_NE(one_kernel_under(g, {Strategy::block, 256, 1, 1, 1}).source.find("__launch_bounds__(256)"), std::string::npos);
+  EXPECT_EQ(bounds(one_kernel_under(g, {Strategy::block, 256, 1, 1, 1, RowCache::shared})), "__launch_bounds__(256)");
+  EXPECT_EQ(bounds(one_kernel_under(g, {Strategy::block, 256, 1, 1, 1})), "__launch_bounds__(256)");
+  // A 32-thread tile: never more than sm_90's 32 blocks an SM (ptxas ignores a larger count, with a warning).
+  Graph channels = graph_from_json(sample("log_softmax"));
+  EXPECT_EQ(bounds(one_kernel_under(channels, {Strategy::tile, 32, 1, 1, 1, RowCache::shared})), "__launch_bounds__(32)");
 }
 
 TEST(Schedule, VectorThreadsNeedRowsSideBySideAndOneWalk) {
@@ -287,6 +300,12 @@ TEST(Schedule, VectorThreadsNeedRowsSideBySideAndOneWalk) {
   EXPECT_THROW(check_schedule(group_of(reduce("argmin", {2, 9, 8}, 2)), four), UserError);   // rows contiguous
   EXPECT_THROW(check_schedule(group_of(reduce("argmin", {2, 9, 8}, 1)), {Strategy::tile, 128, 4, 1, 1}), UserError);
   EXPECT_THROW(check_schedule(group_of(reduce("log_softmax", {2, 9, 8}, 1)), four), UserError);  // two walks
+  // Reduced dims listed out of order (a hand-written graph; the importer sorts them): the innermost is reduced.
+  nlohmann::json unsorted = {{"inputs", {{{"name", "x"}, {"shape", {3, 5, 8}}}}},
+                             {"nodes", {{{"name", "y"}, {"op", "sum"}, {"args", {"x"}}, {"attrs", {{"dims", {2, 0}}, {"keepdim", false}}}}}},
+                             {"outputs", {"y"}}};
+  EXPECT_FALSE(keeps_innermost(group_of(unsorted)));
+  EXPECT_THROW(check_schedule(group_of(unsorted), four), UserError);
   // One load of four floats a step, four accumulators.
   PlanKernel k = one_kernel_under(graph_from_json(reduce("argmin", {2, 9, 8}, 1)), four);
   EXPECT_NE(k.source.find("*reinterpret_cast<const float4*>(b0 + lin)"), std::string::npos) << k.source;

@@ -97,7 +97,7 @@ TEST(RowSums, InfinitiesSurviveTheCompensatedWalk) {
 // and keeps one accumulator each: argmin over the middle dim, with ties (the first index wins) and a NaN (wins).
 TEST(RowColumns, VectorThreadsMatchTheInterpreterOnArgminWithTies) {
   if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
-  const int64_t B = 2, R = 37, I = 8;
+  const int64_t B = 2, R = 37, I = 640;  // 1280 columns: a thread of 2 or 4 of them loops (64-256 threads)
   Graph g = graph_from_json({{"inputs", {{{"name", "x"}, {"shape", {B, R, I}}}}},
                              {"nodes", {{{"name", "y"}, {"op", "argmin"}, {"args", {"x"}}, {"attrs", {{"dim", 1}, {"keepdim", false}}}}}},
                              {"outputs", {"y"}}});
@@ -106,6 +106,7 @@ TEST(RowColumns, VectorThreadsMatchTheInterpreterOnArgminWithTies) {
   std::vector<HostTensor> inputs = {{TensorType{DType::f32, {B, R, I}}, {}}};
   for (int64_t i = 0; i < B * R * I; ++i) inputs[0].data.push_back(coarse(rng));
   inputs[0].data[(1 * R + 20) * I + 5] = NAN;
+  inputs[0].data[(1 * R + 30) * I + 600] = NAN;  // a column the second pass of the grid-stride loop reaches
   std::vector<float> x(inputs[0].data.begin(), inputs[0].data.end());
   std::vector<HostTensor> want = interpret(primitive_graph(g), inputs, {});
   int vectors = 0;
