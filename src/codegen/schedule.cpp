@@ -430,9 +430,14 @@ bool starves_memory(const KernelGroup& g, const KernelSchedule& ks) {
   constexpr double kSMs = 132, kMinThreads = 132 * 512, kL2Bytes = 64.0 * (1 << 20);
   if (double(numel(g.shape)) * 4 <= kL2Bytes || is_library_kind(g.kind)) return false;  // the library's geometry
   auto [threads, blocks] = launch_size(g, ks);
-  if (blocks < kSMs || threads < kMinThreads) return true;
+  // A thread of `vec` columns has vec loads' bytes in flight (a flat thread's vec is in its count already).
+  const double loads = ks.strategy == Strategy::thread ? threads * ks.vec : threads;
+  if (blocks < kSMs || loads < kMinThreads) return true;
   if (ks.strategy == Strategy::split && row_length(g) / ks.chunks < ks.block) return true;
   if (!keeps_innermost(g)) return false;
+  // A split's blocks walk a slice of one strided row (device run 8.1, 19_amax_first_dim: five split candidates
+  // past the 250 ms limit, against 0.90 ms for a thread per four columns; run 7.2, 17_sum_middle_dim: 15 ms).
+  if (ks.strategy == Strategy::split) return true;
   bool row_per_warp_or_block = ks.strategy == Strategy::warp || ks.strategy == Strategy::block;
   return (g.kind == GroupKind::row && row_per_warp_or_block) || (g.kind == GroupKind::scan && ks.strategy == Strategy::block);
 }

@@ -134,8 +134,9 @@ std::pair<double, double> launch_size(const KernelGroup& g, const KernelSchedule
 //   - too little launched: fewer blocks than SMs, or too few threads for ~32 KB in flight per SM
 //     (a thread per LayerNorm row 12 ms against 1.4; 96 BatchNorm blocks 2.2-8.8 ms against 1.3);
 //   - idle threads: split chunks shorter than the block (sum over 4093 in 128 chunks: 12-164 ms against 0.94);
-//   - strided rows: a warp or block per row when the innermost dim is kept, and a block per scan line along
-//     a middle dim (1.7-15 ms against ~1 for tile/thread on 17/19/20/21/23; cumprod 8-11 ms against 0.92).
+//   - strided rows: a warp or block per row, or a split of one, when the innermost dim is kept, and a block per
+//     scan line along a middle dim (1.7-15 ms against ~1 for tile/thread on 17/19/20/21/23; cumprod 8-11 ms
+//     against 0.92; splits on 19 past the 250 ms limit in run 8.1).
 bool starves_memory(const KernelGroup& g, const KernelSchedule& ks);
 int64_t row_length(const KernelGroup& g);
 

@@ -74,6 +74,8 @@ TEST(Proposer, LocalSearchSkipsSchedulesThatStarveTheMemory) {
   KernelGroup mid = kernel_groups(middle, true).front();
   EXPECT_TRUE(starves_memory(mid, {Strategy::warp, 512, 1, 4, 1}));
   EXPECT_TRUE(starves_memory(mid, {Strategy::split, 1024, 1, 1, 128}));
+  EXPECT_TRUE(starves_memory(mid, {Strategy::split, 256, 1, 1, 8}));  // chunks of 512: long enough, still strided
+  EXPECT_FALSE(starves_memory(mid, {Strategy::thread, 128, 4, 4, 1}));  // a thread per four columns
   EXPECT_FALSE(starves_memory(mid, {Strategy::tile, 64, 1, 4, 1}));
   EXPECT_FALSE(starves_memory(mid, {Strategy::thread, 128, 1, 1, 1}));
   EXPECT_FALSE(starves_memory(mid, default_schedule(mid)));
