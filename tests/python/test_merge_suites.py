@@ -1,0 +1,42 @@
+"""bench/merge_suites.py: slices of one suite run become one table whose summary counts every row; a slice that did
+not finish, or a problem in two slices, is refused rather than counted twice or half."""
+import importlib.util
+import json
+
+import pytest
+
+from conftest import REPO
+
+
+def merger():
+    spec = importlib.util.spec_from_file_location("merge_suites", REPO / "bench" / "merge_suites.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def slice_file(tmp_path, name, problems, complete=True):
+    """A suite.json of failed stand-in rows (make_row's shape), as one device_check slice writes it."""
+    merger()  # puts bench/ on the path, where run_suite lives
+    import run_suite
+    rows = [run_suite.make_row(p, tmp_path / f"{p}.py", None, 1, False, 1.0, "stand-in", tmp_path / "log", 10)
+            for p in problems]
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps({"meta": {}, "rows": rows, "summary": {}, "complete": complete}))
+    return str(path)
+
+
+def test_slices_merge_into_one_summary(tmp_path):
+    m = merger()
+    text = m.merge([slice_file(tmp_path, "a", ["p1", "p2"]), slice_file(tmp_path, "b", ["p3"])])
+    assert "- problems: 3" in text
+    assert text.index("| p1 |") < text.index("| p3 |")
+    assert "merged from:" in text
+
+
+def test_an_unfinished_slice_or_a_repeated_problem_is_refused(tmp_path):
+    m = merger()
+    with pytest.raises(SystemExit, match="not a complete"):
+        m.merge([slice_file(tmp_path, "a", ["p1"]), slice_file(tmp_path, "b", ["p2"], complete=False)])
+    with pytest.raises(SystemExit, match="more than one slice"):
+        m.merge([slice_file(tmp_path, "a", ["p1"]), slice_file(tmp_path, "b", ["p1"])])
