@@ -81,16 +81,19 @@ TEST(Openings, RowsWalkedTwiceOpenWithEachRowCache) {
   for (auto& s : hand_written_openings(channels))
     for (auto& [key, ks] : s.kernels) tiles.insert(to_string(ks.strategy) + "/" + to_string(ks.cache_row) + "/" + std::to_string(ks.block));
   EXPECT_EQ(tiles, (std::set<std::string>{"tile/none/1024", "tile/none/512"}));
-  // A reduction over a middle dim walked once: a thread of four neighbouring columns.
+  // A reduction over a middle dim walked once: a thread of two neighbouring columns, then of four.
   Graph columns = graph_from_json({{"inputs", {{{"name", "x"}, {"shape", {2, 33, 40}}}}},
                                    {"nodes", {{{"name", "y"}, {"op", "argmin"}, {"args", {"x"}}, {"attrs", {{"dim", 1}, {"keepdim", false}}}}}},
                                    {"outputs", {"y"}}});
   auto openings = hand_written_openings(columns);
-  ASSERT_FALSE(openings.empty());
-  const KernelSchedule& vector = openings.back().kernels.begin()->second;
-  EXPECT_EQ(vector.strategy, Strategy::thread);
-  EXPECT_EQ(vector.vec, 4);
-  EXPECT_NO_THROW(lower(columns, openings.back()));
+  ASSERT_GE(openings.size(), 3u);
+  for (int last : {2, 1}) {
+    const Schedule& s = openings[openings.size() - size_t(last)];
+    const KernelSchedule& vector = s.kernels.begin()->second;
+    EXPECT_EQ(vector.strategy, Strategy::thread);
+    EXPECT_EQ(vector.vec, last == 2 ? 2 : 4);
+    EXPECT_NO_THROW(lower(columns, s));
+  }
 }
 
 TEST(PolicyCurves, RefusesWhatWouldGiveAMisleadingCurve) {
