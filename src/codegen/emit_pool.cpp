@@ -1,6 +1,6 @@
-// Pooling kernels: one thread per output element walks its window (sizes are compile-time constants,
-// so the loops unroll); a thread takes `items` outputs a block apart. Average pooling divides as PyTorch does: by the window clipped to the padded
-// input when count_include_pad, else by the number of in-bounds elements.
+// Pooling kernels: one thread per output element walks its window (sizes are compile-time constants, so the
+// loops unroll); a thread takes `items` outputs a block apart. Average pooling divides as PyTorch does: by the
+// window clipped to the padded input when count_include_pad, else by the number of in-bounds elements.
 #include "codegen/emitters.h"
 
 namespace kforge {

@@ -154,6 +154,31 @@ Coords coords_at(const KernelGroup& g, const RowShape& rs, bool in_row, const st
   return out;
 }
 
+// The operand statistic `s` accumulates: an online sum of exp(x - max) steps on x, its max's own operand.
+int stat_operand(const Graph& gr, const KernelGroup& g, int s) {
+  int m = online_max_of(g, s);
+  return gr.at(m >= 0 ? m : s).args[0];
+}
+
+// A thread's accumulator of statistic `s`, named acc<s><suffix> (loc<s><suffix> while a float local): its
+// declaration, its step on `value` (the element at reduced coordinate c<axes[0]> for arg statistics), and its
+// widening to acc for the cross-thread combine (none for arg statistics: they step in KfArg).
+struct StatAccumulator {
+  std::string decl, step, widen;
+};
+StatAccumulator stat_accumulator(const Graph& gr, const KernelGroup& g, const RowShape& rs, int s, const std::string& value,
+                                 const std::string& suffix, const std::string& indent, const std::string& in) {
+  const std::string kind = gr.at(s).attr_s("kind"), acc = "acc" + std::to_string(s) + suffix;
+  if (is_arg(kind))
+    return {indent + "KfArg " + acc + " = {" + (kind == "argmax" ? "-KF_INF" : "KF_INF") + ", -1};\n",
+            in + acc + " = kf_arg_step<" + is_max(kind) + ">(" + acc + ", (float)(" + value + "), c" + std::to_string(rs.axes[0]) + ");\n",
+            ""};
+  const std::string op = stat_op(gr, g, s), loc = "loc" + std::to_string(s) + suffix;
+  return {indent + op + "::L " + loc + " = " + op + "::local_init();\n",
+          in + loc + " = " + op + "::add(" + loc + ", (float)(" + value + "));\n",
+          indent + op + "::T " + acc + " = " + op + "::widen(" + loc + ");\n"};
+}
+
 // One walk over the row accumulating statistics `stats` (which do not read each other) into the thread's
 // loc<s>, widened to acc<s> for the cross-thread combine.
 // `prefetch` runs at the top of every iteration, after the coordinates (the row cache's fill).
@@ -164,31 +189,20 @@ std::string stat_pass(KernelWriter& w, const Graph& gr, const KernelGroup& g, co
   Coords c = coords_at(g, rs, true, in);
   w.begin_site(c.c, c.linear, in);
   std::vector<std::string> values;
-  for (int s : stats) {  // an online sum of exp(x - max) steps on x, its max's own operand
-    int m = online_max_of(g, s);
-    values.push_back(w.value(gr.at(m >= 0 ? m : s).args[0]));
-  }
+  for (int s : stats) values.push_back(w.value(stat_operand(gr, g, s)));
   std::string body = w.take();
   std::string decls, updates, widen;
   for (size_t i = 0; i < stats.size(); ++i) {
-    std::string kind = gr.at(stats[i]).attr_s("kind"), acc = "acc" + std::to_string(stats[i]);
-    if (is_arg(kind)) {
-      decls += indent + "KfArg " + acc + " = {" + (kind == "argmax" ? "-KF_INF" : "KF_INF") + ", -1};\n";
-      updates += in + acc + " = kf_arg_step<" + is_max(kind) + ">(" + acc + ", (float)(" + values[i] + "), c" +
-                 std::to_string(rs.axes[0]) + ");\n";
-    } else {
-      std::string op = stat_op(gr, g, stats[i]), loc = "loc" + std::to_string(stats[i]);
-      decls += indent + op + "::L " + loc + " = " + op + "::local_init();\n";
-      updates += in + loc + " = " + op + "::add(" + loc + ", (float)(" + values[i] + "));\n";
-      widen += indent + op + "::T " + acc + " = " + op + "::widen(" + loc + ");\n";
-    }
+    StatAccumulator a = stat_accumulator(gr, g, rs, stats[i], values[i], "", indent, in);
+    decls += a.decl, updates += a.step, widen += a.widen;
   }
   return decls + indent + loop + " {\n" + c.stmts + prefetch + body + updates + indent + "}\n" + widen;
 }
 
+// s<s> from the thread's acc<s><suffix>, combined across threads by reduce_f (reduce_arg for arg statistics).
 std::string finish_stat(const Graph& gr, const KernelGroup& g, const RowShape& rs, int s, const std::string& reduce_f,
-                        const std::string& reduce_arg, const std::string& indent) {
-  std::string kind = gr.at(s).attr_s("kind"), acc = "acc" + std::to_string(s);
+                        const std::string& reduce_arg, const std::string& indent, const std::string& suffix = "") {
+  std::string kind = gr.at(s).attr_s("kind"), acc = "acc" + std::to_string(s) + suffix;
   if (is_arg(kind))
     return indent + "const i64 s" + std::to_string(s) + " = " + subst(subst(reduce_arg, "MAX", is_max(kind)), "ACC", acc) + ".i;\n";
   const std::string op = stat_op(gr, g, s);
@@ -399,8 +413,8 @@ std::vector<PlanKernel> emit_tile(EmitContext& cx, const KernelGroup& g, const K
 // k0 .. k0 + vec - 1 lie side by side in memory and one 8- or 16-byte load per step of r serves all of them;
 // each keeps its own accumulator. Fewer, wider threads: 23_argmin_middle_dim's 327680 columns of 3001 made
 // 1.2 waves of one-column threads (device run 8.1: 1.135 ms against torch.compile's 1.022), a tail where
-// a fifth of the GPU's threads ran alone; four columns a thread, one wave: 0.899 ms (run 8.3, 103% of the copy
-// bandwidth).
+// a fifth of the GPU's threads ran alone; two columns a thread in 64-thread blocks: 0.900 ms (run 8.3, 103% of
+// the copy bandwidth; four in 128-thread blocks, 1.051).
 std::vector<PlanKernel> emit_thread_vec(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks,
                                         const std::string& name, RowShape rs) {
   const Graph& gr = *cx.partition.graph;
@@ -408,21 +422,19 @@ std::vector<PlanKernel> emit_thread_vec(EmitContext& cx, const KernelGroup& g, c
   const int V = ks.vec;
   const std::string vt = V == 4 ? "float4" : "float2", in = "        ";
   const char* lane[] = {".x", ".y", ".z", ".w"};
-  auto stat_operand = [&](int s) { int m = online_max_of(g, s); return gr.at(m >= 0 ? m : s).args[0]; };
   KernelWriter w(cx.partition, g, cx.buffer_of_owner);
   // A dry run finds the buffers read at the element itself: those are read as vectors at row k0's element.
   Coords first = coords_at(g, rs, true, in);
   w.begin_site(first.c, first.linear, in);
-  for (int s : g.stats) w.value(stat_operand(s));
+  for (int s : g.stats) w.value(stat_operand(gr, g, s));
   w.take();
   const std::vector<int> vectors(w.contiguous_reads().begin(), w.contiguous_reads().end());
   std::string decls, step, finish;
-  for (int b : vectors) decls += "      " + vt + " kf_v" + std::to_string(b) + ";\n";
-  step += decls + "      {\n" + in + "const i64 k = k0;\n" + first.stmts;
+  for (int b : vectors) step += "      " + vt + " kf_v" + std::to_string(b) + ";\n";
+  step += "      {\n" + in + "const i64 k = k0;\n" + first.stmts;
   for (int b : vectors)
     step += in + "kf_v" + std::to_string(b) + " = *reinterpret_cast<const " + vt + "*>(b" + std::to_string(b) + " + lin);\n";
   step += "      }\n";
-  decls.clear();
   for (int j = 0; j < V; ++j) {
     const std::string J = std::to_string(j);
     for (int b : vectors) w.set_vector_source(b, "kf_v" + std::to_string(b) + lane[j]);
@@ -430,18 +442,9 @@ std::vector<PlanKernel> emit_thread_vec(EmitContext& cx, const KernelGroup& g, c
     w.begin_site(c.c, c.linear, in);
     std::string updates, fin;
     for (int s : g.stats) {
-      const std::string kind = gr.at(s).attr_s("kind"), v = w.value(stat_operand(s)), S = std::to_string(s);
-      if (is_arg(kind)) {
-        decls += "    KfArg acc" + S + "_" + J + " = {" + (kind == "argmax" ? "-KF_INF" : "KF_INF") + ", -1};\n";
-        updates += in + "acc" + S + "_" + J + " = kf_arg_step<" + is_max(kind) + ">(acc" + S + "_" + J + ", (float)(" + v + "), c" +
-                   std::to_string(rs.axes[0]) + ");\n";
-        fin += "      const i64 s" + S + " = acc" + S + "_" + J + ".i;\n";
-      } else {
-        const std::string op = stat_op(gr, g, s);
-        decls += "    " + op + "::L loc" + S + "_" + J + " = " + op + "::local_init();\n";
-        updates += in + "loc" + S + "_" + J + " = " + op + "::add(loc" + S + "_" + J + ", (float)(" + v + "));\n";
-        fin += "      const float s" + S + " = " + op + "::finish(" + op + "::widen(loc" + S + "_" + J + "), " + std::to_string(rs.R) + ".0);\n";
-      }
+      StatAccumulator a = stat_accumulator(gr, g, rs, s, w.value(stat_operand(gr, g, s)), "_" + J, "    ", in);
+      decls += a.decl, updates += a.step;
+      fin += a.widen + finish_stat(gr, g, rs, s, "ACC", "ACC", "      ", "_" + J);
     }
     step += "      {\n" + in + "const i64 k = k0 + " + J + ";\n" + c.stmts + w.take() + updates + "      }\n";
     for (int s : g.stats) w.bind(s, "s" + std::to_string(s));

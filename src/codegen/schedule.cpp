@@ -267,6 +267,15 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
   }
 }
 
+bool is_legal(const KernelGroup& g, const KernelSchedule& ks) {
+  try {
+    check_schedule(g, ks);
+    return true;
+  } catch (const UserError&) {
+    return false;
+  }
+}
+
 KernelSchedule default_schedule(const KernelGroup& g) {
   KernelSchedule ks;
   int64_t n = numel(g.shape);
@@ -325,13 +334,7 @@ KernelSchedule default_schedule(const KernelGroup& g) {
       if (passes && (ks.strategy == Strategy::warp || ks.strategy == Strategy::block) &&
           row_cache_bytes(g, ks, 1) <= kMaxRowCache)
         ks.cache_row = RowCache::shared, ks.items = 1;
-      if (ks.cache_row != RowCache::none) {
-        try {
-          check_schedule(g, ks);
-        } catch (const UserError&) {
-          ks.cache_row = RowCache::none, ks.items = uncached_items;
-        }
-      }
+      if (ks.cache_row != RowCache::none && !is_legal(g, ks)) ks.cache_row = RowCache::none, ks.items = uncached_items;
       break;
     }
   }
@@ -341,11 +344,7 @@ KernelSchedule default_schedule(const KernelGroup& g) {
 std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
   std::vector<KernelSchedule> out;
   auto keep = [&](KernelSchedule ks) {
-    try {
-      check_schedule(g, ks);
-      out.push_back(ks);
-    } catch (const UserError&) {
-    }
+    if (is_legal(g, ks)) out.push_back(ks);
   };
   switch (g.kind) {
     case GroupKind::pointwise:

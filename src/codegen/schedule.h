@@ -91,6 +91,8 @@ Schedule schedule_from_json(const nlohmann::json& j);
 
 // Throws UserError naming the kernel and the field when `ks` is illegal for `group`.
 void check_schedule(const KernelGroup& group, const KernelSchedule& ks);
+// check_schedule as a question: whether `ks` is legal for `g` (the reason dropped).
+bool is_legal(const KernelGroup& g, const KernelSchedule& ks);
 // The hand-written default (tinygrad's heuristic.py): a sensible choice from sizes alone.
 KernelSchedule default_schedule(const KernelGroup& group);
 // Every legal schedule of a group that search considers.

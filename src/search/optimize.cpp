@@ -119,12 +119,7 @@ std::vector<Schedule> row_openings(const std::vector<KernelGroup>& fused) {
     Schedule s;
     for (const KernelGroup& g : fused) {
       const auto& ways = keeps_innermost(g) ? tiles : rows;
-      if (g.kind != GroupKind::row || row_walks(g) < 2 || i >= ways.size()) continue;
-      try {
-        check_schedule(g, ways[i]);
-        s.kernels[g.key] = ways[i];
-      } catch (const UserError&) {
-      }
+      if (g.kind == GroupKind::row && row_walks(g) >= 2 && i < ways.size() && is_legal(g, ways[i])) s.kernels[g.key] = ways[i];
     }
     if (!s.kernels.empty()) out.push_back(s);
   }
@@ -136,13 +131,8 @@ std::vector<Schedule> row_openings(const std::vector<KernelGroup>& fused) {
     Schedule columns;
     for (const KernelGroup& g : fused)
       for (int v : {vec, 6 - vec}) {
-        if (g.kind != GroupKind::row || columns.kernels.count(g.key)) continue;
         KernelSchedule ks{.strategy = Strategy::thread, .block = block, .vec = v, .items = items};
-        try {
-          check_schedule(g, ks);
-          columns.kernels[g.key] = ks;
-        } catch (const UserError&) {
-        }
+        if (g.kind == GroupKind::row && !columns.kernels.count(g.key) && is_legal(g, ks)) columns.kernels[g.key] = ks;
       }
     if (!columns.kernels.empty()) out.push_back(columns);
   }
