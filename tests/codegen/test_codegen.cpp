@@ -268,9 +268,7 @@ TEST(Schedule, RowCachesTellPtxasTheirBlocksPerSm) {
   // softmax over rows of 20000: an 80 KB shared-memory row leaves room for 2 blocks an SM (full occupancy would
   // be 8 of 256 threads), 40 floats a thread in registers for 2 of 512 threads; a row of 1023 limits nothing
   // (ptxas's own full-occupancy budget stands).
-  Graph wide = graph_from_json({{"inputs", {{{"name", "x"}, {"shape", {2, 20000}}}}},
-                                {"nodes", {{{"name", "y"}, {"op", "softmax"}, {"args", {"x"}}, {"attrs", {{"dim", 1}}}}}},
-                                {"outputs", {"y"}}});
+  Graph wide = graph_from_json(testing::unary_graph("softmax", {2, 20000}, {{"dim", 1}}));
   auto bounds = [](const PlanKernel& k) {
     size_t at = k.source.find("__launch_bounds__(");
     return at == std::string::npos ? std::string() : k.source.substr(at, k.source.find(')', at) + 1 - at);
@@ -289,9 +287,7 @@ TEST(Schedule, RowCachesTellPtxasTheirBlocksPerSm) {
 TEST(Schedule, VectorThreadsNeedRowsSideBySideAndOneWalk) {
   auto group_of = [](const nlohmann::json& graph) { return kernel_groups(graph_from_json(graph), true).at(0); };
   auto reduce = [](const std::string& op, std::vector<int64_t> shape, int64_t dim) {
-    return nlohmann::json{{"inputs", {{{"name", "x"}, {"shape", shape}}}},
-                          {"nodes", {{{"name", "y"}, {"op", op}, {"args", {"x"}}, {"attrs", {{"dim", dim}, {"keepdim", false}}}}}},
-                          {"outputs", {"y"}}};
+    return testing::unary_graph(op, std::move(shape), {{"dim", dim}, {"keepdim", false}});
   };
   const KernelSchedule four{Strategy::thread, 128, 4, 1, 1};
   EXPECT_NO_THROW(check_schedule(group_of(reduce("argmin", {2, 9, 8}, 1)), four));
@@ -301,9 +297,7 @@ TEST(Schedule, VectorThreadsNeedRowsSideBySideAndOneWalk) {
   EXPECT_THROW(check_schedule(group_of(reduce("argmin", {2, 9, 8}, 1)), {Strategy::tile, 128, 4, 1, 1}), UserError);
   EXPECT_THROW(check_schedule(group_of(reduce("log_softmax", {2, 9, 8}, 1)), four), UserError);  // two walks
   // Reduced dims listed out of order (a hand-written graph; the importer sorts them): the innermost is reduced.
-  nlohmann::json unsorted = {{"inputs", {{{"name", "x"}, {"shape", {3, 5, 8}}}}},
-                             {"nodes", {{{"name", "y"}, {"op", "sum"}, {"args", {"x"}}, {"attrs", {{"dims", {2, 0}}, {"keepdim", false}}}}}},
-                             {"outputs", {"y"}}};
+  nlohmann::json unsorted = testing::unary_graph("sum", {3, 5, 8}, {{"dims", {2, 0}}, {"keepdim", false}});
   EXPECT_FALSE(keeps_innermost(group_of(unsorted)));
   EXPECT_THROW(check_schedule(group_of(unsorted), four), UserError);
   // One load of four floats a step, four accumulators.

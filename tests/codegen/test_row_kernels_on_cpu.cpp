@@ -20,9 +20,7 @@ namespace {
 
 // y = x.sum(dim=1) over x [b, r, i]: r-long lines strided by i, i of them side by side.
 Graph sum_over_middle(int64_t b, int64_t r, int64_t i) {
-  return graph_from_json({{"inputs", {{{"name", "x"}, {"shape", {b, r, i}}}}},
-                          {"nodes", {{{"name", "y"}, {"op", "sum"}, {"args", {"x"}}, {"attrs", {{"dims", {1}}, {"keepdim", false}}}}}},
-                          {"outputs", {"y"}}});
+  return graph_from_json(testing::unary_graph("sum", {b, r, i}, {{"dims", {1}}, {"keepdim", false}}));
 }
 
 // The schedules of `g`'s single row group that the CPU runner can run: a thread per row or the tile (their
@@ -98,9 +96,7 @@ TEST(RowSums, InfinitiesSurviveTheCompensatedWalk) {
 TEST(RowColumns, VectorThreadsMatchTheInterpreterOnArgminWithTies) {
   if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
   const int64_t B = 2, R = 37, I = 640;  // 1280 columns: a thread of 2 or 4 of them loops (64-256 threads)
-  Graph g = graph_from_json({{"inputs", {{{"name", "x"}, {"shape", {B, R, I}}}}},
-                             {"nodes", {{{"name", "y"}, {"op", "argmin"}, {"args", {"x"}}, {"attrs", {{"dim", 1}, {"keepdim", false}}}}}},
-                             {"outputs", {"y"}}});
+  Graph g = graph_from_json(testing::unary_graph("argmin", {B, R, I}, {{"dim", 1}, {"keepdim", false}}));
   std::mt19937_64 rng(5);
   std::uniform_int_distribution<int> coarse(-3, 3);  // few distinct values: most columns have tied minima
   std::vector<HostTensor> inputs = {{TensorType{DType::f32, {B, R, I}}, {}}};

@@ -12,11 +12,14 @@ json input(const std::string& name, std::vector<int64_t> shape, const std::strin
 json node(const std::string& name, const std::string& op, std::vector<std::string> args, json attrs = json::object()) {
   return {{"name", name}, {"op", op}, {"args", args}, {"attrs", attrs}};
 }
-// One op applied to x of `shape`.
 SampleGraph unary(const std::string& op, std::vector<int64_t> shape, json attrs = json::object()) {
-  return {op, {{"inputs", {input("x", shape)}}, {"nodes", {node("y", op, {"x"}, attrs)}}, {"outputs", {"y"}}}};
+  return {op, unary_graph(op, std::move(shape), std::move(attrs))};
 }
 }  // namespace
+
+nlohmann::json unary_graph(const std::string& op, std::vector<int64_t> shape, nlohmann::json attrs) {
+  return {{"inputs", {input("x", shape)}}, {"nodes", {node("y", op, {"x"}, attrs)}}, {"outputs", {"y"}}};
+}
 
 std::vector<SampleGraph> sample_graphs() {
   std::vector<SampleGraph> g;

@@ -16,6 +16,8 @@ struct SampleGraph {
 std::vector<SampleGraph> sample_graphs();
 // The sample of that name (throws when there is none).
 nlohmann::json sample_graph(const std::string& name);
+// y = op(x) for x of `shape`, with the op's attributes.
+nlohmann::json unary_graph(const std::string& op, std::vector<int64_t> shape, nlohmann::json attrs = nlohmann::json::object());
 // The graph of `name` in `samples` (throws when there is none).
 nlohmann::json find_graph(const std::vector<SampleGraph>& samples, const std::string& name);
 
