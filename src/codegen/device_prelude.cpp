@@ -21,6 +21,32 @@ __device__ __forceinline__ int kf_tid() {
   return int(threadIdx.x);
 #endif
 }
+// Bulk asynchronous copies (sm_90; emit_row.cpp, RowCache::bulk): the copy engine moves a contiguous run of
+// global memory (16-byte aligned ends) into shared memory and counts its bytes down on an mbarrier; threads
+// wait for the barrier's phase to flip. Device code only: the CPU runner runs no block-strategy kernel.
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ unsigned kf_smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void kf_bulk_init(unsigned long long* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(kf_smem_addr(bar)) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+// The one arrival of the barrier's phase: the bytes the copies issued next will deliver.
+__device__ __forceinline__ void kf_bulk_expect(unsigned long long* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(kf_smem_addr(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void kf_bulk_copy(float* dst, const float* src, unsigned bytes, unsigned long long* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+               :: "r"(kf_smem_addr(dst)), "l"(src), "r"(bytes), "r"(kf_smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void kf_bulk_wait(unsigned long long* bar, unsigned parity) {
+  unsigned done = 0;
+  while (!done)
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(done) : "r"(kf_smem_addr(bar)), "r"(parity) : "memory");
+}
+// Shared memory the block's threads read and the copy engine overwrites next: the reads come first.
+__device__ __forceinline__ void kf_bulk_fence() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+#endif
 __device__ __forceinline__ float kf_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
 __device__ __forceinline__ float kf_softplus(float x, float beta, float threshold) {
   return beta * x > threshold ? x : log1pf(expf(beta * x)) / beta;

@@ -44,7 +44,10 @@ std::string kernel_header(const Partition& p, const KernelGroup& g, const Kernel
   list("row outputs", g.row_outputs);
   s += "// schedule: strategy " + to_string(ks.strategy) + ", block " + std::to_string(ks.block) + ", vec " +
        std::to_string(ks.vec) + ", items " + std::to_string(ks.items) + ", chunks " + std::to_string(ks.chunks) +
-       (ks.cache_row != RowCache::none ? ", rows cached in " + std::string(ks.cache_row == RowCache::shared ? "shared memory" : "registers") : "") + "\n";
+       (ks.cache_row == RowCache::none        ? ""
+        : ks.cache_row == RowCache::registers ? ", rows cached in registers"
+        : ks.cache_row == RowCache::bulk      ? ", rows bulk-copied into shared memory, two buffers"
+                                              : ", rows cached in shared memory") + "\n";
   return s;
 }
 

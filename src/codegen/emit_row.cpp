@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "codegen/emitters.h"
 #include "ir/error.h"
@@ -154,6 +155,56 @@ Coords coords_at(const KernelGroup& g, const RowShape& rs, bool in_row, const st
   return out;
 }
 
+// A site at row element r: reads of values over the row's dims alone (a norm's weight) index by r itself.
+void begin_row_site(KernelWriter& w, const Coords& c, const RowShape& rs, const std::string& indent) {
+  w.begin_site(c.c, c.linear, indent);
+  if (rs.axes_are_suffix && !c.linear.empty()) w.set_suffix_index(rs.axes.size(), "r");
+}
+
+// A walk `V` elements a step (block strategy with vec > 1: reduced dims innermost, R % V == 0): kf_rv counts the
+// steps; the buffers read at the element itself are loaded once a step as one 8- or 16-byte vector, from global
+// memory at kf_lin or from a bulk row cache (`vector_at`), and its lanes serve the V elements in turn. Wider
+// loads put more bytes in flight a thread than scalar ones, as torch.compile's row kernels do.
+struct VecWalk {
+  int V = 1;
+  std::function<std::string(int)> vector_at;  // buffer id -> the step's vector
+};
+
+// One step of a vectorized walk; emit_lane(j) emits lane j's work through `w` (its r, coordinates and lin in
+// scope) and returns statements to follow it.
+std::string vec_step(KernelWriter& w, const KernelGroup& g, const RowShape& rs, const VecWalk& vw, const std::string& in,
+                     const std::function<std::string(int)>& emit_lane) {
+  const std::string vt = vw.V == 4 ? "float4" : "float2", V = std::to_string(vw.V), in2 = in + "  ";
+  const char* lane[] = {".x", ".y", ".z", ".w"};
+  const std::map<int, std::string> saved = w.vector_sources();
+  Coords c0 = coords_at(g, rs, true, in2);  // a dry run of lane 0: which buffers it reads at the element itself
+  w.clear_contiguous_reads();
+  begin_row_site(w, c0, rs, in2);
+  emit_lane(0);
+  w.take();
+  const std::vector<int> vectors(w.contiguous_reads().begin(), w.contiguous_reads().end());
+  // Values over the row's dims alone (a norm's weight), read at r: one vector a step too, at kf_rv * V.
+  std::vector<int> row_vectors;
+  for (int b : w.suffix_reads())
+    if (std::find(vectors.begin(), vectors.end(), b) == vectors.end()) row_vectors.push_back(b);
+  std::string s = in + "const i64 kf_lin = k * " + std::to_string(rs.R) + "LL + kf_rv * " + V + ";\n";
+  for (int b : vectors) s += in + "const " + vt + " kf_v" + std::to_string(b) + " = " + vw.vector_at(b) + ";\n";
+  for (int b : row_vectors)
+    s += in + "const " + vt + " kf_w" + std::to_string(b) + " = *reinterpret_cast<const " + vt + "*>(b" + std::to_string(b) +
+         " + kf_rv * " + V + ");\n";
+  for (int j = 0; j < vw.V; ++j) {
+    for (int b : vectors) w.set_vector_source(b, "kf_v" + std::to_string(b) + lane[j]);
+    for (int b : row_vectors) w.set_suffix_source(b, "kf_w" + std::to_string(b) + lane[j]);
+    Coords c = coords_at(g, rs, true, in2);
+    begin_row_site(w, c, rs, in2);
+    std::string after = emit_lane(j);
+    s += in + "{\n" + in2 + "const i64 r = kf_rv * " + V + " + " + std::to_string(j) + ";\n" + c.stmts + w.take() + after + in + "}\n";
+  }
+  w.set_vector_sources(saved);
+  w.clear_suffix_sources();
+  return s;
+}
+
 // The operand statistic `s` accumulates: an online sum of exp(x - max) steps on x, its max's own operand.
 int stat_operand(const Graph& gr, const KernelGroup& g, int s) {
   int m = online_max_of(g, s);
@@ -184,10 +235,25 @@ StatAccumulator stat_accumulator(const Graph& gr, const KernelGroup& g, const Ro
 // `prefetch` runs at the top of every iteration, after the coordinates (the row cache's fill).
 std::string stat_pass(KernelWriter& w, const Graph& gr, const KernelGroup& g, const RowShape& rs,
                       const std::vector<int>& stats, const std::string& loop, const std::string& indent,
-                      const std::string& prefetch = "") {
+                      const std::string& prefetch = "", const VecWalk& vw = {}) {
   std::string in = indent + "  ";
+  if (vw.V > 1) {
+    std::string decls, widen;
+    for (int s : stats) {
+      StatAccumulator a = stat_accumulator(gr, g, rs, s, "", "", indent, in);
+      decls += a.decl, widen += a.widen;
+    }
+    std::string step = vec_step(w, g, rs, vw, in, [&](int) {
+      std::vector<std::string> values;
+      for (int s : stats) values.push_back(w.value(stat_operand(gr, g, s)));
+      std::string updates;
+      for (size_t i = 0; i < stats.size(); ++i) updates += stat_accumulator(gr, g, rs, stats[i], values[i], "", indent, in + "  ").step;
+      return updates;
+    });
+    return decls + indent + loop + " {\n" + step + indent + "}\n" + widen;
+  }
   Coords c = coords_at(g, rs, true, in);
-  w.begin_site(c.c, c.linear, in);
+  begin_row_site(w, c, rs, in);
   std::vector<std::string> values;
   for (int s : stats) values.push_back(w.value(stat_operand(gr, g, s)));
   std::string body = w.take();
@@ -225,10 +291,39 @@ std::string row_outputs(KernelWriter& w, const KernelGroup& g, const RowShape& r
 }
 
 // The last pass over the row: every elementwise output at every point of it.
-std::string elem_outputs_pass(KernelWriter& w, const KernelGroup& g, const RowShape& rs, const std::string& loop) {
+std::string elem_outputs_pass(KernelWriter& w, const KernelGroup& g, const RowShape& rs, const std::string& loop,
+                              const VecWalk& vw = {}) {
   if (g.elem_outputs.empty()) return "";
+  if (vw.V > 1) {
+    // Float outputs written at the element itself leave as one vector a step; the others element by element.
+    std::set<int> vector_outs;
+    std::string step = vec_step(w, g, rs, vw, "      ", [&](int j) {
+      std::string writes;
+      for (int o : g.elem_outputs) {
+        std::string v = w.value(o), at = w.out_index(o);
+        if (at == "lin" && w.ctype(o) == "float") {
+          vector_outs.insert(o);
+          writes += "        kf_o" + std::to_string(o) + "_" + std::to_string(j) + " = " + v + ";\n";
+        } else {
+          writes += "        " + w.buf(o) + "[" + at + "] = " + v + ";\n";
+        }
+      }
+      return writes;
+    });
+    std::string decls, stores;
+    for (int o : vector_outs) {
+      std::string lanes;
+      for (int j = 0; j < vw.V; ++j) {
+        decls += "      float kf_o" + std::to_string(o) + "_" + std::to_string(j) + ";\n";
+        lanes += (j ? ", kf_o" : "kf_o") + std::to_string(o) + "_" + std::to_string(j);
+      }
+      stores += "      *reinterpret_cast<float" + std::to_string(vw.V) + "*>(" + w.buf(o) + " + kf_lin) = make_float" +
+                std::to_string(vw.V) + "(" + lanes + ");\n";
+    }
+    return "    " + loop + " {\n" + decls + step + stores + "    }\n";
+  }
   Coords c = coords_at(g, rs, true, "      ");
-  w.begin_site(c.c, c.linear, "      ");
+  begin_row_site(w, c, rs, "      ");
   std::string writes;
   for (int o : g.elem_outputs) {
     std::string v = w.value(o);
@@ -460,53 +555,127 @@ std::vector<PlanKernel> emit_thread_vec(EmitContext& cx, const KernelGroup& g, c
   return {make_kernel(g, ks, name, s, w, (rs.K / V + ks.block - 1) / ks.block, ks.block)};
 }
 
+
+// Bulk row cache (RowCache::bulk): each block owns rows k, k + gridDim.x, ... and two row buffers. While it
+// works on row k in one, the copy engine fills the other with its next row (cp.async.bulk), so HBM keeps
+// streaming through the block's reductions and writes, with no thread issuing a load. Buffer i of a row is at
+// kf_row[stage * NB*RP + i * RP + sh + r], sh = the row start's float offset past a 16-byte boundary: the
+// middle of the row, 16-byte aligned at both ends, is copied; threads load the 0-3 floats on either side.
+struct BulkRow {
+  std::vector<int> cached;  // buffer ids, read at the element itself
+  int64_t R = 0, RP = 0;    // row length; floats per buffer slot (bulk_row_floats)
+  std::string stride() const { return std::to_string(int64_t(cached.size()) * RP); }
+  // The 16-byte-aligned middle [lo, hi) of row `row` (an i64 expression), as declarations sh, lo, hi + suffix.
+  std::string bounds(const std::string& row, const std::string& sfx, const std::string& in) const {
+    const std::string Rs = std::to_string(R) + "LL";
+    return in + "const int sh" + sfx + " = (int)((" + row + ") * " + Rs + " & 3);\n" +
+           in + "const i64 lo" + sfx + " = (4 - sh" + sfx + ") & 3, hi" + sfx + " = " + Rs + " - ((sh" + sfx + " + " + Rs + ") & 3);\n";
+  }
+  // Thread 0 starts the copies of row `row` into buffer stage `stage` (both expressions).
+  std::string fetch(const std::string& row, const std::string& stage, const std::string& in) const {
+    const std::string i2 = in + "  ", bar = "&kf_bar[" + stage + "]";
+    std::string s = in + "{\n" + bounds(row, "", i2) + i2 + "float* const dst = kf_row + (" + stage + ") * " + stride() + " + sh + lo;\n";
+    s += i2 + "kf_bulk_fence();\n" + i2 + "kf_bulk_expect(" + bar + ", (unsigned)(" + std::to_string(cached.size()) + " * (hi - lo) * 4));\n";
+    for (size_t i = 0; i < cached.size(); ++i)
+      s += i2 + "kf_bulk_copy(dst + " + std::to_string(int64_t(i) * RP) + ", b" + std::to_string(cached[i]) + " + (" + row +
+           ") * " + std::to_string(R) + "LL + lo, (unsigned)((hi - lo) * 4), " + bar + ");\n";
+    return s + in + "}\n";
+  }
+  // The head of row k's iteration kf_it: start the next row's copy, wait for this one's, load the edges.
+  std::string row_start(const std::string& K) const {
+    std::string s = "    const int kf_stage = (int)(kf_it & 1);\n";
+    s += "    if (threadIdx.x == 0 && k + gridDim.x < " + K + ")\n" + fetch("k + gridDim.x", "kf_stage ^ 1", "    ");
+    s += bounds("k", "", "    ");
+    s += "    float* const kf_cur = kf_row + kf_stage * " + stride() + " + sh;\n";
+    s += "    kf_bulk_wait(&kf_bar[kf_stage], (unsigned)(kf_it >> 1) & 1u);\n";
+    s += "    if (threadIdx.x < 8) {  // the floats outside the copied middle: [0, lo) and [hi, R)\n";
+    s += "      const i64 r = threadIdx.x < 4 ? (i64)threadIdx.x : hi + threadIdx.x - 4;\n";
+    s += "      if (threadIdx.x < 4 ? r < lo : r < " + std::to_string(R) + "LL) {\n";
+    for (size_t i = 0; i < cached.size(); ++i)
+      s += "        kf_cur[" + std::to_string(int64_t(i) * RP) + "LL + r] = b" + std::to_string(cached[i]) + "[k * " +
+           std::to_string(R) + "LL + r];\n";
+    return s + "      }\n    }\n    __syncthreads();\n";
+  }
+  // Before the row loop: the barriers, and the first row's copy.
+  std::string prologue(const std::string& K) const {
+    std::string s = "  __shared__ unsigned long long kf_bar[2];\n";
+    s += "  if (threadIdx.x == 0) kf_bulk_init(&kf_bar[0]), kf_bulk_init(&kf_bar[1]);\n  __syncthreads();\n";
+    return s + "  if (threadIdx.x == 0 && blockIdx.x < " + K + ")\n" + fetch("(i64)blockIdx.x", "0", "  ");
+  }
+};
+
 }  // namespace
 
-std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
+std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& group, const KernelSchedule& ks, const std::string& name) {
   const Graph& gr = *cx.partition.graph;
-  RowShape rs = row_shape_of(g);
-  for (int s : g.stats)
+  for (int s : group.stats)
     if (gr.at(s).type.dtype != DType::f32 && !is_arg(gr.at(s).attr_s("kind")))
       throw UserError("reduction '" + gr.at(s).name + "' over " + to_string(gr.at(gr.at(s).args[0]).type.dtype) +
                       " values: kforge generates float reductions only (accumulating integers in float would round)");
+  // A cached row's extra walk reads the cache: no online statistics then (partition.h, without_online_stats).
+  const KernelGroup g = ks.cache_row == RowCache::none ? group : without_online_stats(group);
+  RowShape rs = row_shape_of(g);
   if (ks.strategy == Strategy::split) return emit_split(cx, g, ks, name, rs);
   if (ks.strategy == Strategy::tile) return emit_tile(cx, g, ks, name, rs);
   if (ks.strategy == Strategy::thread && ks.vec > 1) return emit_thread_vec(cx, g, ks, name, rs);
   Skeleton sk = skeleton(ks, rs);
-  const bool in_registers = ks.cache_row == RowCache::registers;
+  const bool in_registers = ks.cache_row == RowCache::registers, bulk = ks.cache_row == RowCache::bulk;
   const int64_t slots = register_row_slots(g, ks);
   if (in_registers)  // a walk of fixed length, fully unrolled: slot kf_j is then a register, not a stack index
     sk.elem_loop = "_Pragma(\"unroll\") for (int kf_j = 0, kf_t = kf_tid(); kf_j < " + std::to_string(slots) +
                    "; ++kf_j) if (const i64 r = kf_t + (i64)kf_j * " + std::to_string(ks.block) + "; r < " +
                    std::to_string(rs.R) + "LL)";
+  VecWalk vw;
+  if (ks.strategy == Strategy::block && ks.vec > 1) {
+    vw.V = ks.vec;
+    sk.elem_loop = unrolled(ks) + "for (i64 kf_rv = threadIdx.x; kf_rv < " + std::to_string(rs.R / ks.vec) + "LL; kf_rv += " +
+                   std::to_string(ks.block) + ")";
+  }
   KernelWriter w(cx.partition, g, cx.buffer_of_owner);
   std::string body;
   // Row cache: the row buffers the first pass reads are kept on chip as they are read (shared memory, or
-  // each thread's registers); later passes read them there, so each row crosses HBM once however many
-  // passes the group makes.
+  // each thread's registers) or copied there ahead (bulk); later passes read them there, so each row crosses
+  // HBM once however many passes the group makes.
   std::vector<int> cached;
   int64_t smem = 0;
   std::string cache_base = ks.strategy == Strategy::warp ? "(threadIdx.x >> 5) * " : "0 * ";
+  BulkRow br;
+  br.R = rs.R, br.RP = bulk_row_floats(g);
   if (ks.cache_row != RowCache::none) {
     // As many row buffers as fit; the rest are re-read from memory.
-    size_t fit = in_registers ? size_t(kMaxRegisterRow / slots) : size_t(kMaxRowCache / row_cache_bytes(g, ks, 1));
+    size_t fit = in_registers ? size_t(kMaxRegisterRow / slots)
+                 : bulk       ? size_t(bulk_cache_limit(ks) / (2 * br.RP * 4))
+                              : size_t(kMaxRowCache / row_cache_bytes(g, ks, 1));
     cached = cacheable_buffers(w, gr, g, rs, sk.elem_loop, fit);
-    if (!in_registers) smem = row_cache_bytes(g, ks, int(cached.size()));
+    if (bulk) smem = 2 * br.RP * 4 * int64_t(cached.size());
+    else if (!in_registers) smem = row_cache_bytes(g, ks, int(cached.size()));
     cache_base += std::to_string(int64_t(cached.size()) * rs.R) + "LL";
   }
-  std::string fill = fill_row_cache(w, cached, [&](size_t i) {
+  br.cached = cached;
+  vw.vector_at = [&](int b) {
+    const std::string vt = "*reinterpret_cast<const float" + std::to_string(vw.V) + "*>(";
+    auto at = std::find(cached.begin(), cached.end(), b);
+    if (bulk && at != cached.end())
+      return vt + "kf_cur + " + std::to_string(int64_t(at - cached.begin()) * br.RP) + "LL + kf_rv * " + std::to_string(vw.V) + ")";
+    return vt + "b" + std::to_string(b) + " + kf_lin)";
+  };
+  std::string fill = bulk ? "" : fill_row_cache(w, cached, [&](size_t i) {
     if (in_registers) return "kf_reg" + std::to_string(i) + "[kf_j]";
     return "kf_row[" + cache_base + " + " + std::to_string(int64_t(i) * rs.R) + "LL + r]";
   });
+  for (size_t i = 0; bulk && i < cached.size(); ++i)
+    w.set_vector_source(cached[i], "kf_cur[" + std::to_string(int64_t(i) * br.RP) + "LL + r]");
+  const std::string K = std::to_string(rs.K) + "LL";
+  if (bulk && !cached.empty()) body += br.row_start(K);
   for (int pass = 0; pass < stat_walks(g); ++pass) {
     std::vector<int> stats = stats_in_pass(g, pass);
-    body += stat_pass(w, gr, g, rs, stats, sk.elem_loop, "    ", pass == 0 ? fill : "");
+    body += stat_pass(w, gr, g, rs, stats, sk.elem_loop, "    ", pass == 0 ? fill : "", vw);
     for (int s : stats) body += finish_stat(gr, g, rs, s, sk.reduce_f, sk.reduce_arg, "    ");
     if (pass == 0 && !cached.empty() && ks.strategy == Strategy::warp && !in_registers) body += "    __syncwarp();\n";
     for (int s : stats) w.bind(s, "s" + std::to_string(s));
   }
   body += row_outputs(w, g, rs, sk.leader, "    ");
-  body += elem_outputs_pass(w, g, rs, sk.elem_loop);
+  body += elem_outputs_pass(w, g, rs, sk.elem_loop, vw);
   w.clear_vector_sources();
   if (!cached.empty() && !in_registers)  // the next row overwrites the cache: every thread must be done with this one
     body += ks.strategy == Strategy::warp ? "    __syncwarp();\n" : "    __syncthreads();\n";
@@ -515,13 +684,21 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& g, const Ke
   s += "extern \"C\" __global__ void " + launch_bounds(ks, smem, register_floats) + " " + name + "(" + w.params() + ") {\n";
   if (ks.strategy == Strategy::block) s += "  __shared__ double kf_scratch[64];\n  __shared__ KfArg kf_ascratch[32];\n";
   if (!cached.empty() && !in_registers)
-    s += "  extern __shared__ float kf_row[];  // " + std::to_string(cached.size()) + " cached row buffer(s)\n";
+    s += "  extern __shared__ " + std::string(bulk ? "__align__(16) " : "") + "float kf_row[];  // " + std::to_string(cached.size()) + " cached row buffer(s)" +
+         (bulk ? ", two of each" : "") + "\n";
   for (size_t i = 0; in_registers && i < cached.size(); ++i)
     s += "  float kf_reg" + std::to_string(i) + "[" + std::to_string(slots) + "];  // this thread's elements of cached row buffer " +
          std::to_string(i) + "\n";
-  s += "  " + sk.row_loop + " {\n" + body + "  }\n}\n";
+  if (bulk && !cached.empty()) {
+    s += br.prologue(K);
+    s += "  for (i64 k = blockIdx.x, kf_it = 0; k < " + K + "; k += gridDim.x, ++kf_it) {\n" + body + "  }\n}\n";
+  } else {
+    s += "  " + sk.row_loop + " {\n" + body + "  }\n}\n";
+  }
   PlanKernel k = make_kernel(g, ks, name, s, w, sk.blocks, ks.block);
   k.smem = int(smem);
+  // A bulk row's block prefetches its next row: the grid is what the GPU holds at once, not a block a row.
+  k.persistent = bulk && !cached.empty();
   return {k};
 }
 

@@ -26,6 +26,7 @@ void KernelWriter::begin_site(std::vector<std::string> coords, std::string linea
   coords_ = std::move(coords);
   linear_ = std::move(linear);
   indent_ = std::move(indent);
+  suffix_rank_ = 0;
   memo_.clear();
 }
 
@@ -83,6 +84,9 @@ std::string KernelWriter::coord_of(size_t i, size_t rank) const {
 
 std::string KernelWriter::offset_expr(const Access& a, const Shape& iter) {
   if (!linear_.empty() && a.contiguous() && a.shape == iter) return linear_;
+  if (suffix_rank_ > 0 && a.shape.size() == suffix_rank_ && suffix_rank_ <= iter.size() && a.contiguous() &&
+      std::equal(a.shape.begin(), a.shape.end(), iter.end() - long(suffix_rank_)))
+    return suffix_index_;
   std::string e = a.offset ? std::to_string(a.offset) : "";
   for (size_t i = 0; i < a.shape.size(); ++i) {
     if (a.shape[i] == 1 || a.strides[i] == 0) continue;
@@ -107,6 +111,10 @@ std::string KernelWriter::load(int node, bool through_self) {
   if (off == linear_ && !linear_.empty() && g_.at(a.owner).type.dtype == DType::f32) {
     contiguous_reads_.insert(b);
     if (auto it = vector_src_.find(b); it != vector_src_.end()) return it->second;
+  }
+  if (suffix_rank_ > 0 && off == suffix_index_ && g_.at(a.owner).type.dtype == DType::f32) {
+    suffix_reads_.insert(b);
+    if (auto it = suffix_src_.find(b); it != suffix_src_.end()) return it->second;
   }
   return "b" + std::to_string(b) + "[" + off + "]";
 }

@@ -22,14 +22,24 @@ class KernelWriter {
   // Starts a new evaluation site (a loop body): forgets computed locals, sets coordinates of S.
   // `linear`, when not empty, is the row-major index into S (used for contiguous reads and writes).
   void begin_site(std::vector<std::string> coords, std::string linear, std::string indent);
+  // The site's index within the iteration shape's last `rank` dims (a row kernel's r, its reduced dims being the
+  // innermost): a read of a value spanning exactly those dims, contiguous (a norm's weight), indexes by it with no
+  // division into coordinates. Until the next begin_site.
+  void set_suffix_index(size_t rank, std::string index) { suffix_rank_ = rank, suffix_index_ = std::move(index); }
   void bind(int node, const std::string& var) { bound_[node] = var; }
   void unbind(int node) { bound_.erase(node); }
   // A contiguous f32 read of buffer b at the site's linear index is served by `expr` (vector loads).
   void set_vector_source(int buffer, const std::string& expr) { vector_src_[buffer] = expr; }
   void clear_vector_sources() { vector_src_.clear(); }
+  const std::map<int, std::string>& vector_sources() const { return vector_src_; }
+  void set_vector_sources(std::map<int, std::string> sources) { vector_src_ = std::move(sources); }
+  // The same for reads at the suffix index (set_suffix_index): buffers read there, and their sources.
+  const std::set<int>& suffix_reads() const { return suffix_reads_; }
+  void set_suffix_source(int buffer, const std::string& expr) { suffix_src_[buffer] = expr; }
+  void clear_suffix_sources() { suffix_src_.clear(); }
   // Buffers whose contiguous reads the last sites made (candidates for vector loads).
   const std::set<int>& contiguous_reads() const { return contiguous_reads_; }
-  void clear_contiguous_reads() { contiguous_reads_.clear(); }
+  void clear_contiguous_reads() { contiguous_reads_.clear(), suffix_reads_.clear(); }
 
   std::string value(int node);      // emits what is needed; returns an expression
   std::string out_index(int node);  // index at which stored value `node` is written at this site
@@ -58,9 +68,12 @@ class KernelWriter {
   std::set<int> members_;
   std::map<int, std::string> bound_, memo_;
   std::map<int, std::string> vector_src_;
-  std::set<int> contiguous_reads_;
+  std::set<int> contiguous_reads_, suffix_reads_;
+  std::map<int, std::string> suffix_src_;
   std::vector<std::string> coords_;
   std::string linear_, indent_;
+  size_t suffix_rank_ = 0;
+  std::string suffix_index_;
   std::ostringstream body_;
   int counter_ = 0;
   std::vector<int> used_;

@@ -378,6 +378,20 @@ bool has_online_stat(const KernelGroup& g) {
   return std::any_of(g.online_max.begin(), g.online_max.end(), [](int m) { return m >= 0; });
 }
 
+KernelGroup without_online_stats(const KernelGroup& g) {
+  KernelGroup out = g;
+  for (size_t i = 0; i < out.stats.size() && i < out.online_max.size(); ++i) {
+    if (out.online_max[i] < 0) continue;
+    // The walks after this one may read the statistic: each moves one later, as it does.
+    const int pass = out.stat_pass[i];
+    for (size_t j = 0; j < out.stats.size(); ++j)
+      if (out.stat_pass[j] > pass) ++out.stat_pass[j];
+    out.stat_pass[i] = pass + 1;
+    out.online_max[i] = -1;
+  }
+  return out;
+}
+
 std::vector<int> stats_in_pass(const KernelGroup& g, int pass) {
   std::vector<int> out;
   for (size_t i = 0; i < g.stats.size(); ++i)

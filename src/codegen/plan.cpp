@@ -62,6 +62,7 @@ nlohmann::json Plan::to_json() const {
     j["kernels"].push_back({{"name", k.name}, {"group", k.group}, {"source", k.source}, {"args", k.args},
                             {"grid", k.grid}, {"block", k.block}, {"smem", k.smem}, {"schedule", k.schedule}});
     if (k.kind != StepKind::nvrtc) j["kernels"].back().update({{"kind", to_string(k.kind)}, {"library", k.library}});
+    if (k.persistent) j["kernels"].back()["persistent"] = true;
   }
   return j;
 }
@@ -79,6 +80,7 @@ Plan Plan::from_json(const nlohmann::json& j) {
                     k.at("grid").get<int64_t>(), k.at("block").get<int>(), k.value("smem", 0),
                     k.value("schedule", nlohmann::json()), step_kind_from_string(k.value("kind", "nvrtc")),
                     k.value("library", nlohmann::json())};
+      pk.persistent = k.value("persistent", false);
       if (pk.kind != StepKind::nvrtc && !pk.library.is_object())
         throw UserError("plan: library step '" + pk.name + "' has no 'library' parameter block");
       for (int a : pk.args)

@@ -39,6 +39,9 @@ struct PlanKernel {
   // cublaslt / cudnn: the call's parameters (codegen/emit_matmul.cpp, emit_conv.cpp document them); args are
   // its buffers.
   nlohmann::json library;
+  // The kernel's blocks loop over its work and gain from fewer of them (a bulk row cache prefetches each block's
+  // next row): the launch takes at most as many blocks as the GPU holds at once (LoadedPlan), `grid` at most.
+  bool persistent = false;
 };
 
 struct Plan {

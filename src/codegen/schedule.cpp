@@ -65,6 +65,7 @@ std::string to_string(RowCache c) {
     case RowCache::none: return "none";
     case RowCache::shared: return "shared";
     case RowCache::registers: return "registers";
+    case RowCache::bulk: return "bulk";
   }
   return "?";
 }
@@ -73,9 +74,9 @@ std::string to_string(RowCache c) {
 RowCache row_cache_from_json(const nlohmann::json& v) {
   if (v.is_boolean()) return v.get<bool>() ? RowCache::shared : RowCache::none;
   std::string s = v.is_string() ? v.get<std::string>() : v.dump();
-  for (auto c : {RowCache::none, RowCache::shared, RowCache::registers})
+  for (auto c : {RowCache::none, RowCache::shared, RowCache::registers, RowCache::bulk})
     if (to_string(c) == s) return c;
-  throw UserError("unknown cache_row '" + s + "' (none, shared or registers)");
+  throw UserError("unknown cache_row '" + s + "' (none, shared, registers or bulk)");
 }
 
 nlohmann::json to_json(const KernelSchedule& ks) {
@@ -124,6 +125,10 @@ int64_t row_cache_bytes(const KernelGroup& g, const KernelSchedule& ks, int buff
   int64_t rows_per_block = ks.strategy == Strategy::warp ? ks.block / 32 : ks.strategy == Strategy::tile ? 32 : 1;
   return row_length(g) * 4 * rows_per_block * buffers;
 }
+
+int64_t bulk_row_floats(const KernelGroup& g) { return (row_length(g) + 3 + 3) / 4 * 4; }
+
+int64_t bulk_cache_limit(const KernelSchedule& ks) { return row_cache_limit(ks) - kBlockStaticSmem; }
 
 int64_t row_cache_limit(const KernelSchedule& ks) {
   // The tile strategy's static shared memory: a KfMoments (16 bytes) and a KfArg (16) per warp and lane.
@@ -228,9 +233,19 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
         illegal(g, "strategy", "thread would walk " + std::to_string(row_length(g)) + " elements serially");
       if (ks.strategy == Strategy::warp && row_length(g) > 32 * kMaxSerial)
         illegal(g, "strategy", "warp would walk " + std::to_string(row_length(g) / 32) + " elements per lane");
-      if (ks.vec != 1) {
+      if (ks.vec != 1 && ks.strategy == Strategy::block) {
+        // A block's walks `vec` neighbouring elements a step (emit_row.cpp, VecWalk): rows contiguous, whole vectors.
+        if (ks.vec != 2 && ks.vec != 4) illegal(g, "vec", "must be 1, 2 or 4");
+        bool suffix = true;
+        for (size_t i = 0; i < g.axes.size(); ++i)
+          suffix = suffix && g.axes[i] == int64_t(g.shape.size() - g.axes.size() + i);
+        if (!suffix || row_length(g) % ks.vec)
+          illegal(g, "vec", "needs the reduced dims innermost and rows a multiple of " + std::to_string(ks.vec) + " long (aligned vectors)");
+        if (ks.cache_row != RowCache::none && ks.cache_row != RowCache::bulk)
+          illegal(g, "vec", "reads rows from memory or a bulk row cache only");
+      } else if (ks.vec != 1) {
         // A thread of vec neighbouring rows (emit_row.cpp, emit_thread_vec): rows side by side in memory, one walk.
-        if (ks.strategy != Strategy::thread) illegal(g, "vec", "must be 1 for a reduction but under the thread strategy");
+        if (ks.strategy != Strategy::thread) illegal(g, "vec", "must be 1 for a reduction but under the thread or block strategy");
         if (!keeps_innermost(g) || g.shape.back() % ks.vec)
           illegal(g, "vec", "needs the innermost dim kept and a multiple of " + std::to_string(ks.vec) + " (rows side by side in memory)");
         if (row_walks(g) != 1 || has_online_stat(g))
@@ -244,13 +259,22 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
           suffix = suffix && g.axes[i] == int64_t(g.shape.size() - g.axes.size() + i);
         // A tile caches its 32 rows by (position, lane), wherever the reduced dims lie.
         if (!suffix && ks.strategy != Strategy::tile) illegal(g, "cache_row", "needs the reduced dims to be the innermost ones");
-        if (row_walks(g) < 2) illegal(g, "cache_row", "has nothing to reuse: one walk over the row");
+        // A bulk copy gains without reuse too: the copy engine keeps the next row streaming in.
+        if (row_walks(g) < 2 && ks.cache_row != RowCache::bulk) illegal(g, "cache_row", "has nothing to reuse: one walk over the row");
         if (ks.strategy != Strategy::warp && ks.strategy != Strategy::block && ks.strategy != Strategy::tile)
           illegal(g, "cache_row", "needs the warp, block or tile strategy (rows that one block walks whole)");
         if (ks.cache_row == RowCache::shared && row_cache_bytes(g, ks, 1) > row_cache_limit(ks))
           illegal(g, "cache_row", "needs " + std::to_string(row_cache_bytes(g, ks, 1)) + " bytes of shared memory per row buffer");
         if (ks.cache_row == RowCache::registers && ks.strategy != Strategy::block)
           illegal(g, "cache_row", "registers needs the block strategy (a warp's lanes would hold row/32 elements each)");
+        if (ks.cache_row == RowCache::bulk) {
+          if (ks.strategy != Strategy::block || !suffix)
+            illegal(g, "cache_row", "bulk needs the block strategy and the reduced dims innermost (each row one contiguous run)");
+          if (row_length(g) < kMinBulkRow)
+            illegal(g, "cache_row", "bulk needs rows of at least " + std::to_string(kMinBulkRow) + " elements");
+          if (2 * bulk_row_floats(g) * 4 > bulk_cache_limit(ks))
+            illegal(g, "cache_row", "bulk needs two row buffers of " + std::to_string(bulk_row_floats(g) * 4) + " bytes of shared memory");
+        }
         if (ks.cache_row == RowCache::registers && register_row_slots(g, ks) > kMaxRegisterRow)
           illegal(g, "cache_row", "registers would take " + std::to_string(register_row_slots(g, ks)) + " per thread (at most " +
                                       std::to_string(kMaxRegisterRow) + ")");
@@ -379,9 +403,10 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
           for (int v : {1, 2, 4}) keep({Strategy::thread, b, v, it, 1});
         for (RowCache cache : {RowCache::none, RowCache::shared})
           for (int b : {64, 128, 256, 512, 1024}) keep({Strategy::tile, b, 1, it, 1, cache});
-        for (RowCache cache : {RowCache::none, RowCache::shared, RowCache::registers}) {
+        for (RowCache cache : {RowCache::none, RowCache::shared, RowCache::registers, RowCache::bulk}) {
           for (int b : {128, 256, 512}) keep({Strategy::warp, b, 1, it, 1, cache});
-          for (int b : {128, 256, 512, 1024}) keep({Strategy::block, b, 1, it, 1, cache});
+          for (int b : {128, 256, 512, 1024})
+            for (int v : {1, 2, 4}) keep({Strategy::block, b, v, it, 1, cache});
         }
         for (int b : {256, 512, 1024})
           for (int c : {8, 32, 128, 512}) keep({Strategy::split, b, 1, it, c});

@@ -53,8 +53,11 @@ inline bool is_library_kind(GroupKind k) { return k == GroupKind::matmul || k ==
 // Where a warp/block row strategy keeps the row its first pass read, for the later passes to reuse: nowhere
 // (they read HBM again), in shared memory, or (block strategy, rows of at most kMaxRegisterRow elements per
 // thread) in each thread's registers, the element at r = threadIdx.x + j * block in slot j of a
-// fully unrolled walk, which leaves the shared memory (and so the occupancy) free.
-enum class RowCache { none, shared, registers };
+// fully unrolled walk, which leaves the shared memory (and so the occupancy) free; or (block strategy, reduced
+// dims innermost) in shared memory filled by the copy engine: the next row's bulk asynchronous copy (sm_90's
+// cp.async.bulk) runs while the block works on this one, two row buffers a block, as many blocks as the GPU
+// holds (emit_row.cpp); a gain for rows walked once too, where nothing is reused but the prefetch.
+enum class RowCache { none, shared, registers, bulk };
 
 struct KernelSchedule {
   Strategy strategy = Strategy::flat;
@@ -86,7 +89,7 @@ std::string to_string(Layout l);  // "nchw", "nhwc"
 Layout layout_from_string(const std::string& s);
 nlohmann::json to_json(const Schedule& s);
 nlohmann::json to_json(const KernelSchedule& ks);
-std::string to_string(RowCache c);  // "none", "shared", "registers"
+std::string to_string(RowCache c);  // "none", "shared", "registers", "bulk"
 Schedule schedule_from_json(const nlohmann::json& j);
 
 // Throws UserError naming the kernel and the field when `ks` is illegal for `group`.
@@ -118,7 +121,17 @@ constexpr int64_t kMaxDirectConvTaps = 64;
 constexpr int64_t kMaxRowCache = 227 * 1024;
 // Row elements a thread keeps in registers, over all cached buffers (64 registers of the 255 a thread has).
 constexpr int64_t kMaxRegisterRow = 64;
+// A bulk-copied row's shortest length: its middle, 16-byte aligned at both ends, is then never empty (threads
+// load the 0-3 floats on either side), and shorter rows are better served by warps.
+constexpr int64_t kMinBulkRow = 64;
 int64_t row_cache_bytes(const KernelGroup& g, const KernelSchedule& ks, int buffers);
+// The floats a bulk-copied row takes in each of its two buffers: the row shifted by its start's offset from a
+// 16-byte boundary (0-3 floats) so that the copied middle lands 16-byte aligned, rounded up to 4 floats.
+int64_t bulk_row_floats(const KernelGroup& g);
+// The static shared memory of a block-strategy row kernel (reduction scratch, bulk barriers), at most; and the
+// shared memory both buffers of a bulk row cache may take beside it.
+constexpr int64_t kBlockStaticSmem = 2048;
+int64_t bulk_cache_limit(const KernelSchedule& ks);
 // The shared memory a row cache may take beside the kernel's static shared memory.
 int64_t row_cache_limit(const KernelSchedule& ks);
 // Registers one cached row buffer takes per thread under the block strategy: ceil(row / block).

@@ -7,6 +7,23 @@
 
 namespace kforge {
 
+namespace {
+
+// The blocks of kernel `f` the current device holds at once: its SMs times the blocks an SM fits.
+int64_t resident_blocks(CUfunction f, const PlanKernel& k) {
+  const Driver& d = driver();
+  CUdevice dev;
+  KF_CU(d.cuCtxGetDevice(&dev));
+  int sms = 0, per_sm = 0;
+  KF_CU(d.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+  KF_CU(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, k.block, size_t(k.smem)));
+  if (per_sm < 1) throw UserError("kernel '" + k.name + "' cannot run: not one block of " + std::to_string(k.block) +
+                                  " threads and " + std::to_string(k.smem) + " bytes of shared memory fits an SM");
+  return int64_t(sms) * per_sm;
+}
+
+}  // namespace
+
 LoadedPlan::LoadedPlan(Plan plan, const Compiler& compiler) : plan_(std::move(plan)) {
   const Driver& d = driver();
   ensure_context();
@@ -17,6 +34,7 @@ LoadedPlan::LoadedPlan(Plan plan, const Compiler& compiler) : plan_(std::move(pl
       lt_steps_.push_back(std::make_unique<LtMatmul>(lt_, k.library, k.name));
       dnn_steps_.push_back(nullptr);
       functions_.push_back(nullptr);
+      grids_.push_back(0);
       continue;
     }
     if (k.kind == StepKind::cudnn) {
@@ -25,6 +43,7 @@ LoadedPlan::LoadedPlan(Plan plan, const Compiler& compiler) : plan_(std::move(pl
       dnn_steps_.push_back(std::make_unique<CudnnConv>(dnn_, k.library, k.name));
       lt_steps_.push_back(nullptr);
       functions_.push_back(nullptr);
+      grids_.push_back(0);
       continue;
     }
     lt_steps_.push_back(nullptr);
@@ -43,6 +62,7 @@ LoadedPlan::LoadedPlan(Plan plan, const Compiler& compiler) : plan_(std::move(pl
     // 2.5, 32_l2_normalize_rows). Opting in to exactly the dynamic size is always allowed.
     if (k.smem > 0) KF_CU(d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k.smem));
     functions_.push_back(f);
+    grids_.push_back(k.persistent ? std::min(k.grid, resident_blocks(f, k)) : k.grid);
   }
   temps_.assign(plan_.buffers.size(), 0);
   for (size_t i = 0; i < plan_.buffers.size(); ++i)
@@ -102,7 +122,7 @@ void LoadedPlan::run(const Bindings& b, CUstream stream) {
     }
     std::vector<void*> params;
     for (auto& p : ptrs) params.push_back(&p);
-    KF_CU(d.cuLaunchKernel(functions_[i], unsigned(k.grid), 1, 1, unsigned(k.block), 1, 1, unsigned(k.smem), stream,
+    KF_CU(d.cuLaunchKernel(functions_[i], unsigned(grids_[i]), 1, 1, unsigned(k.block), 1, 1, unsigned(k.smem), stream,
                            params.data(), nullptr));
   }
 }

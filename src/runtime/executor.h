@@ -35,6 +35,7 @@ class LoadedPlan : public Executable {
   Plan plan_;
   std::vector<CUmodule> modules_;
   std::vector<CUfunction> functions_;            // per step; null for library steps
+  std::vector<int64_t> grids_;                   // per step: the launch's blocks (PlanKernel::persistent)
   cublasLtHandle_t lt_ = nullptr;                 // created once, for plans with cuBLASLt steps
   std::vector<std::unique_ptr<LtMatmul>> lt_steps_;  // per step; null for other steps
   cudnnHandle_t dnn_ = nullptr;                   // created once, for plans with cuDNN steps (bound to the

@@ -96,30 +96,44 @@ std::vector<Schedule> opening_candidates(const Graph& graph, Policy& policy, con
 namespace {
 // Seventh, where a row group walks its rows more than once (a norm's statistics, then its output): the ways of
 // not reading a row from HBM twice, the i-th way on every such group at once (where legal; the default
-// elsewhere). Rows contiguous in memory (a block per row): a shared-memory cache in 512-thread blocks (two rows
+// elsewhere). Rows contiguous in memory (a block per row): first the bulk-copied rows in 512- and 1024-thread
+// blocks (the copy engine fetches a block's next row while it works on this one), then a shared-memory cache
+// filled by the threads in 512-thread blocks (two rows
 // in flight per SM, one loading while the other reduces) or in 1024-thread blocks, and no cache in 1024-thread
 // blocks (few rows in flight, so the second walk finds the row in L2). Rows across the innermost dim (a tile of
 // 32 side by side): a 1024- or 512-thread tile without cache, whose 32 rows stay in L2 for the second walk
 // where the default's shared-memory cache of 32 long rows leaves one block per SM. Walks are unrolled so that a
 // warp has several loads in flight (device run 8.1: 26_layer_norm's cached 512-thread blocks without unroll,
 // 1.98 ms, lost to reading x twice, 1.73; unrolled, 1.74 in run 8.3). Rows in registers: 24 or 48 a thread
-// (they spilled in run 8.1, 12.6 ms; kf_tid keeps them in registers since, not yet measured). The local search
-// rarely reaches these by single steps from the default.
+// (they spilled in run 8.1, 12.6 ms; kf_tid keeps them in registers since, not yet measured). Last, rows of whole
+// 16-byte vectors walked a vector a step, uncached (the second walk finds the row in L2, as torch.compile's
+// layer norm does) or bulk-copied. Contiguous rows
+// walked once: bulk-copied rows in 128- and 256-thread blocks. The local search rarely reaches these by single
+// steps from the default.
 std::vector<Schedule> row_openings(const std::vector<KernelGroup>& fused) {
   const std::vector<KernelSchedule> rows = {
+      {.strategy = Strategy::block, .block = 512, .cache_row = RowCache::bulk},
+      {.strategy = Strategy::block, .block = 1024, .cache_row = RowCache::bulk},
       {.strategy = Strategy::block, .block = 512, .items = 8, .cache_row = RowCache::shared},
       {.strategy = Strategy::block, .block = 1024, .cache_row = RowCache::registers},
       {.strategy = Strategy::block, .block = 512, .cache_row = RowCache::registers},
       {.strategy = Strategy::block, .block = 1024, .items = 4, .cache_row = RowCache::shared},
-      {.strategy = Strategy::block, .block = 1024, .items = 8}};
+      {.strategy = Strategy::block, .block = 1024, .items = 8},
+      {.strategy = Strategy::block, .block = 512, .vec = 4, .items = 4},
+      {.strategy = Strategy::block, .block = 512, .vec = 4, .cache_row = RowCache::bulk},
+      {.strategy = Strategy::block, .block = 1024, .vec = 4, .items = 2}};
   const std::vector<KernelSchedule> tiles = {{.strategy = Strategy::tile, .block = 1024, .items = 4},
                                              {.strategy = Strategy::tile, .block = 512, .items = 4}};
+  // Contiguous rows walked once (a sum or mean over the last dim): bulk copies for the prefetch alone.
+  const std::vector<KernelSchedule> streams = {{.strategy = Strategy::block, .block = 128, .cache_row = RowCache::bulk},
+                                               {.strategy = Strategy::block, .block = 256, .cache_row = RowCache::bulk}};
   std::vector<Schedule> out;
   for (size_t i = 0; i < rows.size(); ++i) {
     Schedule s;
     for (const KernelGroup& g : fused) {
-      const auto& ways = keeps_innermost(g) ? tiles : rows;
-      if (g.kind == GroupKind::row && row_walks(g) >= 2 && i < ways.size() && is_legal(g, ways[i])) s.kernels[g.key] = ways[i];
+      if (g.kind != GroupKind::row) continue;
+      const auto& ways = keeps_innermost(g) ? tiles : row_walks(g) >= 2 ? rows : streams;
+      if ((row_walks(g) >= 2 || &ways == &streams) && i < ways.size() && is_legal(g, ways[i])) s.kernels[g.key] = ways[i];
     }
     if (!s.kernels.empty()) out.push_back(s);
   }
@@ -136,6 +150,17 @@ std::vector<Schedule> row_openings(const std::vector<KernelGroup>& fused) {
       }
     if (!columns.kernels.empty()) out.push_back(columns);
   }
+  // Ninth, where a row group's default splits its rows into chunks (a whole-tensor norm or loss): the same split
+  // with its walk unrolled four times, four loads in flight a thread (run 8.3's 33_frobenius_normalize measured
+  // 512 chunks of 1024 threads only with the plain walk, 0.998x).
+  Schedule unrolled_split;
+  for (const KernelGroup& g : fused) {
+    if (g.kind != GroupKind::row) continue;
+    KernelSchedule ks = default_schedule(g);
+    ks.items = 4;
+    if (ks.strategy == Strategy::split && is_legal(g, ks)) unrolled_split.kernels[g.key] = ks;
+  }
+  if (!unrolled_split.kernels.empty()) out.push_back(unrolled_split);
   return out;
 }
 }  // namespace

@@ -116,6 +116,25 @@ TEST(Partition, SoftmaxSumsRunOnlineWithTheirMax) {
   }
 }
 
+// Where the row is cached on chip, the kernel walks the cache once more instead (without_online_stats): each
+// online sum takes the walk after its max's, and no statistic is online any more.
+TEST(Partition, CachedRowsTakeTheirSoftmaxSumsApart) {
+  for (const char* name : {"softmax", "log_softmax", "cross_entropy"}) {
+    Graph prim = primitive_graph(graph_from_json(sample(name)));
+    for (auto& grp : partition(prim, true).groups) {
+      if (!has_online_stat(grp)) continue;
+      KernelGroup apart = without_online_stats(grp);
+      EXPECT_FALSE(has_online_stat(apart)) << name;
+      EXPECT_EQ(stat_walks(apart), stat_walks(grp) + 1) << name;
+      for (size_t i = 0; i < grp.stats.size(); ++i) {
+        if (grp.online_max[i] < 0) continue;
+        auto max_at = size_t(std::find(grp.stats.begin(), grp.stats.end(), grp.online_max[i]) - grp.stats.begin());
+        EXPECT_EQ(apart.stat_pass[i], apart.stat_pass[max_at] + 1) << name;
+      }
+    }
+  }
+}
+
 TEST(Partition, ScanEpiloguesAndProloguesFuse) {
   EXPECT_EQ(kernels_for(sample("exclusive_cumsum"), true), 1);
   EXPECT_EQ(kernels_for(sample("masked_cumsum"), true), 1);
@@ -240,10 +259,12 @@ TEST(Schedule, RowsCachedInRegistersUseNoSharedMemory) {
   EXPECT_EQ(k.source.find("kf_row"), std::string::npos);
   EXPECT_EQ(k.schedule["cache_row"], "registers");
   // Each walk reads the thread index anew (kf_tid: no 64-bit addresses kept across the reduction); 4 floats a
-  // thread limit nothing (RowCachesTellPtxasTheirBlocksPerSm has rows that do).
+  // thread limit nothing (RowCachesTellPtxasTheirBlocksPerSm has rows that do). The row on chip, softmax walks
+  // it three times (max, sum of exp, output): no online sum (without_online_stats).
   size_t walks = 0;
   for (size_t at = k.source.find("kf_t = kf_tid()"); at != std::string::npos; at = k.source.find("kf_t = kf_tid()", at + 1)) ++walks;
-  EXPECT_EQ(walks, 2u) << k.source;
+  EXPECT_EQ(walks, 3u) << k.source;
+  EXPECT_EQ(k.source.find("KfOnlineSumExp::add"), std::string::npos) << k.source;
   EXPECT_NE(k.source.find("__launch_bounds__(256)"), std::string::npos) << k.source;
   // A warp's lanes would hold a quarter of the row each; 32-thread-wide slots of a long row do not fit.
   EXPECT_THROW(check_schedule(groups[0], {Strategy::warp, 256, 1, 1, 1, RowCache::registers}), UserError);
@@ -252,6 +273,63 @@ TEST(Schedule, RowsCachedInRegistersUseNoSharedMemory) {
   bool offered = false;
   for (auto& ks : schedule_space(groups[0])) offered = offered || ks.cache_row == RowCache::registers;
   EXPECT_TRUE(offered);
+}
+
+TEST(Schedule, BulkRowsCopyTheNextRowWhileTheBlockWorksOnThisOne) {
+  // softmax over rows of 1023: two buffers of 1023 floats shifted by up to 3 (a row start's offset past 16 bytes).
+  Graph g = graph_from_json(sample("softmax"));
+  auto groups = kernel_groups(g, true);
+  PlanKernel k = one_kernel_under(g, {Strategy::block, 256, 1, 1, 1, RowCache::bulk});  // compiles for sm_90
+  EXPECT_EQ(bulk_row_floats(groups[0]), 1028);
+  EXPECT_EQ(k.smem, 2 * 1028 * 4);
+  EXPECT_TRUE(k.persistent);  // the launch takes the blocks the GPU holds, each walking many rows
+  for (const char* step : {"kf_bulk_copy(", "kf_bulk_wait(&kf_bar[kf_stage], (unsigned)(kf_it >> 1) & 1u)",
+                           "k + gridDim.x < ", "__align__(16) float kf_row[]"})
+    EXPECT_NE(k.source.find(step), std::string::npos) << step << "\n" << k.source;
+  EXPECT_EQ(k.source.find("KfOnlineSumExp::add"), std::string::npos) << k.source;  // three walks over the cache
+  EXPECT_TRUE(Plan::from_json(lower(g, [&] {
+                Schedule s;
+                s.kernels[groups[0].key] = {Strategy::block, 256, 1, 1, 1, RowCache::bulk};
+                return s;
+              }()).to_json()).kernels.at(0).persistent);
+  // Block strategy, rows contiguous and long enough, two buffers within 227 KB.
+  EXPECT_THROW(check_schedule(groups[0], {Strategy::warp, 256, 1, 1, 1, RowCache::bulk}), UserError);
+  Graph too_wide = graph_from_json(testing::unary_graph("softmax", {2, 30000}, {{"dim", 1}}));
+  EXPECT_THROW(check_schedule(kernel_groups(too_wide, true).at(0), {Strategy::block, 256, 1, 1, 1, RowCache::bulk}), UserError);
+  Graph narrow = graph_from_json(testing::unary_graph("softmax", {64, 40}, {{"dim", 1}}));
+  EXPECT_THROW(check_schedule(kernel_groups(narrow, true).at(0), {Strategy::block, 256, 1, 1, 1, RowCache::bulk}), UserError);
+  Graph channels = graph_from_json(sample("log_softmax"));  // rows across the innermost dim
+  EXPECT_THROW(check_schedule(kernel_groups(channels, true).at(0), {Strategy::block, 256, 1, 1, 1, RowCache::bulk}), UserError);
+  Graph wide = graph_from_json(testing::unary_graph("softmax", {2, 20000}, {{"dim", 1}}));
+  PlanKernel w = one_kernel_under(wide, {Strategy::block, 512, 1, 1, 1, RowCache::bulk});
+  EXPECT_NE(w.source.find("__launch_bounds__(512, 1)"), std::string::npos);  // 160 KB: one block an SM
+  // A row walked once reuses nothing, but its next row streams in while the block sums this one.
+  Graph mean = graph_from_json(testing::unary_graph("mean", {8, 4093}, {{"dims", {1}}, {"keepdim", true}}));
+  KernelGroup once = kernel_groups(mean, true).at(0);
+  ASSERT_EQ(row_walks(once), 1);
+  EXPECT_THROW(check_schedule(once, {Strategy::block, 128, 1, 1, 1, RowCache::shared}), UserError);
+  EXPECT_TRUE(one_kernel_under(mean, {Strategy::block, 128, 1, 1, 1, RowCache::bulk}).persistent);
+}
+
+TEST(Schedule, BlockRowsWalkWholeVectorsWhereRowsAreWholeVectors) {
+  // layer_norm over rows of 8 * 20: x, the weight and the bias read 16 bytes at a time, y written so; the
+  // weight indexed by the row's own r (no division into coordinates).
+  nlohmann::json j = sample("layer_norm");
+  j["inputs"][0]["shape"] = {5, 8, 20};
+  j["params"][0]["shape"] = j["params"][1]["shape"] = {8, 20};
+  Graph g = graph_from_json(j);
+  KernelGroup grp = kernel_groups(g, true).at(0);
+  for (RowCache cache : {RowCache::none, RowCache::bulk}) {
+    PlanKernel k = one_kernel_under(g, {Strategy::block, 128, 4, 2, 1, cache});  // compiles for sm_90
+    for (const char* step : {"kf_rv < 40LL", "const float4 kf_v", "const float4 kf_w", "make_float4(", "* kf_w"})
+      EXPECT_NE(k.source.find(step), std::string::npos) << step << "\n" << k.source;
+  }
+  PlanKernel scalar = one_kernel_under(g, {Strategy::block, 128, 1, 1, 1});
+  EXPECT_NE(scalar.source.find("[r]);"), std::string::npos) << scalar.source;  // weight at r
+  EXPECT_THROW(check_schedule(grp, {Strategy::block, 128, 4, 1, 1, RowCache::shared}), UserError);
+  EXPECT_THROW(check_schedule(grp, {Strategy::block, 128, 3, 1, 1}), UserError);
+  Graph odd = graph_from_json(sample("layer_norm"));  // rows of 7 * 33
+  EXPECT_THROW(check_schedule(kernel_groups(odd, true).at(0), {Strategy::block, 128, 4, 1, 1}), UserError);
 }
 
 TEST(Schedule, TilesCacheTheirThirtyTwoRowsInSharedMemory) {
