@@ -464,20 +464,28 @@ std::string fill_row_cache(KernelWriter& w, const std::vector<int>& cached, cons
 std::vector<PlanKernel> emit_tile(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks,
                                   const std::string& name, RowShape rs) {
   const Graph& gr = *cx.partition.graph;
-  rs.linear_everywhere = ks.cache_row == RowCache::shared;
+  const bool in_registers = ks.cache_row == RowCache::registers;
+  rs.linear_everywhere = ks.cache_row != RowCache::none;
   int W = ks.block / 32;
   std::string Ws = std::to_string(W), K = std::to_string(rs.K) + "LL";
   std::string R = std::to_string(rs.R) + "LL";  // an inactive lane starts past the row's end
   std::string loop = unrolled(ks) + "for (i64 r = active ? warp : " + R + "; r < " + R + "; r += " + Ws + ")";
+  const int64_t slots = register_row_slots(g, ks);
+  if (in_registers)  // slot kf_j holds r = warp + kf_j * W: a fixed-length walk, fully unrolled, in registers
+    loop = "_Pragma(\"unroll\") for (int kf_j = 0, kf_w = kf_tid() >> 5; kf_j < " + std::to_string(slots) +
+           "; ++kf_j) if (const i64 r = kf_w + (i64)kf_j * " + Ws + "; active && r < " + R + ")";
   KernelWriter w(cx.partition, g, cx.buffer_of_owner);
   std::string body;
-  // Row cache: element r of lane l's row goes to kf_row[r * 32 + l] as the first pass reads it. Every pass
-  // walks the same (r, lane) pairs in the same thread, so the later passes read back their own writes and
-  // no barrier is needed; the 32 lanes of a warp touch 32 consecutive words (no bank conflicts).
+  // Row cache: element r of lane l's row goes to kf_row[r * 32 + l] as the first pass reads it (or to the
+  // thread's register slot). Every pass walks the same (r, lane) pairs in the same thread, so the later passes
+  // read back their own writes and no barrier is needed; the 32 lanes of a warp touch 32 consecutive words (no
+  // bank conflicts).
   std::vector<int> cached;
   if (ks.cache_row == RowCache::shared)
     cached = cacheable_buffers(w, gr, g, rs, loop, size_t(row_cache_limit(ks) / row_cache_bytes(g, ks, 1)));
+  if (in_registers) cached = cacheable_buffers(w, gr, g, rs, loop, size_t(kMaxRegisterRow / slots));
   std::string fill = fill_row_cache(w, cached, [&](size_t i) {
+    if (in_registers) return "kf_reg" + std::to_string(i) + "[kf_j]";
     return "kf_row[" + std::to_string(int64_t(i) * rs.R * 32) + "LL + r * 32 + lane]";
   });
   for (int pass = 0; pass < stat_walks(g); ++pass) {
@@ -492,10 +500,15 @@ std::vector<PlanKernel> emit_tile(EmitContext& cx, const KernelGroup& g, const K
   body += elem_outputs_pass(w, g, rs, loop);
   w.clear_vector_sources();
   std::string s = kernel_header(cx.partition, g, ks, name);
-  const int64_t smem = cached.empty() ? 0 : row_cache_bytes(g, ks, int(cached.size()));
-  s += "extern \"C\" __global__ void " + launch_bounds(ks, smem) + " " + name + "(" + w.params() + ") {\n";
+  const int64_t smem = cached.empty() || in_registers ? 0 : row_cache_bytes(g, ks, int(cached.size()));
+  const int64_t register_floats = in_registers ? slots * int64_t(cached.size()) : 0;
+  s += "extern \"C\" __global__ void " + launch_bounds(ks, smem, register_floats) + " " + name + "(" + w.params() + ") {\n";
   s += "  __shared__ KfMoments kf_part[" + Ws + "][32];\n  __shared__ KfArg kf_apart[" + Ws + "][32];\n";
-  if (!cached.empty()) s += "  extern __shared__ float kf_row[];  // " + std::to_string(cached.size()) + " cached buffer(s) of 32 rows\n";
+  if (!cached.empty() && !in_registers)
+    s += "  extern __shared__ float kf_row[];  // " + std::to_string(cached.size()) + " cached buffer(s) of 32 rows\n";
+  for (size_t i = 0; in_registers && i < cached.size(); ++i)
+    s += "  float kf_reg" + std::to_string(i) + "[" + std::to_string(slots) + "];  // this thread's elements of cached row buffer " +
+         std::to_string(i) + "\n";
   s += "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n";
   s += "  for (i64 tile = blockIdx.x; tile * 32 < " + K + "; tile += gridDim.x) {\n";
   s += "    const i64 k = tile * 32 + lane;\n    const bool active = k < " + K + ";\n" + body + "  }\n}\n";

@@ -118,7 +118,8 @@ Schedule schedule_from_json(const nlohmann::json& j) {
 }
 
 int64_t register_row_slots(const KernelGroup& g, const KernelSchedule& ks) {
-  return (row_length(g) + ks.block - 1) / ks.block;
+  const int64_t walkers = ks.strategy == Strategy::tile ? ks.block / 32 : ks.block;  // a tile's warps share a row
+  return (row_length(g) + walkers - 1) / walkers;
 }
 
 int64_t row_cache_bytes(const KernelGroup& g, const KernelSchedule& ks, int buffers) {
@@ -265,8 +266,8 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
           illegal(g, "cache_row", "needs the warp, block or tile strategy (rows that one block walks whole)");
         if (ks.cache_row == RowCache::shared && row_cache_bytes(g, ks, 1) > row_cache_limit(ks))
           illegal(g, "cache_row", "needs " + std::to_string(row_cache_bytes(g, ks, 1)) + " bytes of shared memory per row buffer");
-        if (ks.cache_row == RowCache::registers && ks.strategy != Strategy::block)
-          illegal(g, "cache_row", "registers needs the block strategy (a warp's lanes would hold row/32 elements each)");
+        if (ks.cache_row == RowCache::registers && ks.strategy != Strategy::block && ks.strategy != Strategy::tile)
+          illegal(g, "cache_row", "registers needs the block or tile strategy (a warp's lanes would hold row/32 elements each)");
         if (ks.cache_row == RowCache::bulk) {
           if (ks.strategy != Strategy::block || !suffix)
             illegal(g, "cache_row", "bulk needs the block strategy and the reduced dims innermost (each row one contiguous run)");
@@ -401,7 +402,7 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
       for (int it : {1, 4}) {
         for (int b : {64, 128, 256})
           for (int v : {1, 2, 4}) keep({Strategy::thread, b, v, it, 1});
-        for (RowCache cache : {RowCache::none, RowCache::shared})
+        for (RowCache cache : {RowCache::none, RowCache::shared, RowCache::registers})
           for (int b : {64, 128, 256, 512, 1024}) keep({Strategy::tile, b, 1, it, 1, cache});
         for (RowCache cache : {RowCache::none, RowCache::shared, RowCache::registers, RowCache::bulk}) {
           for (int b : {128, 256, 512}) keep({Strategy::warp, b, 1, it, 1, cache});

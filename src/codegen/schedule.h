@@ -51,12 +51,13 @@ constexpr int kConvEngines = 8;
 inline bool is_library_kind(GroupKind k) { return k == GroupKind::matmul || k == GroupKind::conv; }
 
 // Where a warp/block row strategy keeps the row its first pass read, for the later passes to reuse: nowhere
-// (they read HBM again), in shared memory, or (block strategy, rows of at most kMaxRegisterRow elements per
-// thread) in each thread's registers, the element at r = threadIdx.x + j * block in slot j of a
-// fully unrolled walk, which leaves the shared memory (and so the occupancy) free; or (block strategy, reduced
-// dims innermost) in shared memory filled by the copy engine: the next row's bulk asynchronous copy (sm_90's
-// cp.async.bulk) runs while the block works on this one, two row buffers a block, as many blocks as the GPU
-// holds (emit_row.cpp); a gain for rows walked once too, where nothing is reused but the prefetch.
+// (they read HBM again), in shared memory, or (block or tile strategy, rows of at most kMaxRegisterRow elements
+// per thread) in each thread's registers, the element at r = threadIdx.x + j * block (a tile's: r = warp + j *
+// warps) in slot j of a fully unrolled walk, which leaves the shared memory (and so the occupancy) free; or
+// (block strategy, reduced dims innermost) in shared memory filled by the copy engine: the next row's bulk
+// asynchronous copy (sm_90's cp.async.bulk) runs while the block works on this one, two row buffers a block,
+// as many blocks as the GPU holds (emit_row.cpp); a gain for rows walked once too, where nothing is reused but
+// the prefetch.
 enum class RowCache { none, shared, registers, bulk };
 
 struct KernelSchedule {
@@ -134,7 +135,8 @@ constexpr int64_t kBlockStaticSmem = 2048;
 int64_t bulk_cache_limit(const KernelSchedule& ks);
 // The shared memory a row cache may take beside the kernel's static shared memory.
 int64_t row_cache_limit(const KernelSchedule& ks);
-// Registers one cached row buffer takes per thread under the block strategy: ceil(row / block).
+// Registers one cached row buffer takes per thread: ceil(row / block) under the block strategy, ceil(row /
+// warps) under the tile's (its warps share each of 32 rows).
 int64_t register_row_slots(const KernelGroup& g, const KernelSchedule& ks);
 
 // Row geometry of a group: kept elements K and reduced elements R (R = 1 for pointwise).

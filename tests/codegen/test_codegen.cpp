@@ -339,7 +339,15 @@ TEST(Schedule, TilesCacheTheirThirtyTwoRowsInSharedMemory) {
   PlanKernel k = one_kernel_under(g, {Strategy::tile, 128, 1, 1, 1, RowCache::shared});
   EXPECT_EQ(k.smem, 19 * 32 * 4);  // one buffer (x) of 32 rows of 19
   EXPECT_NE(k.source.find("kf_row[0LL + r * 32 + lane] = "), std::string::npos) << k.source;
-  EXPECT_THROW(check_schedule(groups[0], {Strategy::tile, 128, 1, 1, 1, RowCache::registers}), UserError);
+  // Or in registers: 4 warps share each row of 19, 5 slots a thread.
+  PlanKernel r = one_kernel_under(g, {Strategy::tile, 128, 1, 1, 1, RowCache::registers});
+  EXPECT_EQ(r.smem, 0);
+  EXPECT_NE(r.source.find("float kf_reg0[5];"), std::string::npos) << r.source;
+  EXPECT_NE(r.source.find("kf_reg0[kf_j] = "), std::string::npos) << r.source;
+  EXPECT_EQ(r.source.find("KfOnlineSumExp::add"), std::string::npos) << r.source;  // the row on chip: three walks
+  Graph long_rows = graph_from_json(testing::unary_graph("log_softmax", {2, 3000, 40}, {{"dim", 1}}));
+  EXPECT_THROW(check_schedule(kernel_groups(long_rows, true).at(0), {Strategy::tile, 1024, 1, 1, 1, RowCache::registers}),
+               UserError);  // 94 slots a thread
 }
 
 TEST(Schedule, RowCachesTellPtxasTheirBlocksPerSm) {
