@@ -102,10 +102,9 @@ namespace {
 // in flight per SM, one loading while the other reduces) or in 1024-thread blocks, and no cache in 1024-thread
 // blocks (few rows in flight, so the second walk finds the row in L2). Rows across the innermost dim (a tile of
 // 32 side by side): a 1024- or 512-thread tile without cache, whose 32 rows stay in L2 for the second walk
-// where the default's shared-memory cache of 32 long rows leaves one block per SM, then the same tiles with the
-// rows in registers (32 rows of 1021 across 32 warps: 32 floats a thread, every load of the first walk in
-// flight at once, one read of HBM; 25_log_softmax_channel_dim re-read its tiles from HBM, run 9.4). Walks are
-// unrolled so that a
+// where the default's shared-memory cache of 32 long rows leaves one block per SM (tiles with their rows in
+// registers, one block an SM, ran 1.89 ms against 1.21 for 256-thread tiles uncached on 25_log_softmax_channel_dim
+// in run 9.6: the search may still reach them). Walks are unrolled so that a
 // warp has several loads in flight (device run 8.1: 26_layer_norm's cached 512-thread blocks without unroll,
 // 1.98 ms, lost to reading x twice, 1.73; unrolled, 1.74 in run 8.3). Rows in registers: 24 or 48 a thread
 // (they spilled in run 8.1, 12.6 ms; kf_tid keeps them in registers since, not yet measured). Last, rows of whole
@@ -126,9 +125,7 @@ std::vector<Schedule> row_openings(const std::vector<KernelGroup>& fused) {
       {.strategy = Strategy::block, .block = 512, .vec = 4, .cache_row = RowCache::bulk},
       {.strategy = Strategy::block, .block = 1024, .vec = 4, .items = 2}};
   const std::vector<KernelSchedule> tiles = {{.strategy = Strategy::tile, .block = 1024, .items = 4},
-                                             {.strategy = Strategy::tile, .block = 512, .items = 4},
-                                             {.strategy = Strategy::tile, .block = 1024, .cache_row = RowCache::registers},
-                                             {.strategy = Strategy::tile, .block = 512, .cache_row = RowCache::registers}};
+                                             {.strategy = Strategy::tile, .block = 512, .items = 4}};
   // Contiguous rows walked once (a sum or mean over the last dim): bulk copies for the prefetch alone.
   const std::vector<KernelSchedule> streams = {{.strategy = Strategy::block, .block = 128, .cache_row = RowCache::bulk},
                                                {.strategy = Strategy::block, .block = 256, .cache_row = RowCache::bulk}};
