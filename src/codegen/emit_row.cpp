@@ -33,8 +33,7 @@ RowShape row_shape_of(const KernelGroup& g) {
     (reduced ? rs.R : rs.K) *= g.shape[d];
     if (!reduced) rs.kept.push_back(int64_t(d));
   }
-  for (size_t i = 0; i < rs.axes.size(); ++i)
-    rs.axes_are_suffix = rs.axes_are_suffix && rs.axes[i] == int64_t(g.shape.size() - rs.axes.size() + i);
+  rs.axes_are_suffix = reduces_innermost(g);
   return rs;
 }
 
@@ -170,12 +169,16 @@ struct VecWalk {
   std::function<std::string(int)> vector_at;  // buffer id -> the step's vector
 };
 
+// A vector of V floats (V = 2 or 4), its lanes, and its read at `ptr` (16- or 8-byte aligned).
+std::string vector_type(int V) { return V == 4 ? "float4" : "float2"; }
+constexpr const char* kVectorLane[] = {".x", ".y", ".z", ".w"};
+std::string vector_read(int V, const std::string& ptr) { return "*reinterpret_cast<const " + vector_type(V) + "*>(" + ptr + ")"; }
+
 // One step of a vectorized walk; emit_lane(j) emits lane j's work through `w` (its r, coordinates and lin in
 // scope) and returns statements to follow it.
 std::string vec_step(KernelWriter& w, const KernelGroup& g, const RowShape& rs, const VecWalk& vw, const std::string& in,
                      const std::function<std::string(int)>& emit_lane) {
-  const std::string vt = vw.V == 4 ? "float4" : "float2", V = std::to_string(vw.V), in2 = in + "  ";
-  const char* lane[] = {".x", ".y", ".z", ".w"};
+  const std::string vt = vector_type(vw.V), V = std::to_string(vw.V), in2 = in + "  ";
   const std::map<int, std::string> saved = w.vector_sources();
   Coords c0 = coords_at(g, rs, true, in2);  // a dry run of lane 0: which buffers it reads at the element itself
   w.clear_contiguous_reads();
@@ -190,11 +193,10 @@ std::string vec_step(KernelWriter& w, const KernelGroup& g, const RowShape& rs, 
   std::string s = in + "const i64 kf_lin = k * " + std::to_string(rs.R) + "LL + kf_rv * " + V + ";\n";
   for (int b : vectors) s += in + "const " + vt + " kf_v" + std::to_string(b) + " = " + vw.vector_at(b) + ";\n";
   for (int b : row_vectors)
-    s += in + "const " + vt + " kf_w" + std::to_string(b) + " = *reinterpret_cast<const " + vt + "*>(b" + std::to_string(b) +
-         " + kf_rv * " + V + ");\n";
+    s += in + "const " + vt + " kf_w" + std::to_string(b) + " = " + vector_read(vw.V, "b" + std::to_string(b) + " + kf_rv * " + V) + ";\n";
   for (int j = 0; j < vw.V; ++j) {
-    for (int b : vectors) w.set_vector_source(b, "kf_v" + std::to_string(b) + lane[j]);
-    for (int b : row_vectors) w.set_suffix_source(b, "kf_w" + std::to_string(b) + lane[j]);
+    for (int b : vectors) w.set_vector_source(b, "kf_v" + std::to_string(b) + kVectorLane[j]);
+    for (int b : row_vectors) w.set_suffix_source(b, "kf_w" + std::to_string(b) + kVectorLane[j]);
     Coords c = coords_at(g, rs, true, in2);
     begin_row_site(w, c, rs, in2);
     std::string after = emit_lane(j);
@@ -528,8 +530,7 @@ std::vector<PlanKernel> emit_thread_vec(EmitContext& cx, const KernelGroup& g, c
   const Graph& gr = *cx.partition.graph;
   rs.linear_everywhere = true;
   const int V = ks.vec;
-  const std::string vt = V == 4 ? "float4" : "float2", in = "        ";
-  const char* lane[] = {".x", ".y", ".z", ".w"};
+  const std::string vt = vector_type(V), in = "        ";
   KernelWriter w(cx.partition, g, cx.buffer_of_owner);
   // A dry run finds the buffers read at the element itself: those are read as vectors at row k0's element.
   Coords first = coords_at(g, rs, true, in);
@@ -541,11 +542,11 @@ std::vector<PlanKernel> emit_thread_vec(EmitContext& cx, const KernelGroup& g, c
   for (int b : vectors) step += "      " + vt + " kf_v" + std::to_string(b) + ";\n";
   step += "      {\n" + in + "const i64 k = k0;\n" + first.stmts;
   for (int b : vectors)
-    step += in + "kf_v" + std::to_string(b) + " = *reinterpret_cast<const " + vt + "*>(b" + std::to_string(b) + " + lin);\n";
+    step += in + "kf_v" + std::to_string(b) + " = " + vector_read(V, "b" + std::to_string(b) + " + lin") + ";\n";
   step += "      }\n";
   for (int j = 0; j < V; ++j) {
     const std::string J = std::to_string(j);
-    for (int b : vectors) w.set_vector_source(b, "kf_v" + std::to_string(b) + lane[j]);
+    for (int b : vectors) w.set_vector_source(b, "kf_v" + std::to_string(b) + kVectorLane[j]);
     Coords c = coords_at(g, rs, true, in);
     w.begin_site(c.c, c.linear, in);
     std::string updates, fin;
@@ -666,11 +667,10 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& group, cons
   }
   br.cached = cached;
   vw.vector_at = [&](int b) {
-    const std::string vt = "*reinterpret_cast<const float" + std::to_string(vw.V) + "*>(";
     auto at = std::find(cached.begin(), cached.end(), b);
     if (bulk && at != cached.end())
-      return vt + "kf_cur + " + std::to_string(int64_t(at - cached.begin()) * br.RP) + "LL + kf_rv * " + std::to_string(vw.V) + ")";
-    return vt + "b" + std::to_string(b) + " + kf_lin)";
+      return vector_read(vw.V, "kf_cur + " + std::to_string(int64_t(at - cached.begin()) * br.RP) + "LL + kf_rv * " + std::to_string(vw.V));
+    return vector_read(vw.V, "b" + std::to_string(b) + " + kf_lin");
   };
   std::string fill = bulk ? "" : fill_row_cache(w, cached, [&](size_t i) {
     if (in_registers) return "kf_reg" + std::to_string(i) + "[kf_j]";

@@ -141,6 +141,12 @@ bool keeps_innermost(const KernelGroup& g) {
   return !g.axes.empty() && std::find(g.axes.begin(), g.axes.end(), int64_t(g.shape.size()) - 1) == g.axes.end();
 }
 
+bool reduces_innermost(const KernelGroup& g) {
+  for (size_t i = 0; i < g.axes.size(); ++i)
+    if (g.axes[i] != int64_t(g.shape.size() - g.axes.size() + i)) return false;
+  return true;
+}
+
 int64_t rows_of(const KernelGroup& g) {
   if (g.kind == GroupKind::pointwise || g.kind == GroupKind::pool) return numel(g.shape);
   int64_t r = row_length(g);
@@ -237,10 +243,7 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
       if (ks.vec != 1 && ks.strategy == Strategy::block) {
         // A block's walks `vec` neighbouring elements a step (emit_row.cpp, VecWalk): rows contiguous, whole vectors.
         if (ks.vec != 2 && ks.vec != 4) illegal(g, "vec", "must be 1, 2 or 4");
-        bool suffix = true;
-        for (size_t i = 0; i < g.axes.size(); ++i)
-          suffix = suffix && g.axes[i] == int64_t(g.shape.size() - g.axes.size() + i);
-        if (!suffix || row_length(g) % ks.vec)
+        if (!reduces_innermost(g) || row_length(g) % ks.vec)
           illegal(g, "vec", "needs the reduced dims innermost and rows a multiple of " + std::to_string(ks.vec) + " long (aligned vectors)");
         if (ks.cache_row != RowCache::none && ks.cache_row != RowCache::bulk)
           illegal(g, "vec", "reads rows from memory or a bulk row cache only");
@@ -255,9 +258,7 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
       if (ks.items != 1 && ks.items != 2 && ks.items != 4 && ks.items != 8)
         illegal(g, "items", "must be 1, 2, 4 or 8 for a reduction (the unroll of its row walks)");
       if (ks.cache_row != RowCache::none) {
-        bool suffix = true;
-        for (size_t i = 0; i < g.axes.size(); ++i)
-          suffix = suffix && g.axes[i] == int64_t(g.shape.size() - g.axes.size() + i);
+        const bool suffix = reduces_innermost(g);
         // A tile caches its 32 rows by (position, lane), wherever the reduced dims lie.
         if (!suffix && ks.strategy != Strategy::tile) illegal(g, "cache_row", "needs the reduced dims to be the innermost ones");
         // A bulk copy gains without reuse too: the copy engine keeps the next row streaming in.

@@ -144,6 +144,8 @@ int64_t rows_of(const KernelGroup& g);
 // Whether a row or scan group keeps the innermost dim (reduces or scans a middle one): its rows are strided
 // in memory, and neighbouring rows lie side by side.
 bool keeps_innermost(const KernelGroup& g);
+// Whether a row group's reduced dims are the innermost ones, in order: each row one contiguous run of memory.
+bool reduces_innermost(const KernelGroup& g);
 // (threads, blocks) a group's main kernel launches under `ks`, before the grid clamp.
 std::pair<double, double> launch_size(const KernelGroup& g, const KernelSchedule& ks);
 // Whether `ks` cannot keep HBM busy on a group that moves more than L2 holds, so that the local search does

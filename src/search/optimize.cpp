@@ -98,20 +98,19 @@ namespace {
 // not reading a row from HBM twice, the i-th way on every such group at once (where legal; the default
 // elsewhere). Rows contiguous in memory (a block per row): first the bulk-copied rows in 512- and 1024-thread
 // blocks (the copy engine fetches a block's next row while it works on this one), then a shared-memory cache
-// filled by the threads in 512-thread blocks (two rows
-// in flight per SM, one loading while the other reduces) or in 1024-thread blocks, and no cache in 1024-thread
-// blocks (few rows in flight, so the second walk finds the row in L2). Rows across the innermost dim (a tile of
-// 32 side by side): a 1024- or 512-thread tile without cache, whose 32 rows stay in L2 for the second walk
-// where the default's shared-memory cache of 32 long rows leaves one block per SM (tiles with their rows in
-// registers, one block an SM, ran 1.89 ms against 1.21 for 256-thread tiles uncached on 25_log_softmax_channel_dim
-// in run 9.6: the search may still reach them). Walks are unrolled so that a
-// warp has several loads in flight (device run 8.1: 26_layer_norm's cached 512-thread blocks without unroll,
-// 1.98 ms, lost to reading x twice, 1.73; unrolled, 1.74 in run 8.3). Rows in registers: 24 or 48 a thread
-// (they spilled in run 8.1, 12.6 ms; kf_tid keeps them in registers since, not yet measured). Last, rows of whole
-// 16-byte vectors walked a vector a step, uncached (the second walk finds the row in L2, as torch.compile's
-// layer norm does) or bulk-copied. Contiguous rows
-// walked once: bulk-copied rows in 128- and 256-thread blocks. The local search rarely reaches these by single
-// steps from the default.
+// filled by the threads in 512-thread blocks (two rows in flight per SM, one loading while the other reduces)
+// or in 1024-thread blocks, and no cache in 1024-thread blocks (few rows in flight, so the second walk finds
+// the row in L2). Walks are unrolled so that a warp has several loads in flight (device run 8.1:
+// 26_layer_norm's cached 512-thread blocks without unroll, 1.98 ms, lost to reading x twice, 1.73; unrolled,
+// 1.74 in run 8.3). Rows in registers, 24 or 48 a thread: no longer spilling since kf_tid (12.6 ms in run 8.1),
+// 2.08 and 3.13 ms on 26 in run 9.1. Last, rows of whole 16-byte vectors walked a vector a step, uncached (the
+// second walk finds the row in L2, as torch.compile's layer norm does: 26's best, 1.41 ms in run 9.4) or
+// bulk-copied. Rows across the innermost dim (a tile of 32 side by side): a 1024- or 512-thread tile without
+// cache, whose 32 rows stay in L2 for the second walk where the default's shared-memory cache of 32 long rows
+// leaves one block per SM (tiles with their rows in registers, one block an SM, ran 1.89 ms against 1.21 for
+// 256-thread tiles uncached on 25_log_softmax_channel_dim in run 9.6: the search may still reach them).
+// Contiguous rows walked once: bulk-copied rows in 128- and 256-thread blocks. The local search rarely reaches
+// these by single steps from the default.
 std::vector<Schedule> row_openings(const std::vector<KernelGroup>& fused) {
   const std::vector<KernelSchedule> rows = {
       {.strategy = Strategy::block, .block = 512, .cache_row = RowCache::bulk},
