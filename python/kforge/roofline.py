@@ -9,14 +9,16 @@ _ceilings: dict[str, float] = {}
 
 
 def matmul_tflops(tier: str, n: int = 8192) -> float:
-    """TFLOP/s of PyTorch's own n x n x n float32 product: strict = plain fp32 arithmetic, relaxed = TF32
-    tensor cores allowed. Measured once per process."""
+    """TFLOP/s of PyTorch's own n x n x n product: strict = float32 in plain fp32 arithmetic, relaxed = float32
+    with TF32 tensor cores allowed, "relaxed (fp16)" = float16 operands (the rate of an fp16 or bf16 plan).
+    Measured once per process."""
     if tier not in _ceilings:
         old = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = tier == "relaxed"
+        dtype = torch.float16 if tier == "relaxed (fp16)" else torch.float32
         try:
-            a = torch.randn(n, n, device="cuda")
-            b = torch.randn(n, n, device="cuda")
+            a = torch.randn(n, n, device="cuda", dtype=dtype)
+            b = torch.randn(n, n, device="cuda", dtype=dtype)
             ms = timing.time_callable(lambda: torch.mm(a, b))["median_ms"]
             _ceilings[tier] = 2.0 * n ** 3 / (ms * 1e-3) / 1e12
             del a, b
@@ -25,8 +27,9 @@ def matmul_tflops(tier: str, n: int = 8192) -> float:
     return _ceilings[tier]
 
 
-def uses_tf32(plan: dict) -> bool:
-    return uses_precision(plan, "tf32")
+def below_fp32(plan: dict) -> bool:
+    """Whether some step computes below fp32's accuracy (TF32, fp16, bf16): the relaxed tier at best."""
+    return any(uses_precision(plan, p) for p in ("tf32", "fp16", "bf16"))
 
 
 def uses_precision(plan: dict, precision: str) -> bool:
@@ -43,7 +46,9 @@ def floor(bytes_min: float, flops: float, copy_gbs: float, tflops: float) -> flo
 def report(bytes_min: float, flops: float, copy_gbs: float, plan: dict, kforge_ms: float) -> dict:
     """The roofline fields of a problem's report. The compute ceiling is measured only for problems with
     matrix products (it costs a few hundred milliseconds)."""
-    tier = "relaxed" if uses_tf32(plan) else "strict"
+    tier = "strict"
+    if below_fp32(plan):
+        tier = "relaxed (fp16)" if uses_precision(plan, "fp16") or uses_precision(plan, "bf16") else "relaxed"
     tflops = matmul_tflops(tier) if flops > 0 else 0.0
     if flops > 0 and tier == "strict" and uses_precision(plan, "tf32x3"):
         # Split precision is strict-tier arithmetic at three TF32 products each: its ceiling is the faster of

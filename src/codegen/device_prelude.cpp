@@ -47,6 +47,23 @@ __device__ __forceinline__ void kf_bulk_wait(unsigned long long* bar, unsigned p
 // Shared memory the block's threads read and the copy engine overwrites next: the reads come first.
 __device__ __forceinline__ void kf_bulk_fence() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 #endif
+// 16-bit float storage (a convolution's fp16 or bf16 copies, codegen/emit_conv.cpp): bit patterns in unsigned
+// short, rounded to nearest even; the host's forms (the CPU runner's) through _Float16 and bit arithmetic.
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ unsigned short kf_to_f16(float x) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x)); return h; }
+__device__ __forceinline__ float kf_from_f16(unsigned short h) { float x; asm("cvt.f32.f16 %0, %1;" : "=f"(x) : "h"(h)); return x; }
+__device__ __forceinline__ unsigned short kf_to_bf16(float x) { unsigned short h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x)); return h; }
+__device__ __forceinline__ float kf_from_bf16(unsigned short h) { return __uint_as_float((unsigned)h << 16); }
+#else
+inline unsigned short kf_to_f16(float x) { return std::bit_cast<unsigned short>((_Float16)x); }
+inline float kf_from_f16(unsigned short h) { return (float)std::bit_cast<_Float16>(h); }
+inline unsigned short kf_to_bf16(float x) {
+  unsigned u = std::bit_cast<unsigned>(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);  // NaN stays NaN
+  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+inline float kf_from_bf16(unsigned short h) { return std::bit_cast<float>((unsigned)h << 16); }
+#endif
 __device__ __forceinline__ float kf_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
 __device__ __forceinline__ float kf_softplus(float x, float beta, float threshold) {
   return beta * x > threshold ? x : log1pf(expf(beta * x)) / beta;

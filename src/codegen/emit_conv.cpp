@@ -9,7 +9,8 @@
 //   into and out of such copies around the step: schedule layout nhwc);
 //   n, c, o, groups; in, kernel, out: spatial extents; stride, padding (symmetric), dilation: per spatial dim;
 //   precision: fp32 (engines without tensor-core or reduced-precision notes) | tf32 (tensor-core engines first,
-//   then the fp32 ones; engines that down-convert their inputs are never used: runtime/cudnn_conv.cpp);
+//   then the fp32 ones; engines that down-convert their inputs are never used: runtime/cudnn_conv.cpp) |
+//   fp16, bf16 (layout NHWC only: x, w and y are 16-bit buffers, the sums fp32; tensor-core engines first);
 //   algo: index into that list, clamped at load;
 //   workspace_bytes: the cap; an engine needing more is skipped at load.
 // args: [x, w, y, workspace]. check_conv_step holds a plan read from JSON to this contract.
@@ -30,30 +31,42 @@ namespace {
 constexpr int64_t kWorkspaceBytes = 64 << 20;
 const char* kWorkspaceName = "cudnn.workspace";
 
+// How a transpose's side stores its elements: float, or the 16-bit copies of a half-precision step, with the
+// prelude's conversions (kf_to_f16 and kf_from_f16, or the bf16 pair).
+struct Element {
+  std::string type = "float", to = "", from = "";  // C type; float -> type and type -> float (empty: none)
+};
+Element element_of(Precision p) {
+  if (p == Precision::fp16) return {"unsigned short", "kf_to_f16", "kf_from_f16"};
+  if (p == Precision::bf16) return {"unsigned short", "kf_to_bf16", "kf_from_bf16"};
+  return {};
+}
+
 // A plan step that writes dst[a][c][b] = src[a][b][c] (a < A, b < B, c < C): a 32 x 32 tile through shared
 // memory, so that both the read (along c) and the write (along b) are coalesced. NCHW <-> NHWC is this with
 // B = channels, C = the spatial extent (or the reverse), A = the batch. With a `bias` buffer (one value per c)
-// it writes src + bias[c]: the NHWC result's way back adds the convolution's bias on the way.
+// it writes src + bias[c]: the NHWC result's way back adds the convolution's bias on the way. `in` and `out`
+// are the two sides' element types: the way into a half-precision step rounds, the way back widens.
 PlanKernel transpose_step(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, int src, int dst,
-                          int64_t A, int64_t B, int64_t C, int bias = -1) {
+                          int64_t A, int64_t B, int64_t C, int bias = -1, const Element& in = {}, const Element& out = {}) {
   const auto I = i64_literal;
   const int64_t tiles_b = (B + 31) / 32, tiles_c = (C + 31) / 32;
   std::string s = "// kforge kernel " + name + ": channels-last transpose for conv group '" + g.key + "', [" +
                   std::to_string(A) + "][" + std::to_string(B) + "][" + std::to_string(C) + "] -> [a][c][b]\n";
-  s += "extern \"C\" __global__ void __launch_bounds__(256) " + name + "(const float* __restrict__ src, " +
-       (bias >= 0 ? "const float* __restrict__ bias, " : "") + "float* __restrict__ dst) {\n";
+  s += "extern \"C\" __global__ void __launch_bounds__(256) " + name + "(const " + in.type + "* __restrict__ src, " +
+       (bias >= 0 ? "const float* __restrict__ bias, " : "") + out.type + "* __restrict__ dst) {\n";
   s += "  __shared__ float tile[32][33];  // one column of padding: the transposed read is conflict-free\n";
   s += "  const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;\n";
   s += "  for (i64 t = blockIdx.x; t < " + I(A * tiles_b * tiles_c) + "; t += gridDim.x) {\n";
   s += "    const i64 a = t / " + I(tiles_b * tiles_c) + ", b0 = t / " + I(tiles_c) + " % " + I(tiles_b) +
        " * 32, c0 = t % " + I(tiles_c) + " * 32;\n";
-  s += "    const float* s = src + a * " + I(B * C) + ";\n    float* d = dst + a * " + I(B * C) + ";\n";
+  s += "    const " + in.type + "* s = src + a * " + I(B * C) + ";\n    " + out.type + "* d = dst + a * " + I(B * C) + ";\n";
   s += "    for (int i = ty; i < 32; i += 8)\n";
-  s += "      if (b0 + i < " + I(B) + " && c0 + tx < " + I(C) + ") tile[i][tx] = s[(b0 + i) * " + I(C) + " + c0 + tx];\n";
+  s += "      if (b0 + i < " + I(B) + " && c0 + tx < " + I(C) + ") tile[i][tx] = " + in.from + "(s[(b0 + i) * " + I(C) + " + c0 + tx]);\n";
   s += "    __syncthreads();\n";
   s += "    for (int i = ty; i < 32; i += 8)\n";
-  s += "      if (c0 + i < " + I(C) + " && b0 + tx < " + I(B) + ") d[(c0 + i) * " + I(B) + " + b0 + tx] = tile[tx][i]" +
-       (bias >= 0 ? " + bias[c0 + i]" : "") + ";\n";
+  s += "      if (c0 + i < " + I(C) + " && b0 + tx < " + I(B) + ") d[(c0 + i) * " + I(B) + " + b0 + tx] = " + out.to + "(tile[tx][i]" +
+       (bias >= 0 ? " + bias[c0 + i]" : "") + ");\n";
   s += "    __syncthreads();  // the tile is read before the next one overwrites it\n  }\n}\n";
   return generated_kernel(g, ks, name, s, bias >= 0 ? std::vector<int>{src, bias, dst} : std::vector<int>{src, dst},
                           clamp_grid(A * tiles_b * tiles_c), 256);
@@ -117,13 +130,16 @@ std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const K
   const int64_t xc = t ? d.o : d.c, yc = t ? d.c : d.o, x_extent = numel(t ? d.out : d.in);
   const int64_t y_extent = numel(t ? d.in : d.out);
   const int64_t wc = d.c / d.groups, taps = numel(d.kernel);
+  // In fp16 or bf16 the copies are 16-bit: the transposes in round, the one out widens (and adds the bias).
+  const Element full, copy = element_of(ks.precision);
+  const DType copy_dtype = is_half(ks.precision) ? DType::f16 : DType::f32;
   const int x = k.args[0], w = k.args[1], y = k.args[2];
-  k.args[0] = add_temp(cx, g.key + ".x_nhwc", DType::f32, {d.n * xc * x_extent});
-  k.args[1] = add_temp(cx, g.key + ".w_nhwc", DType::f32, {d.o * wc * taps});
-  k.args[2] = add_temp(cx, g.key + ".y_nhwc", DType::f32, {d.n * yc * y_extent});
-  return {transpose_step(g, ks, name + "_x_nhwc", x, k.args[0], d.n, xc, x_extent),
-          transpose_step(g, ks, name + "_w_nhwc", w, k.args[1], d.o, wc, taps), k,
-          transpose_step(g, ks, name + "_y_nchw", k.args[2], y, d.n, y_extent, yc, bias)};
+  k.args[0] = add_temp(cx, g.key + ".x_nhwc", copy_dtype, {d.n * xc * x_extent});
+  k.args[1] = add_temp(cx, g.key + ".w_nhwc", copy_dtype, {d.o * wc * taps});
+  k.args[2] = add_temp(cx, g.key + ".y_nhwc", copy_dtype, {d.n * yc * y_extent});
+  return {transpose_step(g, ks, name + "_x_nhwc", x, k.args[0], d.n, xc, x_extent, -1, full, copy),
+          transpose_step(g, ks, name + "_w_nhwc", w, k.args[1], d.o, wc, taps, -1, full, copy), k,
+          transpose_step(g, ks, name + "_y_nchw", k.args[2], y, d.n, y_extent, yc, bias, copy, full)};
 }
 
 ConvDims conv_step_dims(const nlohmann::json& lib, const std::string& where) {
@@ -145,12 +161,15 @@ void check_conv_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffers
   try {
     const auto& lib = k.library;
     ConvDims d = conv_step_dims(lib, where);
-    precision_from_string(lib.at("precision"));
+    const Precision p = precision_from_string(lib.at("precision"));
+    if (p == Precision::tf32x3) throw UserError(where + ": precision tf32x3 is for matrix products only");
+    if (is_half(p) && lib.at("layout") != "NHWC") throw UserError(where + ": precision " + to_string(p) + " needs layout NHWC");
     if (lib.at("algo").get<int>() < 0) throw UserError(where + ": algo must be at least 0");
     int64_t x = d.n * d.c * numel(d.in), w = d.o * (d.c / d.groups) * numel(d.kernel), y = numel(d.result);
     if (lib.at("op") == "conv_transpose") std::swap(x, y);  // it reads the forward's output, writes its input
     if (std::min({d.n, d.c, d.o}) < 1) throw UserError(where + ": n, c and o must be at least 1");
-    check_step_buffers(k, buffers, {{"x", x}, {"w", w}, {"y", y},
+    const DType t = is_half(p) ? DType::f16 : DType::f32;
+    check_step_buffers(k, buffers, {{"x", x, t}, {"w", w, t}, {"y", y, t},
                                     {"workspace", (lib.at("workspace_bytes").get<int64_t>() + 3) / 4}}, where);
   } catch (const nlohmann::json::exception& e) {
     throw UserError(where + ": malformed parameters: " + e.what());

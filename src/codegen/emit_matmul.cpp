@@ -84,7 +84,7 @@ void check_matmul_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffe
     if (m < 1 || n < 1 || kk < 1 || batch < 1) throw UserError(where + ": m, n, k and batch must be at least 1");
     bool bias = has_bias(epilogue_from_string(lib.at("epilogue")));
     precision_from_string(lib.at("precision"));
-    std::vector<std::pair<std::string, int64_t>> need = {
+    std::vector<StepOperand> need = {
         {"a", extent(lib.at("a"), m, kk, batch, where + " operand a")},
         {"b", extent(lib.at("b"), kk, n, batch, where + " operand b")},
         {"c", extent(lib.at("c"), m, n, batch, where + " result c")}};

@@ -41,6 +41,7 @@ std::string KernelWriter::ctype(int node) const {
     case DType::f32: return "float";
     case DType::i64: return "i64";
     case DType::boolean: return "bool";
+    case DType::f16: return "unsigned short";
   }
   return "?";
 }

@@ -45,10 +45,13 @@ int64_t Plan::min_bytes() const {
   return b;
 }
 
-bool Plan::uses_tf32() const {
-  // tf32x3 (split precision) reaches fp32's accuracy: it is judged by the strict tier like fp32.
-  for (auto& k : kernels)
-    if ((k.kind != StepKind::nvrtc ? k.library : k.schedule).value("precision", "fp32") == "tf32") return true;
+bool Plan::below_fp32() const {
+  // tf32x3 (split precision) reaches fp32's accuracy: it is judged by the strict tier like fp32. Any other
+  // name (tf32, fp16, bf16, or one this build does not know) computes below it.
+  for (auto& k : kernels) {
+    const std::string p = (k.kind != StepKind::nvrtc ? k.library : k.schedule).value("precision", "fp32");
+    if (p != "fp32" && p != "tf32x3") return true;
+  }
   return false;
 }
 
@@ -105,16 +108,16 @@ void check_library_step(const PlanKernel& k, const std::vector<PlanBuffer>& buff
   else check_conv_step(k, buffers);
 }
 
-void check_step_buffers(const PlanKernel& k, const std::vector<PlanBuffer>& buffers,
-                        const std::vector<std::pair<std::string, int64_t>>& need, const std::string& where) {
+void check_step_buffers(const PlanKernel& k, const std::vector<PlanBuffer>& buffers, const std::vector<StepOperand>& need,
+                        const std::string& where) {
   if (k.args.size() != need.size())
     throw UserError(where + ": takes " + std::to_string(need.size()) + " buffers, got " + std::to_string(k.args.size()));
   for (size_t i = 0; i < need.size(); ++i) {
     const PlanBuffer& b = buffers.at(k.args[i]);
-    if (b.dtype != DType::f32 || numel(b.shape) < need[i].second)
-      throw UserError(where + ": " + need[i].first + " needs " + std::to_string(need[i].second) +
-                      " f32 elements, buffer '" + b.name + "' holds " + std::to_string(numel(b.shape)) + " " +
-                      to_string(b.dtype));
+    if (b.dtype != need[i].dtype || numel(b.shape) < need[i].elements)
+      throw UserError(where + ": " + need[i].name + " needs " + std::to_string(need[i].elements) + " " +
+                      to_string(need[i].dtype) + " elements, buffer '" + b.name + "' holds " + std::to_string(numel(b.shape)) +
+                      " " + to_string(b.dtype));
   }
 }
 

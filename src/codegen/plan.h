@@ -51,8 +51,9 @@ struct Plan {
   std::string graph_hash;
   // Bytes the graph must move at least: every input and param read once, every output written once.
   int64_t min_bytes() const;
-  // Whether a library step computes in TF32 (its own parameters say, whatever the schedule claims).
-  bool uses_tf32() const;
+  // Whether a step computes below fp32's accuracy: TF32, fp16 or bf16 (its own parameters say, whatever the
+  // schedule claims).
+  bool below_fp32() const;
   nlohmann::json to_json() const;
   static Plan from_json(const nlohmann::json& j);
 };
@@ -66,9 +67,15 @@ void check_matmul_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffe
 void check_conv_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffers);
 // A cudnn step's geometry, re-derived from its block by ir/conv's rules (UserError, prefixed by `where`).
 ConvDims conv_step_dims(const nlohmann::json& library, const std::string& where);
-// That the step has one buffer per `need` entry (name, f32 elements at least), in order; UserError otherwise.
-void check_step_buffers(const PlanKernel& k, const std::vector<PlanBuffer>& buffers,
-                        const std::vector<std::pair<std::string, int64_t>>& need, const std::string& where);
+// One operand a library step needs: its name, elements at least, and element type.
+struct StepOperand {
+  std::string name;
+  int64_t elements = 0;
+  DType dtype = DType::f32;
+};
+// That the step has one buffer per `need` entry, in order; UserError otherwise.
+void check_step_buffers(const PlanKernel& k, const std::vector<PlanBuffer>& buffers, const std::vector<StepOperand>& need,
+                        const std::string& where);
 
 std::string to_string(BufferRole r);
 std::string to_string(StepKind k);

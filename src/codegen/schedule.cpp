@@ -28,14 +28,16 @@ std::string to_string(Precision p) {
     case Precision::fp32: return "fp32";
     case Precision::tf32: return "tf32";
     case Precision::tf32x3: return "tf32x3";
+    case Precision::fp16: return "fp16";
+    case Precision::bf16: return "bf16";
   }
   return "?";
 }
 
 Precision precision_from_string(const std::string& s) {
-  for (auto p : {Precision::fp32, Precision::tf32, Precision::tf32x3})
+  for (auto p : {Precision::fp32, Precision::tf32, Precision::tf32x3, Precision::fp16, Precision::bf16})
     if (to_string(p) == s) return p;
-  throw UserError("unknown precision '" + s + "' (fp32, tf32 or tf32x3)");
+  throw UserError("unknown precision '" + s + "' (fp32, tf32, tf32x3, fp16 or bf16)");
 }
 
 
@@ -183,7 +185,8 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
   switch (g.kind) {
     case GroupKind::matmul:
       if (ks.strategy == Strategy::mma) {
-        if (ks.precision == Precision::fp32) illegal(g, "precision", "of mma must be tf32 or tf32x3 (tensor cores)");
+        if (ks.precision != Precision::tf32 && ks.precision != Precision::tf32x3)
+          illegal(g, "precision", "of mma must be tf32 or tf32x3 (tensor cores)");
         if (ks.algo != 0 || ks.block != kMmaThreads)
           illegal(g, "algo/block", "of mma are fixed: 0 and " + std::to_string(kMmaThreads) + " threads");
         if (ks.items != 1 && ks.items != 2)
@@ -194,6 +197,7 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
       if (ks.strategy != Strategy::library)
         illegal(g, "strategy", "must be library (cuBLASLt) or mma (kforge's tensor-core kernel) for a matrix product");
       if (ks.precision == Precision::tf32x3) illegal(g, "precision", "tf32x3 is kforge's own kernel's (strategy mma)");
+      if (is_half(ks.precision)) illegal(g, "precision", to_string(ks.precision) + " is for convolutions only");
       if (ks.algo < 0 || ks.algo >= kMatmulAlgos)
         illegal(g, "algo", "must be in [0, " + std::to_string(kMatmulAlgos) + ") (an index into cuBLASLt's heuristic)");
       break;
@@ -215,6 +219,8 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
       if (ks.strategy != Strategy::library)
         illegal(g, "strategy", "must be library (cuDNN) or, for a 2-D depthwise convolution, tile (kforge's direct kernel)");
       if (ks.precision == Precision::tf32x3) illegal(g, "precision", "tf32x3 is for matrix products only");
+      if (is_half(ks.precision) && ks.layout != Layout::nhwc)
+        illegal(g, "precision", to_string(ks.precision) + " needs layout nhwc (the transposes into channels last make the 16-bit copies)");
       if (ks.vec != 1 || ks.items != 1) illegal(g, "vec/items", "are not choices of a convolution");
       if (ks.algo < 0 || ks.algo >= kConvEngines)
         illegal(g, "algo", "must be in [0, " + std::to_string(kConvEngines) + ") (an index into cuDNN's engine heuristic)");
@@ -387,7 +393,7 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
           for (int vec : {4, 1}) keep({Strategy::mma, kMmaThreads, vec, blocks_per_sm, 1, RowCache::none, p, 0});
       break;
     case GroupKind::conv:
-      for (auto p : {Precision::fp32, Precision::tf32})
+      for (auto p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16})
         for (int a = 0; a < kConvEngines; ++a)
           for (auto layout : {Layout::nchw, Layout::nhwc}) keep({Strategy::library, 256, 1, 1, 1, RowCache::none, p, a, layout});
       if (g.depthwise)

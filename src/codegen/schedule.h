@@ -30,11 +30,19 @@ enum class Strategy { flat, thread, warp, block, split, tile, library, mma };
 
 // Arithmetic of a matrix product (or convolution). fp32: full fp32 products (cuBLASLt's CUBLAS_COMPUTE_32F,
 // cuDNN's engines without tensor-core notes): the strict tier. tf32: tensor cores on inputs rounded to 10
-// mantissa bits, ~1e-3 relative error: a plan using it claims the relaxed tier at best (Plan::uses_tf32,
+// mantissa bits, ~1e-3 relative error: a plan using it claims the relaxed tier at best (Plan::below_fp32,
 // env/evaluator.cpp). tf32x3 (mma only): split precision, each input x = big + small with big = tf32(x) and
 // small = tf32(x - big), the product big*big + big*small + small*big on tensor cores: about fp32's accuracy,
 // so the strict tier is open to it (ir/tf32.h emulates the arithmetic on the CPU).
-enum class Precision { fp32, tf32, tf32x3 };
+// fp16, bf16 (convolutions in channels-last layout only): the cuDNN step computes on 16-bit copies of its input
+// and weight (the transposes into channels last round them; fp16: 11 significant bits, range +-65504; bf16: 8
+// bits, fp32's range), sums in fp32 and writes a 16-bit result the transpose back widens: tensor cores at twice
+// TF32's rate, ~5e-4 (fp16) or ~4e-3 (bf16) relative error: the relaxed tier at best, where every input set
+// passes (an overflow to inf fails the check).
+enum class Precision { fp32, tf32, tf32x3, fp16, bf16 };
+// Whether a kernel of this precision computes below fp32's accuracy (tf32x3 does not: split precision).
+inline bool below_fp32(Precision p) { return p == Precision::tf32 || p == Precision::fp16 || p == Precision::bf16; }
+inline bool is_half(Precision p) { return p == Precision::fp16 || p == Precision::bf16; }
 
 // Memory layout a convolution's cuDNN step computes in. nchw: on the graph's own tensors. nhwc (channels last,
 // where cuDNN keeps its fastest engines): the step's input and weight are transposed to channels-last copies

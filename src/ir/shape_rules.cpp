@@ -163,11 +163,11 @@ TensorType infer_type(const Graph& g, const Node& n) {
   if (op == "const") {
     need_args(n, 0, 0);
     n.attr_f("value");
-    return {dtype_from_string(n.attrs.value("dtype", "f32")), {}};
+    return {value_dtype_from_string(n.attrs.value("dtype", "f32")), {}};
   }
   if (op == "cast") {
     need_args(n, 1, 1);
-    return {dtype_from_string(n.attr_s("dtype")), arg(g, n, 0).shape};
+    return {value_dtype_from_string(n.attr_s("dtype")), arg(g, n, 0).shape};
   }
   if (is_unary_op(op)) {
     need_args(n, 1, 1);

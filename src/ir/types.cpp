@@ -25,6 +25,7 @@ size_t dtype_size(DType d) {
     case DType::f32: return 4;
     case DType::i64: return 8;
     case DType::boolean: return 1;
+    case DType::f16: return 2;
   }
   return 0;
 }
@@ -34,6 +35,7 @@ std::string to_string(DType d) {
     case DType::f32: return "f32";
     case DType::i64: return "i64";
     case DType::boolean: return "bool";
+    case DType::f16: return "f16";
   }
   return "?";
 }
@@ -42,7 +44,14 @@ DType dtype_from_string(const std::string& s) {
   if (s == "f32") return DType::f32;
   if (s == "i64") return DType::i64;
   if (s == "bool") return DType::boolean;
+  if (s == "f16") return DType::f16;
   throw UserError("unknown dtype '" + s + "' (kforge supports f32, i64 and bool)");
+}
+
+DType value_dtype_from_string(const std::string& s) {
+  DType d = dtype_from_string(s);
+  if (d == DType::f16) throw UserError("dtype 'f16' is for a plan's own buffers; graph values are f32, i64 or bool");
+  return d;
 }
 
 std::string to_string(const Shape& s) {

@@ -57,9 +57,14 @@ std::vector<int64_t> channels_last_strides(const Shape& dims) {
   return s;
 }
 
-Desc tensor(int64_t uid, const Shape& dims, bool channels_last) {
+// The step's tensors' element type: float, or the 16-bit copies of an fp16 or bf16 step.
+cudnnDataType_t data_type(Precision p) {
+  return p == Precision::fp16 ? CUDNN_DATA_HALF : p == Precision::bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+}
+
+Desc tensor(int64_t uid, const Shape& dims, bool channels_last, cudnnDataType_t type) {
   Desc t(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-  t.set1(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
+  t.set1(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, type);
   t.set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, dims);
   t.set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, channels_last ? channels_last_strides(dims) : contiguous_strides(dims));
   t.set1(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, uid);
@@ -89,8 +94,8 @@ EngineMath engine_math(cudnnBackendDescriptor_t cfg) {
 }
 
 // The heuristic's configurations in the order a precision's `algo` indexes them. fp32: the full-precision ones
-// alone (the strict tier's 1e-4). tf32: the tensor-core ones first, then the full-precision ones, each in the
-// heuristic's order; otherwise tf32's first choice could be fp32's own.
+// alone (the strict tier's 1e-4). tf32, fp16, bf16: the tensor-core ones first, then the full-precision ones,
+// each in the heuristic's order; otherwise tf32's first choice could be fp32's own.
 std::vector<Desc> in_precision_order(std::vector<Desc> cfgs, Precision precision) {
   std::vector<Desc> tensor_core, full;
   for (auto& c : cfgs) {
@@ -98,7 +103,7 @@ std::vector<Desc> in_precision_order(std::vector<Desc> cfgs, Precision precision
     if (math == EngineMath::tensor_core) tensor_core.push_back(std::move(c));
     if (math == EngineMath::full) full.push_back(std::move(c));
   }
-  if (precision != Precision::tf32) return full;
+  if (!below_fp32(precision)) return full;
   for (auto& c : full) tensor_core.push_back(std::move(c));
   return tensor_core;
 }
@@ -110,8 +115,8 @@ struct Operation {
 
 // `transpose`: the step is a transposed convolution, the input gradient of the forward convolution `d`
 // (CONVOLUTION_BACKWARD_DATA): the step's x is that convolution's output (dy), its y the input (dx).
-// `channels_last`: the step's tensors (and weight) are stored NHWC (layout "NHWC").
-Operation operation(const ConvDims& d, bool transpose, bool channels_last) {
+// `channels_last`: the step's tensors (and weight) are stored NHWC (layout "NHWC"); `type`: their elements'.
+Operation operation(const ConvDims& d, bool transpose, bool channels_last, cudnnDataType_t type) {
   // cuDNN's convolutions take 2 or 3 spatial dims: a 1-D one is a 2-D one over a height of 1.
   std::vector<int64_t> in = d.in, kernel = d.kernel, out = d.out, stride = d.stride, pad = d.padding, dil = d.dilation;
   if (in.size() == 1) {
@@ -125,8 +130,8 @@ Operation operation(const ConvDims& d, bool transpose, bool channels_last) {
   };
   Shape input = dims(d.n, d.c, in), output = dims(d.n, d.o, out);
   const bool cl = channels_last;
-  Operation o{tensor(kX, transpose ? output : input, cl), tensor(kW, dims(d.o, d.c / d.groups, kernel), cl),  // cuDNN
-              tensor(kY, transpose ? input : output, cl), Desc(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR),    // reads the groups off
+  Operation o{tensor(kX, transpose ? output : input, cl, type), tensor(kW, dims(d.o, d.c / d.groups, kernel), cl, type),  // cuDNN
+              tensor(kY, transpose ? input : output, cl, type), Desc(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR),  // reads the groups off
               Desc(transpose ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR        // C / w's C
                              : CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR)};
   Desc& conv = o.conv;
@@ -161,7 +166,8 @@ Operation operation(const ConvDims& d, bool transpose, bool channels_last) {
 
 // The operation a step's library block describes (its geometry checked by conv_step_dims first).
 Operation step_operation(const nlohmann::json& lib, const std::string& where) {
-  return operation(conv_step_dims(lib, where), lib.value("op", "") == "conv_transpose", lib.value("layout", "") == "NHWC");
+  return operation(conv_step_dims(lib, where), lib.value("op", "") == "conv_transpose", lib.value("layout", "") == "NHWC",
+                   data_type(precision_from_string(lib.value("precision", "fp32"))));
 }
 
 // The engine configurations the heuristic offers for `graph` under `mode`, best first.

@@ -181,16 +181,21 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
   // way to strict-tier tensor-core speed (cuBLASLt's fp32 is plain SIMT arithmetic).
   // Fifth, where the graph has convolutions: the TF32 opening in channels-last (cuDNN's tensor-core kernels are
   // NHWC kernels; on NCHW tensors it may pick none, run 5.3 of docs/NOTES.md), paying the generated transposes.
-  // Sixth, where the graph has 2-D depthwise convolutions: kforge's direct kernel on them (memory-bound work,
+  // Then, for convolutions, the same in fp16 (16-bit copies made by those transposes, fp32 sums): tensor cores
+  // at twice TF32's rate, where PyTorch's own convolutions run TF32; relaxed at best, and only where every
+  // input set passes 1e-2.
+  // Last, where the graph has 2-D depthwise convolutions: kforge's direct kernel on them (memory-bound work,
   // where cuDNN's fp32 engines reached a twelfth of the floor in run 6.6), in fp32: a strict-tier candidate.
-  Schedule tf32, split, tf32_nhwc, direct;
+  Schedule tf32, split, tf32_nhwc, fp16_nhwc, direct;
   for (auto& g : fused) {
     if (g.kind != GroupKind::matmul && g.kind != GroupKind::conv) continue;
     tf32.kernels[g.key] = tf32_nhwc.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::tf32};
     if (g.kind == GroupKind::matmul)
       split.kernels[g.key] = {.strategy = Strategy::mma, .block = kMmaThreads, .vec = 4, .precision = Precision::tf32x3};
-    else
+    else {
       tf32_nhwc.kernels[g.key].layout = Layout::nhwc;
+      fp16_nhwc.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::fp16, .layout = Layout::nhwc};
+    }
     if (g.depthwise)
       for (const KernelSchedule& ks : schedule_space(g))  // 256 threads of 8 rows each where legal, else the first legal
         if (ks.strategy == Strategy::tile && (!direct.kernels.count(g.key) || (ks.block == 256 && ks.items == 8)))
@@ -198,7 +203,7 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
   }
   if (!tf32.kernels.empty()) queue.push_back(tf32);
   if (!split.kernels.empty()) queue.push_back(split);
-  if (tf32_nhwc != tf32) queue.push_back(tf32_nhwc);  // some group is a convolution
+  if (tf32_nhwc != tf32) queue.push_back(tf32_nhwc), queue.push_back(fp16_nhwc);  // some group is a convolution
   if (!direct.kernels.empty()) queue.push_back(direct);
   for (const Schedule& s : row_openings(fused)) queue.push_back(s);
   return queue;

@@ -5,7 +5,9 @@
 // samples on the device.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <random>
 
 #include "codegen/lower.h"
@@ -48,42 +50,79 @@ TEST(ConvDirect, MatchesTheInterpreterOnTheCpuForEveryTileShape) {
 
 // Around an NHWC step: x [n][c][s] -> [n][s][c] and w [o][c][taps] -> [o][taps][c] before it, its result
 // [n][s][o] -> [n][o][s] after it, plus the bias (conv_epilogue.h); each a tiled transpose through shared memory
-// (transpose_step of emit_conv.cpp), run here on a conv whose extents are no multiples of the 32 x 32 tile.
+// (transpose_step of emit_conv.cpp), run here on a conv whose extents are no multiples of the 32 x 32 tile. In
+// fp16 and bf16 the copies are 16-bit: the ways in round to nearest even, the way back widens.
+uint16_t to_f16(float x) { return std::bit_cast<uint16_t>(static_cast<_Float16>(x)); }
+uint16_t to_bf16(float x) {  // round to nearest even (the inputs here are finite)
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+float from_half(uint16_t h, Precision p) {
+  return p == Precision::fp16 ? float(std::bit_cast<_Float16>(h)) : std::bit_cast<float>(uint32_t(h) << 16);
+}
+
 TEST(ConvLayout, TheChannelsLastTransposesPermuteOnTheCpu) {
   if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
   Graph g = graph_from_json(testing::conv_graph("conv2d_asymmetric"));  // x [2, 5, 11, 19], w [7, 5, 3, 5]
-  Schedule s;
-  for (auto& grp : kernel_groups(g, true))
-    if (grp.kind == GroupKind::conv) s.kernels[grp.key] = {.strategy = Strategy::library, .layout = Layout::nhwc};
-  Plan p = lower(g, s);
-  // [a][b][c] -> [a][c][b] for each transpose, by the suffix of its kernel's name.
-  struct Case {
-    std::string suffix;
-    int64_t a, b, c;
-  };
-  const Shape& ys = g.at(g.outputs.at(0)).type.shape;  // [2, 7, 11, 10]
-  const int64_t y_extent = ys[2] * ys[3];
   int ran = 0;
-  for (const Case& cs : {Case{"_x_nhwc", 2, 5, 11 * 19}, Case{"_w_nhwc", 7, 5, 3 * 5}, Case{"_y_nchw", 2, y_extent, 7}}) {
-    const PlanKernel* k = nullptr;
-    for (auto& kk : p.kernels)
-      if (kk.name.size() > cs.suffix.size() && kk.name.compare(kk.name.size() - cs.suffix.size(), cs.suffix.size(), cs.suffix) == 0)
-        k = &kk;
-    ASSERT_NE(k, nullptr) << cs.suffix;
-    std::vector<float> in(size_t(cs.a * cs.b * cs.c)), out(in.size(), NAN), bias(size_t(cs.c));
-    for (size_t i = 0; i < in.size(); ++i) in[i] = float(i);
-    for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.5f + float(i) * 1000.f;
-    const bool with_bias = k->args.size() == 3;
-    EXPECT_EQ(with_bias, cs.suffix == "_y_nchw") << "the conv's bias rides on the transpose back";
-    testing::run_on_cpu(*k, with_bias ? std::vector<float*>{in.data(), bias.data(), out.data()} : std::vector<float*>{in.data(), out.data()});
-    for (int64_t a = 0; a < cs.a; ++a)
-      for (int64_t b = 0; b < cs.b; ++b)
-        for (int64_t c = 0; c < cs.c; ++c)
-          ASSERT_EQ(out[size_t((a * cs.c + c) * cs.b + b)], in[size_t((a * cs.b + b) * cs.c + c)] + (with_bias ? bias[size_t(c)] : 0.f))
-              << cs.suffix << " " << a << " " << b << " " << c;
-    ++ran;
+  for (Precision precision : {Precision::fp32, Precision::fp16, Precision::bf16}) {
+    Schedule s;
+    for (auto& grp : kernel_groups(g, true))
+      if (grp.kind == GroupKind::conv)
+        s.kernels[grp.key] = {.strategy = Strategy::library, .precision = precision, .layout = Layout::nhwc};
+    Plan p = lower(g, s);
+    const bool half = precision != Precision::fp32;
+    // [a][b][c] -> [a][c][b] for each transpose, by the suffix of its kernel's name.
+    struct Case {
+      std::string suffix;
+      int64_t a, b, c;
+    };
+    const Shape& ys = g.at(g.outputs.at(0)).type.shape;  // [2, 7, 11, 10]
+    const int64_t y_extent = ys[2] * ys[3];
+    for (const Case& cs : {Case{"_x_nhwc", 2, 5, 11 * 19}, Case{"_w_nhwc", 7, 5, 3 * 5}, Case{"_y_nchw", 2, y_extent, 7}}) {
+      const PlanKernel* k = nullptr;
+      for (auto& kk : p.kernels)
+        if (kk.name.size() > cs.suffix.size() && kk.name.compare(kk.name.size() - cs.suffix.size(), cs.suffix.size(), cs.suffix) == 0)
+          k = &kk;
+      ASSERT_NE(k, nullptr) << cs.suffix;
+      const bool back = cs.suffix == "_y_nchw";
+      const size_t n = size_t(cs.a * cs.b * cs.c);
+      // Inputs with fractions (i / 7): the 16-bit copies must round them, not truncate.
+      std::vector<float> in(n), out(n, NAN), bias(size_t(cs.c));
+      std::vector<uint16_t> in16(n), out16(n, 0xffff);
+      for (size_t i = 0; i < n; ++i) {
+        in[i] = float(i) / 7.f - 40.f;
+        in16[i] = precision == Precision::fp16 ? to_f16(in[i]) : to_bf16(in[i]);
+      }
+      for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.5f + float(i) * 1000.f;
+      const bool with_bias = k->args.size() == 3;
+      EXPECT_EQ(with_bias, back) << "the conv's bias rides on the transpose back";
+      float* src = half && back ? reinterpret_cast<float*>(in16.data()) : in.data();
+      float* dst = half && !back ? reinterpret_cast<float*>(out16.data()) : out.data();
+      testing::run_on_cpu(*k, with_bias ? std::vector<float*>{src, bias.data(), dst} : std::vector<float*>{src, dst});
+      for (int64_t a = 0; a < cs.a; ++a)
+        for (int64_t b = 0; b < cs.b; ++b)
+          for (int64_t c = 0; c < cs.c; ++c) {
+            const size_t from = size_t((a * cs.b + b) * cs.c + c), to = size_t((a * cs.c + c) * cs.b + b);
+            const float extra = with_bias ? bias[size_t(c)] : 0.f;
+            if (!half)
+              ASSERT_EQ(out[to], in[from] + extra) << cs.suffix << " " << a << " " << b << " " << c;
+            else if (back)
+              ASSERT_EQ(out[to], from_half(in16[from], precision) + extra) << to_string(precision) << cs.suffix << " " << a << " " << b << " " << c;
+            else
+              ASSERT_EQ(out16[to], in16[from]) << to_string(precision) << cs.suffix << " " << a << " " << b << " " << c;
+          }
+      ++ran;
+    }
+    // The 16-bit copies are f16 buffers, the step's precision says which kind.
+    for (auto& k : p.kernels)
+      if (k.kind == StepKind::cudnn) {
+        EXPECT_EQ(k.library.at("precision"), to_string(precision));
+        for (int i = 0; i < 3; ++i) EXPECT_EQ(p.buffers.at(k.args[i]).dtype, half ? DType::f16 : DType::f32);
+      }
+    EXPECT_EQ(p.below_fp32(), half);
   }
-  EXPECT_EQ(ran, 3);
+  EXPECT_EQ(ran, 9);
 }
 
 // An NCHW library call whose bias nothing else reads: the pass after it adds bias[o] to y[n][o][s] in place.

@@ -129,14 +129,23 @@ TEST(ConvSchedule, PrecisionAndEngineAreSearchActions) {
   EXPECT_EQ(def.strategy, Strategy::library);
   EXPECT_EQ(def.precision, Precision::fp32);
   auto space = schedule_space(groups[0]);
-  EXPECT_EQ(space.size(), size_t(2 * 2 * kConvEngines)) << "fp32 and tf32 engines, each in NCHW and NHWC";
+  EXPECT_EQ(space.size(), size_t(2 * 2 * kConvEngines + 2 * kConvEngines))
+      << "fp32 and tf32 engines, each in NCHW and NHWC; fp16 and bf16 in NHWC (their copies come from its transposes)";
+  KernelSchedule half_nchw = def;
+  half_nchw.precision = Precision::fp16;
+  try {
+    check_schedule(groups[0], half_nchw);
+    ADD_FAILURE() << "fp16 on NCHW tensors was accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs layout nhwc"), std::string::npos) << e.what();
+  }
   for (auto& ks : space) EXPECT_NO_THROW(check_schedule(groups[0], ks));
   Schedule a, b;
   a.kernels[groups[0].key] = space[0];
-  b.kernels[groups[0].key] = space.back();
+  b.kernels[groups[0].key] = {.strategy = Strategy::library, .precision = Precision::tf32, .algo = kConvEngines - 1};
   EXPECT_NE(plan_key(lower(g, a)), plan_key(lower(g, b)));
   Plan tf32 = lower(g, b);
-  EXPECT_TRUE(tf32.uses_tf32()) << "a TF32 engine claims the relaxed tier at best";
+  EXPECT_TRUE(tf32.below_fp32()) << "a TF32 engine claims the relaxed tier at best";
   EXPECT_EQ(steps(tf32, StepKind::cudnn)[0]->library.at("algo"), kConvEngines - 1);
   KernelSchedule bad = def;
   bad.algo = kConvEngines;

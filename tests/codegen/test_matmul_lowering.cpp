@@ -150,7 +150,7 @@ TEST(MatmulPlanJson, LibraryStepsRoundTripAndOldPlansAreNvrtc) {
   EXPECT_EQ(back.kernels[0].library.at("precision"), "tf32");
   EXPECT_EQ(back.kernels[0].library.at("algo"), 3);
   EXPECT_EQ(back.schedule, s);
-  EXPECT_TRUE(back.uses_tf32());
+  EXPECT_TRUE(back.below_fp32());
   // A plan written before library steps existed has no "kind": its kernels are NVRTC kernels.
   nlohmann::json old = lower(graph_from_json(testing::sample_graph("relu")), {}).to_json();
   for (auto& k : old["kernels"]) {
@@ -158,7 +158,7 @@ TEST(MatmulPlanJson, LibraryStepsRoundTripAndOldPlansAreNvrtc) {
     EXPECT_FALSE(k.contains("library"));
   }
   EXPECT_EQ(Plan::from_json(old).kernels[0].kind, StepKind::nvrtc);
-  EXPECT_FALSE(Plan::from_json(old).uses_tf32());
+  EXPECT_FALSE(Plan::from_json(old).below_fp32());
   nlohmann::json broken = p.to_json();
   broken["kernels"][0].erase("library");
   EXPECT_THROW(Plan::from_json(broken), UserError);
@@ -224,12 +224,15 @@ TEST(MatmulSchedule, IllegalChoicesNameTheField) {
   lib = default_schedule(pw);
   lib.precision = Precision::tf32;
   EXPECT_THROW(check_schedule(pw, lib), UserError);
-  EXPECT_THROW(precision_from_string("bf16"), UserError);
+  EXPECT_THROW(precision_from_string("fp8"), UserError);
+  KernelSchedule half = default_schedule(mm);
+  half.precision = Precision::bf16;
+  EXPECT_THROW(check_schedule(mm, half), UserError) << "16-bit copies are a convolution's choice only";
 }
 
 // kforge's own tensor-core GEMM (strategy mma): one generated kernel per product, reading the operands where
 // they are (transposed views as flags, batch strides), with the epilogue in its store; tf32x3 keeps the strict
-// tier (Plan::uses_tf32 is false), tf32 does not. Every product form compiles for sm_90 in both precisions.
+// tier (Plan::below_fp32 is false), tf32 does not. Every product form compiles for sm_90 in both precisions.
 TEST(MatmulMma, EveryProductIsOneKernelThatCompilesForSm90InBothPrecisions) {
   Compiler c({"sm_90", "", {}});
   for (auto& sample : testing::matmul_graphs()) {
@@ -241,7 +244,7 @@ TEST(MatmulMma, EveryProductIsOneKernelThatCompilesForSm90InBothPrecisions) {
           s.kernels[grp.key] = {.strategy = Strategy::mma, .vec = vec, .precision = precision};
       Plan p = lower(g, s);
       EXPECT_TRUE(steps(p, StepKind::cublaslt).empty()) << sample.name;
-      EXPECT_EQ(p.uses_tf32(), precision == Precision::tf32) << sample.name;
+      EXPECT_EQ(p.below_fp32(), precision == Precision::tf32) << sample.name;
       auto mma = std::find_if(p.kernels.begin(), p.kernels.end(),
                               [](const PlanKernel& k) { return k.schedule.value("strategy", "") == "mma"; });
       ASSERT_NE(mma, p.kernels.end()) << sample.name;

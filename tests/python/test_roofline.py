@@ -19,8 +19,10 @@ def test_the_floor_is_the_slower_of_memory_and_arithmetic():
 def test_memory_bound_reports_measure_no_matmul_rate_and_tf32_plans_use_the_relaxed_ceiling():
     r = roofline.report(4e9, 0.0, 4000, {"kernels": [{"schedule": {"strategy": "flat"}}]}, 2.0)
     assert r["matmul_tflops"] is None and r["floor_ms"] == pytest.approx(1.0) and r["pct_roofline"] == pytest.approx(50)
-    assert roofline.uses_tf32({"kernels": [{"schedule": {"strategy": "library", "precision": "tf32"}}]})
-    assert not roofline.uses_tf32({"kernels": [{"schedule": {"strategy": "library", "precision": "fp32"}}]})
+    assert roofline.below_fp32({"kernels": [{"schedule": {"strategy": "library", "precision": "tf32"}}]})
+    assert not roofline.below_fp32({"kernels": [{"schedule": {"strategy": "library", "precision": "fp32"}}]})
+    assert roofline.below_fp32({"kernels": [{"schedule": {"strategy": "library", "precision": "fp16", "layout": "nhwc"}}]})
+    assert roofline.below_fp32({"kernels": [{"schedule": {"strategy": "library", "precision": "bf16", "layout": "nhwc"}}]})
 
 
 def test_the_suite_table_shows_the_roofline_columns():
@@ -68,6 +70,6 @@ def test_split_precision_plans_take_the_faster_of_fp32_and_a_third_of_tf32(monke
     plan = {"kernels": [{"schedule": {"strategy": "mma", "precision": "tf32x3"}}]}
     r = roofline.report(1e6, 2e12, 4000, plan, 20.0)
     assert r["matmul_tier"] == "strict (split tf32)" and r["matmul_tflops"] == pytest.approx(400.0 / 3)
-    assert not roofline.uses_tf32(plan), "split precision is judged by the strict tier"
+    assert not roofline.below_fp32(plan), "split precision is judged by the strict tier"
     plain = roofline.report(1e6, 2e12, 4000, {"kernels": [{"schedule": {"strategy": "mma", "precision": "tf32"}}]}, 20.0)
     assert plain["matmul_tier"] == "relaxed" and plain["matmul_tflops"] == pytest.approx(400.0)

@@ -29,17 +29,22 @@ TEST_F(CudnnHost, LoadsWithEveryEntryPoint) {
   EXPECT_STREQ(cudnn().cudnnGetErrorString(CUDNN_STATUS_SUCCESS), "CUDNN_STATUS_SUCCESS");
 }
 
+// Both layouts in fp32, and the 16-bit tensors (fp16, bf16) of channels-last steps.
 TEST_F(CudnnHost, AcceptsTheOperationOfEveryConvSampleInBothLayouts) {
+  const std::pair<Layout, Precision> forms[] = {{Layout::nchw, Precision::fp32}, {Layout::nhwc, Precision::fp32},
+                                                {Layout::nhwc, Precision::fp16}, {Layout::nhwc, Precision::bf16}};
   for (auto& s : testing::conv_graphs()) {
-    for (auto layout : {Layout::nchw, Layout::nhwc}) {
+    for (auto [layout, precision] : forms) {
       Graph g = graph_from_json(s.graph);
       Schedule schedule;
       for (auto& grp : kernel_groups(g, true))
-        if (grp.kind == GroupKind::conv) schedule.kernels[grp.key] = {.strategy = Strategy::library, .layout = layout};
+        if (grp.kind == GroupKind::conv)
+          schedule.kernels[grp.key] = {.strategy = Strategy::library, .precision = precision, .layout = layout};
       Plan p = lower(g, schedule);
       auto step = testing::steps(p, StepKind::cudnn);
       ASSERT_EQ(step.size(), 1u) << s.name;
-      EXPECT_NO_THROW(finalize_conv_operation(step[0]->library, step[0]->name)) << s.name << " " << to_string(layout);
+      EXPECT_NO_THROW(finalize_conv_operation(step[0]->library, step[0]->name))
+          << s.name << " " << to_string(layout) << " " << to_string(precision);
     }
   }
 }
