@@ -219,6 +219,46 @@ template <bool IS_MAX> __device__ __forceinline__ KfArg kf_block_arg_reduce(KfAr
   a = lane < nwarps ? scratch[lane] : KfArg{0.f, -1};
   return kf_warp_arg_reduce<IS_MAX>(a);
 }
+// Rows split across a thread-block cluster (emit_row.cpp, the block strategy with chunks > 1; sm_90): the block's
+// rank, a barrier of the whole cluster (release/acquire: shared-memory writes before it are seen after it), and
+// a pointer into another block's shared memory (distributed shared memory). Each reduction writes the block's
+// total to one of two slots (round & 1), waits for the cluster, and folds the C totals in rank order, so every
+// block gets the same bits; the slot is written again two reductions later, after a barrier every block passes
+// only once done reading it.
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ unsigned kf_cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void kf_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+template <class T> __device__ __forceinline__ const T* kf_cluster_map(const T* p, unsigned rank) {
+  unsigned long long q;
+  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(q) : "l"(p), "r"(rank));
+  return reinterpret_cast<const T*>(q);
+}
+template <class T, int C, class F> __device__ __forceinline__ T kf_cluster_fold(T v, T* slots, unsigned& round, F f) {
+  const unsigned s = round++ & 1u;
+  if (threadIdx.x == 0) slots[s] = v;
+  kf_cluster_sync();
+  T t = *kf_cluster_map(&slots[s], 0);
+#pragma unroll
+  for (int q = 1; q < C; ++q) t = f(t, *kf_cluster_map(&slots[s], q));
+  return t;
+}
+// `part` holds two Op::T (32 bytes), `apart` two KfArg.
+template <class Op, int C> __device__ __forceinline__ typename Op::T kf_cluster_reduce(typename Op::T v, double* scratch, double* part,
+                                                                                    unsigned& round) {
+  typedef typename Op::T T;
+  return kf_cluster_fold<T, C>(kf_block_reduce<Op>(v, scratch), reinterpret_cast<T*>(part), round, [](T a, T b) { return Op::f(a, b); });
+}
+template <bool IS_MAX, int C> __device__ __forceinline__ KfArg kf_cluster_arg_reduce(KfArg a, KfArg* scratch, KfArg* apart, unsigned& round) {
+  return kf_cluster_fold<KfArg, C>(kf_block_arg_reduce<IS_MAX>(a, scratch), apart, round,
+                                   [](KfArg x, KfArg y) { return kf_arg_combine<IS_MAX>(x, y); });
+}
+#endif
 )CUDA";
   return src;
 }

@@ -92,6 +92,16 @@ Skeleton skeleton(const KernelSchedule& ks, const RowShape& rs) {
   Skeleton s;
   switch (ks.strategy) {
     case Strategy::block:
+      if (const int C = cluster_blocks(ks); C > 1) {  // a cluster of C blocks a row; its rank kf_crank
+        const std::string Cs = std::to_string(C);
+        s.row_loop = "for (i64 k = blockIdx.x / " + Cs + "; k < " + K + "; k += gridDim.x / " + Cs + ")";
+        s.elem_loop = U + "for (i64 r = kf_crank * " + B + " + threadIdx.x; r < " + R + "; r += " + std::to_string(ks.block * C) + ")";
+        s.leader = "threadIdx.x == 0 && kf_crank == 0";
+        s.reduce_f = "kf_cluster_reduce<OP, " + Cs + ">(ACC, kf_scratch, kf_cpart, kf_cround)";
+        s.reduce_arg = "kf_cluster_arg_reduce<MAX, " + Cs + ">(ACC, kf_ascratch, kf_capart, kf_cround)";
+        s.blocks = rs.K * C;
+        break;
+      }
       s.row_loop = "for (i64 k = blockIdx.x; k < " + K + "; k += gridDim.x)";
       s.elem_loop = U + "for (i64 r = threadIdx.x; r < " + R + "; r += " + B + ")";
       s.leader = "threadIdx.x == 0";
@@ -635,15 +645,17 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& group, cons
   Skeleton sk = skeleton(ks, rs);
   const bool in_registers = ks.cache_row == RowCache::registers, bulk = ks.cache_row == RowCache::bulk;
   const int64_t slots = register_row_slots(g, ks);
+  // A cluster's blocks share each row: block kf_crank walks from kf_crank * block, all of them stepping together.
+  const int C = cluster_blocks(ks);
+  const std::string first = C > 1 ? "kf_crank * " + std::to_string(ks.block) + " + " : "", step = std::to_string(ks.block * C);
   if (in_registers)  // a walk of fixed length, fully unrolled: slot kf_j is then a register, not a stack index
-    sk.elem_loop = "_Pragma(\"unroll\") for (int kf_j = 0, kf_t = kf_tid(); kf_j < " + std::to_string(slots) +
-                   "; ++kf_j) if (const i64 r = kf_t + (i64)kf_j * " + std::to_string(ks.block) + "; r < " +
-                   std::to_string(rs.R) + "LL)";
+    sk.elem_loop = "_Pragma(\"unroll\") for (int kf_j = 0, kf_t = " + first + "kf_tid(); kf_j < " + std::to_string(slots) +
+                   "; ++kf_j) if (const i64 r = kf_t + (i64)kf_j * " + step + "; r < " + std::to_string(rs.R) + "LL)";
   VecWalk vw;
   if (ks.strategy == Strategy::block && ks.vec > 1) {
     vw.V = ks.vec;
-    sk.elem_loop = unrolled(ks) + "for (i64 kf_rv = threadIdx.x; kf_rv < " + std::to_string(rs.R / ks.vec) + "LL; kf_rv += " +
-                   std::to_string(ks.block) + ")";
+    sk.elem_loop = unrolled(ks) + "for (i64 kf_rv = " + first + "threadIdx.x; kf_rv < " + std::to_string(rs.R / ks.vec) +
+                   "LL; kf_rv += " + step + ")";
   }
   KernelWriter w(cx.partition, g, cx.buffer_of_owner);
   std::string body;
@@ -694,8 +706,12 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& group, cons
     body += ks.strategy == Strategy::warp ? "    __syncwarp();\n" : "    __syncthreads();\n";
   std::string s = kernel_header(cx.partition, g, ks, name);
   const int64_t register_floats = in_registers ? slots * int64_t(cached.size()) : 0;
-  s += "extern \"C\" __global__ void " + launch_bounds(ks, smem, register_floats) + " " + name + "(" + w.params() + ") {\n";
+  const std::string cluster_dims = C > 1 ? "__cluster_dims__(" + std::to_string(C) + ", 1, 1) " : "";
+  s += "extern \"C\" __global__ void " + cluster_dims + launch_bounds(ks, smem, register_floats) + " " + name + "(" + w.params() + ") {\n";
   if (ks.strategy == Strategy::block) s += "  __shared__ double kf_scratch[64];\n  __shared__ KfArg kf_ascratch[32];\n";
+  if (C > 1)
+    s += "  __shared__ double kf_cpart[4];  // two slots of the block's totals, read by the cluster (kf_cluster_reduce)\n"
+         "  __shared__ KfArg kf_capart[2];\n  const unsigned kf_crank = kf_cluster_rank();\n  unsigned kf_cround = 0;\n";
   if (!cached.empty() && !in_registers)
     s += "  extern __shared__ " + std::string(bulk ? "__align__(16) " : "") + "float kf_row[];  // " + std::to_string(cached.size()) + " cached row buffer(s)" +
          (bulk ? ", two of each" : "") + "\n";
@@ -706,7 +722,8 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& group, cons
     s += br.prologue(K);
     s += "  for (i64 k = blockIdx.x, kf_it = 0; k < " + K + "; k += gridDim.x, ++kf_it) {\n" + body + "  }\n}\n";
   } else {
-    s += "  " + sk.row_loop + " {\n" + body + "  }\n}\n";
+    // A cluster's blocks leave together: none may exit while another still reads its shared memory.
+    s += "  " + sk.row_loop + " {\n" + body + "  }\n" + (C > 1 ? "  kf_cluster_sync();\n" : "") + "}\n";
   }
   PlanKernel k = make_kernel(g, ks, name, s, w, sk.blocks, ks.block);
   k.smem = int(smem);

@@ -16,7 +16,10 @@ namespace kforge {
 //   flat:   pointwise; each thread handles `vec` consecutive elements, `items` times (grid-stride).
 //   thread: one thread per row (coalesced when the innermost dim is kept, e.g. reducing dim 1 of [B, R, I]).
 //   warp:   one warp per row, shuffles only (short rows).
-//   block:  one block per row (long rows).
+//   block:  one block per row (long rows); with chunks > 1 a thread-block cluster of `chunks` blocks per row,
+//           each walking its share (r = rank * block + thread, stepping block * chunks), the statistics combined
+//           through distributed shared memory (sm_90), so that an SM holds pieces of several rows in different
+//           phases where one 1024-thread block a row would serialize its loads, reductions and writes.
 //   split:  rows cut into `chunks` pieces reduced by separate blocks, then combined (few, very long rows).
 //   tile:   32 neighbouring rows per block, one per lane, the block's warps splitting each row; for rows
 //           whose innermost dim is kept (reducing dim 1 of [B, R, I]): coalesced and parallel along R.
@@ -73,7 +76,7 @@ struct KernelSchedule {
   int block = 256;   // threads per block, a multiple of 32 in [32, 1024]
   int vec = 1;       // elements per 16-byte-or-narrower access (1, 2 or 4): flat, and thread rows side by side
   int items = 1;     // grid-stride iterations per thread (flat) or elements per thread (scan block)
-  int chunks = 1;    // split only
+  int chunks = 1;    // split: pieces of a row; block: blocks of a cluster sharing a row (1, 2, 4, 8)
   RowCache cache_row = RowCache::none;
   Precision precision = Precision::fp32;  // library only
   int algo = 0;                           // library only: index into the heuristic's list, 0 = its first choice
@@ -143,9 +146,11 @@ constexpr int64_t kBlockStaticSmem = 2048;
 int64_t bulk_cache_limit(const KernelSchedule& ks);
 // The shared memory a row cache may take beside the kernel's static shared memory.
 int64_t row_cache_limit(const KernelSchedule& ks);
-// Registers one cached row buffer takes per thread: ceil(row / block) under the block strategy, ceil(row /
-// warps) under the tile's (its warps share each of 32 rows).
+// Registers one cached row buffer takes per thread: ceil(row / (block * chunks)) under the block strategy (its
+// cluster's blocks share a row), ceil(row / warps) under the tile's (its warps share each of 32 rows).
 int64_t register_row_slots(const KernelGroup& g, const KernelSchedule& ks);
+// The blocks of a cluster sharing each row: chunks under the block strategy, else 1.
+inline int cluster_blocks(const KernelSchedule& ks) { return ks.strategy == Strategy::block ? ks.chunks : 1; }
 
 // Row geometry of a group: kept elements K and reduced elements R (R = 1 for pointwise).
 int64_t rows_of(const KernelGroup& g);

@@ -113,6 +113,9 @@ namespace {
 // these by single steps from the default.
 std::vector<Schedule> row_openings(const std::vector<KernelGroup>& fused) {
   const std::vector<KernelSchedule> rows = {
+      {.strategy = Strategy::block, .block = 256, .chunks = 4, .cache_row = RowCache::registers},
+      {.strategy = Strategy::block, .block = 512, .chunks = 2, .cache_row = RowCache::registers},
+      {.strategy = Strategy::block, .block = 256, .vec = 4, .chunks = 4},
       {.strategy = Strategy::block, .block = 512, .cache_row = RowCache::bulk},
       {.strategy = Strategy::block, .block = 1024, .cache_row = RowCache::bulk},
       {.strategy = Strategy::block, .block = 512, .items = 8, .cache_row = RowCache::shared},

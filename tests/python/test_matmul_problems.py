@@ -70,11 +70,24 @@ def library_plan(path, ops, tmp_path):
     return graph, lower_to_plan(graph, tmp_path)
 
 
-def test_there_are_ten_level1_and_twenty_level2_product_problems():
-    assert len(PROBLEMS) == 30 and sorted(p.stem for p in LEVEL2_PRODUCTS) == sorted(LEVEL2)
+# A matrix times a scalar is no product: one elementwise kernel, tested on its own below.
+SCALAR = REPO / "bench" / "level1_matmul" / "13_matrix_scalar.py"
 
 
-@pytest.mark.parametrize("path", PROBLEMS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_there_are_fifteen_level1_and_twenty_level2_product_problems():
+    assert len(PROBLEMS) == 35 and sorted(p.stem for p in LEVEL2_PRODUCTS) == sorted(LEVEL2)
+
+
+def test_a_matrix_times_a_scalar_is_one_elementwise_kernel(tmp_path):
+    graph = graph_of(SCALAR)
+    assert [n["op"] for n in graph["nodes"] if n["op"] not in ("input", "const")] == ["mul"]
+    if os.environ.get("KFORGE_NO_CORE") == "1":
+        pytest.skip("KFORGE_NO_CORE=1: the kforge binary is deliberately not used")
+    plan = lower_to_plan(graph, tmp_path)
+    assert len(plan["kernels"]) == 1 and plan["kernels"][0].get("kind", "nvrtc") == "nvrtc"
+
+
+@pytest.mark.parametrize("path", [p for p in PROBLEMS if p != SCALAR], ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_imports_and_lowers_to_cublaslt(path, tmp_path):
     graph, plan = library_plan(path, ("matmul",), tmp_path)
     library = [k for k in plan["kernels"] if k.get("kind") == "cublaslt"]
@@ -84,5 +97,6 @@ def test_imports_and_lowers_to_cublaslt(path, tmp_path):
         assert library[0]["library"]["epilogue"] == epilogue
         assert len(plan["kernels"]) - 1 == kernels
     if "transposed" in path.stem or path.parent.name == "level2" and "linear" in path.stem:
-        side = "a" if path.stem.endswith("transposed_a") else "b"
-        assert library[0]["library"][side]["transposed"], "a transposing view is a flag, not a copy"
+        sides = {"transposed_a": "a", "transposed_both": "ab"}.get(path.stem[3:], "b")
+        for side in sides:
+            assert library[0]["library"][side]["transposed"], "a transposing view is a flag, not a copy"

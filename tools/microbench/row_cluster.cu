@@ -128,6 +128,45 @@ __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(T) ln_cluster(const 
   cluster.sync();  // no block leaves while another may still read its `part`
 }
 
+// The same with scalar loads (a float a step, PER of them a thread, r = threadIdx.x + j * T): the form of the
+// generator's register rows, whose walks are element by element.
+template <int C, int T, int PER>
+__global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(T) ln_cluster_scalar(const float* x, const float* w, const float* b, float* y) {
+  constexpr int SHARE = LN_N / C;
+  static_assert(LN_N % C == 0 && SHARE <= T * PER, "the row's share must fit the block's registers");
+  __shared__ Moments scratch[32];
+  __shared__ Moments part;
+  cg::cluster_group cluster = cg::this_cluster();
+  const int rank = (int)cluster.block_rank();
+  const long long row = blockIdx.x / C;
+  const float* xr = x + row * LN_N + rank * SHARE;
+  float v[PER];
+#pragma unroll
+  for (int j = 0; j < PER; ++j) {
+    const int i = threadIdx.x + j * T;
+    v[j] = i < SHARE ? xr[i] : 0.5f;
+  }
+  Moments m{0.f, 0.f};
+#pragma unroll
+  for (int j = 0; j < PER; ++j) m.s += v[j] - 0.5f, m.q += (v[j] - 0.5f) * (v[j] - 0.5f);
+  m = block_sum(m, scratch);
+  if (threadIdx.x == 0) part = m;
+  cluster.sync();
+  Moments total{0.f, 0.f};
+#pragma unroll
+  for (int r = 0; r < C; ++r) {
+    const Moments* p = cluster.map_shared_rank(&part, r);
+    total.s += p->s, total.q += p->q;
+  }
+  const float mean = total.s / LN_N + 0.5f, rstd = rsqrtf(fmaxf(total.q / LN_N - (mean - 0.5f) * (mean - 0.5f), 0.f) + 1e-5f);
+#pragma unroll
+  for (int j = 0; j < PER; ++j) {
+    const int i = threadIdx.x + j * T;
+    if (i < SHARE) y[row * LN_N + rank * SHARE + i] = (v[j] - mean) * rstd * w[rank * SHARE + i] + b[rank * SHARE + i];
+  }
+  cluster.sync();
+}
+
 // ---- log-softmax over the channel dim ------------------------------------------------------------------------
 constexpr long long LS_B = 64, LS_C = 1021, LS_S = 6144;
 
@@ -298,6 +337,9 @@ int main() {
         {"registers, cluster 8 x 128 (6 float4)", [=] { ln_cluster<8, 128, 6><<<LN_ROWS * 8, 128>>>(X, Wt, B, Y); }},
         {"registers, cluster 4 x 512 (3 float4)", [=] { ln_cluster<4, 512, 3><<<LN_ROWS * 4, 512>>>(X, Wt, B, Y); }},
         {"registers, cluster 8 x 256 (3 float4)", [=] { ln_cluster<8, 256, 3><<<LN_ROWS * 8, 256>>>(X, Wt, B, Y); }},
+        {"scalar registers, cluster 4 x 256 (24 floats)", [=] { ln_cluster_scalar<4, 256, 24><<<LN_ROWS * 4, 256>>>(x, w, b, y); }},
+        {"scalar registers, cluster 2 x 512 (24 floats)", [=] { ln_cluster_scalar<2, 512, 24><<<LN_ROWS * 2, 512>>>(x, w, b, y); }},
+        {"scalar registers, cluster 8 x 256 (12 floats)", [=] { ln_cluster_scalar<8, 256, 12><<<LN_ROWS * 8, 256>>>(x, w, b, y); }},
     };
     run("layer norm [24576, 24480]", n, v, y, x, flush, flush_bytes);
     CHECK(cudaFree(x));
