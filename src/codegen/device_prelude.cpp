@@ -239,13 +239,15 @@ template <class T> __device__ __forceinline__ const T* kf_cluster_map(const T* p
   asm volatile("mapa.u64 %0, %1, %2;" : "=l"(q) : "l"(p), "r"(rank));
   return reinterpret_cast<const T*>(q);
 }
-template <class T, int C, class F> __device__ __forceinline__ T kf_cluster_fold(T v, T* slots, unsigned& round, F f) {
-  const unsigned s = round++ & 1u;
-  if (threadIdx.x == 0) slots[s] = v;
+// `slots` is slot 0 of this thread's value; slot 1 lies `stride` values on. Threads below `writers` write.
+template <class T, int C, class F>
+__device__ __forceinline__ T kf_cluster_fold(T v, T* slots, unsigned& round, F f, unsigned writers = 1, int stride = 1) {
+  T* const slot = slots + (round++ & 1u) * stride;
+  if (threadIdx.x < writers) *slot = v;
   kf_cluster_sync();
-  T t = *kf_cluster_map(&slots[s], 0);
+  T t = *kf_cluster_map(slot, 0);
 #pragma unroll
-  for (int q = 1; q < C; ++q) t = f(t, *kf_cluster_map(&slots[s], q));
+  for (int q = 1; q < C; ++q) t = f(t, *kf_cluster_map(slot, q));
   return t;
 }
 // `part` holds two Op::T (32 bytes), `apart` two KfArg.

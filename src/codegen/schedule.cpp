@@ -121,7 +121,7 @@ Schedule schedule_from_json(const nlohmann::json& j) {
 
 int64_t register_row_slots(const KernelGroup& g, const KernelSchedule& ks) {
   // A tile's warps share a row; a block-strategy row may be split across a cluster of `chunks` blocks.
-  const int64_t walkers = ks.strategy == Strategy::tile ? ks.block / 32 : int64_t(ks.block) * cluster_blocks(ks);
+  const int64_t walkers = (ks.strategy == Strategy::tile ? ks.block / 32 : int64_t(ks.block)) * cluster_blocks(ks);
   return (row_length(g) + walkers - 1) / walkers;
 }
 
@@ -288,18 +288,18 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
           illegal(g, "cache_row", "registers would take " + std::to_string(register_row_slots(g, ks)) + " per thread (at most " +
                                       std::to_string(kMaxRegisterRow) + ")");
       }
-      if (ks.strategy == Strategy::block && ks.chunks != 1) {
-        // A row split across a thread-block cluster (emit_row.cpp): each block holds its share, in registers or
-        // read again from memory; the blocks' statistics meet in distributed shared memory.
+      if ((ks.strategy == Strategy::block || ks.strategy == Strategy::tile) && ks.chunks != 1) {
+        // Rows (a tile's 32) split across a thread-block cluster (emit_row.cpp): each block holds its share, in
+        // registers or read again from memory; the blocks' statistics meet in distributed shared memory.
         if (ks.chunks != 2 && ks.chunks != 4 && ks.chunks != 8)
-          illegal(g, "chunks", "of the block strategy is the blocks of a cluster sharing each row: 1, 2, 4 or 8");
+          illegal(g, "chunks", "of the block and tile strategies is the blocks of a cluster sharing each row: 1, 2, 4 or 8");
         if (ks.cache_row == RowCache::shared || ks.cache_row == RowCache::bulk)
           illegal(g, "chunks", "a row split across a cluster is cached in registers or not at all");
-        if (row_length(g) < int64_t(ks.block) * ks.chunks)
-          illegal(g, "chunks", "would leave threads of the cluster without an element of the row");
+        const int64_t walkers = (ks.strategy == Strategy::tile ? ks.block / 32 : ks.block) * int64_t(ks.chunks);
+        if (row_length(g) < walkers) illegal(g, "chunks", "would leave threads of the cluster without an element of the row");
       }
-      if (ks.strategy != Strategy::split && ks.strategy != Strategy::block && ks.chunks != 1)
-        illegal(g, "chunks", "must be 1 but for the split and block strategies");
+      if (ks.strategy != Strategy::split && ks.strategy != Strategy::block && ks.strategy != Strategy::tile && ks.chunks != 1)
+        illegal(g, "chunks", "must be 1 but for the split, block and tile strategies");
       if (ks.strategy == Strategy::tile && !keeps_innermost(g))
         illegal(g, "strategy", "tile needs the innermost dim kept (rows side by side in memory)");
       if (ks.strategy == Strategy::split) {
@@ -424,6 +424,11 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
           for (int v : {1, 2, 4}) keep({Strategy::thread, b, v, it, 1});
         for (RowCache cache : {RowCache::none, RowCache::shared, RowCache::registers})
           for (int b : {64, 128, 256, 512, 1024}) keep({Strategy::tile, b, 1, it, 1, cache});
+        for (int c : {2, 4, 8})
+          for (int b : {128, 256, 512}) {
+            keep({Strategy::tile, b, 1, it, c, RowCache::registers});
+            keep({Strategy::tile, b, 1, it, c});
+          }
         for (RowCache cache : {RowCache::none, RowCache::shared, RowCache::registers, RowCache::bulk}) {
           for (int b : {128, 256, 512}) keep({Strategy::warp, b, 1, it, 1, cache});
           for (int b : {128, 256, 512, 1024})
@@ -476,7 +481,7 @@ std::pair<double, double> launch_size(const KernelGroup& g, const KernelSchedule
     case Strategy::warp: return {rows * 32, std::ceil(rows * 32 / ks.block)};
     case Strategy::block: return {rows * ks.block * ks.chunks, rows * ks.chunks};
     case Strategy::split: return {rows * ks.chunks * ks.block, rows * ks.chunks};
-    case Strategy::tile: return {std::ceil(rows / 32) * ks.block, std::ceil(rows / 32)};
+    case Strategy::tile: return {std::ceil(rows / 32) * ks.block * ks.chunks, std::ceil(rows / 32) * ks.chunks};
     // cuBLASLt picks its own geometry; typical: a 128x128 output tile per block of 256 threads.
     case Strategy::library: return {std::ceil(n / 16384) * 256, std::ceil(n / 16384)};
   }

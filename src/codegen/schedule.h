@@ -22,7 +22,8 @@ namespace kforge {
 //           phases where one 1024-thread block a row would serialize its loads, reductions and writes.
 //   split:  rows cut into `chunks` pieces reduced by separate blocks, then combined (few, very long rows).
 //   tile:   32 neighbouring rows per block, one per lane, the block's warps splitting each row; for rows
-//           whose innermost dim is kept (reducing dim 1 of [B, R, I]): coalesced and parallel along R.
+//           whose innermost dim is kept (reducing dim 1 of [B, R, I]): coalesced and parallel along R; with
+//           chunks > 1 the 32 rows are split across a cluster's blocks as the block strategy's.
 //   library: a matrix product handed to cuBLASLt or a convolution handed to cuDNN (matmul and conv groups
 //            only); precision and algo are its choices.
 //   mma:     a matrix product on kforge's own tensor-core kernel (mma.sync, codegen/emit_matmul_mma.cpp), with
@@ -149,8 +150,10 @@ int64_t row_cache_limit(const KernelSchedule& ks);
 // Registers one cached row buffer takes per thread: ceil(row / (block * chunks)) under the block strategy (its
 // cluster's blocks share a row), ceil(row / warps) under the tile's (its warps share each of 32 rows).
 int64_t register_row_slots(const KernelGroup& g, const KernelSchedule& ks);
-// The blocks of a cluster sharing each row: chunks under the block strategy, else 1.
-inline int cluster_blocks(const KernelSchedule& ks) { return ks.strategy == Strategy::block ? ks.chunks : 1; }
+// The blocks of a cluster sharing each row: chunks under the block and tile strategies, else 1.
+inline int cluster_blocks(const KernelSchedule& ks) {
+  return ks.strategy == Strategy::block || ks.strategy == Strategy::tile ? ks.chunks : 1;
+}
 
 // Row geometry of a group: kept elements K and reduced elements R (R = 1 for pointwise).
 int64_t rows_of(const KernelGroup& g);

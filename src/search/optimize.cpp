@@ -126,7 +126,12 @@ std::vector<Schedule> row_openings(const std::vector<KernelGroup>& fused) {
       {.strategy = Strategy::block, .block = 512, .vec = 4, .items = 4},
       {.strategy = Strategy::block, .block = 512, .vec = 4, .cache_row = RowCache::bulk},
       {.strategy = Strategy::block, .block = 1024, .vec = 4, .items = 2}};
-  const std::vector<KernelSchedule> tiles = {{.strategy = Strategy::tile, .block = 1024, .items = 4},
+  // Tiles split across clusters, in registers: tools/microbench/row_cluster.cu on the H200 (device run 10.1),
+  // log-softmax over the 1021 channels of [64, 1021, 6144]: 2 blocks of 512 0.924 ms, 4 of 256 1.002, against
+  // 1.405 for uncached 256-thread tiles.
+  const std::vector<KernelSchedule> tiles = {{.strategy = Strategy::tile, .block = 512, .chunks = 2, .cache_row = RowCache::registers},
+                                             {.strategy = Strategy::tile, .block = 256, .chunks = 4, .cache_row = RowCache::registers},
+                                             {.strategy = Strategy::tile, .block = 1024, .items = 4},
                                              {.strategy = Strategy::tile, .block = 512, .items = 4}};
   // Contiguous rows walked once (a sum or mean over the last dim): bulk copies for the prefetch alone.
   const std::vector<KernelSchedule> streams = {{.strategy = Strategy::block, .block = 128, .cache_row = RowCache::bulk},

@@ -25,12 +25,14 @@ Graph sum_over_middle(int64_t b, int64_t r, int64_t i) {
 
 // The schedules of `g`'s single row group that the CPU runner can run: a thread per row or the tile (their
 // combines need no warp shuffle), rows not cached in shared memory (no extern shared arrays); a tile's rows in
-// registers included.
+// registers included; no cluster (the runner runs one block at a time, a cluster's blocks wait for each other:
+// the GPU tests run those).
 std::vector<Schedule> cpu_runnable_schedules(const Graph& g) {
   KernelGroup grp = kernel_groups(g, true).at(0);
   std::vector<Schedule> out;
   for (auto& ks : schedule_space(grp)) {
     if (ks.strategy != Strategy::tile && ks.strategy != Strategy::thread) continue;
+    if (cluster_blocks(ks) > 1) continue;
     if (ks.cache_row != RowCache::none && !(ks.strategy == Strategy::tile && ks.cache_row == RowCache::registers)) continue;
     Schedule s;
     s.kernels[grp.key] = ks;

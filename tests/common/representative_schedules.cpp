@@ -20,7 +20,7 @@ std::vector<Schedule> representative_schedules(const Graph& g, bool vary_items) 
       std::string key = to_string(ks.strategy) + std::to_string(ks.vec) + to_string(ks.cache_row) +
                         (vary_items || every_tile ? std::to_string(ks.items) : "") +
                         (every_tile ? std::to_string(ks.block) : "") + to_string(ks.precision) + to_string(ks.layout) +
-                        (ks.strategy == Strategy::block ? "c" + std::to_string(ks.chunks) : "") +  // clusters
+                        (cluster_blocks(ks) > 1 ? "c" + std::to_string(ks.chunks) : "") +  // clusters
                         (ks.algo == 0 || ks.algo == last_algo ? std::to_string(ks.algo) : "");
       if (!seen.insert(key).second) continue;
       Schedule s;

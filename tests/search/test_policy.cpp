@@ -134,14 +134,18 @@ TEST(Opening, LibraryStepsAlsoOpenWithTheirFirstChoiceInTf32) {
       EXPECT_EQ(split.kernels.begin()->second.precision, Precision::tf32x3);
       EXPECT_NO_THROW(lower(g, split));
     }
+    // A convolution then opens in channels last: TF32, then fp16 copies.
     if (!product) {
-      const Schedule& nhwc = opening.back();
-      ASSERT_EQ(nhwc.kernels.size(), 1u);
-      EXPECT_EQ(nhwc.kernels.begin()->second.layout, Layout::nhwc);
-      EXPECT_EQ(nhwc.kernels.begin()->second.precision, Precision::tf32);
-      EXPECT_NO_THROW(lower(g, nhwc));
+      ASSERT_GE(opening.size(), 3u);
+      for (auto [from_end, precision] : {std::pair{2, Precision::tf32}, std::pair{1, Precision::fp16}}) {
+        const Schedule& nhwc = opening[opening.size() - size_t(from_end)];
+        ASSERT_EQ(nhwc.kernels.size(), 1u);
+        EXPECT_EQ(nhwc.kernels.begin()->second.layout, Layout::nhwc);
+        EXPECT_EQ(nhwc.kernels.begin()->second.precision, precision);
+        EXPECT_NO_THROW(lower(g, nhwc));
+      }
     }
-    const Schedule& tf32 = opening[opening.size() - 2];
+    const Schedule& tf32 = opening[opening.size() - (product ? 2 : 3)];
     int library = 0;
     for (auto& grp : kernel_groups(g, true)) {
       if (grp.kind != GroupKind::matmul && grp.kind != GroupKind::conv) continue;

@@ -74,12 +74,14 @@ TEST(Openings, RowsWalkedTwiceOpenWithEachRowCache) {
   EXPECT_EQ(ways, (std::set<std::string>{"bulk/512", "bulk/1024", "shared/512", "shared/1024", "none/1024", "registers/1024",
                                          "registers/512"}));
   for (auto& s : hand_written_openings(graph_from_json(testing::sample_graph("relu")))) EXPECT_TRUE(s.kernels.empty());
-  // Rows across the innermost dim (log-softmax over channels): tiles that leave their 32 rows in L2.
+  // Rows across the innermost dim (log-softmax over channels): tiles split across clusters with their rows in
+  // registers, then tiles that leave their 32 rows in L2.
   Graph channels = graph_from_json(testing::unary_graph("log_softmax", {2, 33, 40}, {{"dim", 1}}));
   std::set<std::string> tiles;
   for (auto& s : hand_written_openings(channels))
-    for (auto& [key, ks] : s.kernels) tiles.insert(to_string(ks.strategy) + "/" + to_string(ks.cache_row) + "/" + std::to_string(ks.block));
-  EXPECT_EQ(tiles, (std::set<std::string>{"tile/none/1024", "tile/none/512"}));
+    for (auto& [key, ks] : s.kernels)
+      tiles.insert(to_string(ks.strategy) + "/" + to_string(ks.cache_row) + "/" + std::to_string(ks.block) + "x" + std::to_string(ks.chunks));
+  EXPECT_EQ(tiles, (std::set<std::string>{"tile/registers/512x2", "tile/registers/256x4", "tile/none/1024x1", "tile/none/512x1"}));
   // A reduction over a middle dim walked once: a thread of two neighbouring columns, then of four.
   Graph columns = graph_from_json(testing::unary_graph("argmin", {2, 33, 40}, {{"dim", 1}, {"keepdim", false}}));
   auto openings = hand_written_openings(columns);
