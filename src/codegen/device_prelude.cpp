@@ -210,6 +210,23 @@ template <class Op> __device__ __forceinline__ typename Op::T kf_block_reduce(ty
   v = lane < nwarps ? scratch[lane] : Op::init();
   return kf_warp_reduce<Op>(v);
 }
+// Two statistics reduced across the block together: each as kf_block_reduce would, one pair of barriers for
+// both. `scratch` holds 128 doubles: 32 of each Op::T.
+template <class A, class B> struct KfPair { typename A::T a; typename B::T b; };
+template <class A, class B>
+__device__ __forceinline__ KfPair<A, B> kf_block_reduce2(typename A::T a, typename B::T b, double* scratch_) {
+  typename A::T* sa = reinterpret_cast<typename A::T*>(scratch_);
+  typename B::T* sb = reinterpret_cast<typename B::T*>(scratch_ + 64);
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+  a = kf_warp_reduce<A>(a);
+  b = kf_warp_reduce<B>(b);
+  __syncthreads();  // scratch may still be read by the previous reduction
+  if (lane == 0) sa[warp] = a, sb[warp] = b;
+  __syncthreads();
+  a = lane < nwarps ? sa[lane] : A::init();
+  b = lane < nwarps ? sb[lane] : B::init();
+  return {kf_warp_reduce<A>(a), kf_warp_reduce<B>(b)};
+}
 template <bool IS_MAX> __device__ __forceinline__ KfArg kf_block_arg_reduce(KfArg a, KfArg* scratch) {
   int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
   a = kf_warp_arg_reduce<IS_MAX>(a);

@@ -291,6 +291,22 @@ std::string finish_stat(const Graph& gr, const KernelGroup& g, const RowShape& r
          ", " + std::to_string(rs.R) + ".0);\n";
 }
 
+// Two statistics of one walk (a layer norm's mean and variance) combined across a block in one reduction: one
+// pair of barriers instead of two, the same arithmetic in the same order (kf_block_reduce2). Block strategy
+// without a cluster; not for arg statistics.
+bool paired_block_reduce(const Graph& gr, const KernelSchedule& ks, const std::vector<int>& stats) {
+  if (ks.strategy != Strategy::block || cluster_blocks(ks) > 1 || stats.size() != 2) return false;
+  return !is_arg(gr.at(stats[0]).attr_s("kind")) && !is_arg(gr.at(stats[1]).attr_s("kind"));
+}
+std::string finish_stat_pair(const Graph& gr, const KernelGroup& g, const RowShape& rs, const std::vector<int>& stats,
+                             const std::string& indent) {
+  const std::string a = std::to_string(stats[0]), b = std::to_string(stats[1]), n = std::to_string(rs.R) + ".0";
+  const std::string opa = stat_op(gr, g, stats[0]), opb = stat_op(gr, g, stats[1]);
+  return indent + "const auto kf_pair" + a + " = kf_block_reduce2<" + opa + ", " + opb + ">(acc" + a + ", acc" + b + ", kf_scratch);\n" +
+         indent + "const float s" + a + " = " + opa + "::finish(kf_pair" + a + ".a, " + n + ");\n" +
+         indent + "const float s" + b + " = " + opb + "::finish(kf_pair" + a + ".b, " + n + ");\n";
+}
+
 std::string row_outputs(KernelWriter& w, const KernelGroup& g, const RowShape& rs, const std::string& leader,
                         const std::string& indent) {
   if (g.row_outputs.empty()) return "";
@@ -716,7 +732,9 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& group, cons
   for (int pass = 0; pass < stat_walks(g); ++pass) {
     std::vector<int> stats = stats_in_pass(g, pass);
     body += stat_pass(w, gr, g, rs, stats, sk.elem_loop, "    ", pass == 0 ? fill : "", vw);
-    for (int s : stats) body += finish_stat(gr, g, rs, s, sk.reduce_f, sk.reduce_arg, "    ");
+    if (paired_block_reduce(gr, ks, stats)) body += finish_stat_pair(gr, g, rs, stats, "    ");
+    else
+      for (int s : stats) body += finish_stat(gr, g, rs, s, sk.reduce_f, sk.reduce_arg, "    ");
     if (pass == 0 && !cached.empty() && ks.strategy == Strategy::warp && !in_registers) body += "    __syncwarp();\n";
     for (int s : stats) w.bind(s, "s" + std::to_string(s));
   }
@@ -728,7 +746,7 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& group, cons
   std::string s = kernel_header(cx.partition, g, ks, name);
   const int64_t register_floats = in_registers ? slots * int64_t(cached.size()) : 0;
   s += "extern \"C\" __global__ void " + cluster_dims(C) + launch_bounds(ks, smem, register_floats) + " " + name + "(" + w.params() + ") {\n";
-  if (ks.strategy == Strategy::block) s += "  __shared__ double kf_scratch[64];\n  __shared__ KfArg kf_ascratch[32];\n";
+  if (ks.strategy == Strategy::block) s += "  __shared__ double kf_scratch[128];\n  __shared__ KfArg kf_ascratch[32];\n";
   if (C > 1)
     s += "  __shared__ double kf_cpart[4];  // two slots of the block's totals, read by the cluster (kf_cluster_reduce)\n"
          "  __shared__ KfArg kf_capart[2];\n  const unsigned kf_crank = kf_cluster_rank();\n  unsigned kf_cround = 0;\n";
