@@ -278,6 +278,10 @@ CASES = [
          inputs="torch.randn(7, 5), torch.randn(3, 7, 4)", args="x, y"),
     Case("bmm_transposed_both", "torch.bmm(x.mT, y.mT)", ["permute", "permute", "matmul"],
          inputs="torch.randn(3, 7, 5), torch.randn(3, 4, 7)", args="x, y"),
+    # a diagonal factor: a broadcast multiply, never a dense N x N matrix
+    Case("diag_times_matrix", "torch.diag(v) @ y", ["reshape", "mul"], inputs="torch.randn(7), torch.randn(7, 5)",
+         args="v, y"),
+    Case("matrix_times_diag", "torch.mm(x, v.diag())", ["mul"], inputs="torch.randn(5, 7), torch.randn(7)", args="x, v"),
     Case("linear_functional", "F.linear(x, self.w, self.b)", ["permute", "matmul", "add"],
          init="self.w = nn.Parameter(torch.randn(6, 8))\nself.b = nn.Parameter(torch.randn(6))", params=["w", "b"],
          attrs={"permute": {"dims": [1, 0]}}),

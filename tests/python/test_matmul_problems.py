@@ -70,24 +70,29 @@ def library_plan(path, ops, tmp_path):
     return graph, lower_to_plan(graph, tmp_path)
 
 
-# A matrix times a scalar is no product: one elementwise kernel, tested on its own below.
+# A matrix times a scalar, and a diagonal matrix times a matrix, are no products: one elementwise kernel each
+# (the diagonal a broadcast of its vector), tested on their own below.
 SCALAR = REPO / "bench" / "level1_matmul" / "13_matrix_scalar.py"
+DIAGONAL = REPO / "bench" / "level1_matmul" / "16_diag_times_matrix.py"
+ELEMENTWISE = (SCALAR, DIAGONAL)
 
 
-def test_there_are_fifteen_level1_and_twenty_level2_product_problems():
-    assert len(PROBLEMS) == 35 and sorted(p.stem for p in LEVEL2_PRODUCTS) == sorted(LEVEL2)
+def test_there_are_sixteen_level1_and_twenty_level2_product_problems():
+    assert len(PROBLEMS) == 36 and sorted(p.stem for p in LEVEL2_PRODUCTS) == sorted(LEVEL2)
 
 
-def test_a_matrix_times_a_scalar_is_one_elementwise_kernel(tmp_path):
-    graph = graph_of(SCALAR)
-    assert [n["op"] for n in graph["nodes"] if n["op"] not in ("input", "const")] == ["mul"]
+@pytest.mark.parametrize("path", ELEMENTWISE, ids=lambda p: p.stem)
+def test_a_scalar_or_diagonal_factor_is_one_elementwise_kernel(path, tmp_path):
+    graph = graph_of(path)
+    ops = [n["op"] for n in graph["nodes"] if n["op"] not in ("input", "const", "reshape")]
+    assert ops == ["mul"], ops
     if os.environ.get("KFORGE_NO_CORE") == "1":
         pytest.skip("KFORGE_NO_CORE=1: the kforge binary is deliberately not used")
     plan = lower_to_plan(graph, tmp_path)
     assert len(plan["kernels"]) == 1 and plan["kernels"][0].get("kind", "nvrtc") == "nvrtc"
 
 
-@pytest.mark.parametrize("path", [p for p in PROBLEMS if p != SCALAR], ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("path", [p for p in PROBLEMS if p not in ELEMENTWISE], ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_imports_and_lowers_to_cublaslt(path, tmp_path):
     graph, plan = library_plan(path, ("matmul",), tmp_path)
     library = [k for k in plan["kernels"] if k.get("kind") == "cublaslt"]

@@ -1,5 +1,5 @@
 """Matrix products: torch.matmul and `@`, mm, bmm, addmm, F.linear and nn.Linear, all as the IR's `matmul` (torch.matmul
-semantics). A Linear's weight [N, K] is read through a permute, never copied: the lowering turns a permute of the last
+semantics); a product with torch.diag(v) as a broadcast multiply. A Linear's weight [N, K] is read through a permute, never copied: the lowering turns a permute of the last
 two dims into cuBLASLt's transpose flag, and a bias add (and a following ReLU or tanh-GELU) into its epilogue."""
 import operator
 
@@ -26,8 +26,43 @@ def product(b, x, y, final=True):
     return b.emit_tmp("matmul", [x, y], {}, torch.float32, out)
 
 
+class DiagonalMatrix:
+    """torch.diag(v) of a vector v [N], kept as v: a product with it scales rows (diag(v) @ B = v[:, None] * B) or
+    columns (A @ diag(v) = A * v), a broadcast multiply over the other operand, never a dense N x N matrix."""
+    def __init__(self, v):
+        self.v = v
+
+
+@on(torch.diag, "diag")
+def diag(b, input, diagonal=0):
+    v = tensor(b, input)
+    if v.ndim != 1 or diagonal != 0:
+        b.refuse("torch.diag is supported for a vector (diagonal 0) as an operand of a matrix product only; "
+                 f"got a {v.ndim}-D tensor, diagonal {diagonal}")
+    return DiagonalMatrix(v)
+
+
+def diagonal_product(b, left, right):
+    if isinstance(left, DiagonalMatrix) and isinstance(right, DiagonalMatrix):
+        b.refuse("a product of two diagonal matrices is not supported")
+    if isinstance(left, DiagonalMatrix):
+        (v,) = operands(b, left.v)
+        (m,) = operands(b, right)
+        if m.ndim != 2 or m.shape[0] != v.shape[0]:
+            b.refuse(f"diag(v) @ B needs B of shape [{v.shape[0]}, M], got {list(m.shape)}")
+        column = b.emit_tmp("reshape", [v], {"shape": [v.shape[0], 1]}, v.dtype, (v.shape[0], 1))
+        return b.emit("mul", [column, m])
+    (m,) = operands(b, left)
+    (v,) = operands(b, right.v)
+    if m.ndim < 1 or m.shape[-1] != v.shape[0]:
+        b.refuse(f"A @ diag(v) needs A's last dim to be {v.shape[0]}, got {list(m.shape)}")
+    return b.emit("mul", [m, v])
+
+
 @on(torch.matmul, operator.matmul, "matmul", torch.mm, "mm", torch.bmm, "bmm")
 def matmul(b, input, other):
+    if isinstance(input, DiagonalMatrix) or isinstance(other, DiagonalMatrix):
+        return diagonal_product(b, input, other)
     x, y = operands(b, input, other)
     return product(b, x, y)
 
