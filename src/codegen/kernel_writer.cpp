@@ -203,6 +203,11 @@ std::string KernelWriter::value(int id) {
   std::string e;
   if (n.op == "gather") {
     e = gather(n);
+  } else if (n.op == "triangle") {  // the site's (row, col) in the last two dims against the diagonal
+    const size_t rank = n.type.shape.size();
+    const std::string offset = "((i64)" + coord_of(rank - 1, rank) + " - (i64)" + coord_of(rank - 2, rank) + ")";
+    e = "(" + offset + (n.attr_b("upper") ? " >= " : " <= ") + std::to_string(n.attr_i("diagonal")) + "LL ? " +
+        value(n.args[0]) + " : (" + ctype(id) + ")0)";
   } else if (n.op == "where") {
     e = "(" + value(n.args[0]) + " ? " + value(n.args[1]) + " : " + value(n.args[2]) + ")";
   } else if (is_binary_op(n.op)) {

@@ -41,6 +41,13 @@ int64_t dot(const std::vector<int64_t>& c, const std::vector<int64_t>& s) {
   return o;
 }
 
+// Whether element c of a `triangle` node's result keeps its value: column - row >= diagonal (upper, torch.triu) or
+// <= diagonal (lower, torch.tril), over the last two dims.
+bool in_triangle(const Node& n, const std::vector<int64_t>& c) {
+  const int64_t offset = c[c.size() - 1] - c[c.size() - 2], diagonal = n.attr_i("diagonal");
+  return n.attr_b("upper") ? offset >= diagonal : offset <= diagonal;
+}
+
 HostTensor elementwise(const Node& n, const std::vector<const HostTensor*>& a) {
   HostTensor out{n.type, std::vector<double>(numel(n.type.shape))};
   std::vector<std::vector<int64_t>> strides;
@@ -50,6 +57,7 @@ HostTensor elementwise(const Node& n, const std::vector<const HostTensor*>& a) {
     auto v = [&](size_t k) { return a[k]->data[dot(it.c, strides[k])]; };
     double r;
     if (n.op == "where") r = v(0) != 0 ? v(1) : v(2);
+    else if (n.op == "triangle") r = in_triangle(n, it.c) ? v(0) : 0.0;
     else if (a.size() == 2) r = eval_binary(n.op, v(0), v(1));
     else r = eval_unary(n, v(0));
     if (n.type.dtype == DType::i64) r = std::trunc(r);

@@ -231,6 +231,13 @@ TensorType infer_type(const Graph& g, const Node& n) {
     check_dims(n, n.attr_ints("dims"), arg(g, n, 0).shape.size());
     return arg(g, n, 0);
   }
+  if (op == "triangle") {  // torch.triu / tril: x where the last two dims' (row, col) lie in the triangle, else 0
+    need_args(n, 1, 1);
+    if (arg(g, n, 0).shape.size() < 2) fail(n, "needs at least 2 dims (rows and columns are the last two)");
+    n.attr_b("upper");
+    n.attr_i("diagonal");
+    return arg(g, n, 0);
+  }
   if (op == "gather") {  // out[.., i, ..] = x[.., index[.., i, ..], ..] along dim
     need_args(n, 2, 2);
     const auto &x = arg(g, n, 0), &idx = arg(g, n, 1);

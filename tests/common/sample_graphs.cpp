@@ -34,6 +34,13 @@ std::vector<SampleGraph> sample_graphs() {
   g.push_back(unary("hardtanh", {1000}, {{"min_val", -0.5}, {"max_val", 0.75}}));
   g.push_back(unary("softplus", {1000}, {{"beta", 2.0}, {"threshold", 10.0}}));
   g.push_back(unary("clamp", {1000}, {{"min", -0.3}, {"max", nullptr}}));
+  // torch.tril(x, -1) / torch.triu(x, 2): a value that depends on the element's (row, column).
+  g.push_back(unary("triangle", {3, 36, 41}, {{"upper", false}, {"diagonal", -1}}));
+  g.back().name = "tril";
+  g.push_back({"triu_row_sum", {{"inputs", {input("x", {5, 33, 70})}},
+                                {"nodes", {node("t", "triangle", {"x"}, {{"upper", true}, {"diagonal", 2}}),
+                                           node("y", "sum", {"t"}, {{"dims", {2}}, {"keepdim", false}})}},
+                                {"outputs", {"y"}}}});
   for (auto op : {"sum", "mean", "amax", "amin", "prod"}) {
     g.push_back(unary(op, {6, 129, 7}, {{"dims", {1}}, {"keepdim", false}}));
     g.back().name = std::string(op) + "_middle";

@@ -282,6 +282,12 @@ CASES = [
     Case("diag_times_matrix", "torch.diag(v) @ y", ["reshape", "mul"], inputs="torch.randn(7), torch.randn(7, 5)",
          args="v, y"),
     Case("matrix_times_diag", "torch.mm(x, v.diag())", ["mul"], inputs="torch.randn(5, 7), torch.randn(7)", args="x, v"),
+    # triangles of the last two dims (a product's triangular result)
+    Case("triu_of_product", "torch.triu(x @ y)", ["matmul", "triangle"], inputs="torch.randn(6, 5), torch.randn(5, 9)",
+         args="x, y", attrs={"triangle": {"upper": True, "diagonal": 0}}),
+    Case("tril_method_offset", "x.tril(-1)", ["triangle"], inputs="torch.randn(2, 7, 5)",
+         attrs={"triangle": {"upper": False, "diagonal": -1}}),
+    Case("triu_offset_batched", "torch.triu(x, diagonal=2) * 2", ["triangle", "const", "mul"], inputs="torch.randn(3, 4, 6)"),
     Case("linear_functional", "F.linear(x, self.w, self.b)", ["permute", "matmul", "add"],
          init="self.w = nn.Parameter(torch.randn(6, 8))\nself.b = nn.Parameter(torch.randn(6))", params=["w", "b"],
          attrs={"permute": {"dims": [1, 0]}}),

@@ -77,8 +77,8 @@ DIAGONAL = REPO / "bench" / "level1_matmul" / "16_diag_times_matrix.py"
 ELEMENTWISE = (SCALAR, DIAGONAL)
 
 
-def test_there_are_sixteen_level1_and_twenty_level2_product_problems():
-    assert len(PROBLEMS) == 36 and sorted(p.stem for p in LEVEL2_PRODUCTS) == sorted(LEVEL2)
+def test_there_are_eighteen_level1_and_twenty_level2_product_problems():
+    assert len(PROBLEMS) == 38 and sorted(p.stem for p in LEVEL2_PRODUCTS) == sorted(LEVEL2)
 
 
 @pytest.mark.parametrize("path", ELEMENTWISE, ids=lambda p: p.stem)
@@ -101,6 +101,8 @@ def test_imports_and_lowers_to_cublaslt(path, tmp_path):
         epilogue, kernels = LEVEL2[path.stem]
         assert library[0]["library"]["epilogue"] == epilogue
         assert len(plan["kernels"]) - 1 == kernels
+    if path.stem.endswith("_triangular"):  # the mask is one generated kernel after the product
+        assert [n["op"] for n in graph["nodes"]][-1] == "triangle" and len(plan["kernels"]) == 2
     if "transposed" in path.stem or path.parent.name == "level2" and "linear" in path.stem:
         sides = {"transposed_a": "a", "transposed_both": "ab"}.get(path.stem[3:], "b")
         for side in sides:

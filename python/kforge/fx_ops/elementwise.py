@@ -154,3 +154,18 @@ def where(b, condition, input, other):
 
 
 on("where")(lambda b, input, condition, other: where(b, condition, input, other))
+
+
+def triangle(upper):
+    def handler(b, input, diagonal=0):
+        x = tensor(b, input)
+        if x.ndim < 2:
+            b.refuse(f"{'triu' if upper else 'tril'} needs at least 2 dims, got {x.ndim}")
+        if not isinstance(diagonal, int):
+            b.refuse(f"the diagonal of {'triu' if upper else 'tril'} must be a Python int, got {type(diagonal).__name__}")
+        return b.emit("triangle", [x], {"upper": upper, "diagonal": diagonal})
+    return handler
+
+
+on(torch.triu, "triu")(triangle(True))
+on(torch.tril, "tril")(triangle(False))

@@ -1,0 +1,55 @@
+// Kernels whose values depend on the element's coordinates run on the CPU (common/cpu_kernel_runner.h): a
+// triangle (torch.tril / triu) in a pointwise kernel under every vector width, and feeding a row sum under the
+// strategies the runner runs, against the interpreter.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "codegen/lower.h"
+#include "common/cpu_kernel_runner.h"
+#include "common/random_inputs.h"
+#include "common/sample_graphs.h"
+#include "ir/interpreter.h"
+
+namespace kforge {
+namespace {
+
+TEST(TriangleKernels, MatchTheInterpreterOnTheCpu) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  int checked = 0;
+  for (const char* name : {"tril", "triu_row_sum"}) {
+    Graph g = graph_from_json(testing::sample_graph(name));
+    std::mt19937_64 rng(5);
+    auto inputs = testing::random_values(g, g.inputs, rng);
+    std::vector<HostTensor> want = interpret(primitive_graph(g), inputs, {});
+    KernelGroup grp = kernel_groups(g, true).at(0);
+    for (const KernelSchedule& ks : schedule_space(grp)) {
+      // What the runner runs: pointwise blocks of 128 (each vector width), and a thread per row.
+      const bool pointwise = grp.kind == GroupKind::pointwise && ks.block == 128 && ks.items == 1;
+      const bool rows = grp.kind == GroupKind::row && ks.strategy == Strategy::thread && ks.vec == 1 && ks.items == 1 &&
+                        ks.block == 64;
+      if (!pointwise && !rows) continue;
+      Schedule s;
+      s.kernels[grp.key] = ks;
+      std::vector<float> got = testing::run_plan_on_cpu(lower(g, s), inputs);
+      ASSERT_EQ(got.size(), want[0].data.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[0].data[i], 1e-5 * (1 + std::abs(want[0].data[i]))) << name << " " << to_json(s).dump() << " output " << i;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 4);  // tril at vec 1, 2 and 4, and the row sum
+}
+
+// The interpreter's triangle is torch's: column - row against the diagonal, over the last two dims.
+TEST(TriangleKernels, TheInterpreterKeepsTorchsTriangle) {
+  Graph g = graph_from_json(testing::unary_graph("triangle", {2, 3, 4}, {{"upper", true}, {"diagonal", 1}}));
+  HostTensor x{g.at(g.inputs[0]).type, std::vector<double>(24, 1.0)};
+  std::vector<HostTensor> y = interpret(g, {x}, {});
+  // Each 3 x 4 matrix keeps (r, c) with c - r >= 1.
+  const std::vector<double> matrix = {0, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1};
+  for (size_t i = 0; i < 24; ++i) EXPECT_EQ(y[0].data[i], matrix[i % 12]) << i;
+}
+
+}  // namespace
+}  // namespace kforge
