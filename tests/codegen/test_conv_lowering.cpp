@@ -193,6 +193,13 @@ TEST(ConvPlanJson, CudnnStepsMustFitTheirBuffers) {
   refused("malformed parameters", [](auto& k) { k["library"].erase("dilation"); });
   refused("of kind cudnn has op 'matmul'", [](auto& k) { k["library"]["op"] = "matmul"; });
   refused("of kind cublaslt has op 'conv'", [](auto& k) { k["kind"] = "cublaslt"; });
+  // 16-bit steps: NHWC only, on 16-bit buffers (an f32 buffer read as halves would be garbage, not an error).
+  refused("precision fp16 needs layout NHWC", [](auto& k) { k["library"]["precision"] = "fp16"; });
+  refused("x needs 1440 f16 elements, buffer 'x' holds 1440 f32", [](auto& k) {
+    k["library"]["precision"] = "bf16";
+    k["library"]["layout"] = "NHWC";
+  });
+  refused("precision tf32x3 is for matrix products only", [](auto& k) { k["library"]["precision"] = "tf32x3"; });
 }
 
 // Channels last (schedule layout nhwc): the step works on channels-last copies, transposed in before it and out
