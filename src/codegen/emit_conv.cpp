@@ -41,6 +41,8 @@ Element element_of(Precision p) {
   if (p == Precision::bf16) return {"unsigned short", "kf_to_bf16", "kf_from_bf16"};
   return {};
 }
+// The plan dtype of a cuDNN step's x, w and y under precision p: the 16-bit copies of fp16 and bf16, else f32.
+DType step_dtype(Precision p) { return is_half(p) ? DType::f16 : DType::f32; }
 
 // A plan step that writes dst[a][c][b] = src[a][b][c] (a < A, b < B, c < C): a 32 x 32 tile through shared
 // memory, so that both the read (along c) and the write (along b) are coalesced. NCHW <-> NHWC is this with
@@ -132,7 +134,7 @@ std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const K
   const int64_t wc = d.c / d.groups, taps = numel(d.kernel);
   // In fp16 or bf16 the copies are 16-bit: the transposes in round, the one out widens (and adds the bias).
   const Element full, copy = element_of(ks.precision);
-  const DType copy_dtype = is_half(ks.precision) ? DType::f16 : DType::f32;
+  const DType copy_dtype = step_dtype(ks.precision);
   const int x = k.args[0], w = k.args[1], y = k.args[2];
   k.args[0] = add_temp(cx, g.key + ".x_nhwc", copy_dtype, {d.n * xc * x_extent});
   k.args[1] = add_temp(cx, g.key + ".w_nhwc", copy_dtype, {d.o * wc * taps});
@@ -168,7 +170,7 @@ void check_conv_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffers
     int64_t x = d.n * d.c * numel(d.in), w = d.o * (d.c / d.groups) * numel(d.kernel), y = numel(d.result);
     if (lib.at("op") == "conv_transpose") std::swap(x, y);  // it reads the forward's output, writes its input
     if (std::min({d.n, d.c, d.o}) < 1) throw UserError(where + ": n, c and o must be at least 1");
-    const DType t = is_half(p) ? DType::f16 : DType::f32;
+    const DType t = step_dtype(p);
     check_step_buffers(k, buffers, {{"x", x, t}, {"w", w, t}, {"y", y, t},
                                     {"workspace", (lib.at("workspace_bytes").get<int64_t>() + 3) / 4}}, where);
   } catch (const nlohmann::json::exception& e) {

@@ -98,7 +98,7 @@ Skeleton skeleton(const KernelSchedule& ks, const RowShape& rs) {
       if (const int C = cluster_blocks(ks); C > 1) {  // a cluster of C blocks a row; its rank kf_crank
         const std::string Cs = std::to_string(C);
         s.row_loop = "for (i64 k = blockIdx.x / " + Cs + "; k < " + K + "; k += gridDim.x / " + Cs + ")";
-        s.elem_loop = U + "for (i64 r = kf_crank * " + B + " + threadIdx.x; r < " + R + "; r += " + std::to_string(ks.block * C) + ")";
+        s.elem_loop = U + "for (i64 r = kf_crank * " + B + " + threadIdx.x; r < " + R + "; r += " + std::to_string(row_walkers(ks)) + ")";
         s.leader = "threadIdx.x == 0 && kf_crank == 0";
         s.reduce_f = "kf_cluster_reduce<OP, " + Cs + ">(ACC, kf_scratch, kf_cpart, kf_cround)";
         s.reduce_arg = "kf_cluster_arg_reduce<MAX, " + Cs + ">(ACC, kf_ascratch, kf_capart, kf_cround)";
@@ -528,7 +528,7 @@ std::vector<PlanKernel> emit_tile(EmitContext& cx, const KernelGroup& g, const K
   std::string R = std::to_string(rs.R) + "LL";  // an inactive lane starts past the row's end
   // A tile split across a cluster of C blocks: block kf_crank's warps walk r = kf_crank * W + warp, stepping W * C.
   const int C = cluster_blocks(ks);
-  const std::string first = C > 1 ? "kf_crank * " + Ws + " + " : "", step = std::to_string(W * C);
+  const std::string first = C > 1 ? "kf_crank * " + Ws + " + " : "", step = std::to_string(row_walkers(ks));
   std::string loop = unrolled(ks) + "for (i64 r = active ? " + first + "warp : " + R + "; r < " + R + "; r += " + step + ")";
   const int64_t slots = register_row_slots(g, ks);
   if (in_registers)  // slot kf_j holds r = warp + kf_j * W: a fixed-length walk, fully unrolled, in registers
@@ -552,7 +552,7 @@ std::vector<PlanKernel> emit_tile(EmitContext& cx, const KernelGroup& g, const K
     std::vector<int> stats = stats_in_pass(g, pass);
     if (pass == 0 && in_registers)
       body += "    const i64 kf_kc = active ? k : " + std::to_string(rs.K - 1) + "LL;\n" +
-              register_fill_walk(g, rs, fill, slots, first + "(kf_tid() >> 5)", int64_t(W) * C, "kf_kc");
+              register_fill_walk(g, rs, fill, slots, first + "(kf_tid() >> 5)", row_walkers(ks), "kf_kc");
     body += stat_pass(w, gr, g, rs, stats, loop, "    ", pass == 0 && !in_registers ? fill : "");
     for (int s : stats) {
       body += tile_combine(gr, g, rs, s, Ws, C);
@@ -703,7 +703,7 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& group, cons
   const int64_t slots = register_row_slots(g, ks);
   // A cluster's blocks share each row: block kf_crank walks from kf_crank * block, all of them stepping together.
   const int C = cluster_blocks(ks);
-  const std::string first = C > 1 ? "kf_crank * " + std::to_string(ks.block) + " + " : "", step = std::to_string(ks.block * C);
+  const std::string first = C > 1 ? "kf_crank * " + std::to_string(ks.block) + " + " : "", step = std::to_string(row_walkers(ks));
   if (in_registers)  // a walk of fixed length, fully unrolled: slot kf_j is then a register, not a stack index
     sk.elem_loop = "_Pragma(\"unroll\") for (int kf_j = 0, kf_t = " + first + "kf_tid(); kf_j < " + std::to_string(slots) +
                    "; ++kf_j) if (const i64 r = kf_t + (i64)kf_j * " + step + "; r < " + std::to_string(rs.R) + "LL)";
@@ -750,7 +750,7 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& group, cons
   if (bulk && !cached.empty()) body += br.row_start(K);
   for (int pass = 0; pass < stat_walks(g); ++pass) {
     std::vector<int> stats = stats_in_pass(g, pass);
-    if (pass == 0 && in_registers) body += register_fill_walk(g, rs, fill, slots, first + "kf_tid()", int64_t(ks.block) * C);
+    if (pass == 0 && in_registers) body += register_fill_walk(g, rs, fill, slots, first + "kf_tid()", row_walkers(ks));
     body += stat_pass(w, gr, g, rs, stats, sk.elem_loop, "    ", pass == 0 && !in_registers ? fill : "", vw);
     if (paired_block_reduce(gr, ks, stats)) body += finish_stat_pair(gr, g, rs, stats, "    ");
     else

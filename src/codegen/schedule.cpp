@@ -120,9 +120,7 @@ Schedule schedule_from_json(const nlohmann::json& j) {
 }
 
 int64_t register_row_slots(const KernelGroup& g, const KernelSchedule& ks) {
-  // A tile's warps share a row; a block-strategy row may be split across a cluster of `chunks` blocks.
-  const int64_t walkers = (ks.strategy == Strategy::tile ? ks.block / 32 : int64_t(ks.block)) * cluster_blocks(ks);
-  return (row_length(g) + walkers - 1) / walkers;
+  return (row_length(g) + row_walkers(ks) - 1) / row_walkers(ks);
 }
 
 int64_t row_cache_bytes(const KernelGroup& g, const KernelSchedule& ks, int buffers) {
@@ -295,8 +293,7 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
           illegal(g, "chunks", "of the block and tile strategies is the blocks of a cluster sharing each row: 1, 2, 4 or 8");
         if (ks.cache_row == RowCache::shared || ks.cache_row == RowCache::bulk)
           illegal(g, "chunks", "a row split across a cluster is cached in registers or not at all");
-        const int64_t walkers = (ks.strategy == Strategy::tile ? ks.block / 32 : ks.block) * int64_t(ks.chunks);
-        if (row_length(g) < walkers) illegal(g, "chunks", "would leave threads of the cluster without an element of the row");
+        if (row_length(g) < row_walkers(ks)) illegal(g, "chunks", "would leave threads of the cluster without an element of the row");
       }
       if (ks.strategy != Strategy::split && ks.strategy != Strategy::block && ks.strategy != Strategy::tile && ks.chunks != 1)
         illegal(g, "chunks", "must be 1 but for the split, block and tile strategies");

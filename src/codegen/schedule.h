@@ -154,6 +154,11 @@ int64_t register_row_slots(const KernelGroup& g, const KernelSchedule& ks);
 inline int cluster_blocks(const KernelSchedule& ks) {
   return ks.strategy == Strategy::block || ks.strategy == Strategy::tile ? ks.chunks : 1;
 }
+// The step of a block- or tile-strategy walk along a row: the threads (a tile's warps) of all the cluster's
+// blocks that share it.
+inline int64_t row_walkers(const KernelSchedule& ks) {
+  return (ks.strategy == Strategy::tile ? ks.block / 32 : int64_t(ks.block)) * cluster_blocks(ks);
+}
 
 // Row geometry of a group: kept elements K and reduced elements R (R = 1 for pointwise).
 int64_t rows_of(const KernelGroup& g);
