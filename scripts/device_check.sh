@@ -51,15 +51,16 @@ db = sqlite3.connect("/tmp/suite/kforge.db")
 tasks = [r[0] for r in db.execute("SELECT DISTINCT task FROM measurements ORDER BY task")]
 for task in tasks:
     print(f"## {task}")
-    rows = db.execute("SELECT schedule, compiled, strict, relaxed, median_ms FROM measurements WHERE task = ? "
+    rows = db.execute("SELECT schedule, compiled, strict, relaxed, median_ms, log FROM measurements WHERE task = ? "
                       "ORDER BY (median_ms IS NULL OR median_ms <= 0), median_ms", (task,)).fetchall()
-    for schedule, compiled, strict, relaxed, ms in rows:
+    for schedule, compiled, strict, relaxed, ms, log in rows:
         s = json.loads(schedule)
         tier = "strict" if strict else "relaxed" if relaxed else "wrong" if compiled else "no build"
         kernels = "; ".join(f"{k}: " + " ".join(f"{a}={b}" for a, b in v.items() if a not in ("chunks", "vec") or b != 1)
                             for k, v in s.get("kernels", {}).items()) or "defaults"
         flags = ("" if s.get("fuse_rows", True) else "unfused ") + ("" if s.get("cuda_graph", True) else "no-graph ")
-        print(f"- {ms if ms else 0:.4f} ms {tier:7} {flags}{kernels}")
+        why = f"  [{' '.join((log or '').split())[:300]}]" if tier in ("wrong", "no build") else ""  # the check's reason
+        print(f"- {ms if ms else 0:.4f} ms {tier:7} {flags}{kernels}{why}")
 PY
 cp /tmp/suite/kforge.db /tmp/suite/reports/ 2>/dev/null
 tar czf "$OUT/suite_logs.tgz" -C /tmp/suite logs reports 2>/dev/null

@@ -54,6 +54,9 @@ def report(bytes_min: float, flops: float, copy_gbs: float, plan: dict, kforge_m
         # Split precision is strict-tier arithmetic at three TF32 products each: its ceiling is the faster of
         # fp32 and a third of the measured TF32 rate.
         tier, tflops = "strict (split tf32)", max(tflops, matmul_tflops("relaxed") / 3)
+    elif flops > 0 and tier == "strict" and uses_precision(plan, "fp16x3"):
+        # The same on fp16 tensor cores (cuBLASLt on hi/lo copies): a third of the measured fp16 rate.
+        tier, tflops = "strict (split fp16)", max(tflops, matmul_tflops("relaxed (fp16)") / 3)
     f = floor(bytes_min, flops, copy_gbs, tflops)
     return {"flops": flops, "matmul_tflops": tflops or None, "matmul_tier": tier if flops > 0 else None,
             "floor_ms": f, "pct_roofline": 100.0 * f / kforge_ms if kforge_ms > 0 and f > 0 else None}

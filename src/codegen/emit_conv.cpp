@@ -164,7 +164,8 @@ void check_conv_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffers
     const auto& lib = k.library;
     ConvDims d = conv_step_dims(lib, where);
     const Precision p = precision_from_string(lib.at("precision"));
-    if (p == Precision::tf32x3) throw UserError(where + ": precision tf32x3 is for matrix products only");
+    if (p == Precision::tf32x3 || p == Precision::fp16x3)
+      throw UserError(where + ": precision " + to_string(p) + " is for matrix products only");
     if (is_half(p) && lib.at("layout") != "NHWC") throw UserError(where + ": precision " + to_string(p) + " needs layout NHWC");
     if (lib.at("algo").get<int>() < 0) throw UserError(where + ": algo must be at least 0");
     int64_t x = d.n * d.c * numel(d.in), w = d.o * (d.c / d.groups) * numel(d.kernel), y = numel(d.result);

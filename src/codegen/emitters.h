@@ -33,6 +33,10 @@ PlanKernel emit_conv_direct(const KernelGroup& g, const KernelSchedule& ks, cons
 std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks,
                                         const std::string& name, const MatmulDims& d, const nlohmann::json& a,
                                         const nlohmann::json& b, Epilogue e, std::vector<int> args);
+// emit_matmul's cuBLASLt step in precision fp16 or fp16x3 (emit_matmul_split.cpp): the kernels making its 16-bit
+// operand copies, then `step` rewritten to read them (args [a, b, c, bias?, workspace] on entry).
+std::vector<PlanKernel> emit_matmul_split(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, PlanKernel step,
+                                          const MatmulDims& d, int64_t batch);
 
 // Shared pieces of the templates.
 // The plan buffer holding stored node `node`.

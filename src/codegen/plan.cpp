@@ -46,11 +46,11 @@ int64_t Plan::min_bytes() const {
 }
 
 bool Plan::below_fp32() const {
-  // tf32x3 (split precision) reaches fp32's accuracy: it is judged by the strict tier like fp32. Any other
-  // name (tf32, fp16, bf16, or one this build does not know) computes below it.
+  // tf32x3 and fp16x3 (split precision) reach fp32's accuracy: they are judged by the strict tier like fp32. Any
+  // other name (tf32, fp16, bf16, or one this build does not know) computes below it.
   for (auto& k : kernels) {
     const std::string p = (k.kind != StepKind::nvrtc ? k.library : k.schedule).value("precision", "fp32");
-    if (p != "fp32" && p != "tf32x3") return true;
+    if (p != "fp32" && p != "tf32x3" && p != "fp16x3") return true;
   }
   return false;
 }

@@ -30,14 +30,15 @@ std::string to_string(Precision p) {
     case Precision::tf32x3: return "tf32x3";
     case Precision::fp16: return "fp16";
     case Precision::bf16: return "bf16";
+    case Precision::fp16x3: return "fp16x3";
   }
   return "?";
 }
 
 Precision precision_from_string(const std::string& s) {
-  for (auto p : {Precision::fp32, Precision::tf32, Precision::tf32x3, Precision::fp16, Precision::bf16})
+  for (auto p : {Precision::fp32, Precision::tf32, Precision::tf32x3, Precision::fp16, Precision::bf16, Precision::fp16x3})
     if (to_string(p) == s) return p;
-  throw UserError("unknown precision '" + s + "' (fp32, tf32, tf32x3, fp16 or bf16)");
+  throw UserError("unknown precision '" + s + "' (fp32, tf32, tf32x3, fp16, bf16 or fp16x3)");
 }
 
 
@@ -196,7 +197,7 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
       if (ks.strategy != Strategy::library)
         illegal(g, "strategy", "must be library (cuBLASLt) or mma (kforge's tensor-core kernel) for a matrix product");
       if (ks.precision == Precision::tf32x3) illegal(g, "precision", "tf32x3 is kforge's own kernel's (strategy mma)");
-      if (is_half(ks.precision)) illegal(g, "precision", to_string(ks.precision) + " is for convolutions only");
+      if (ks.precision == Precision::bf16) illegal(g, "precision", "bf16 is for convolutions only");
       if (ks.algo < 0 || ks.algo >= kMatmulAlgos)
         illegal(g, "algo", "must be in [0, " + std::to_string(kMatmulAlgos) + ") (an index into cuBLASLt's heuristic)");
       break;
@@ -217,7 +218,8 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
       }
       if (ks.strategy != Strategy::library)
         illegal(g, "strategy", "must be library (cuDNN) or, for a 2-D depthwise convolution, tile (kforge's direct kernel)");
-      if (ks.precision == Precision::tf32x3) illegal(g, "precision", "tf32x3 is for matrix products only");
+      if (ks.precision == Precision::tf32x3 || ks.precision == Precision::fp16x3)
+        illegal(g, "precision", to_string(ks.precision) + " is for matrix products only");
       if (is_half(ks.precision) && ks.layout != Layout::nhwc)
         illegal(g, "precision", to_string(ks.precision) + " needs layout nhwc (the transposes into channels last make the 16-bit copies)");
       if (ks.vec != 1 || ks.items != 1) illegal(g, "vec/items", "are not choices of a convolution");
@@ -396,7 +398,7 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
           for (int it : {1, 2, 4, 8}) keep({Strategy::flat, b, v, it, 1});
       break;
     case GroupKind::matmul:
-      for (auto p : {Precision::fp32, Precision::tf32})
+      for (auto p : {Precision::fp32, Precision::tf32, Precision::fp16x3, Precision::fp16})
         for (int a = 0; a < kMatmulAlgos; ++a) keep({Strategy::library, 256, 1, 1, 1, RowCache::none, p, a});
       for (auto p : {Precision::tf32x3, Precision::tf32})
         for (int blocks_per_sm : {1, 2})

@@ -43,10 +43,16 @@ enum class Strategy { flat, thread, warp, block, split, tile, library, mma };
 // bits, fp32's range), sums in fp32 and writes a 16-bit result the transpose back widens: tensor cores at twice
 // TF32's rate, ~5e-4 (fp16) or ~4e-3 (bf16) relative error: the relaxed tier at best, where every input set
 // passes (an overflow to inf fails the check).
-enum class Precision { fp32, tf32, tf32x3, fp16, bf16 };
-// Whether a kernel of this precision computes below fp32's accuracy (tf32x3 does not: split precision).
+// A matrix product's cuBLASLt step takes fp16 too, and fp16x3: the split precision of tf32x3 on fp16 tensor cores
+// (twice TF32's rate), each operand scaled by a power of two into fp16's range and split into x = hi + lo, the
+// reduction dim tripled so that one fp16 product with fp32 sums adds hi*hi + hi*lo + lo*hi
+// (codegen/emit_matmul_split.cpp); fp16 alone rounds the scaled operands once (relaxed at best).
+enum class Precision { fp32, tf32, tf32x3, fp16, bf16, fp16x3 };
+// Whether a kernel of this precision computes below fp32's accuracy (tf32x3 and fp16x3 do not: split precision).
 inline bool below_fp32(Precision p) { return p == Precision::tf32 || p == Precision::fp16 || p == Precision::bf16; }
 inline bool is_half(Precision p) { return p == Precision::fp16 || p == Precision::bf16; }
+// Whether a cuBLASLt product of this precision reads 16-bit copies of its operands that kforge makes first.
+inline bool reads_half_copies(Precision p) { return p == Precision::fp16 || p == Precision::fp16x3; }
 
 // Memory layout a convolution's cuDNN step computes in. nchw: on the graph's own tensors. nhwc (channels last,
 // where cuDNN keeps its fastest engines): the step's input and weight are transposed to channels-last copies

@@ -41,8 +41,9 @@ cublasLtMatrixLayout_t layout(const nlohmann::json& operand, int64_t rows, int64
   bool t = operand.value("transposed", false);
   int64_t stored_rows = t ? cols : rows, stored_cols = t ? rows : cols;
   int64_t ld = operand.at("ld").get<int64_t>();  // at least stored_cols: check_library_step
+  const cudaDataType type = operand.value("dtype", "f32") == "f16" ? CUDA_R_16F : CUDA_R_32F;
   cublasLtMatrixLayout_t l;
-  KF_CUBLAS(cublaslt().cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, uint64_t(stored_cols), uint64_t(stored_rows), ld));
+  KF_CUBLAS(cublaslt().cublasLtMatrixLayoutCreate(&l, type, uint64_t(stored_cols), uint64_t(stored_rows), ld));
   int32_t count = int32_t(batch);
   int64_t stride = operand.at("batch_stride").get<int64_t>();
   KF_CUBLAS(cublaslt().cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
@@ -62,8 +63,18 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const nlohmann::json& lib, const std
     Epilogue e = epilogue_from_string(lib.at("epilogue"));
     bias_ = has_bias(e);
     workspace_bytes_ = lib.at("workspace_bytes").get<size_t>();
-    bool tf32 = precision_from_string(lib.at("precision")) == Precision::tf32;
-    KF_CUBLAS(cublaslt().cublasLtMatmulDescCreate(&desc_, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const Precision p = precision_from_string(lib.at("precision"));
+    // fp16 and fp16x3 read 16-bit copies (the layouts' types) and sum in fp32 (CUBLAS_COMPUTE_32F): tensor cores.
+    KF_CUBLAS(cublaslt().cublasLtMatmulDescCreate(&desc_, p == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                                                  CUDA_R_32F));
+    // Their alpha (the copies' scales undone) is computed on the device: alpha and beta are device pointers.
+    device_alpha_ = reads_half_copies(p);
+    if (device_alpha_) set(desc_, CUBLASLT_MATMUL_DESC_POINTER_MODE, CUBLASLT_POINTER_MODE_DEVICE);
+    alpha_at_ = lib.value("alpha_at", 0);
+    // Operands read from inside their buffers (the copies' hi parts), in bytes.
+    const size_t element = device_alpha_ ? 2 : 4;
+    offset_a_ = lib.at("a").value("offset", size_t(0)) * element;
+    offset_b_ = lib.at("b").value("offset", size_t(0)) * element;
     const auto &a = lib.at("a"), &b = lib.at("b");
     set(desc_, CUBLASLT_MATMUL_DESC_TRANSA, b.value("transposed", false) ? CUBLAS_OP_T : CUBLAS_OP_N);  // lt A = our B
     set(desc_, CUBLASLT_MATMUL_DESC_TRANSB, a.value("transposed", false) ? CUBLAS_OP_T : CUBLAS_OP_N);  // lt B = our A
@@ -110,14 +121,18 @@ LtMatmul::~LtMatmul() {
 }
 
 void LtMatmul::run(cublasLtHandle_t handle, const std::vector<CUdeviceptr>& args, CUstream stream) {
-  if (args.size() != (bias_ ? 5u : 4u))
-    throw UserError("library step '" + step_ + "' takes " + std::to_string(bias_ ? 5 : 4) + " buffers, got " +
-                    std::to_string(args.size()));
+  const size_t want = 4 + bias_ + device_alpha_;
+  if (args.size() != want)
+    throw UserError("library step '" + step_ + "' takes " + std::to_string(want) + " buffers, got " + std::to_string(args.size()));
   auto ptr = [&](size_t i) { return reinterpret_cast<void*>(args[i]); };
   if (bias_) set(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(ptr(3)));
-  const float alpha = 1.0f, beta = 0.0f;
+  const float host_alpha = 1.0f, host_beta = 0.0f;
+  const float* alpha = device_alpha_ ? static_cast<const float*>(ptr(args.size() - 2)) + alpha_at_ : &host_alpha;
+  const float* beta = device_alpha_ ? alpha + 1 : &host_beta;
+  const char* a = static_cast<const char*>(ptr(0)) + offset_a_;
+  const char* b = static_cast<const char*>(ptr(1)) + offset_b_;
   // Operands swapped: see the column-major note above the constructor.
-  KF_CUBLAS(cublaslt().cublasLtMatmul(handle, desc_, &alpha, ptr(1), lt_a_, ptr(0), lt_b_, &beta, ptr(2), lt_c_, ptr(2), lt_c_,
+  KF_CUBLAS(cublaslt().cublasLtMatmul(handle, desc_, alpha, b, lt_a_, a, lt_b_, beta, ptr(2), lt_c_, ptr(2), lt_c_,
                            &algo_, ptr(args.size() - 1), workspace_bytes_, reinterpret_cast<cudaStream_t>(stream)));
 }
 

@@ -34,6 +34,9 @@ class LtMatmul {
   cublasLtMatrixLayout_t lt_a_ = nullptr, lt_b_ = nullptr, lt_c_ = nullptr;
   cublasLtMatmulAlgo_t algo_{};
   bool bias_ = false;
+  bool device_alpha_ = false;  // alpha and beta read from the step's alpha buffer (fp16 and fp16x3 copies)
+  int alpha_at_ = 0;           // alpha's element there (beta follows)
+  size_t offset_a_ = 0, offset_b_ = 0;  // bytes into the operands' buffers
   size_t workspace_bytes_ = 0;
   int candidates_ = 0, algo_used_ = 0;
 };

@@ -185,8 +185,10 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
   // Third, where the graph has library steps: each library's first heuristic choice in TF32, the relaxed tier's
   // natural opening (PyTorch's convolutions run TF32 by default: device run 4.1 of docs/NOTES.md). The search
   // still prefers any strict plan; the report gives the fastest relaxed plan beside it.
-  // Fourth, where the graph has matrix products: kforge's split-precision tensor-core kernel on each, the one
-  // way to strict-tier tensor-core speed (cuBLASLt's fp32 is plain SIMT arithmetic).
+  // Fourth, where the graph has matrix products: split precision on fp16 tensor cores through cuBLASLt (fp16x3:
+  // hi/lo copies, three products per pair, ~fp32's accuracy), the way to strict-tier tensor-core speed
+  // (cuBLASLt's fp32 is plain SIMT arithmetic); then kforge's own split-precision kernel (tf32x3 on mma.sync);
+  // after the convolutions' openings, the products on one rounded fp16 copy (relaxed at best).
   // Fifth, where the graph has convolutions: the TF32 opening in channels-last (cuDNN's tensor-core kernels are
   // NHWC kernels; on NCHW tensors it may pick none, run 5.3 of docs/NOTES.md), paying the generated transposes.
   // Then, for convolutions, the same in fp16 (16-bit copies made by those transposes, fp32 sums): tensor cores
@@ -194,13 +196,15 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
   // input set passes 1e-2.
   // Last, where the graph has 2-D depthwise convolutions: kforge's direct kernel on them (memory-bound work,
   // where cuDNN's fp32 engines reached a twelfth of the floor in run 6.6), in fp32: a strict-tier candidate.
-  Schedule tf32, split, tf32_nhwc, fp16_nhwc, direct;
+  Schedule tf32, split_fp16, split, tf32_nhwc, fp16_nhwc, fp16_products, direct;
   for (auto& g : fused) {
     if (g.kind != GroupKind::matmul && g.kind != GroupKind::conv) continue;
     tf32.kernels[g.key] = tf32_nhwc.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::tf32};
-    if (g.kind == GroupKind::matmul)
+    if (g.kind == GroupKind::matmul) {
+      split_fp16.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::fp16x3};
       split.kernels[g.key] = {.strategy = Strategy::mma, .block = kMmaThreads, .vec = 4, .precision = Precision::tf32x3};
-    else {
+      fp16_products.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::fp16};
+    } else {
       tf32_nhwc.kernels[g.key].layout = Layout::nhwc;
       fp16_nhwc.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::fp16, .layout = Layout::nhwc};
     }
@@ -210,8 +214,9 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
           direct.kernels[g.key] = ks;
   }
   if (!tf32.kernels.empty()) queue.push_back(tf32);
-  if (!split.kernels.empty()) queue.push_back(split);
+  if (!split.kernels.empty()) queue.push_back(split_fp16), queue.push_back(split);
   if (tf32_nhwc != tf32) queue.push_back(tf32_nhwc), queue.push_back(fp16_nhwc);  // some group is a convolution
+  if (!fp16_products.kernels.empty()) queue.push_back(fp16_products);
   if (!direct.kernels.empty()) queue.push_back(direct);
   for (const Schedule& s : row_openings(fused)) queue.push_back(s);
   return queue;

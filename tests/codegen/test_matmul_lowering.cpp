@@ -187,8 +187,8 @@ TEST(MatmulSchedule, PrecisionAndAlgorithmAreSearchActions) {
   EXPECT_EQ(def.precision, Precision::fp32);
   EXPECT_EQ(def.algo, 0);
   auto space = schedule_space(groups[0]);
-  EXPECT_EQ(space.size(), size_t(2 * kMatmulAlgos + 8))
-      << "cuBLASLt in fp32 and tf32; kforge's mma in tf32x3 and tf32, for 1 or 2 blocks per SM, 1- or 4-float copies";
+  EXPECT_EQ(space.size(), size_t(4 * kMatmulAlgos + 8))
+      << "cuBLASLt in fp32, tf32, fp16x3 and fp16; kforge's mma in tf32x3 and tf32, for 1 or 2 blocks per SM, 1- or 4-float copies";
   EXPECT_FALSE(starves_memory(groups[0], def));
   // Distinct choices are distinct plans to the search (its duplicate filter keys on plan_key).
   Schedule a, b;
@@ -227,7 +227,18 @@ TEST(MatmulSchedule, IllegalChoicesNameTheField) {
   EXPECT_THROW(precision_from_string("fp8"), UserError);
   KernelSchedule half = default_schedule(mm);
   half.precision = Precision::bf16;
-  EXPECT_THROW(check_schedule(mm, half), UserError) << "16-bit copies are a convolution's choice only";
+  EXPECT_THROW(check_schedule(mm, half), UserError) << "bf16 copies are a convolution's choice only";
+  // fp16 copies (one rounding, or split hi/lo parts) are cuBLASLt's; never kforge's mma kernel or a convolution's
+  // split.
+  for (Precision p : {Precision::fp16, Precision::fp16x3}) {
+    half.precision = p;
+    EXPECT_NO_THROW(check_schedule(mm, half)) << to_string(p);
+    half.strategy = Strategy::mma;
+    half.block = kMmaThreads;
+    EXPECT_THROW(check_schedule(mm, half), UserError) << to_string(p);
+    half = default_schedule(mm);
+  }
+  EXPECT_EQ(precision_from_string("fp16x3"), Precision::fp16x3);
 }
 
 // kforge's own tensor-core GEMM (strategy mma): one generated kernel per product, reading the operands where

@@ -24,8 +24,8 @@ const char* kEmulation = R"(#include <algorithm>
 #include <vector>
 typedef long long i64;
 struct KfDim { unsigned x = 0; };
-static thread_local KfDim threadIdx;
-static const KfDim blockIdx{0}, gridDim{1};
+static thread_local KfDim threadIdx, blockIdx;
+static KfDim gridDim{1};
 static KfDim blockDim;
 static std::barrier<>* kf_barrier;
 #define __global__
@@ -49,25 +49,28 @@ template <class T> T __shfl_xor_sync(unsigned, T, int) { std::abort(); }  // war
 
 bool host_compiler_available() { return std::system("c++ --version > /dev/null 2>&1") == 0; }
 
-void run_on_cpu(const PlanKernel& k, const std::vector<float*>& args) {
+void run_on_cpu(const PlanKernel& k, const std::vector<float*>& args, int64_t grid) {
+  if (grid < 1) throw std::runtime_error(k.name + ": a grid of " + std::to_string(grid) + " blocks");
   static int built = 0;
   const std::string stem = scratch_path("cpu_" + k.name + "_" + std::to_string(built++));
   const size_t at = k.source.find("extern \"C\" __global__");
   if (at == std::string::npos) throw std::runtime_error(k.name + ": no kernel entry in its source");
   std::string call = k.name + "(";
   for (size_t i = 0; i < args.size(); ++i) call += (i ? ", KfAnyPtr{a[" : "KfAnyPtr{a[") + std::to_string(i) + "]}";
-  std::ofstream(stem + ".cpp") << kEmulation << device_prelude() << k.source.substr(at) << "\nextern \"C\" void kf_launch(float** a, int block) {\n"
-                               << "  blockDim.x = unsigned(block);\n  std::barrier<> bar(block);\n  kf_barrier = &bar;\n  std::vector<std::thread> threads;\n"
-                               << "  for (int i = 0; i < block; ++i) threads.emplace_back([a, i] { threadIdx.x = unsigned(i); "
-                               << call << "); });\n  for (auto& t : threads) t.join();\n}\n";
+  std::ofstream(stem + ".cpp") << kEmulation << device_prelude() << k.source.substr(at) << "\nextern \"C\" void kf_launch(float** a, int block, long long grid) {\n"
+                               << "  blockDim.x = unsigned(block);\n  gridDim.x = unsigned(grid);\n  std::barrier<> bar(block);\n  kf_barrier = &bar;\n"
+                               << "  for (long long b = 0; b < grid; ++b) {  // one block after the other: their statics are reused\n"
+                               << "    std::vector<std::thread> threads;\n"
+                               << "    for (int i = 0; i < block; ++i) threads.emplace_back([a, i, b] { threadIdx.x = unsigned(i); blockIdx.x = unsigned(b); "
+                               << call << "); });\n    for (auto& t : threads) t.join();\n  }\n}\n";
   const std::string cmd = "c++ -std=c++20 -O1 -shared -fPIC -pthread -Wno-unknown-pragmas -o " + stem + ".so " + stem + ".cpp";
   if (std::system(cmd.c_str()) != 0) throw std::runtime_error("the host compiler failed on " + stem + ".cpp");
   void* lib = dlopen((stem + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) throw std::runtime_error(dlerror());
-  auto launch = reinterpret_cast<void (*)(float**, int)>(dlsym(lib, "kf_launch"));
+  auto launch = reinterpret_cast<void (*)(float**, int, long long)>(dlsym(lib, "kf_launch"));
   if (!launch) throw std::runtime_error(k.name + ": no launcher in " + stem + ".so");
   std::vector<float*> a = args;
-  launch(a.data(), k.block);
+  launch(a.data(), k.block, grid);
   dlclose(lib);
 }
 

@@ -4,6 +4,8 @@
 // block of `block` threads (blockIdx 0, gridDim 1: a grid-stride kernel walks all of its work); the arguments are
 // float pointers, converted to each parameter's element type (i64 outputs). Only kernels in that subset run, with
 // the device prelude's helpers (codegen/device_prelude.h) and float2/float4 but no warp shuffles or atomics.
+// run_on_cpu can launch a grid of blocks too, one block after the other (kernels whose blocks split their work
+// by blockIdx and meet only through a later kernel).
 #pragma once
 #include <string>
 #include <vector>
@@ -16,9 +18,9 @@ namespace kforge::testing {
 // Whether a host C++ compiler (`c++`) is on PATH.
 bool host_compiler_available();
 
-// Builds `k` (its arguments all float pointers) and runs it once over `args`; throws std::runtime_error naming
-// the file where the host compiler fails.
-void run_on_cpu(const PlanKernel& k, const std::vector<float*>& args);
+// Builds `k` (its arguments all float pointers) and runs it once over `args` as `grid` blocks; throws
+// std::runtime_error naming the file where the host compiler fails.
+void run_on_cpu(const PlanKernel& k, const std::vector<float*>& args, int64_t grid = 1);
 
 // Runs single-kernel plan `p` with run_on_cpu: the graph's inputs and params from `inputs` and `params` (f32),
 // every other buffer poisoned with NaN (an element never written shows); returns the graph's first output.

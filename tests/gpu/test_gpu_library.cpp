@@ -43,11 +43,14 @@ std::vector<HostTensor> draw(const Graph& g, const std::vector<int>& ids, std::m
 // The tolerance a schedule's arithmetic meets on these graphs: fp32 1e-4; TF32 and fp16 1e-2 (fp16 keeps 11
 // bits, TF32's reasoning above with half its error); bf16 keeps 8, ~4e-3 a product, ~3e-2 at K = 75 in the
 // same random walk: checked at 5e-2, which still catches any wrong layout, rounding or type (errors of order 1).
-double tolerance_of(const Schedule& s) {
+// fp16x3 (split precision) meets 1e-4 here as fp32 does, but at K = 2053 the tensor cores' truncated sums put
+// some elements near 1e-4: checked there at 1e-3, which still catches any wrong part, padding or scale.
+double tolerance_of(const Schedule& s, bool large_k) {
   double tol = 1e-4;
   for (auto& [key, ks] : s.kernels) {
     if (ks.precision == Precision::tf32 || ks.precision == Precision::fp16) tol = std::max(tol, 1e-2);
     if (ks.precision == Precision::bf16) tol = std::max(tol, 5e-2);
+    if (ks.precision == Precision::fp16x3 && large_k) tol = std::max(tol, 1e-3);
   }
   return tol;
 }
@@ -67,11 +70,12 @@ TEST_P(GpuLibrary, MatchesInterpreterInBothPrecisions) {
   KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   int checked = 0;
   for (auto& s : testing::representative_schedules(g, false)) {
-    const double tol = tolerance_of(s);
-    if (tol > 1e-4 && GetParam() == "matmul_large_k") continue;  // see the top of the file
+    const bool large_k = GetParam() == "matmul_large_k";
+    const double tol = tolerance_of(s, large_k);
     Plan plan = lower(g, s);
+    if (large_k && plan.below_fp32()) continue;  // see the top of the file
     LoadedPlan lp(plan, compiler);
-    ASSERT_EQ(plan.below_fp32(), tol > 1e-4);
+    ASSERT_EQ(plan.below_fp32(), tol > (large_k ? 1e-3 : 1e-4));
     for (bool graph : {false, true}) {
       dev.poison_outputs();
       if (graph) {

@@ -73,3 +73,13 @@ def test_split_precision_plans_take_the_faster_of_fp32_and_a_third_of_tf32(monke
     assert not roofline.below_fp32(plan), "split precision is judged by the strict tier"
     plain = roofline.report(1e6, 2e12, 4000, {"kernels": [{"schedule": {"strategy": "mma", "precision": "tf32"}}]}, 20.0)
     assert plain["matmul_tier"] == "relaxed" and plain["matmul_tflops"] == pytest.approx(400.0)
+
+
+def test_fp16_split_plans_take_the_faster_of_fp32_and_a_third_of_fp16(monkeypatch):
+    monkeypatch.setattr(roofline, "_ceilings", {"strict": 50.0, "relaxed": 400.0, "relaxed (fp16)": 750.0})
+    plan = {"kernels": [{"schedule": {"strategy": "library", "precision": "fp16x3"}}]}
+    r = roofline.report(1e6, 2e12, 4000, plan, 20.0)
+    assert r["matmul_tier"] == "strict (split fp16)" and r["matmul_tflops"] == pytest.approx(250.0)
+    assert not roofline.below_fp32(plan), "split precision is judged by the strict tier"
+    single = {"kernels": [{"schedule": {"strategy": "library", "precision": "fp16"}}]}
+    assert roofline.below_fp32(single) and roofline.report(1e6, 2e12, 4000, single, 20.0)["matmul_tier"] == "relaxed (fp16)"

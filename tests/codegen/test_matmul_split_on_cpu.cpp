@@ -1,0 +1,187 @@
+// A matrix product in fp16x3 or fp16 (codegen/emit_matmul_split.cpp) on the CPU: the plan's two generated kernels
+// (the operands' largest magnitudes, then their scaled 16-bit parts) run through the CPU runner, and the cuBLASLt
+// step they feed is emulated from its JSON block exactly as emit_matmul.cpp documents it (operands read through
+// transposed / ld / batch_stride, k the copies' reduction length, alpha and beta from the device buffer), in
+// double. Against the interpreter: fp16x3 holds the strict tier's 1e-4 where one fp16 rounding does not, on
+// inputs far outside fp16's range and deep inside its subnormals too (the scale). The GPU tests
+// (tests/gpu/test_gpu_library.cpp) run the same samples through cuBLASLt itself.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "codegen/lower.h"
+#include "common/cpu_kernel_runner.h"
+#include "common/matmul_graphs.h"
+#include "common/random_inputs.h"
+#include "ir/error.h"
+#include "ir/interpreter.h"
+#include "ir/matmul.h"
+
+namespace kforge {
+namespace {
+
+double half_at(const std::vector<float>& buffer, int64_t i) {
+  return double(std::bit_cast<_Float16>(reinterpret_cast<const uint16_t*>(buffer.data())[i]));
+}
+
+// Element (row, col) of batch entry `b` of an operand read rows x cols through its JSON block.
+int64_t element(const nlohmann::json& o, int64_t b, int64_t row, int64_t col) {
+  const int64_t ld = o.at("ld"), stride = o.at("batch_stride"), offset = o.value("offset", int64_t(0));
+  return offset + b * stride + (o.value("transposed", false) ? col * ld + row : row * ld + col);
+}
+
+double epilogue(Epilogue e, double v, double bias) {
+  if (has_bias(e)) v += bias;
+  if (e == Epilogue::relu || e == Epilogue::bias_relu) return std::max(v, 0.0);
+  if (e == Epilogue::gelu || e == Epilogue::bias_gelu)  // cuBLASLt's GELU: the tanh form
+    return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+  return v;
+}
+
+// cuBLASLt's c = epilogue(alpha a b + beta c) on 16-bit operands, as `step`'s block describes it (double sums).
+void emulate_library_step(const PlanKernel& step, std::vector<std::vector<float>>& data) {
+  const nlohmann::json& lib = step.library;
+  const int64_t m = lib.at("m"), n = lib.at("n"), k = lib.at("k"), batch = lib.at("batch");
+  const Epilogue e = epilogue_from_string(lib.at("epilogue"));
+  const auto& A = data[size_t(step.args[0])];
+  const auto& B = data[size_t(step.args[1])];
+  auto& C = data[size_t(step.args[2])];
+  const float* scale = data[size_t(step.args[step.args.size() - 2])].data() + lib.at("alpha_at").get<int>();
+  const float* bias = has_bias(e) ? data[size_t(step.args[3])].data() : nullptr;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t kk = 0; kk < k; ++kk)
+          sum += half_at(A, element(lib.at("a"), b, i, kk)) * half_at(B, element(lib.at("b"), b, kk, j));
+        float& c = C[size_t(element(lib.at("c"), b, i, j))];
+        const double prior = scale[1] == 0.f ? 0.0 : scale[1] * double(c);  // beta 0: c is not read (BLAS)
+        c = float(epilogue(e, scale[0] * sum + prior, bias ? bias[j] : 0.0));
+      }
+}
+
+// Runs plan `p` ([absmax, split, then cuBLASLt steps]) on the CPU; returns the graph's first output.
+std::vector<float> run_split_plan(const Plan& p, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& params) {
+  std::vector<std::vector<float>> data(p.buffers.size());
+  int out = -1;
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    const PlanBuffer& pb = p.buffers[b];
+    const std::vector<HostTensor>* given = pb.role == BufferRole::input ? &inputs : pb.role == BufferRole::param ? &params : nullptr;
+    if (given) data[b].assign(given->at(size_t(pb.index)).data.begin(), given->at(size_t(pb.index)).data.end());
+    else data[b].assign(size_t(std::max<int64_t>(1, numel(pb.shape))), NAN);  // never-written elements show
+    if (pb.role == BufferRole::output && pb.index == 0) out = int(b);
+  }
+  for (const PlanKernel& k : p.kernels) {
+    if (k.kind == StepKind::cublaslt) {
+      emulate_library_step(k, data);
+      continue;
+    }
+    std::vector<float*> args;
+    for (int b : k.args) args.push_back(data[size_t(b)].data());
+    testing::run_on_cpu(k, args, k.grid);
+  }
+  return data.at(size_t(out));
+}
+
+// The largest |got - want| / (1 + |want| / scale) over the output, `scale` the inputs' magnitude squared.
+double worst_error(const std::vector<float>& got, const HostTensor& want, double scale) {
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    worst = std::max(worst, std::abs(double(got[i]) - want.data[i]) / scale / (1 + std::abs(want.data[i]) / scale));
+  return std::isnan(worst) ? INFINITY : worst;
+}
+
+TEST(MatmulSplit, Fp16x3HoldsTheStrictTierWhereOneFp16RoundingDoesNot) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  int checked = 0;
+  for (auto& sample : testing::matmul_graphs()) {
+    Graph g = graph_from_json(sample.graph);
+    std::string key;  // the product's group (a broadcast batch has an expand before it)
+    for (auto& grp : kernel_groups(g, true))
+      if (grp.kind == GroupKind::matmul) key = grp.key;
+    // Operands of every magnitude: the scale into fp16's range keeps 22 bits whether the inputs are 1e5 (fp16
+    // overflows at 65504) or 1e-6 (fp16's subnormals); sizes where the emulation stays quick.
+    for (double magnitude : {1.0, 1e5, 1e-6}) {
+      if (magnitude != 1.0 && sample.name != "matmul_bmm" && sample.name != "linear_no_bias") continue;
+      std::mt19937_64 rng(11);
+      auto inputs = testing::random_values(g, g.inputs, rng), params = testing::random_values(g, g.params, rng);
+      for (auto* set : {&inputs, &params})
+        for (auto& t : *set)
+          for (auto& x : t.data) x = float(x * magnitude);
+      const std::vector<HostTensor> expected = interpret(primitive_graph(g), inputs, params);
+      const double scale = magnitude * magnitude;  // the products' magnitude
+      for (Precision precision : {Precision::fp16x3, Precision::fp16}) {
+        // fp16 once per layout family is enough to show the check can tell (each run compiles two kernels).
+        if (precision == Precision::fp16 && magnitude == 1.0 && sample.name.find("transposed") == std::string::npos &&
+            sample.name != "matmul_large_k")
+          continue;
+        Schedule s;
+        s.kernels[key] = {.strategy = Strategy::library, .precision = precision};
+        Plan p = lower(g, s);
+        const size_t steps = precision == Precision::fp16x3 ? 4 : 3;  // absmax, split, corrections?, products
+        if (p.kernels.size() != steps) continue;  // an expand before, or an activation cuBLASLt lacks after
+        ASSERT_EQ(p.kernels.back().kind, StepKind::cublaslt);
+        const double worst = worst_error(run_split_plan(p, inputs, params), expected[0], scale);
+        if (precision == Precision::fp16x3) {
+          EXPECT_LT(worst, 1e-4) << sample.name << " x" << magnitude << ": split precision off by " << worst;
+          EXPECT_FALSE(p.below_fp32());
+        } else {
+          // One rounding of each operand (11 bits) is off by more than the strict tier allows, yet close.
+          EXPECT_GT(worst, 1e-4) << sample.name << " x" << magnitude << ": fp16 this close means the check is blind";
+          if (sample.name != "matmul_large_k") {
+            EXPECT_LT(worst, 2e-2) << sample.name << " x" << magnitude;
+          }
+          EXPECT_TRUE(p.below_fp32());
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 15 + 5 + 4);
+}
+
+TEST(MatmulSplit, TheCopiesArePaddedFp16PartsTheStepsReadInPlace) {
+  Graph g = graph_from_json(testing::matmul_graph("matmul_batched_transposed_both"));
+  KernelGroup grp = kernel_groups(g, true).at(0);
+  Schedule s;
+  s.kernels[grp.key] = {.strategy = Strategy::library, .precision = Precision::fp16x3};
+  Plan p = lower(g, s);
+  ASSERT_EQ(p.kernels.size(), 4u);
+  const nlohmann::json &corrections = p.kernels[2].library, &products = p.kernels[3].library;
+  EXPECT_EQ(corrections.at("precision"), "fp16x3");
+  EXPECT_EQ(corrections.at("k"), 2 * 24) << "K = 23 in two parts (hi, lo), each padded to a multiple of 8";
+  EXPECT_EQ(products.at("k"), 24) << "the hi parts only";
+  EXPECT_EQ(corrections.at("alpha_at"), 0);
+  EXPECT_EQ(products.at("alpha_at"), 2);
+  for (const char* o : {"a", "b"}) {
+    EXPECT_EQ(corrections.at(o).at("dtype"), "f16");
+    EXPECT_EQ(corrections.at(o).at("ld").get<int64_t>() % 8, 0) << o << ": 16-byte rows";
+    EXPECT_TRUE(corrections.at(o).at("transposed").get<bool>()) << o << ": still a flag, the copy keeps the stored layout";
+  }
+  // a (stored [3][23][19], read transposed): K runs along the stored rows, 2 x 24 of them of 19 -> 24 columns.
+  EXPECT_EQ(corrections.at("a").at("batch_stride"), 48 * 24);
+  // b (stored [3][11][23], read transposed): K along its columns, [lo | hi]; the products read hi at 24.
+  EXPECT_EQ(products.at("b").at("offset"), 24);
+  EXPECT_FALSE(products.at("a").contains("offset"));
+  EXPECT_EQ(p.kernels[2].args.size(), 5u) << "a, b, c, alpha, workspace";
+  EXPECT_EQ(p.kernels[2].args, p.kernels[3].args) << "the same copies, result, scales and workspace";
+  EXPECT_EQ(p.buffers[size_t(p.kernels[2].args[0])].dtype, DType::f16);
+  EXPECT_EQ(p.buffers[size_t(p.kernels[2].args[3])].shape, (Shape{4})) << "two (alpha, beta) pairs";
+  for (int step : {2, 3}) EXPECT_NO_THROW(check_library_step(p.kernels[size_t(step)], p.buffers));
+  // A step read from JSON that claims f32 operands over the f16 copies, reads past them or past its scales, is refused.
+  auto refused = [&](const std::function<void(nlohmann::json&)>& change) {
+    PlanKernel wrong = p.kernels[3];
+    change(wrong.library);
+    EXPECT_THROW(check_library_step(wrong, p.buffers), UserError) << wrong.library.dump();
+  };
+  refused([](auto& lib) { lib["a"]["dtype"] = "f32"; });
+  refused([](auto& lib) { lib["precision"] = "fp32"; });
+  refused([](auto& lib) { lib["b"]["offset"] = 25; });
+  refused([](auto& lib) { lib["alpha_at"] = 3; });
+}
+
+}  // namespace
+}  // namespace kforge
