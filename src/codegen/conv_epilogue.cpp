@@ -20,13 +20,14 @@ int channel_bias(const Graph& g, int view, size_t rank, int64_t channels) {
   return b.dtype == DType::f32 && b.shape == Shape{channels} ? v.args[0] : -1;
 }
 
-// Whether node `id` is read, and only by elementwise ops: pointwise kernels that read it anyway and can add a
-// bias there for nothing (and, reading it once, write the sum too where the graph returns it).
-bool read_only_by_elementwise_ops(const Graph& g, int id) {
+// Whether node `id` is read, and only by elementwise ops and reductions: kernels that read it anyway and can add
+// a bias there for nothing (a pointwise chain, which also writes the sum where the graph returns it; a row
+// kernel's loads, as a BatchNorm's statistics and normalisation).
+bool read_only_where_a_bias_is_free(const Graph& g, int id) {
   int readers = 0;
   for (const Node& n : g.nodes)
     if (std::find(n.args.begin(), n.args.end(), id) != n.args.end()) {
-      if (!is_elementwise_op(n.op)) return false;
+      if (!is_elementwise_op(n.op) && n.op != "reduce") return false;
       ++readers;
     }
   return readers > 0;
@@ -39,7 +40,7 @@ Graph fold_conv_bias(const Graph& prim) {
   std::vector<int> uses = g.use_counts();
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& add = g.nodes[i];
-    if (add.op != "add" || read_only_by_elementwise_ops(g, int(i))) continue;
+    if (add.op != "add" || read_only_where_a_bias_is_free(g, int(i))) continue;
     for (int side : {0, 1}) {
       int cv = add.args[side];
       const Node& conv = g.at(cv);

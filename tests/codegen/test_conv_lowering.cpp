@@ -86,10 +86,11 @@ TEST(ConvEpilogue, ABiasFoldsIntoTheConvolutionUnlessOnlyElementwiseOpsReadTheSu
   both["outputs"] = {"c", "y"};
   Graph prim = primitive_graph(graph_from_json(both));
   EXPECT_EQ(prim.at(prim.outputs[0]).op, "add");
-  // A sum a reduction reads (a norm's statistics, a pooling, a sum over channels): the step writing the result
-  // adds the bias, where a kernel of its own would read and write the whole result once more (run 11.3).
+  // A sum a pooling reads: the step writing the result adds the bias, where a kernel of its own would read and
+  // write the whole result once more (run 11.3).
   nlohmann::json reduced = testing::conv_graph("conv2d_bias_relu");
-  reduced["nodes"][1] = {{"name", "y"}, {"op", "sum"}, {"args", {"c"}}, {"attrs", {{"dims", {1}}, {"keepdim", false}}}};
+  reduced["nodes"][1] = {{"name", "y"}, {"op", "avg_pool"}, {"args", {"c"}},
+                         {"attrs", {{"nd", 2}, {"kernel", {2, 2}}, {"stride", {2, 2}}, {"padding", {0, 0}}, {"count_include_pad", true}}}};
   Graph folded = primitive_graph(graph_from_json(reduced));
   bool conv_with_bias = false;
   for (const Node& n : folded.nodes) conv_with_bias |= is_conv_op(n.op) && n.args.size() == 3;
