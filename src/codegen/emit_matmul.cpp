@@ -10,9 +10,8 @@
 //   epilogue: none | bias | relu | bias_relu | gelu | bias_gelu (ir/matmul.h); precision: fp32 | tf32 |
 //   fp16 | fp16x3; algo: index into cuBLASLt's heuristic answer; workspace_bytes.
 // args: [a, b, c, bias (only with a bias epilogue), workspace]. In fp16 and fp16x3 a and b are 16-bit copies
-// (operand "dtype" f16, read from "offset" elements into their buffer) that the group's first two kernels make
-// (emit_matmul_split.cpp), k is the reduction length read, and an `alpha` buffer comes before the workspace:
-// alpha and beta (c = alpha a b + beta c) are its elements alpha_at and alpha_at + 1, device pointers.
+// (operand "dtype" f16) that the group's first two kernels make (emit_matmul_split.cpp), k is the copies'
+// reduction length, and an `alpha` buffer (alpha, beta: device pointers) comes before the workspace.
 // check_library_step holds a plan read from JSON to this contract, so that a library call never reads or
 // writes past its buffers.
 #include "codegen/emitters.h"
@@ -69,16 +68,15 @@ std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const
 }
 
 namespace {
-// Elements a strided batch of row-major matrices spans from its buffer's start (its offset included), read as
-// rows x cols (transposed: stored cols x rows).
+// Elements a strided batch of row-major matrices spans, read as rows x cols (transposed: stored cols x rows).
 int64_t extent(const nlohmann::json& m, int64_t rows, int64_t cols, int64_t batch, const std::string& what) {
   bool t = m.value("transposed", false);
   int64_t stored_rows = t ? cols : rows, stored_cols = t ? rows : cols;
-  int64_t ld = m.at("ld").get<int64_t>(), stride = m.at("batch_stride").get<int64_t>(), offset = m.value("offset", int64_t(0));
-  if (ld < stored_cols || stride < 0 || offset < 0)
+  int64_t ld = m.at("ld").get<int64_t>(), stride = m.at("batch_stride").get<int64_t>();
+  if (ld < stored_cols || stride < 0)
     throw UserError(what + ": leading dim " + std::to_string(ld) + " below its " + std::to_string(stored_cols) +
-                    " columns, or a negative batch stride or offset");
-  return offset + stride * (batch - 1) + (stored_rows - 1) * ld + stored_cols;
+                    " columns, or a negative batch stride");
+  return stride * (batch - 1) + (stored_rows - 1) * ld + stored_cols;
 }
 }  // namespace
 
@@ -102,10 +100,7 @@ void check_matmul_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffe
         {"b", extent(lib.at("b"), kk, n, batch, where + " operand b"), t},
         {"c", extent(lib.at("c"), m, n, batch, where + " result c")}};
     if (bias) need.push_back({"bias", n});
-    if (copies) need.push_back({"alpha", lib.at("alpha_at").get<int64_t>() + 2});
-    if (copies && lib.at("alpha_at").get<int64_t>() < 0) throw UserError(where + ": alpha_at must be at least 0");
-    if (!copies && (lib.contains("alpha_at") || lib.at("a").contains("offset") || lib.at("b").contains("offset")))
-      throw UserError(where + ": alpha_at and operand offsets belong to fp16 and fp16x3 steps");
+    if (copies) need.push_back({"alpha", 2});
     need.push_back({"workspace", (lib.at("workspace_bytes").get<int64_t>() + 3) / 4});
     check_step_buffers(k, buffers, need, where);
   } catch (const nlohmann::json::exception& e) {

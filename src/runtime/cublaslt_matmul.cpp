@@ -70,11 +70,7 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const nlohmann::json& lib, const std
     // Their alpha (the copies' scales undone) is computed on the device: alpha and beta are device pointers.
     device_alpha_ = reads_half_copies(p);
     if (device_alpha_) set(desc_, CUBLASLT_MATMUL_DESC_POINTER_MODE, CUBLASLT_POINTER_MODE_DEVICE);
-    alpha_at_ = lib.value("alpha_at", 0);
-    // Operands read from inside their buffers (the copies' hi parts), in bytes.
-    const size_t element = device_alpha_ ? 2 : 4;
-    offset_a_ = lib.at("a").value("offset", size_t(0)) * element;
-    offset_b_ = lib.at("b").value("offset", size_t(0)) * element;
+
     const auto &a = lib.at("a"), &b = lib.at("b");
     set(desc_, CUBLASLT_MATMUL_DESC_TRANSA, b.value("transposed", false) ? CUBLAS_OP_T : CUBLAS_OP_N);  // lt A = our B
     set(desc_, CUBLASLT_MATMUL_DESC_TRANSB, a.value("transposed", false) ? CUBLAS_OP_T : CUBLAS_OP_N);  // lt B = our A
@@ -127,12 +123,10 @@ void LtMatmul::run(cublasLtHandle_t handle, const std::vector<CUdeviceptr>& args
   auto ptr = [&](size_t i) { return reinterpret_cast<void*>(args[i]); };
   if (bias_) set(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(ptr(3)));
   const float host_alpha = 1.0f, host_beta = 0.0f;
-  const float* alpha = device_alpha_ ? static_cast<const float*>(ptr(args.size() - 2)) + alpha_at_ : &host_alpha;
+  const float* alpha = device_alpha_ ? static_cast<const float*>(ptr(args.size() - 2)) : &host_alpha;
   const float* beta = device_alpha_ ? alpha + 1 : &host_beta;
-  const char* a = static_cast<const char*>(ptr(0)) + offset_a_;
-  const char* b = static_cast<const char*>(ptr(1)) + offset_b_;
   // Operands swapped: see the column-major note above the constructor.
-  KF_CUBLAS(cublaslt().cublasLtMatmul(handle, desc_, alpha, b, lt_a_, a, lt_b_, beta, ptr(2), lt_c_, ptr(2), lt_c_,
+  KF_CUBLAS(cublaslt().cublasLtMatmul(handle, desc_, alpha, ptr(1), lt_a_, ptr(0), lt_b_, beta, ptr(2), lt_c_, ptr(2), lt_c_,
                            &algo_, ptr(args.size() - 1), workspace_bytes_, reinterpret_cast<cudaStream_t>(stream)));
 }
 

@@ -29,8 +29,8 @@ double half_at(const std::vector<float>& buffer, int64_t i) {
 
 // Element (row, col) of batch entry `b` of an operand read rows x cols through its JSON block.
 int64_t element(const nlohmann::json& o, int64_t b, int64_t row, int64_t col) {
-  const int64_t ld = o.at("ld"), stride = o.at("batch_stride"), offset = o.value("offset", int64_t(0));
-  return offset + b * stride + (o.value("transposed", false) ? col * ld + row : row * ld + col);
+  const int64_t ld = o.at("ld"), stride = o.at("batch_stride");
+  return b * stride + (o.value("transposed", false) ? col * ld + row : row * ld + col);
 }
 
 double epilogue(Epilogue e, double v, double bias) {
@@ -49,7 +49,7 @@ void emulate_library_step(const PlanKernel& step, std::vector<std::vector<float>
   const auto& A = data[size_t(step.args[0])];
   const auto& B = data[size_t(step.args[1])];
   auto& C = data[size_t(step.args[2])];
-  const float* scale = data[size_t(step.args[step.args.size() - 2])].data() + lib.at("alpha_at").get<int>();
+  const float* scale = data[size_t(step.args[step.args.size() - 2])].data();  // alpha, beta
   const float* bias = has_bias(e) ? data[size_t(step.args[3])].data() : nullptr;
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t i = 0; i < m; ++i)
@@ -121,8 +121,7 @@ TEST(MatmulSplit, Fp16x3HoldsTheStrictTierWhereOneFp16RoundingDoesNot) {
         Schedule s;
         s.kernels[key] = {.strategy = Strategy::library, .precision = precision};
         Plan p = lower(g, s);
-        const size_t steps = precision == Precision::fp16x3 ? 4 : 3;  // absmax, split, corrections?, products
-        if (p.kernels.size() != steps) continue;  // an expand before, or an activation cuBLASLt lacks after
+        if (p.kernels.size() != 3) continue;  // an expand before, or an activation cuBLASLt lacks after the step
         ASSERT_EQ(p.kernels.back().kind, StepKind::cublaslt);
         const double worst = worst_error(run_split_plan(p, inputs, params), expected[0], scale);
         if (precision == Precision::fp16x3) {
@@ -143,44 +142,40 @@ TEST(MatmulSplit, Fp16x3HoldsTheStrictTierWhereOneFp16RoundingDoesNot) {
   EXPECT_GE(checked, 15 + 5 + 4);
 }
 
-TEST(MatmulSplit, TheCopiesArePaddedFp16PartsTheStepsReadInPlace) {
+TEST(MatmulSplit, TheCopiesArePaddedFp16PartsTheStepReadsInPlace) {
   Graph g = graph_from_json(testing::matmul_graph("matmul_batched_transposed_both"));
   KernelGroup grp = kernel_groups(g, true).at(0);
   Schedule s;
   s.kernels[grp.key] = {.strategy = Strategy::library, .precision = Precision::fp16x3};
   Plan p = lower(g, s);
-  ASSERT_EQ(p.kernels.size(), 4u);
-  const nlohmann::json &corrections = p.kernels[2].library, &products = p.kernels[3].library;
-  EXPECT_EQ(corrections.at("precision"), "fp16x3");
-  EXPECT_EQ(corrections.at("k"), 2 * 24) << "K = 23 in two parts (hi, lo), each padded to a multiple of 8";
-  EXPECT_EQ(products.at("k"), 24) << "the hi parts only";
-  EXPECT_EQ(corrections.at("alpha_at"), 0);
-  EXPECT_EQ(products.at("alpha_at"), 2);
+  ASSERT_EQ(p.kernels.size(), 3u);
+  const nlohmann::json& lib = p.kernels[2].library;
+  EXPECT_EQ(lib.at("precision"), "fp16x3");
+  EXPECT_EQ(lib.at("k"), 3 * 24) << "K = 23 in three parts (hi, hi, lo against hi, lo, hi), each padded to 24";
   for (const char* o : {"a", "b"}) {
-    EXPECT_EQ(corrections.at(o).at("dtype"), "f16");
-    EXPECT_EQ(corrections.at(o).at("ld").get<int64_t>() % 8, 0) << o << ": 16-byte rows";
-    EXPECT_TRUE(corrections.at(o).at("transposed").get<bool>()) << o << ": still a flag, the copy keeps the stored layout";
+    EXPECT_EQ(lib.at(o).at("dtype"), "f16");
+    EXPECT_EQ(lib.at(o).at("ld").get<int64_t>() % 8, 0) << o << ": 16-byte rows";
+    EXPECT_TRUE(lib.at(o).at("transposed").get<bool>()) << o << ": still a flag, the copy keeps the stored layout";
   }
-  // a (stored [3][23][19], read transposed): K runs along the stored rows, 2 x 24 of them of 19 -> 24 columns.
-  EXPECT_EQ(corrections.at("a").at("batch_stride"), 48 * 24);
-  // b (stored [3][11][23], read transposed): K along its columns, [lo | hi]; the products read hi at 24.
-  EXPECT_EQ(products.at("b").at("offset"), 24);
-  EXPECT_FALSE(products.at("a").contains("offset"));
-  EXPECT_EQ(p.kernels[2].args.size(), 5u) << "a, b, c, alpha, workspace";
-  EXPECT_EQ(p.kernels[2].args, p.kernels[3].args) << "the same copies, result, scales and workspace";
-  EXPECT_EQ(p.buffers[size_t(p.kernels[2].args[0])].dtype, DType::f16);
-  EXPECT_EQ(p.buffers[size_t(p.kernels[2].args[3])].shape, (Shape{4})) << "two (alpha, beta) pairs";
-  for (int step : {2, 3}) EXPECT_NO_THROW(check_library_step(p.kernels[size_t(step)], p.buffers));
-  // A step read from JSON that claims f32 operands over the f16 copies, reads past them or past its scales, is refused.
+  // a (stored [3][23][19], read transposed): K runs along the stored rows, 3 x 24 of them of 19 -> 24 columns.
+  EXPECT_EQ(lib.at("a").at("batch_stride"), 72 * 24);
+  // b (stored [3][11][23], read transposed): K along its columns, 11 rows of 3 x 24.
+  EXPECT_EQ(lib.at("b").at("ld"), 72);
+  const std::vector<int>& args = p.kernels[2].args;
+  ASSERT_EQ(args.size(), 5u) << "a, b, c, alpha, workspace";
+  EXPECT_EQ(p.buffers[size_t(args[0])].dtype, DType::f16);
+  EXPECT_EQ(p.buffers[size_t(args[3])].shape, (Shape{2})) << "alpha and beta";
+  EXPECT_NO_THROW(check_library_step(p.kernels[2], p.buffers));
+  // A step read from JSON that claims f32 operands over the f16 copies, or reads past them, is refused.
   auto refused = [&](const std::function<void(nlohmann::json&)>& change) {
-    PlanKernel wrong = p.kernels[3];
+    PlanKernel wrong = p.kernels[2];
     change(wrong.library);
     EXPECT_THROW(check_library_step(wrong, p.buffers), UserError) << wrong.library.dump();
   };
   refused([](auto& lib) { lib["a"]["dtype"] = "f32"; });
   refused([](auto& lib) { lib["precision"] = "fp32"; });
-  refused([](auto& lib) { lib["b"]["offset"] = 25; });
-  refused([](auto& lib) { lib["alpha_at"] = 3; });
+  refused([](auto& lib) { lib["k"] = 3 * 24 + 1; });
+  refused([](auto& lib) { lib["precision"] = "bf16"; });
 }
 
 }  // namespace

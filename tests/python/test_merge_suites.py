@@ -40,3 +40,12 @@ def test_an_unfinished_slice_or_a_repeated_problem_is_refused(tmp_path):
         m.merge([slice_file(tmp_path, "a", ["p1"]), slice_file(tmp_path, "b", ["p2"], complete=False)])
     with pytest.raises(SystemExit, match="more than one slice"):
         m.merge([slice_file(tmp_path, "a", ["p1"]), slice_file(tmp_path, "b", ["p1"])])
+
+
+def test_a_glob_keeps_part_of_a_slice(tmp_path):
+    m = merger()
+    a = slice_file(tmp_path, "a", ["01_x", "02_y", "13_z"])
+    text = m.merge([a + "::0*", slice_file(tmp_path, "b", ["13_z"])])
+    assert "- problems: 3" in text and "| 02_y |" in text
+    text = m.merge([a + "::02_*,13_*"])
+    assert "- problems: 2" in text and "| 01_x |" not in text
