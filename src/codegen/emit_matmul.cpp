@@ -9,11 +9,14 @@
 //   c: {"ld": n, "batch_stride": m * n};
 //   epilogue: none | bias | relu | bias_relu | gelu | bias_gelu (ir/matmul.h); precision: fp32 | tf32 |
 //   fp16 | fp16x3; algo: index into cuBLASLt's heuristic answer; workspace_bytes.
+// a, b and c may carry an "offset" (elements into the buffer: a triangular product's row blocks).
 // args: [a, b, c, bias (only with a bias epilogue), workspace]. In fp16 and fp16x3 a and b are 16-bit copies
 // (operand "dtype" f16) that the group's first two kernels make (emit_matmul_split.cpp), k is the copies'
 // reduction length, and an `alpha` buffer (alpha, beta: device pointers) comes before the workspace.
 // check_library_step holds a plan read from JSON to this contract, so that a library call never reads or
 // writes past its buffers.
+#include <algorithm>
+
 #include "codegen/emitters.h"
 #include "ir/error.h"
 #include "ir/matmul.h"
@@ -37,6 +40,39 @@ nlohmann::json operand(const EmitContext& cx, int node, int64_t batch, std::vect
   bool shared = numel(s) == rows * cols;  // batch dims all 1: one matrix for every batch entry
   args.push_back(buffer_of(cx, stored));
   return {{"transposed", transposed}, {"ld", cols}, {"batch_stride", shared || batch == 1 ? 0 : rows * cols}};
+}
+
+// A product marked triangular (gemm_epilogue.h: only torch.triu / tril of it is read) as row blocks, each
+// computing the columns that reach the triangle: rows [r0, r1) need columns [r0 + diagonal, n) (upper) or
+// [0, r1 + diagonal) (lower), so 8 blocks do ~56% of the full product's work. Each block is `step` reading its
+// operands and result at element offsets ("offset"; the runtime derives the pointers' alignment from them); r0
+// and the first column are multiples of 8 (extra columns outside the triangle are harmless: the triangle op
+// zeroes them). Plain products only: the result's last two dims are the library's m and n (no batch folded into
+// m) and no bias epilogue (a bias vector would need its own offset).
+std::vector<PlanKernel> triangle_blocks(const PlanKernel& step, const nlohmann::json& triangle, int64_t m, int64_t n) {
+  constexpr int64_t kBlocks = 8, kMinRows = 256;  // a block of fewer rows is not worth its own call
+  const int64_t blocks = std::clamp<int64_t>(m / kMinRows, 1, kBlocks);
+  if (blocks == 1) return {step};
+  const bool upper = triangle.at("upper");
+  const int64_t diagonal = triangle.at("diagonal"), rows = (m + blocks - 1) / blocks / 8 * 8 + 8;
+  const nlohmann::json &a = step.library.at("a"), &b = step.library.at("b"), &c = step.library.at("c");
+  std::vector<PlanKernel> out;
+  for (int64_t r0 = 0; r0 < m; r0 += rows) {
+    const int64_t r1 = std::min(m, r0 + rows);
+    const int64_t c0 = upper ? std::clamp<int64_t>(r0 + diagonal, 0, n) / 8 * 8 : 0;
+    const int64_t c1 = upper ? n : std::clamp<int64_t>(r1 + diagonal, 0, n);
+    if (c1 <= c0) continue;  // the block lies wholly outside the triangle
+    PlanKernel k = step;
+    k.name = step.name + "_rows" + std::to_string(r0);
+    nlohmann::json& lib = k.library;
+    lib["m"] = r1 - r0;
+    lib["n"] = c1 - c0;
+    lib["a"]["offset"] = a.value("transposed", false) ? r0 : r0 * a.at("ld").get<int64_t>();
+    lib["b"]["offset"] = b.value("transposed", false) ? c0 * b.at("ld").get<int64_t>() : c0;
+    lib["c"]["offset"] = r0 * c.at("ld").get<int64_t>() + c0;
+    out.push_back(std::move(k));
+  }
+  return out;
 }
 
 }  // namespace
@@ -63,20 +99,29 @@ std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const
                {"c", {{"ld", d.n}, {"batch_stride", batch == 1 ? 0 : d.m * d.n}}}, {"epilogue", to_string(e)},
                {"precision", to_string(ks.precision)}, {"algo", ks.algo}, {"workspace_bytes", kWorkspaceBytes}};
   k.schedule = {{"strategy", to_string(ks.strategy)}, {"precision", to_string(ks.precision)}, {"algo", ks.algo}};
-  if (reads_half_copies(ks.precision)) return emit_matmul_split(cx, g, ks, k, d, batch);
-  return {k};
+  std::vector<PlanKernel> steps = {k};
+  if (reads_half_copies(ks.precision)) steps = emit_matmul_split(cx, g, ks, k, d, batch);
+  const Shape& result = graph.at(g.anchor).type.shape;
+  const bool plain = result.size() >= 2 && result[result.size() - 2] == d.m && result.back() == d.n;
+  if (mm.attrs.contains("triangle") && plain && !has_bias(e)) {
+    std::vector<PlanKernel> blocks = triangle_blocks(steps.back(), mm.attrs.at("triangle"), d.m, d.n);
+    steps.pop_back();
+    steps.insert(steps.end(), blocks.begin(), blocks.end());
+  }
+  return steps;
 }
 
 namespace {
-// Elements a strided batch of row-major matrices spans, read as rows x cols (transposed: stored cols x rows).
+// Elements a strided batch of row-major matrices spans from its buffer's start (its offset included), read as
+// rows x cols (transposed: stored cols x rows).
 int64_t extent(const nlohmann::json& m, int64_t rows, int64_t cols, int64_t batch, const std::string& what) {
   bool t = m.value("transposed", false);
   int64_t stored_rows = t ? cols : rows, stored_cols = t ? rows : cols;
-  int64_t ld = m.at("ld").get<int64_t>(), stride = m.at("batch_stride").get<int64_t>();
-  if (ld < stored_cols || stride < 0)
+  int64_t ld = m.at("ld").get<int64_t>(), stride = m.at("batch_stride").get<int64_t>(), offset = m.value("offset", int64_t(0));
+  if (ld < stored_cols || stride < 0 || offset < 0)
     throw UserError(what + ": leading dim " + std::to_string(ld) + " below its " + std::to_string(stored_cols) +
-                    " columns, or a negative batch stride");
-  return stride * (batch - 1) + (stored_rows - 1) * ld + stored_cols;
+                    " columns, or a negative batch stride or offset");
+  return offset + stride * (batch - 1) + (stored_rows - 1) * ld + stored_cols;
 }
 }  // namespace
 

@@ -47,6 +47,14 @@ struct Folder {
     return false;
   }
 
+  // triangle(mm): only the triangle of the product is read, so its steps need compute only the row blocks' parts
+  // that reach it (emit_matmul.cpp); the triangle op still zeroes the rest. Marked, not folded.
+  void mark_triangle(int id) {
+    const Node& n = g.at(id);
+    if (n.op != "triangle" || !foldable_product(n.args[0])) return;
+    g.nodes[n.args[0]].attrs["triangle"] = {{"upper", n.attr_b("upper")}, {"diagonal", n.attr_i("diagonal")}};
+  }
+
   // relu(mm) or gelu_tanh(mm), mm without an activation yet.
   bool fold_activation(int id) {
     const Node& n = g.at(id);
@@ -70,6 +78,7 @@ Graph fold_gemm_epilogues(const Graph& prim) {
     const std::string& op = f.g.nodes[i].op;
     if (op == "add") f.fold_bias(int(i));
     else if (op == "relu" || op == "gelu") f.fold_activation(int(i));
+    else if (op == "triangle") f.mark_triangle(int(i));
   }
   return f.g;
 }

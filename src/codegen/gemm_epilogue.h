@@ -5,6 +5,9 @@
 // Folded only when it computes the same function: the product has no other reader and is no graph output,
 // the bias holds one value per result column (Linear's bias), and the activation is one cuBLASLt has
 // (its GELU is the tanh approximation, so an erf GELU stays a kernel of its own). Runs on primitive graphs.
+// A product whose only reader is torch.triu / tril (op triangle) is marked (attrs.triangle: upper, diagonal):
+// its library steps compute only the row blocks' columns that reach the triangle (issue 3: a triangular
+// product computes its triangle, about half the work, not the full product and a mask).
 #pragma once
 #include "ir/graph.h"
 

@@ -81,14 +81,23 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const nlohmann::json& lib, const std
     lt_b_ = layout(a, m, k, batch);  // our A, read m x k
     lt_c_ = layout(lib.at("c"), m, n, batch);
 
+    // Operands read from inside their buffers (a triangular product's row blocks), in bytes.
+    auto offset_bytes = [&](const nlohmann::json& o, size_t element) { return o.value("offset", size_t(0)) * element; };
+    const size_t copies = device_alpha_ ? 2 : 4;
+    offset_a_ = offset_bytes(a, copies);
+    offset_b_ = offset_bytes(b, copies);
+    offset_c_ = offset_bytes(lib.at("c"), 4);
     cublasLtMatmulPreference_t pref;
     KF_CUBLAS(cublaslt().cublasLtMatmulPreferenceCreate(&pref));
     uint64_t ws = workspace_bytes_;
     KF_CUBLAS(cublaslt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-    // Plans promise 16-byte-aligned buffers (LoadedPlan::run checks), not the 256 bytes cuBLASLt assumes.
-    uint32_t align = 16;
-    for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    // Plans promise 16-byte-aligned buffers (LoadedPlan::run checks), not the 256 bytes cuBLASLt assumes; an
+    // offset keeps the largest power of two (up to 16) dividing it. (cuBLASLt's A is our B: see below.)
+    auto aligned = [](size_t offset) { return uint32_t(offset % 16 == 0 ? 16 : offset & (~offset + 1)); };
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, aligned(offset_b_)}, {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, aligned(offset_a_)},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, aligned(offset_c_)}, {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, aligned(offset_c_)}};
+    for (auto [attr, align] : alignments)
       KF_CUBLAS(cublaslt().cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align));
     cublasLtMatmulHeuristicResult_t found[kMatmulAlgos];
     int returned = 0;
@@ -125,8 +134,11 @@ void LtMatmul::run(cublasLtHandle_t handle, const std::vector<CUdeviceptr>& args
   const float host_alpha = 1.0f, host_beta = 0.0f;
   const float* alpha = device_alpha_ ? static_cast<const float*>(ptr(args.size() - 2)) : &host_alpha;
   const float* beta = device_alpha_ ? alpha + 1 : &host_beta;
+  const char* a = static_cast<const char*>(ptr(0)) + offset_a_;
+  const char* b = static_cast<const char*>(ptr(1)) + offset_b_;
+  char* c = static_cast<char*>(ptr(2)) + offset_c_;
   // Operands swapped: see the column-major note above the constructor.
-  KF_CUBLAS(cublaslt().cublasLtMatmul(handle, desc_, alpha, ptr(1), lt_a_, ptr(0), lt_b_, beta, ptr(2), lt_c_, ptr(2), lt_c_,
+  KF_CUBLAS(cublaslt().cublasLtMatmul(handle, desc_, alpha, b, lt_a_, a, lt_b_, beta, c, lt_c_, c, lt_c_,
                            &algo_, ptr(args.size() - 1), workspace_bytes_, reinterpret_cast<cudaStream_t>(stream)));
 }
 

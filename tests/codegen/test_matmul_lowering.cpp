@@ -29,7 +29,8 @@ TEST(MatmulLowering, EveryProductIsOneCublasLtStep) {
   for (auto& s : testing::matmul_graphs()) {
     Plan p = lower(graph_from_json(s.graph), {});
     auto lib = steps(p, StepKind::cublaslt);
-    ASSERT_EQ(lib.size(), 1u) << s.name;
+    // A triangular product's steps are row blocks (test_matmul_split_on_cpu.cpp runs them).
+    ASSERT_EQ(lib.size(), s.name == "matmul_triu" ? 2u : 1u) << s.name;
     EXPECT_TRUE(lib[0]->source.empty()) << s.name;
     EXPECT_EQ(lib[0]->library.at("op"), "matmul");
     EXPECT_EQ(lib[0]->library.at("precision"), "fp32") << "the default is the strict tier's arithmetic";

@@ -14,6 +14,7 @@
 
 #include "codegen/lower.h"
 #include "common/cpu_kernel_runner.h"
+#include "common/device_tensors.h"
 #include "common/matmul_graphs.h"
 #include "common/random_inputs.h"
 #include "ir/error.h"
@@ -29,8 +30,13 @@ double half_at(const std::vector<float>& buffer, int64_t i) {
 
 // Element (row, col) of batch entry `b` of an operand read rows x cols through its JSON block.
 int64_t element(const nlohmann::json& o, int64_t b, int64_t row, int64_t col) {
-  const int64_t ld = o.at("ld"), stride = o.at("batch_stride");
-  return b * stride + (o.value("transposed", false) ? col * ld + row : row * ld + col);
+  const int64_t ld = o.at("ld"), stride = o.at("batch_stride"), offset = o.value("offset", int64_t(0));
+  return offset + b * stride + (o.value("transposed", false) ? col * ld + row : row * ld + col);
+}
+
+// An operand's element as the library reads it: a 16-bit copy's, or an f32 buffer's.
+double operand_at(const std::vector<float>& buffer, const nlohmann::json& o, int64_t i) {
+  return o.value("dtype", "f32") == "f16" ? half_at(buffer, i) : double(buffer[size_t(i)]);
 }
 
 double epilogue(Epilogue e, double v, double bias) {
@@ -49,21 +55,23 @@ void emulate_library_step(const PlanKernel& step, std::vector<std::vector<float>
   const auto& A = data[size_t(step.args[0])];
   const auto& B = data[size_t(step.args[1])];
   auto& C = data[size_t(step.args[2])];
-  const float* scale = data[size_t(step.args[step.args.size() - 2])].data();  // alpha, beta
+  const bool copies = lib.at("a").value("dtype", "f32") == "f16";
+  const float one_zero[2] = {1.f, 0.f};
+  const float* scale = copies ? data[size_t(step.args[step.args.size() - 2])].data() : one_zero;  // alpha, beta
   const float* bias = has_bias(e) ? data[size_t(step.args[3])].data() : nullptr;
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         double sum = 0;
         for (int64_t kk = 0; kk < k; ++kk)
-          sum += half_at(A, element(lib.at("a"), b, i, kk)) * half_at(B, element(lib.at("b"), b, kk, j));
+          sum += operand_at(A, lib.at("a"), element(lib.at("a"), b, i, kk)) * operand_at(B, lib.at("b"), element(lib.at("b"), b, kk, j));
         float& c = C[size_t(element(lib.at("c"), b, i, j))];
         const double prior = scale[1] == 0.f ? 0.0 : scale[1] * double(c);  // beta 0: c is not read (BLAS)
         c = float(epilogue(e, scale[0] * sum + prior, bias ? bias[j] : 0.0));
       }
 }
 
-// Runs plan `p` ([absmax, split, then cuBLASLt steps]) on the CPU; returns the graph's first output.
+// Runs plan `p` on the CPU, its cuBLASLt steps emulated; returns the graph's first output.
 std::vector<float> run_split_plan(const Plan& p, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& params) {
   std::vector<std::vector<float>> data(p.buffers.size());
   int out = -1;
@@ -81,7 +89,8 @@ std::vector<float> run_split_plan(const Plan& p, const std::vector<HostTensor>& 
     }
     std::vector<float*> args;
     for (int b : k.args) args.push_back(data[size_t(b)].data());
-    testing::run_on_cpu(k, args, k.grid);
+    // The copies' kernels split their work by blockIdx: their whole grid; other kernels are grid-stride loops.
+    testing::run_on_cpu(k, args, k.schedule.contains("precision") ? k.grid : 1);
   }
   return data.at(size_t(out));
 }
@@ -176,6 +185,44 @@ TEST(MatmulSplit, TheCopiesArePaddedFp16PartsTheStepReadsInPlace) {
   refused([](auto& lib) { lib["precision"] = "fp32"; });
   refused([](auto& lib) { lib["k"] = 3 * 24 + 1; });
   refused([](auto& lib) { lib["precision"] = "bf16"; });
+}
+
+// torch.triu / tril of a product: the library steps compute row blocks of only the columns that reach the
+// triangle (about half the product), and the result, zeroed outside it by the triangle op, is the interpreter's.
+TEST(MatmulTriangle, RowBlocksComputeOnlyWhatReachesTheTriangle) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  const int64_t n = 530, k = 24;
+  for (auto [upper, diagonal] : {std::pair{true, 0}, std::pair{true, 37}, std::pair{false, -5}, std::pair{false, 0}}) {
+    nlohmann::json graph = {
+        {"inputs", {{{"name", "a"}, {"shape", {n, k}}}, {{"name", "b"}, {"shape", {k, n}}}}},
+        {"nodes", {{{"name", "p"}, {"op", "matmul"}, {"args", {"a", "b"}}},
+                   {{"name", "y"}, {"op", "triangle"}, {"args", {"p"}}, {"attrs", {{"upper", upper}, {"diagonal", diagonal}}}}}},
+        {"outputs", {"y"}}};
+    Graph g = graph_from_json(graph);
+    std::mt19937_64 rng(3);
+    auto inputs = testing::random_values(g, g.inputs, rng);
+    const std::vector<HostTensor> expected = interpret(primitive_graph(g), inputs, {});
+    std::string key;
+    for (auto& grp : kernel_groups(g, true))
+      if (grp.kind == GroupKind::matmul) key = grp.key;
+    for (Precision precision : {Precision::fp32, Precision::fp16x3}) {
+      Schedule s;
+      s.kernels[key] = {.strategy = Strategy::library, .precision = precision};
+      Plan p = lower(g, s);
+      int64_t computed = 0, blocks = 0;
+      for (const PlanKernel& step : p.kernels)
+        if (step.kind == StepKind::cublaslt) {
+          ++blocks;
+          computed += step.library.at("m").get<int64_t>() * step.library.at("n").get<int64_t>();
+          EXPECT_NO_THROW(check_library_step(step, p.buffers)) << step.name;
+        }
+      EXPECT_EQ(blocks, 2) << "530 rows: two blocks of at least 256";
+      EXPECT_LT(computed, n * n * 8 / 10) << "upper " << upper << " diagonal " << diagonal << ": about half the product";
+      const std::vector<float> y = run_split_plan(p, inputs, {});
+      std::string bad = testing::mismatches(std::vector<double>(y.begin(), y.end()), expected[0], 1e-4);
+      EXPECT_TRUE(bad.empty()) << "upper " << upper << " diagonal " << diagonal << " " << to_string(precision) << ":\n" << bad;
+    }
+  }
 }
 
 }  // namespace

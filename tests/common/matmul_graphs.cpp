@@ -70,6 +70,12 @@ std::vector<SampleGraph> matmul_graphs() {
                 {"nodes", {node("mm", "matmul", {"a", "b"}), node("biased", "add", {"c", "mm"}),
                            node("y", "relu", {"biased"})}},
                 {"outputs", {"y"}}}});
+  // torch.triu of a product: cuBLASLt steps over row blocks, each reading and writing at offsets
+  // (emit_matmul.cpp's triangle_blocks), then the triangle op.
+  g.push_back({"matmul_triu", {{"inputs", {value("a", {530, 24}), value("b", {24, 530})}},
+                               {"nodes", {node("p", "matmul", {"a", "b"}),
+                                          node("y", "triangle", {"p"}, {{"upper", true}, {"diagonal", 1}})}},
+                               {"outputs", {"y"}}}});
   g.push_back(linear("linear_no_bias", 45, 70, 21, false, ""));
   g.push_back(linear("linear_bias", 45, 70, 21, true, ""));
   g.push_back(linear("linear_bias_relu", 45, 70, 21, true, "relu"));
