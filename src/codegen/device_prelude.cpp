@@ -64,14 +64,14 @@ inline unsigned short kf_to_bf16(float x) {
 }
 inline float kf_from_bf16(unsigned short h) { return std::bit_cast<float>((unsigned)h << 16); }
 #endif
-// The power of two e that puts m (an operand's largest magnitude) in [2^14, 2^15): the scale of a product's fp16
-// copies (codegen/emit_matmul_split.cpp); 0 for 0, inf and NaN; within +-64, so that alpha = 2^-(ea + eb) stays
-// a normal float.
+// The power of two e that puts m (an operand's largest finite magnitude) in [2^14, 2^15): the scale of a
+// product's fp16 copies (codegen/emit_matmul_split.cpp); 0 for 0 and NaN; within +-63, so that alpha =
+// 2^-(ea + eb) stays a normal float (operands beyond ~2^78 then overflow fp16: inf in the result).
 __device__ __forceinline__ int kf_half_scale(float m) {
   if (!(m > 0.f) || isinf(m)) return 0;
   int e;
   frexpf(m, &e);  // m = f 2^e, f in [0.5, 1)
-  return min(max(15 - e, -64), 64);
+  return min(max(15 - e, -63), 63);
 }
 __device__ __forceinline__ float kf_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
 __device__ __forceinline__ float kf_softplus(float x, float beta, float threshold) {

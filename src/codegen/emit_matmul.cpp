@@ -121,6 +121,9 @@ int64_t extent(const nlohmann::json& m, int64_t rows, int64_t cols, int64_t batc
   if (ld < stored_cols || stride < 0 || offset < 0)
     throw UserError(what + ": leading dim " + std::to_string(ld) + " below its " + std::to_string(stored_cols) +
                     " columns, or a negative batch stride or offset");
+  constexpr int64_t kLimit = int64_t(1) << 40;  // every term below stays far from int64's overflow
+  if (ld > kLimit || stride > kLimit || offset > kLimit || rows > kLimit || cols > kLimit || batch > kLimit)
+    throw UserError(what + ": a dimension, stride or offset beyond 2^40 elements");
   return offset + stride * (batch - 1) + (stored_rows - 1) * ld + stored_cols;
 }
 }  // namespace
@@ -146,6 +149,9 @@ void check_matmul_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffe
         {"c", extent(lib.at("c"), m, n, batch, where + " result c")}};
     if (bias) need.push_back({"bias", n});
     if (copies) need.push_back({"alpha", 2});
+    if (lib.at("c").value("dtype", "f32") != "f32") throw UserError(where + ": result c must be f32");
+    const int64_t workspace = lib.at("workspace_bytes").get<int64_t>();
+    if (workspace < 0 || workspace > (int64_t(1) << 32)) throw UserError(where + ": workspace_bytes must be in [0, 4 GiB]");
     need.push_back({"workspace", (lib.at("workspace_bytes").get<int64_t>() + 3) / 4});
     check_step_buffers(k, buffers, need, where);
   } catch (const nlohmann::json::exception& e) {

@@ -18,9 +18,9 @@
 // step (K additions long instead of 3K) changed neither count and cost a pass over the result (12_tall_skinny
 // 1.28 -> 3.47 ms), so the three parts share one product. The check decides the tier on every input set.
 // Why scale: fp16 overflows at 65504 and loses relative precision below 2^-14; scaled, an operand of any
-// finite magnitude up to ~2^79 keeps 22 significant bits in hi + lo (elements 2^28 below the largest lose them
-// gradually to fp16's subnormals: an absolute error of ~2^-39 of the largest). NaN stays NaN; an infinite
-// operand gives scale 1 and inf or NaN results, as fp32 arithmetic would.
+// finite magnitude from ~2^-48 to ~2^78 keeps 22 significant bits in hi + lo (elements 2^28 below the largest
+// lose them gradually to fp16's subnormals: an absolute error of ~2^-39 of the largest). The scale comes from
+// the finite elements; an infinite one stays inf (its lo part 0) and NaN stays NaN, as in fp32 arithmetic.
 #include <algorithm>
 
 #include "codegen/emitters.h"
@@ -75,8 +75,10 @@ nlohmann::json copy_json(const SplitOperand& o, const nlohmann::json& m) {
           {"batch_stride", o.count == 1 ? 0 : o.copy_rows * o.copy_ld}, {"dtype", "f16"}};
 }
 
-// The blocks a walk of n elements gets: about four elements a thread, at most 4096 blocks (grid-stride).
-int64_t walk_blocks(int64_t n) { return std::clamp<int64_t>((n + 4 * kThreads - 1) / (4 * kThreads), 1, 4096); }
+// The blocks a walk of n elements gets: about four elements a thread, at most `cap` blocks (grid-stride). The
+// largest-magnitude walk's blocks are capped lower: every block of the split kernel folds all their partials.
+int64_t walk_blocks(int64_t n, int64_t cap = 4096) { return std::clamp<int64_t>((n + 4 * kThreads - 1) / (4 * kThreads), 1, cap); }
+constexpr int64_t kMaxPartials = 1024;
 
 // Statements folding `v` to the block's maximum in shared array `red` (every thread gets it).
 std::string block_max(const std::string& v) {
@@ -99,7 +101,9 @@ std::string split_walk(const SplitOperand& o, const std::string& src, const std:
        " + r * " + I(o.cols) + " + c] * " + scale + " : 0.f;\n";
   s += "      const unsigned short hi = kf_to_f16(x);\n";
   bool lo = std::find(parts.begin(), parts.end(), "lo") != parts.end();
-  if (lo) s += "      const unsigned short lo = kf_to_f16(x - kf_from_f16(hi));  // the exact residual, rounded once\n";
+  if (lo)
+    s += "      const float h = kf_from_f16(hi);\n"
+         "      const unsigned short lo = isinf(h) ? (unsigned short)0 : kf_to_f16(x - h);  // the exact residual, rounded once\n";
   s += "      unsigned short* d = " + dst + " + m * " + I(o.copy_rows * o.copy_ld) + ";\n";
   for (size_t p = 0; p < parts.size(); ++p) {
     const std::string at = o.k_cols ? "r * " + I(o.copy_ld) + " + " + I(int64_t(p) * o.kp) + " + c"
@@ -122,7 +126,7 @@ std::vector<PlanKernel> emit_matmul_split(EmitContext& cx, const KernelGroup& g,
   const int src_a = step.args[0], src_b = step.args[1];
   const int a16 = add_temp(cx, g.key + ".a_f16", DType::f16, {a.copy_elements()});
   const int b16 = add_temp(cx, g.key + ".b_f16", DType::f16, {b.copy_elements()});
-  const int64_t pa = walk_blocks(a.count * a.rows * a.cols), pb = walk_blocks(b.count * b.rows * b.cols);
+  const int64_t pa = walk_blocks(a.count * a.rows * a.cols, kMaxPartials), pb = walk_blocks(b.count * b.rows * b.cols, kMaxPartials);
   const int partial = add_temp(cx, g.key + ".absmax", DType::f32, {pa + pb});
   const int alpha = add_temp(cx, g.key + ".alpha", DType::f32, {2});
 
@@ -131,12 +135,14 @@ std::vector<PlanKernel> emit_matmul_split(EmitContext& cx, const KernelGroup& g,
   head += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kThreads) + ") " + name +
           "_absmax(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ partial) {\n";
   head += "  __shared__ float red[" + std::to_string(kThreads) + "];\n";
+  head += "  if (blockIdx.x >= " + I(pa + pb) + ") return;  // a whole block: no barrier is left waiting\n";
   head += "  const bool is_a = blockIdx.x < " + I(pa) + ";\n";
   head += "  const float* src = is_a ? a : b;\n  const i64 n = is_a ? " + I(a.count * a.rows * a.cols) + " : " +
           I(b.count * b.rows * b.cols) + ", blocks = is_a ? " + I(pa) + " : " + I(pb) + ";\n";
-  head += "  float v = 0.f;  // fmaxf drops NaN: a NaN element stays NaN in its copy, whatever the scale\n";
+  head += "  float v = 0.f;  // finite magnitudes only: NaN and inf elements stay NaN and inf in their copies\n";
   head += "  for (i64 i = (i64)(is_a ? blockIdx.x : blockIdx.x - " + I(pa) + ") * " + std::to_string(kThreads) +
-          " + threadIdx.x; i < n; i += blocks * " + std::to_string(kThreads) + ") v = fmaxf(v, fabsf(src[i]));\n";
+          " + threadIdx.x; i < n; i += blocks * " + std::to_string(kThreads) + ") {\n"
+          "    const float x = fabsf(src[i]);\n    if (x <= 3.402823466e38f) v = fmaxf(v, x);\n  }\n";
   head += block_max("v");
   head += "  if (threadIdx.x == 0) partial[blockIdx.x] = v;\n}\n";
   PlanKernel absmax = generated_kernel(g, ks, name + "_absmax", head, {src_a, src_b, partial}, pa + pb, kThreads);

@@ -41,7 +41,9 @@ cublasLtMatrixLayout_t layout(const nlohmann::json& operand, int64_t rows, int64
   bool t = operand.value("transposed", false);
   int64_t stored_rows = t ? cols : rows, stored_cols = t ? rows : cols;
   int64_t ld = operand.at("ld").get<int64_t>();  // at least stored_cols: check_library_step
-  const cudaDataType type = operand.value("dtype", "f32") == "f16" ? CUDA_R_16F : CUDA_R_32F;
+  const std::string dtype = operand.value("dtype", "f32");
+  if (dtype != "f16" && dtype != "f32") throw UserError("operand dtype '" + dtype + "' (f16 or f32)");
+  const cudaDataType type = dtype == "f16" ? CUDA_R_16F : CUDA_R_32F;
   cublasLtMatrixLayout_t l;
   KF_CUBLAS(cublaslt().cublasLtMatrixLayoutCreate(&l, type, uint64_t(stored_cols), uint64_t(stored_rows), ld));
   int32_t count = int32_t(batch);
@@ -62,7 +64,7 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const nlohmann::json& lib, const std
     int64_t m = lib.at("m"), n = lib.at("n"), k = lib.at("k"), batch = lib.at("batch");
     Epilogue e = epilogue_from_string(lib.at("epilogue"));
     bias_ = has_bias(e);
-    workspace_bytes_ = lib.at("workspace_bytes").get<size_t>();
+    workspace_bytes_ = size_t(std::max<int64_t>(0, lib.at("workspace_bytes").get<int64_t>()));  // checked: [0, 4 GiB]
     const Precision p = precision_from_string(lib.at("precision"));
     // fp16 and fp16x3 read 16-bit copies (the layouts' types) and sum in fp32 (CUBLAS_COMPUTE_32F): tensor cores.
     KF_CUBLAS(cublaslt().cublasLtMatmulDescCreate(&desc_, p == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,

@@ -79,7 +79,9 @@ std::vector<float> run_split_plan(const Plan& p, const std::vector<HostTensor>& 
     const PlanBuffer& pb = p.buffers[b];
     const std::vector<HostTensor>* given = pb.role == BufferRole::input ? &inputs : pb.role == BufferRole::param ? &params : nullptr;
     if (given) data[b].assign(given->at(size_t(pb.index)).data.begin(), given->at(size_t(pb.index)).data.end());
-    else data[b].assign(size_t(std::max<int64_t>(1, numel(pb.shape))), NAN);  // never-written elements show
+    else  // never-written elements show: NaN, in both halves of an f16 buffer's floats
+      data[b].assign(size_t(std::max<int64_t>(1, numel(pb.shape))),
+                     pb.dtype == DType::f16 ? std::bit_cast<float>(0x7e007e00u) : NAN);
     if (pb.role == BufferRole::output && pb.index == 0) out = int(b);
   }
   for (const PlanKernel& k : p.kernels) {
@@ -185,6 +187,16 @@ TEST(MatmulSplit, TheCopiesArePaddedFp16PartsTheStepReadsInPlace) {
   refused([](auto& lib) { lib["precision"] = "fp32"; });
   refused([](auto& lib) { lib["k"] = 3 * 24 + 1; });
   refused([](auto& lib) { lib["precision"] = "bf16"; });
+  refused([](auto& lib) { lib["workspace_bytes"] = -5; });
+  refused([](auto& lib) { lib["c"]["dtype"] = "f16"; });
+  refused([](auto& lib) { lib["b"]["batch_stride"] = int64_t(1) << 62; });
+  // The alpha buffer: absent (one buffer short), or too small.
+  PlanKernel short_of_alpha = p.kernels[2];
+  short_of_alpha.args.erase(short_of_alpha.args.end() - 2);
+  EXPECT_THROW(check_library_step(short_of_alpha, p.buffers), UserError);
+  std::vector<PlanBuffer> small = p.buffers;
+  small[size_t(p.kernels[2].args[3])].shape = {1};
+  EXPECT_THROW(check_library_step(p.kernels[2], small), UserError);
 }
 
 // torch.triu / tril of a product: the library steps compute row blocks of only the columns that reach the
