@@ -242,6 +242,30 @@ TEST(MatmulSchedule, IllegalChoicesNameTheField) {
   EXPECT_EQ(precision_from_string("fp16x3"), Precision::fp16x3);
 }
 
+// The copies' kernels of fp16 and fp16x3 products (emit_matmul_split.cpp) compile for sm_90 on every sample:
+// transposed, batched, broadcast, vector, triangular row blocks.
+TEST(MatmulSplit, TheCopiesKernelsCompileForSm90OnEverySample) {
+  Compiler c({"sm_90", "", {}});
+  int compiled = 0;
+  for (auto& sample : testing::matmul_graphs()) {
+    Graph g = graph_from_json(sample.graph);
+    for (auto& grp : kernel_groups(g, true)) {
+      if (grp.kind != GroupKind::matmul) continue;
+      for (Precision precision : {Precision::fp16x3, Precision::fp16}) {
+        Schedule s;
+        s.kernels[grp.key] = {.strategy = Strategy::library, .precision = precision};
+        for (const PlanKernel& k : lower(g, s).kernels) {
+          if (k.kind != StepKind::nvrtc) continue;
+          CompileResult r = c.compile(k.source, k.name);
+          ASSERT_TRUE(r.ok) << sample.name << " " << to_string(precision) << "\n" << r.log;
+          ++compiled;
+        }
+      }
+    }
+  }
+  EXPECT_GE(compiled, 2 * 2 * 18);
+}
+
 // kforge's own tensor-core GEMM (strategy mma): one generated kernel per product, reading the operands where
 // they are (transposed views as flags, batch strides), with the epilogue in its store; tf32x3 keeps the strict
 // tier (Plan::below_fp32 is false), tf32 does not. Every product form compiles for sm_90 in both precisions.
