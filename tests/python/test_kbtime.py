@@ -3,7 +3,7 @@ import math
 
 import torch
 
-from kforge.kbtime import baseline_tiers, compare, tier_of
+from kforge.kbtime import baseline_tiers, baseline_tiers_on_sets, compare, tier_of, worst_tier
 
 TIERS = {"strict": 1e-4, "relaxed": 1e-2}
 
@@ -51,3 +51,13 @@ def test_baseline_tiers_judge_each_baseline_as_it_runs():
     tiers = baseline_tiers({"eager": in_place, "compile": lambda t: t * 2 + 1e-3, "wrong": lambda t: t}, [x],
                            expected, TIERS)
     assert tiers == {"eager": "strict", "compile": "relaxed", "wrong": "none"}
+
+
+def test_a_baseline_holds_a_tier_only_on_every_hidden_set():
+    sets = [[torch.linspace(-1, 1, 16) * scale] for scale in (1.0, 4.0, 0.1)]  # as the hidden sets' ranges
+    refs = [[s[0] * 2] for s in sets]
+    # Off by 1e-3 only on the largest set: relaxed there, so relaxed over all.
+    loose_on_large = lambda t: t * 2 + (1e-3 if float(t.abs().max()) > 3 else 0.0)
+    tiers = baseline_tiers_on_sets({"eager": lambda t: t * 2, "compile": loose_on_large}, sets, refs, TIERS)
+    assert tiers == {"eager": "strict", "compile": "relaxed"}
+    assert worst_tier(["strict", "none", "relaxed"]) == "none" and worst_tier([]) == "strict"
