@@ -96,13 +96,19 @@ def test_a_scalar_or_diagonal_factor_is_one_elementwise_kernel(path, tmp_path):
 def test_imports_and_lowers_to_cublaslt(path, tmp_path):
     graph, plan = library_plan(path, ("matmul",), tmp_path)
     library = [k for k in plan["kernels"] if k.get("kind") == "cublaslt"]
-    assert len(library) == 1
+    triangular = path.stem.endswith("_triangular")
+    assert len(library) == (8 if triangular else 1)
     if path.parent.name == "level2":
         epilogue, kernels = LEVEL2[path.stem]
         assert library[0]["library"]["epilogue"] == epilogue
         assert len(plan["kernels"]) - 1 == kernels
-    if path.stem.endswith("_triangular"):  # the mask is one generated kernel after the product
-        assert [n["op"] for n in graph["nodes"]][-1] == "triangle" and len(plan["kernels"]) == 2
+    if triangular:  # row blocks of the columns reaching the triangle, then the mask: one generated kernel
+        assert [n["op"] for n in graph["nodes"]][-1] == "triangle" and len(plan["kernels"]) == 9
+        n = library[0]["library"]["m"] * 8  # about: the blocks' rows
+        work = sum(k["library"]["m"] * k["library"]["n"] for k in library)
+        assert work < 0.6 * n * n, "about half the product"
+        offsets = [k["library"]["c"].get("offset", 0) for k in library]
+        assert offsets[0] == 0 and offsets == sorted(offsets), "row blocks in order, from the first row"
     if "transposed" in path.stem or path.parent.name == "level2" and "linear" in path.stem:
         sides = {"transposed_a": "a", "transposed_both": "ab"}.get(path.stem[3:], "b")
         for side in sides:
