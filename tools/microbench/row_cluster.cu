@@ -62,6 +62,12 @@ __device__ __forceinline__ Moments block_sum(Moments m, Moments* scratch) {
   m = (threadIdx.x & 31) < (blockDim.x >> 5) ? scratch[threadIdx.x & 31] : Moments{0.f, 0.f};
   return warp_sum(m);
 }
+// A row's mean and 1 / std from its moments about 0.5 (the inputs' centre: fewer cancelled bits).
+struct RowStats { float mean, rstd; };
+__device__ __forceinline__ RowStats row_stats(Moments m) {
+  const float mean = m.s / LN_N + 0.5f;
+  return {mean, rsqrtf(fmaxf(m.q / LN_N - (mean - 0.5f) * (mean - 0.5f), 0.f) + 1e-5f)};
+}
 __device__ __forceinline__ float4 norm4(float4 v, float mean, float rstd, float4 w, float4 b) {
   return {(v.x - mean) * rstd * w.x + b.x, (v.y - mean) * rstd * w.y + b.y, (v.z - mean) * rstd * w.z + b.z,
           (v.w - mean) * rstd * w.w + b.w};
@@ -82,11 +88,27 @@ __global__ void __launch_bounds__(T) ln_two_walk(const float4* x, const float4* 
 #pragma unroll 2
     for (int i = threadIdx.x; i < LN_N4; i += T) add4(m, HINT == keep_then_drop ? load_policy(xr + i, keep) : xr[i], 0.5f);
     m = block_sum(m, scratch);
-    const float mean = m.s / LN_N + 0.5f, rstd = rsqrtf(fmaxf(m.q / LN_N - (mean - 0.5f) * (mean - 0.5f), 0.f) + 1e-5f);
+    const auto [mean, rstd] = row_stats(m);
 #pragma unroll 2
     for (int i = threadIdx.x; i < LN_N4; i += T)
       y[row * LN_N4 + i] = norm4(HINT == keep_then_drop ? load_policy(xr + i, drop) : xr[i], mean, rstd, w[i], b[i]);
   }
+}
+
+// The row's moments: the block's `m` summed, written to its `part`, and every block's part summed through
+// distributed shared memory (the caller syncs the cluster again before its blocks may leave).
+template <int C>
+__device__ __forceinline__ Moments cluster_sum(cg::cluster_group& cluster, Moments m, Moments& part, Moments* scratch) {
+  m = block_sum(m, scratch);
+  if (threadIdx.x == 0) part = m;
+  cluster.sync();
+  Moments total{0.f, 0.f};
+#pragma unroll
+  for (int r = 0; r < C; ++r) {
+    const Moments* p = cluster.map_shared_rank(&part, r);
+    total.s += p->s, total.q += p->q;
+  }
+  return total;
 }
 
 // A cluster of C blocks a row: block `rank` holds float4s [rank * LN_N4 / C, (rank + 1) * LN_N4 / C) of it in
@@ -110,16 +132,7 @@ __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(T) ln_cluster(const 
   Moments m{0.f, 0.f};
 #pragma unroll
   for (int j = 0; j < PER; ++j) add4(m, v[j], 0.5f);
-  m = block_sum(m, scratch);
-  if (threadIdx.x == 0) part = m;
-  cluster.sync();
-  Moments total{0.f, 0.f};
-#pragma unroll
-  for (int r = 0; r < C; ++r) {
-    const Moments* p = cluster.map_shared_rank(&part, r);
-    total.s += p->s, total.q += p->q;
-  }
-  const float mean = total.s / LN_N + 0.5f, rstd = rsqrtf(fmaxf(total.q / LN_N - (mean - 0.5f) * (mean - 0.5f), 0.f) + 1e-5f);
+  const auto [mean, rstd] = row_stats(cluster_sum<C>(cluster, m, part, scratch));
 #pragma unroll
   for (int j = 0; j < PER; ++j) {
     const int i = threadIdx.x + j * T;
@@ -149,16 +162,7 @@ __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(T) ln_cluster_scalar
   Moments m{0.f, 0.f};
 #pragma unroll
   for (int j = 0; j < PER; ++j) m.s += v[j] - 0.5f, m.q += (v[j] - 0.5f) * (v[j] - 0.5f);
-  m = block_sum(m, scratch);
-  if (threadIdx.x == 0) part = m;
-  cluster.sync();
-  Moments total{0.f, 0.f};
-#pragma unroll
-  for (int r = 0; r < C; ++r) {
-    const Moments* p = cluster.map_shared_rank(&part, r);
-    total.s += p->s, total.q += p->q;
-  }
-  const float mean = total.s / LN_N + 0.5f, rstd = rsqrtf(fmaxf(total.q / LN_N - (mean - 0.5f) * (mean - 0.5f), 0.f) + 1e-5f);
+  const auto [mean, rstd] = row_stats(cluster_sum<C>(cluster, m, part, scratch));
 #pragma unroll
   for (int j = 0; j < PER; ++j) {
     const int i = threadIdx.x + j * T;
