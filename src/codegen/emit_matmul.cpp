@@ -152,7 +152,7 @@ void check_matmul_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffe
     if (lib.at("c").value("dtype", "f32") != "f32") throw UserError(where + ": result c must be f32");
     const int64_t workspace = lib.at("workspace_bytes").get<int64_t>();
     if (workspace < 0 || workspace > (int64_t(1) << 32)) throw UserError(where + ": workspace_bytes must be in [0, 4 GiB]");
-    need.push_back({"workspace", (lib.at("workspace_bytes").get<int64_t>() + 3) / 4});
+    need.push_back({"workspace", (workspace + 3) / 4});
     check_step_buffers(k, buffers, need, where);
   } catch (const nlohmann::json::exception& e) {
     throw UserError(where + ": malformed parameters: " + e.what());

@@ -42,6 +42,7 @@ struct SplitOperand {
   int64_t k = 0, kp = 0;  // K and its padded length
   // The copy: stored rows x ld, parts of Kp along the reduction dim.
   int64_t copy_rows = 0, copy_ld = 0;
+  int64_t elements() const { return count * rows * cols; }                      // of the stored operand
   int64_t padded() const { return count * (k_cols ? rows * kp : kp * cols); }  // elements the split walks
   int64_t copy_elements() const { return count * copy_rows * copy_ld; }
 };
@@ -80,7 +81,9 @@ nlohmann::json copy_json(const SplitOperand& o, const nlohmann::json& m) {
 int64_t walk_blocks(int64_t n, int64_t cap = 4096) { return std::clamp<int64_t>((n + 4 * kThreads - 1) / (4 * kThreads), 1, cap); }
 constexpr int64_t kMaxPartials = 1024;
 
-// Statements folding `v` to the block's maximum in shared array `red` (every thread gets it).
+// Statements folding `v` to the block's maximum in shared array `red` (every thread gets it). A tree in shared
+// memory rather than the prelude's kf_block_reduce (warp shuffles): the CPU runner, which the copies' tests
+// run these kernels on, has no warps.
 std::string block_max(const std::string& v) {
   return "  red[threadIdx.x] = " + v + ";\n  __syncthreads();\n"
          "  for (int s = " + std::to_string(kThreads / 2) + "; s > 0; s >>= 1) {\n"
@@ -126,7 +129,7 @@ std::vector<PlanKernel> emit_matmul_split(EmitContext& cx, const KernelGroup& g,
   const int src_a = step.args[0], src_b = step.args[1];
   const int a16 = add_temp(cx, g.key + ".a_f16", DType::f16, {a.copy_elements()});
   const int b16 = add_temp(cx, g.key + ".b_f16", DType::f16, {b.copy_elements()});
-  const int64_t pa = walk_blocks(a.count * a.rows * a.cols, kMaxPartials), pb = walk_blocks(b.count * b.rows * b.cols, kMaxPartials);
+  const int64_t pa = walk_blocks(a.elements(), kMaxPartials), pb = walk_blocks(b.elements(), kMaxPartials);
   const int partial = add_temp(cx, g.key + ".absmax", DType::f32, {pa + pb});
   const int alpha = add_temp(cx, g.key + ".alpha", DType::f32, {2});
 
@@ -137,8 +140,8 @@ std::vector<PlanKernel> emit_matmul_split(EmitContext& cx, const KernelGroup& g,
   head += "  __shared__ float red[" + std::to_string(kThreads) + "];\n";
   head += "  if (blockIdx.x >= " + I(pa + pb) + ") return;  // a whole block: no barrier is left waiting\n";
   head += "  const bool is_a = blockIdx.x < " + I(pa) + ";\n";
-  head += "  const float* src = is_a ? a : b;\n  const i64 n = is_a ? " + I(a.count * a.rows * a.cols) + " : " +
-          I(b.count * b.rows * b.cols) + ", blocks = is_a ? " + I(pa) + " : " + I(pb) + ";\n";
+  head += "  const float* src = is_a ? a : b;\n  const i64 n = is_a ? " + I(a.elements()) + " : " +
+          I(b.elements()) + ", blocks = is_a ? " + I(pa) + " : " + I(pb) + ";\n";
   head += "  float v = 0.f;  // finite magnitudes only: NaN and inf elements stay NaN and inf in their copies\n";
   head += "  for (i64 i = (i64)(is_a ? blockIdx.x : blockIdx.x - " + I(pa) + ") * " + std::to_string(kThreads) +
           " + threadIdx.x; i < n; i += blocks * " + std::to_string(kThreads) + ") {\n"

@@ -37,15 +37,25 @@ void set(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, T v) {
 // The column-major layout of a stored row-major matrix that the product reads as `rows` x `cols`
 // (transposed: the stored matrix is cols x rows). A row-major R x C matrix with leading dim ld is, read
 // column-major, the C x R matrix with the same leading dim: its transpose, for free.
+// Whether an operand's elements are the 16-bit copies of fp16 and fp16x3 steps (else f32).
+bool half_operand(const nlohmann::json& operand) {
+  const std::string dtype = operand.value("dtype", "f32");
+  if (dtype != "f16" && dtype != "f32") throw UserError("operand dtype '" + dtype + "' (f16 or f32)");
+  return dtype == "f16";
+}
+
+// Bytes into its buffer an operand is read from (a triangular product's row blocks).
+size_t offset_bytes(const nlohmann::json& operand) {
+  return operand.value("offset", size_t(0)) * (half_operand(operand) ? 2 : 4);
+}
+
 cublasLtMatrixLayout_t layout(const nlohmann::json& operand, int64_t rows, int64_t cols, int64_t batch) {
   bool t = operand.value("transposed", false);
   int64_t stored_rows = t ? cols : rows, stored_cols = t ? rows : cols;
   int64_t ld = operand.at("ld").get<int64_t>();  // at least stored_cols: check_library_step
-  const std::string dtype = operand.value("dtype", "f32");
-  if (dtype != "f16" && dtype != "f32") throw UserError("operand dtype '" + dtype + "' (f16 or f32)");
-  const cudaDataType type = dtype == "f16" ? CUDA_R_16F : CUDA_R_32F;
   cublasLtMatrixLayout_t l;
-  KF_CUBLAS(cublaslt().cublasLtMatrixLayoutCreate(&l, type, uint64_t(stored_cols), uint64_t(stored_rows), ld));
+  KF_CUBLAS(cublaslt().cublasLtMatrixLayoutCreate(&l, half_operand(operand) ? CUDA_R_16F : CUDA_R_32F, uint64_t(stored_cols),
+                                                  uint64_t(stored_rows), ld));
   int32_t count = int32_t(batch);
   int64_t stride = operand.at("batch_stride").get<int64_t>();
   KF_CUBLAS(cublaslt().cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
@@ -83,12 +93,9 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const nlohmann::json& lib, const std
     lt_b_ = layout(a, m, k, batch);  // our A, read m x k
     lt_c_ = layout(lib.at("c"), m, n, batch);
 
-    // Operands read from inside their buffers (a triangular product's row blocks), in bytes.
-    auto offset_bytes = [&](const nlohmann::json& o, size_t element) { return o.value("offset", size_t(0)) * element; };
-    const size_t copies = device_alpha_ ? 2 : 4;
-    offset_a_ = offset_bytes(a, copies);
-    offset_b_ = offset_bytes(b, copies);
-    offset_c_ = offset_bytes(lib.at("c"), 4);
+    offset_a_ = offset_bytes(a);
+    offset_b_ = offset_bytes(b);
+    offset_c_ = offset_bytes(lib.at("c"));
     cublasLtMatmulPreference_t pref;
     KF_CUBLAS(cublaslt().cublasLtMatmulPreferenceCreate(&pref));
     uint64_t ws = workspace_bytes_;

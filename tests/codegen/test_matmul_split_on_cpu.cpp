@@ -73,17 +73,8 @@ void emulate_library_step(const PlanKernel& step, std::vector<std::vector<float>
 
 // Runs plan `p` on the CPU, its cuBLASLt steps emulated; returns the graph's first output.
 std::vector<float> run_split_plan(const Plan& p, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& params) {
-  std::vector<std::vector<float>> data(p.buffers.size());
-  int out = -1;
-  for (size_t b = 0; b < p.buffers.size(); ++b) {
-    const PlanBuffer& pb = p.buffers[b];
-    const std::vector<HostTensor>* given = pb.role == BufferRole::input ? &inputs : pb.role == BufferRole::param ? &params : nullptr;
-    if (given) data[b].assign(given->at(size_t(pb.index)).data.begin(), given->at(size_t(pb.index)).data.end());
-    else  // never-written elements show: NaN, in both halves of an f16 buffer's floats
-      data[b].assign(size_t(std::max<int64_t>(1, numel(pb.shape))),
-                     pb.dtype == DType::f16 ? std::bit_cast<float>(0x7e007e00u) : NAN);
-    if (pb.role == BufferRole::output && pb.index == 0) out = int(b);
-  }
+  testing::HostPlanBuffers host = testing::plan_buffers_on_cpu(p, inputs, params);
+  std::vector<std::vector<float>>& data = host.data;
   for (const PlanKernel& k : p.kernels) {
     if (k.kind == StepKind::cublaslt) {
       emulate_library_step(k, data);
@@ -94,7 +85,7 @@ std::vector<float> run_split_plan(const Plan& p, const std::vector<HostTensor>& 
     // The copies' kernels split their work by blockIdx: their whole grid; other kernels are grid-stride loops.
     testing::run_on_cpu(k, args, k.schedule.contains("precision") ? k.grid : 1);
   }
-  return data.at(size_t(out));
+  return data.at(size_t(host.output));
 }
 
 // The largest |got - want| / (1 + |want| / scale) over the output, `scale` the inputs' magnitude squared.
@@ -231,7 +222,7 @@ TEST(MatmulTriangle, RowBlocksComputeOnlyWhatReachesTheTriangle) {
       EXPECT_EQ(blocks, 2) << "530 rows: two blocks of at least 256";
       EXPECT_LT(computed, n * n * 8 / 10) << "upper " << upper << " diagonal " << diagonal << ": about half the product";
       const std::vector<float> y = run_split_plan(p, inputs, {});
-      std::string bad = testing::mismatches(std::vector<double>(y.begin(), y.end()), expected[0], 1e-4);
+      std::string bad = testing::mismatches(y, expected[0], 1e-4);
       EXPECT_TRUE(bad.empty()) << "upper " << upper << " diagonal " << diagonal << " " << to_string(precision) << ":\n" << bad;
     }
   }

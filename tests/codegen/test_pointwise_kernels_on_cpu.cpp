@@ -34,7 +34,7 @@ TEST(TriangleKernels, MatchTheInterpreterOnTheCpu) {
       s.kernels[grp.key] = ks;
       std::vector<float> got = testing::run_plan_on_cpu(lower(g, s), inputs);
       ASSERT_EQ(got.size(), want[0].data.size());
-      EXPECT_EQ(testing::mismatches(std::vector<double>(got.begin(), got.end()), want[0], 1e-5), "") << name << " " << to_json(s).dump();
+      EXPECT_EQ(testing::mismatches(got, want[0], 1e-5), "") << name << " " << to_json(s).dump();
       ++checked;
     }
   }

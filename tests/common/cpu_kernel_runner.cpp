@@ -74,21 +74,27 @@ void run_on_cpu(const PlanKernel& k, const std::vector<float*>& args, int64_t gr
   dlclose(lib);
 }
 
-std::vector<float> run_plan_on_cpu(const Plan& p, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& params) {
-  if (p.kernels.size() != 1) throw std::runtime_error("run_plan_on_cpu runs single-kernel plans, not " + std::to_string(p.kernels.size()));
-  std::vector<std::vector<float>> data(p.buffers.size());
-  int out = -1;
+HostPlanBuffers plan_buffers_on_cpu(const Plan& p, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& params) {
+  HostPlanBuffers h;
+  h.data.resize(p.buffers.size());
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     const PlanBuffer& pb = p.buffers[b];
     const std::vector<HostTensor>* given = pb.role == BufferRole::input ? &inputs : pb.role == BufferRole::param ? &params : nullptr;
-    if (given) data[b].assign(given->at(size_t(pb.index)).data.begin(), given->at(size_t(pb.index)).data.end());
-    else data[b].assign(size_t(numel(pb.shape)), NAN);
-    if (pb.role == BufferRole::output && pb.index == 0) out = int(b);
+    if (given) h.data[b].assign(given->at(size_t(pb.index)).data.begin(), given->at(size_t(pb.index)).data.end());
+    else  // a float NaN's low half is an f16 zero: f16 buffers get 0x7e00 in both halves
+      h.data[b].assign(size_t(std::max<int64_t>(1, numel(pb.shape))), pb.dtype == DType::f16 ? std::bit_cast<float>(0x7e007e00u) : NAN);
+    if (pb.role == BufferRole::output && pb.index == 0) h.output = int(b);
   }
+  return h;
+}
+
+std::vector<float> run_plan_on_cpu(const Plan& p, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& params) {
+  if (p.kernels.size() != 1) throw std::runtime_error("run_plan_on_cpu runs single-kernel plans, not " + std::to_string(p.kernels.size()));
+  HostPlanBuffers h = plan_buffers_on_cpu(p, inputs, params);
   std::vector<float*> args;
-  for (int b : p.kernels[0].args) args.push_back(data[size_t(b)].data());
+  for (int b : p.kernels[0].args) args.push_back(h.data[size_t(b)].data());
   run_on_cpu(p.kernels[0], args);
-  return data.at(size_t(out));
+  return h.data.at(size_t(h.output));
 }
 
 }  // namespace kforge::testing

@@ -22,6 +22,15 @@ bool host_compiler_available();
 // std::runtime_error naming the file where the host compiler fails.
 void run_on_cpu(const PlanKernel& k, const std::vector<float*>& args, int64_t grid = 1);
 
+// Every buffer of plan `p` on the host, as float storage: the graph's inputs and params from `inputs` and
+// `params` (f32), every other buffer poisoned (NaN; an f16 buffer's floats NaN in both halves), so that an element
+// never written shows; `output` is the graph's first output's buffer.
+struct HostPlanBuffers {
+  std::vector<std::vector<float>> data;
+  int output = -1;
+};
+HostPlanBuffers plan_buffers_on_cpu(const Plan& p, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& params = {});
+
 // Runs single-kernel plan `p` with run_on_cpu: the graph's inputs and params from `inputs` and `params` (f32),
 // every other buffer poisoned with NaN (an element never written shows); returns the graph's first output.
 std::vector<float> run_plan_on_cpu(const Plan& p, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& params = {});

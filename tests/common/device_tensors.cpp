@@ -51,4 +51,8 @@ std::string mismatches(const std::vector<double>& got, const HostTensor& expecte
   return out;
 }
 
+std::string mismatches(const std::vector<float>& got, const HostTensor& expected, double tol) {
+  return mismatches(std::vector<double>(got.begin(), got.end()), expected, tol);
+}
+
 }  // namespace kforge::testing

@@ -23,5 +23,7 @@ struct DeviceTensors {
 
 // "" when every element of `got` is within tol + tol * |expected|; else up to five "index i: got g, expected e".
 std::string mismatches(const std::vector<double>& got, const HostTensor& expected, double tol);
+// The same for f32 results (the CPU runner's).
+std::string mismatches(const std::vector<float>& got, const HostTensor& expected, double tol);
 
 }  // namespace kforge::testing
