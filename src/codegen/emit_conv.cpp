@@ -10,7 +10,10 @@
 //   n, c, o, groups; in, kernel, out: spatial extents; stride, padding (symmetric), dilation: per spatial dim;
 //   precision: fp32 (engines without tensor-core or reduced-precision notes) | tf32 (tensor-core engines first,
 //   then the fp32 ones; engines that down-convert their inputs are never used: runtime/cudnn_conv.cpp) |
-//   fp16, bf16 (layout NHWC only: x, w and y are 16-bit buffers, the sums fp32; tensor-core engines first);
+//   fp16, bf16 (layout NHWC only: x, w and y are 16-bit buffers, the sums fp32; tensor-core engines first) |
+//   fp16x3 (layout NHWC only: x and w hold scaled fp16 parts that triple the channels the sum runs over, c for a
+//   forward step and o for a transposed one, so the block's c or o is three times the graph's; y is fp32; made
+//   and undone by emit_conv_split.cpp's kernels; tensor-core engines without reduced-precision sums first);
 //   algo: index into that list, clamped at load;
 //   workspace_bytes: the cap; an engine needing more is skipped at load.
 // args: [x, w, y, workspace]. check_conv_step holds a plan read from JSON to this contract.
@@ -41,8 +44,10 @@ Element element_of(Precision p) {
   if (p == Precision::bf16) return {"unsigned short", "kf_to_bf16", "kf_from_bf16"};
   return {};
 }
-// The plan dtype of a cuDNN step's x, w and y under precision p: the 16-bit copies of fp16 and bf16, else f32.
-DType step_dtype(Precision p) { return is_half(p) ? DType::f16 : DType::f32; }
+// The plan dtypes of a cuDNN step's x and w (its inputs) and y under precision p: the 16-bit copies of fp16 and
+// bf16; fp16x3's fp16 parts with an fp32 result; else f32.
+DType input_dtype(Precision p) { return is_half(p) || p == Precision::fp16x3 ? DType::f16 : DType::f32; }
+DType result_dtype(Precision p) { return is_half(p) ? DType::f16 : DType::f32; }
 
 // A plan step that writes dst[a][c][b] = src[a][b][c] (a < A, b < B, c < C): a 32 x 32 tile through shared
 // memory, so that both the read (along c) and the write (along b) are coalesced. NCHW <-> NHWC is this with
@@ -50,15 +55,18 @@ DType step_dtype(Precision p) { return is_half(p) ? DType::f16 : DType::f32; }
 // it writes src + bias[c]: the NHWC result's way back adds the convolution's bias on the way. `in` and `out`
 // are the two sides' element types: the way into a half-precision step rounds, the way back widens.
 PlanKernel transpose_step(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, int src, int dst,
-                          int64_t A, int64_t B, int64_t C, int bias = -1, const Element& in = {}, const Element& out = {}) {
+                          int64_t A, int64_t B, int64_t C, int bias = -1, const Element& in = {}, const Element& out = {},
+                          int undo = -1) {
   const auto I = i64_literal;
   const int64_t tiles_b = (B + 31) / 32, tiles_c = (C + 31) / 32;
   std::string s = "// kforge kernel " + name + ": channels-last transpose for conv group '" + g.key + "', [" +
                   std::to_string(A) + "][" + std::to_string(B) + "][" + std::to_string(C) + "] -> [a][c][b]\n";
   s += "extern \"C\" __global__ void __launch_bounds__(256) " + name + "(const " + in.type + "* __restrict__ src, " +
-       (bias >= 0 ? "const float* __restrict__ bias, " : "") + out.type + "* __restrict__ dst) {\n";
+       (bias >= 0 ? "const float* __restrict__ bias, " : "") + (undo >= 0 ? "const float* __restrict__ undo, " : "") + out.type +
+       "* __restrict__ dst) {\n";
   s += "  __shared__ float tile[32][33];  // one column of padding: the transposed read is conflict-free\n";
   s += "  const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;\n";
+  if (undo >= 0) s += "  const float scale = undo[0];  // 2^-(ex + ew): the split copies' scales, undone exactly\n";
   s += "  for (i64 t = blockIdx.x; t < " + I(A * tiles_b * tiles_c) + "; t += gridDim.x) {\n";
   s += "    const i64 a = t / " + I(tiles_b * tiles_c) + ", b0 = t / " + I(tiles_c) + " % " + I(tiles_b) +
        " * 32, c0 = t % " + I(tiles_c) + " * 32;\n";
@@ -68,10 +76,13 @@ PlanKernel transpose_step(const KernelGroup& g, const KernelSchedule& ks, const 
   s += "    __syncthreads();\n";
   s += "    for (int i = ty; i < 32; i += 8)\n";
   s += "      if (c0 + i < " + I(C) + " && b0 + tx < " + I(B) + ") d[(c0 + i) * " + I(B) + " + b0 + tx] = " + out.to + "(tile[tx][i]" +
-       (bias >= 0 ? " + bias[c0 + i]" : "") + ");\n";
+       (undo >= 0 ? " * scale" : "") + (bias >= 0 ? " + bias[c0 + i]" : "") + ");\n";
   s += "    __syncthreads();  // the tile is read before the next one overwrites it\n  }\n}\n";
-  return generated_kernel(g, ks, name, s, bias >= 0 ? std::vector<int>{src, bias, dst} : std::vector<int>{src, dst},
-                          clamp_grid(A * tiles_b * tiles_c), 256);
+  std::vector<int> args = {src};
+  if (bias >= 0) args.push_back(bias);
+  if (undo >= 0) args.push_back(undo);
+  args.push_back(dst);
+  return generated_kernel(g, ks, name, s, args, clamp_grid(A * tiles_b * tiles_c), 256);
 }
 
 // A plan step that adds bias[c] to y[a][c][s] in place (c < C, s < S): the bias of an NCHW library call whose
@@ -86,6 +97,32 @@ PlanKernel bias_step(const KernelGroup& g, const KernelSchedule& ks, const std::
   s += "  for (i64 i = (i64)blockIdx.x * 256 + threadIdx.x; i < " + I(A * C * S) + "; i += (i64)gridDim.x * 256)\n";
   s += "    y[i] += bias[i / " + I(S) + " % " + I(C) + "];\n}\n";
   return generated_kernel(g, ks, name, s, {bias, y}, full_grid((A * C * S + 255) / 256), 256);
+}
+
+// The channels-last steps of a convolution in fp16x3 (emit_conv_split.cpp): both operands' largest magnitudes,
+// their scaled fp16 parts tripling the reduction's channels (a forward convolution's input channels, a transposed
+// one's output channels: the library block's c or o becomes three times as many, in the same groups), the cuDNN
+// step (fp16 x and w, fp32 y), and the transpose back undoing the scales (and adding the bias).
+std::vector<PlanKernel> split_step(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, PlanKernel k,
+                                   const ConvDims& d, int x, int w, int y, int bias) {
+  const std::string& name = k.name;
+  const bool t = k.library.at("op") == "conv_transpose";
+  const int64_t xc = t ? d.o : d.c, yc = t ? d.c : d.o, x_extent = numel(t ? d.out : d.in), y_extent = numel(t ? d.in : d.out);
+  const int64_t wc = d.c / d.groups, taps = numel(d.kernel), x_elems = d.n * xc * x_extent, w_elems = d.o * wc * taps;
+  // A grid of up to 1056 blocks folds the partials in each block: 256 of them per operand keep that a few MB of L2.
+  const HalfScales h = emit_half_absmax(cx, g, ks, name, x, x_elems, w, w_elems, 256);
+  k.args[0] = add_temp(cx, g.key + ".x_nhwc", DType::f16, {3 * x_elems});
+  k.args[1] = add_temp(cx, g.key + ".w_nhwc", DType::f16, {3 * w_elems});
+  k.args[2] = add_temp(cx, g.key + ".y_nhwc", DType::f32, {d.n * yc * y_extent});
+  const int undo = add_temp(cx, g.key + ".undo", DType::f32, {1});
+  k.library[t ? "o" : "c"] = 3 * (t ? d.o : d.c);
+  const std::vector<std::string> x_parts = {"hi", "hi", "lo"}, w_parts = {"hi", "lo", "hi"};
+  return {h.absmax,
+          emit_split_transpose(g, ks, name + "_x_nhwc", x, k.args[0], h, "ea", d.n, xc, x_extent, xc / d.groups, false, x_parts, undo),
+          t ? emit_split_transpose(g, ks, name + "_w_nhwc", w, k.args[1], h, "eb", d.o, wc, taps, d.o / d.groups, true, w_parts)
+            : emit_split_transpose(g, ks, name + "_w_nhwc", w, k.args[1], h, "eb", d.o, wc, taps, wc, false, w_parts),
+          k,
+          transpose_step(g, ks, name + "_y_nchw", k.args[2], y, d.n, y_extent, yc, bias, {}, {}, undo)};
 }
 
 nlohmann::json conv_attrs(const nlohmann::json& lib) {
@@ -132,13 +169,13 @@ std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const K
   const int64_t xc = t ? d.o : d.c, yc = t ? d.c : d.o, x_extent = numel(t ? d.out : d.in);
   const int64_t y_extent = numel(t ? d.in : d.out);
   const int64_t wc = d.c / d.groups, taps = numel(d.kernel);
+  const int x = k.args[0], w = k.args[1], y = k.args[2];
+  if (ks.precision == Precision::fp16x3) return split_step(cx, g, ks, k, d, x, w, y, bias);
   // In fp16 or bf16 the copies are 16-bit: the transposes in round, the one out widens (and adds the bias).
   const Element full, copy = element_of(ks.precision);
-  const DType copy_dtype = step_dtype(ks.precision);
-  const int x = k.args[0], w = k.args[1], y = k.args[2];
-  k.args[0] = add_temp(cx, g.key + ".x_nhwc", copy_dtype, {d.n * xc * x_extent});
-  k.args[1] = add_temp(cx, g.key + ".w_nhwc", copy_dtype, {d.o * wc * taps});
-  k.args[2] = add_temp(cx, g.key + ".y_nhwc", copy_dtype, {d.n * yc * y_extent});
+  k.args[0] = add_temp(cx, g.key + ".x_nhwc", input_dtype(ks.precision), {d.n * xc * x_extent});
+  k.args[1] = add_temp(cx, g.key + ".w_nhwc", input_dtype(ks.precision), {d.o * wc * taps});
+  k.args[2] = add_temp(cx, g.key + ".y_nhwc", result_dtype(ks.precision), {d.n * yc * y_extent});
   return {transpose_step(g, ks, name + "_x_nhwc", x, k.args[0], d.n, xc, x_extent, -1, full, copy),
           transpose_step(g, ks, name + "_w_nhwc", w, k.args[1], d.o, wc, taps, -1, full, copy), k,
           transpose_step(g, ks, name + "_y_nchw", k.args[2], y, d.n, y_extent, yc, bias, copy, full)};
@@ -164,15 +201,15 @@ void check_conv_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffers
     const auto& lib = k.library;
     ConvDims d = conv_step_dims(lib, where);
     const Precision p = precision_from_string(lib.at("precision"));
-    if (p == Precision::tf32x3 || p == Precision::fp16x3)
-      throw UserError(where + ": precision " + to_string(p) + " is for matrix products only");
-    if (is_half(p) && lib.at("layout") != "NHWC") throw UserError(where + ": precision " + to_string(p) + " needs layout NHWC");
+    if (p == Precision::tf32x3) throw UserError(where + ": precision tf32x3 is for matrix products only");
+    if ((is_half(p) || p == Precision::fp16x3) && lib.at("layout") != "NHWC")
+      throw UserError(where + ": precision " + to_string(p) + " needs layout NHWC");
     if (lib.at("algo").get<int>() < 0) throw UserError(where + ": algo must be at least 0");
     int64_t x = d.n * d.c * numel(d.in), w = d.o * (d.c / d.groups) * numel(d.kernel), y = numel(d.result);
     if (lib.at("op") == "conv_transpose") std::swap(x, y);  // it reads the forward's output, writes its input
     if (std::min({d.n, d.c, d.o}) < 1) throw UserError(where + ": n, c and o must be at least 1");
-    const DType t = step_dtype(p);
-    check_step_buffers(k, buffers, {{"x", x, t}, {"w", w, t}, {"y", y, t},
+    const DType in = input_dtype(p), out = result_dtype(p);
+    check_step_buffers(k, buffers, {{"x", x, in}, {"w", w, in}, {"y", y, out},
                                     {"workspace", (lib.at("workspace_bytes").get<int64_t>() + 3) / 4}}, where);
   } catch (const nlohmann::json::exception& e) {
     throw UserError(where + ": malformed parameters: " + e.what());

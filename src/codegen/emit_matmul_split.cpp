@@ -102,11 +102,8 @@ std::string split_walk(const SplitOperand& o, const std::string& src, const std:
   s += "      const i64 c = i % " + I(pc) + ", r = i / " + I(pc) + " % " + I(pr) + ", m = i / " + I(pr * pc) + ";\n";
   s += "      const float x = " + std::string(o.k_cols ? "c" : "r") + " < " + I(o.k) + " ? " + src + "[m * " + I(o.rows * o.cols) +
        " + r * " + I(o.cols) + " + c] * " + scale + " : 0.f;\n";
-  s += "      const unsigned short hi = kf_to_f16(x);\n";
-  bool lo = std::find(parts.begin(), parts.end(), "lo") != parts.end();
-  if (lo)
-    s += "      const float h = kf_from_f16(hi);\n"
-         "      const unsigned short lo = isinf(h) ? (unsigned short)0 : kf_to_f16(x - h);  // the exact residual, rounded once\n";
+  const bool lo = std::find(parts.begin(), parts.end(), "lo") != parts.end();
+  s += half_parts_code("x", lo, "      ");
   s += "      unsigned short* d = " + dst + " + m * " + I(o.copy_rows * o.copy_ld) + ";\n";
   for (size_t p = 0; p < parts.size(); ++p) {
     const std::string at = o.k_cols ? "r * " + I(o.copy_ld) + " + " + I(int64_t(p) * o.kp) + " + c"
@@ -117,6 +114,53 @@ std::string split_walk(const SplitOperand& o, const std::string& src, const std:
 }
 
 }  // namespace
+
+HalfScales emit_half_absmax(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name,
+                            int a, int64_t na, int b, int64_t nb, int64_t max_partials) {
+  const auto I = i64_literal;
+  HalfScales h;
+  h.blocks_a = walk_blocks(na, max_partials);
+  h.blocks_b = walk_blocks(nb, max_partials);
+  const int64_t pa = h.blocks_a, pb = h.blocks_b;
+  h.partial = add_temp(cx, g.key + ".absmax", DType::f32, {pa + pb});
+  std::string s = "// kforge kernel " + name + "_absmax: the largest finite magnitude of each of two operands of group '" +
+                  g.key + "' (" + std::to_string(pa) + " + " + std::to_string(pb) + " block partials)\n";
+  s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kThreads) + ") " + name +
+       "_absmax(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ partial) {\n";
+  s += "  __shared__ float red[" + std::to_string(kThreads) + "];\n";
+  s += "  if (blockIdx.x >= " + I(pa + pb) + ") return;  // a whole block: no barrier is left waiting\n";
+  s += "  const bool is_a = blockIdx.x < " + I(pa) + ";\n";
+  s += "  const float* src = is_a ? a : b;\n  const i64 n = is_a ? " + I(na) + " : " + I(nb) + ", blocks = is_a ? " + I(pa) +
+       " : " + I(pb) + ";\n";
+  s += "  float v = 0.f;  // finite magnitudes only: NaN and inf elements stay NaN and inf in their copies\n";
+  s += "  for (i64 i = (i64)(is_a ? blockIdx.x : blockIdx.x - " + I(pa) + ") * " + std::to_string(kThreads) +
+       " + threadIdx.x; i < n; i += blocks * " + std::to_string(kThreads) + ") {\n"
+       "    const float x = fabsf(src[i]);\n    if (x <= 3.402823466e38f) v = fmaxf(v, x);\n  }\n";
+  s += block_max("v");
+  s += "  if (threadIdx.x == 0) partial[blockIdx.x] = v;\n}\n";
+  h.absmax = generated_kernel(g, ks, name + "_absmax", s, {a, b, h.partial}, pa + pb, kThreads);
+  return h;
+}
+
+std::string half_scales_code(const HalfScales& h) {
+  const auto I = i64_literal;
+  std::string s = "  __shared__ float red[" + std::to_string(kThreads) + "];\n";
+  s += "  float ma = 0.f, mb = 0.f;\n";
+  s += "  for (int i = threadIdx.x; i < " + I(h.blocks_a) + "; i += " + std::to_string(kThreads) + ") ma = fmaxf(ma, partial[i]);\n";
+  s += "  for (int i = threadIdx.x; i < " + I(h.blocks_b) + "; i += " + std::to_string(kThreads) + ") mb = fmaxf(mb, partial[" +
+       I(h.blocks_a) + " + i]);\n";
+  s += block_max("ma") + block_max("mb");
+  s += "  const int ea = kf_half_scale(ma), eb = kf_half_scale(mb);\n";
+  return s;
+}
+
+std::string half_parts_code(const std::string& x, bool lo, const std::string& indent) {
+  std::string s = indent + "const unsigned short hi = kf_to_f16(" + x + ");\n";
+  if (lo)
+    s += indent + "const float h = kf_from_f16(hi);\n" + indent +
+         "const unsigned short lo = isinf(h) ? (unsigned short)0 : kf_to_f16(" + x + " - h);  // the exact residual, rounded once\n";
+  return s;
+}
 
 std::vector<PlanKernel> emit_matmul_split(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, PlanKernel step,
                                           const MatmulDims& d, int64_t batch) {
@@ -129,26 +173,8 @@ std::vector<PlanKernel> emit_matmul_split(EmitContext& cx, const KernelGroup& g,
   const int src_a = step.args[0], src_b = step.args[1];
   const int a16 = add_temp(cx, g.key + ".a_f16", DType::f16, {a.copy_elements()});
   const int b16 = add_temp(cx, g.key + ".b_f16", DType::f16, {b.copy_elements()});
-  const int64_t pa = walk_blocks(a.elements(), kMaxPartials), pb = walk_blocks(b.elements(), kMaxPartials);
-  const int partial = add_temp(cx, g.key + ".absmax", DType::f32, {pa + pb});
+  const HalfScales scales = emit_half_absmax(cx, g, ks, name, src_a, a.elements(), src_b, b.elements(), kMaxPartials);
   const int alpha = add_temp(cx, g.key + ".alpha", DType::f32, {2});
-
-  std::string head = "// kforge kernel " + name + "_absmax: the largest magnitude of each operand of product group '" + g.key +
-                     "' (" + std::to_string(pa) + " + " + std::to_string(pb) + " block partials)\n";
-  head += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kThreads) + ") " + name +
-          "_absmax(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ partial) {\n";
-  head += "  __shared__ float red[" + std::to_string(kThreads) + "];\n";
-  head += "  if (blockIdx.x >= " + I(pa + pb) + ") return;  // a whole block: no barrier is left waiting\n";
-  head += "  const bool is_a = blockIdx.x < " + I(pa) + ";\n";
-  head += "  const float* src = is_a ? a : b;\n  const i64 n = is_a ? " + I(a.elements()) + " : " +
-          I(b.elements()) + ", blocks = is_a ? " + I(pa) + " : " + I(pb) + ";\n";
-  head += "  float v = 0.f;  // finite magnitudes only: NaN and inf elements stay NaN and inf in their copies\n";
-  head += "  for (i64 i = (i64)(is_a ? blockIdx.x : blockIdx.x - " + I(pa) + ") * " + std::to_string(kThreads) +
-          " + threadIdx.x; i < n; i += blocks * " + std::to_string(kThreads) + ") {\n"
-          "    const float x = fabsf(src[i]);\n    if (x <= 3.402823466e38f) v = fmaxf(v, x);\n  }\n";
-  head += block_max("v");
-  head += "  if (threadIdx.x == 0) partial[blockIdx.x] = v;\n}\n";
-  PlanKernel absmax = generated_kernel(g, ks, name + "_absmax", head, {src_a, src_b, partial}, pa + pb, kThreads);
 
   const int64_t ga = walk_blocks(a.padded()), gb = walk_blocks(b.padded());
   std::string s = "// kforge kernel " + name + "_split: " + (split ? "hi/lo fp16 parts" : "fp16 copies") +
@@ -157,13 +183,7 @@ std::vector<PlanKernel> emit_matmul_split(EmitContext& cx, const KernelGroup& g,
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kThreads) + ") " + name +
        "_split(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ partial, "
        "unsigned short* __restrict__ a16, unsigned short* __restrict__ b16, float* __restrict__ alpha) {\n";
-  s += "  __shared__ float red[" + std::to_string(kThreads) + "];\n";
-  s += "  float ma = 0.f, mb = 0.f;\n";
-  s += "  for (int i = threadIdx.x; i < " + I(pa) + "; i += " + std::to_string(kThreads) + ") ma = fmaxf(ma, partial[i]);\n";
-  s += "  for (int i = threadIdx.x; i < " + I(pb) + "; i += " + std::to_string(kThreads) + ") mb = fmaxf(mb, partial[" + I(pa) +
-       " + i]);\n";
-  s += block_max("ma") + block_max("mb");
-  s += "  const int ea = kf_half_scale(ma), eb = kf_half_scale(mb);\n";
+  s += half_scales_code(scales);
   s += "  if (blockIdx.x == 0 && threadIdx.x == 0) alpha[0] = ldexpf(1.f, -(ea + eb)), alpha[1] = 0.f;\n";
   s += "  const float sa = ldexpf(1.f, ea), sb = ldexpf(1.f, eb);\n";
   s += "  if (blockIdx.x < " + I(ga) + ") {\n";
@@ -171,7 +191,7 @@ std::vector<PlanKernel> emit_matmul_split(EmitContext& cx, const KernelGroup& g,
   s += "  } else {\n";
   s += split_walk(b, "b", "b16", "sb", I(ga), gb, split ? std::vector<std::string>{"hi", "lo", "hi"} : std::vector<std::string>{"hi"});
   s += "  }\n}\n";
-  PlanKernel copies = generated_kernel(g, ks, name + "_split", s, {src_a, src_b, partial, a16, b16, alpha}, ga + gb, kThreads);
+  PlanKernel copies = generated_kernel(g, ks, name + "_split", s, {src_a, src_b, scales.partial, a16, b16, alpha}, ga + gb, kThreads);
 
   lib["a"] = copy_json(a, lib.at("a"));
   lib["b"] = copy_json(b, lib.at("b"));
@@ -179,7 +199,7 @@ std::vector<PlanKernel> emit_matmul_split(EmitContext& cx, const KernelGroup& g,
   step.args[0] = a16;
   step.args[1] = b16;
   step.args.insert(step.args.end() - 1, alpha);  // before the workspace
-  return {absmax, copies, step};
+  return {scales.absmax, copies, step};
 }
 
 }  // namespace kforge

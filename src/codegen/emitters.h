@@ -38,6 +38,31 @@ std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, c
 std::vector<PlanKernel> emit_matmul_split(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, PlanKernel step,
                                           const MatmulDims& d, int64_t batch);
 
+// The fp16 copies' scales (emit_matmul_split.cpp), shared by fp16x3 products and convolutions: a kernel
+// `<name>_absmax` writing each of two operands' largest finite magnitude as per-block partials into `partial`
+// (blocks_a of a's, then blocks_b of b's; at most max_partials each), and the statements with which a 256-thread
+// block of a later kernel folds them (reading `partial`) into `ea` and `eb`: the powers of two putting each
+// operand's largest magnitude in [2^14, 2^15).
+struct HalfScales {
+  PlanKernel absmax;
+  int partial = -1;
+  int64_t blocks_a = 0, blocks_b = 0;
+};
+HalfScales emit_half_absmax(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name,
+                            int a, int64_t na, int b, int64_t nb, int64_t max_partials);
+std::string half_scales_code(const HalfScales& h);
+// Statements splitting float `x` (already scaled) into `hi` = fp16(x) and, with `lo`, lo = fp16(x - hi) (0 where
+// hi is infinite), as unsigned short locals.
+std::string half_parts_code(const std::string& x, bool lo, const std::string& indent);
+// emit_conv's cuDNN step in fp16x3 (emit_conv_split.cpp): src [A][B][C] (float) to dst, channels last, each element
+// scaled by 2^e (`which` operand's scale, ea or eb) and written as three fp16 parts (`parts`: "hi" or "lo" each)
+// tripling B (groups of `group` along it: b = q group + j goes to q (3 group) + p group + j, [A][C][3B]) or, with
+// `along_a`, tripling A the same way ([3A][C][B]). With `scale` >= 0 it also writes 2^-(ea + eb) there (the factor
+// that undoes both scales).
+PlanKernel emit_split_transpose(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, int src, int dst,
+                                const HalfScales& h, const std::string& which, int64_t A, int64_t B, int64_t C, int64_t group,
+                                bool along_a, const std::vector<std::string>& parts, int scale = -1);
+
 // Shared pieces of the templates.
 // The plan buffer holding stored node `node`.
 int buffer_of(const EmitContext& cx, int node);

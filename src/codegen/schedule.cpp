@@ -218,9 +218,8 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
       }
       if (ks.strategy != Strategy::library)
         illegal(g, "strategy", "must be library (cuDNN) or, for a 2-D depthwise convolution, tile (kforge's direct kernel)");
-      if (ks.precision == Precision::tf32x3 || ks.precision == Precision::fp16x3)
-        illegal(g, "precision", to_string(ks.precision) + " is for matrix products only");
-      if (is_half(ks.precision) && ks.layout != Layout::nhwc)
+      if (ks.precision == Precision::tf32x3) illegal(g, "precision", "tf32x3 is for matrix products only (kforge's mma kernel)");
+      if ((is_half(ks.precision) || ks.precision == Precision::fp16x3) && ks.layout != Layout::nhwc)
         illegal(g, "precision", to_string(ks.precision) + " needs layout nhwc (the transposes into channels last make the 16-bit copies)");
       if (ks.vec != 1 || ks.items != 1) illegal(g, "vec/items", "are not choices of a convolution");
       if (ks.algo < 0 || ks.algo >= kConvEngines)
@@ -405,7 +404,7 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
           for (int vec : {4, 1}) keep({Strategy::mma, kMmaThreads, vec, blocks_per_sm, 1, RowCache::none, p, 0});
       break;
     case GroupKind::conv:
-      for (auto p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16})
+      for (auto p : {Precision::fp32, Precision::tf32, Precision::fp16x3, Precision::fp16, Precision::bf16})
         for (int a = 0; a < kConvEngines; ++a)
           for (auto layout : {Layout::nchw, Layout::nhwc}) keep({Strategy::library, 256, 1, 1, 1, RowCache::none, p, a, layout});
       if (g.depthwise)

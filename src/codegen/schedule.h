@@ -46,7 +46,9 @@ enum class Strategy { flat, thread, warp, block, split, tile, library, mma };
 // A matrix product's cuBLASLt step takes fp16 too, and fp16x3: the split precision of tf32x3 on fp16 tensor cores
 // (twice TF32's rate), each operand scaled by a power of two into fp16's range and split into x = hi + lo, the
 // reduction dim tripled so that one fp16 product with fp32 sums adds hi*hi + hi*lo + lo*hi
-// (codegen/emit_matmul_split.cpp); fp16 alone rounds the scaled operands once (relaxed at best).
+// (codegen/emit_matmul_split.cpp); fp16 alone rounds the scaled operands once (relaxed at best). A convolution
+// takes fp16x3 too (channels last): its transposes write the parts tripling the channels its sum runs over, and
+// cuDNN sums fp16 inputs into an fp32 result (codegen/emit_conv_split.cpp).
 enum class Precision { fp32, tf32, tf32x3, fp16, bf16, fp16x3 };
 // Whether a kernel of this precision computes below fp32's accuracy (tf32x3 and fp16x3 do not: split precision).
 inline bool below_fp32(Precision p) { return p == Precision::tf32 || p == Precision::fp16 || p == Precision::bf16; }

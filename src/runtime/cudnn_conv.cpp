@@ -57,13 +57,20 @@ std::vector<int64_t> channels_last_strides(const Shape& dims) {
   return s;
 }
 
-// The step's tensors' element type: float, or the 16-bit copies of an fp16 or bf16 step.
-cudnnDataType_t data_type(Precision p) {
-  return p == Precision::fp16 ? CUDNN_DATA_HALF : p == Precision::bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+// The step's x and w element type: float, or the 16-bit copies of an fp16, bf16 or fp16x3 step; its y's: the
+// same, except fp16x3's fp32 result (the sum of its three parts' products must not be rounded to fp16).
+cudnnDataType_t input_type(Precision p) {
+  if (p == Precision::fp16 || p == Precision::fp16x3) return CUDNN_DATA_HALF;
+  return p == Precision::bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
 }
+cudnnDataType_t result_type(Precision p) { return p == Precision::fp16x3 ? CUDNN_DATA_FLOAT : input_type(p); }
 
-Desc tensor(int64_t uid, const Shape& dims, bool channels_last, cudnnDataType_t type) {
+Desc tensor(int64_t uid, const Shape& dims, bool channels_last, cudnnDataType_t type, bool is_virtual = false) {
   Desc t(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  if (is_virtual) {
+    const bool yes = true;  // std::vector<bool> has no data(): set the one flag directly
+    KF_CUDNN(cudnn().cudnnBackendSetAttribute(t.d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &yes));
+  }
   t.set1(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, type);
   t.set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, dims);
   t.set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, channels_last ? channels_last_strides(dims) : contiguous_strides(dims));
@@ -73,10 +80,10 @@ Desc tensor(int64_t uid, const Shape& dims, bool channels_last, cudnnDataType_t 
   return t;
 }
 
-// How an engine computes, from its numerical notes: in full fp32, on TF32 tensor cores (or with reduced-precision
-// sums), or on inputs it down-converts (to fp16 or bf16: neither tier's precision, so never used, as PyTorch never
-// uses them for float32 convolutions either).
-enum class EngineMath { full, tensor_core, down_convert };
+// How an engine computes, from its numerical notes: in full fp32, on tensor cores, with reduced-precision sums,
+// or on inputs it down-converts (to fp16 or bf16: neither tier's precision, so never used, as PyTorch never uses
+// them for float32 convolutions either).
+enum class EngineMath { full, tensor_core, reduced_sums, down_convert };
 EngineMath engine_math(cudnnBackendDescriptor_t cfg) {
   Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
   int64_t n = 0;
@@ -87,36 +94,47 @@ EngineMath engine_math(cudnnBackendDescriptor_t cfg) {
   EngineMath math = EngineMath::full;
   for (int64_t i = 0; i < n; ++i) {
     if (notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) return EngineMath::down_convert;
-    if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || notes[i] == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)
-      math = EngineMath::tensor_core;
+    if (notes[i] == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) math = EngineMath::reduced_sums;
+    if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE && math == EngineMath::full) math = EngineMath::tensor_core;
   }
   return math;
 }
 
 // The heuristic's configurations in the order a precision's `algo` indexes them. fp32: the full-precision ones
-// alone (the strict tier's 1e-4). tf32, fp16, bf16: the tensor-core ones first, then the full-precision ones,
-// each in the heuristic's order; otherwise tf32's first choice could be fp32's own.
+// alone (the strict tier's 1e-4). tf32, fp16, bf16: the tensor-core ones (reduced-precision sums included) first,
+// then the full-precision ones, each in the heuristic's order; otherwise tf32's first choice could be fp32's own.
+// fp16x3 (fp16 parts, fp32 result): the tensor-core ones, then the full ones, never reduced-precision sums,
+// which would round away what the lo parts add.
 std::vector<Desc> in_precision_order(std::vector<Desc> cfgs, Precision precision) {
   std::vector<Desc> tensor_core, full;
+  const bool reduced_sums_allowed = below_fp32(precision);
   for (auto& c : cfgs) {
     EngineMath math = engine_math(c.d);
-    if (math == EngineMath::tensor_core) tensor_core.push_back(std::move(c));
+    if (math == EngineMath::tensor_core || (math == EngineMath::reduced_sums && reduced_sums_allowed))
+      tensor_core.push_back(std::move(c));
     if (math == EngineMath::full) full.push_back(std::move(c));
   }
-  if (!below_fp32(precision)) return full;
+  if (precision == Precision::fp32) return full;
   for (auto& c : full) tensor_core.push_back(std::move(c));
   return tensor_core;
 }
 
-// The step's one operation: tensor, convolution and CONVOLUTION_FORWARD descriptors, finalized (host only).
+// The step's operations: tensor, convolution and CONVOLUTION_FORWARD descriptors, finalized (host only). In the
+// form `through_virtual` the convolution writes a virtual fp32 tensor z that an identity pointwise operation
+// copies to y: cuDNN's runtime-fusion engines take that graph where no engine takes fp16 x and w with an fp32 y
+// directly (fp16x3's step).
 struct Operation {
   Desc x, w, y, conv, op;
+  Desc z, identity, copy;  // the second form's virtual tensor, pointwise descriptor and operation
+  std::vector<cudnnBackendDescriptor_t> ops() const { return copy.d ? std::vector{op.d, copy.d} : std::vector{op.d}; }
 };
+constexpr int64_t kZ = 4;  // the virtual tensor's id (no pointer: never in the variant pack)
 
 // `transpose`: the step is a transposed convolution, the input gradient of the forward convolution `d`
 // (CONVOLUTION_BACKWARD_DATA): the step's x is that convolution's output (dy), its y the input (dx).
 // `channels_last`: the step's tensors (and weight) are stored NHWC (layout "NHWC"); `type`: their elements'.
-Operation operation(const ConvDims& d, bool transpose, bool channels_last, cudnnDataType_t type) {
+Operation operation(const ConvDims& d, bool transpose, bool channels_last, cudnnDataType_t in_type, cudnnDataType_t out_type,
+                    bool through_virtual) {
   // cuDNN's convolutions take 2 or 3 spatial dims: a 1-D one is a 2-D one over a height of 1.
   std::vector<int64_t> in = d.in, kernel = d.kernel, out = d.out, stride = d.stride, pad = d.padding, dil = d.dilation;
   if (in.size() == 1) {
@@ -130,10 +148,14 @@ Operation operation(const ConvDims& d, bool transpose, bool channels_last, cudnn
   };
   Shape input = dims(d.n, d.c, in), output = dims(d.n, d.o, out);
   const bool cl = channels_last;
-  Operation o{tensor(kX, transpose ? output : input, cl, type), tensor(kW, dims(d.o, d.c / d.groups, kernel), cl, type),  // cuDNN
-              tensor(kY, transpose ? input : output, cl, type), Desc(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR),  // reads the groups off
-              Desc(transpose ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR        // C / w's C
-                             : CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR)};
+  const Shape& ydims = transpose ? input : output;
+  Operation o{tensor(kX, transpose ? output : input, cl, in_type), tensor(kW, dims(d.o, d.c / d.groups, kernel), cl, in_type),  // cuDNN
+              tensor(kY, ydims, cl, out_type), Desc(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR),  // reads the groups off C / w's C
+              Desc(transpose ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR
+                             : CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR),
+              Desc(), Desc(), Desc()};
+  if (through_virtual) o.z = tensor(kZ, ydims, cl, CUDNN_DATA_FLOAT, true);
+  const Desc& conv_out = through_virtual ? o.z : o.y;
   Desc& conv = o.conv;
   conv.set1(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
   conv.set1(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, CUDNN_CROSS_CORRELATION);  // PyTorch's
@@ -156,18 +178,29 @@ Operation operation(const ConvDims& d, bool transpose, bool channels_last, cudnn
   Desc& op = o.op;
   op.set1(n.x, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.x.d);
   op.set1(n.w, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.w.d);
-  op.set1(n.y, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.y.d);
+  op.set1(n.y, CUDNN_TYPE_BACKEND_DESCRIPTOR, conv_out.d);
   op.set1(n.conv, CUDNN_TYPE_BACKEND_DESCRIPTOR, conv.d);
   op.set1(n.alpha, CUDNN_TYPE_FLOAT, 1.0f);
   op.set1(n.beta, CUDNN_TYPE_FLOAT, 0.0f);
   op.finalize();
+  if (!through_virtual) return o;
+  o.identity = Desc(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+  o.identity.set1(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, CUDNN_POINTWISE_IDENTITY);
+  o.identity.set1(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
+  o.identity.finalize();
+  o.copy = Desc(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  o.copy.set1(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.identity.d);
+  o.copy.set1(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.z.d);
+  o.copy.set1(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.y.d);
+  o.copy.finalize();
   return o;
 }
 
-// The operation a step's library block describes (its geometry checked by conv_step_dims first).
-Operation step_operation(const nlohmann::json& lib, const std::string& where) {
+// The operations a step's library block describes (its geometry checked by conv_step_dims first).
+Operation step_operation(const nlohmann::json& lib, const std::string& where, bool through_virtual = false) {
+  const Precision p = precision_from_string(lib.value("precision", "fp32"));
   return operation(conv_step_dims(lib, where), lib.value("op", "") == "conv_transpose", lib.value("layout", "") == "NHWC",
-                   data_type(precision_from_string(lib.value("precision", "fp32"))));
+                   input_type(p), result_type(p), through_virtual);
 }
 
 // The engine configurations the heuristic offers for `graph` under `mode`, best first.
@@ -197,27 +230,27 @@ constexpr auto kPlanHandle = CUDNN_ATTR_EXECUTION_PLAN_HANDLE;
 
 }  // namespace
 
-CudnnConv::CudnnConv(cudnnHandle_t handle, const nlohmann::json& lib, const std::string& step) : step_(step) {
-  const std::string where = "cuDNN step '" + step + "'";
-  Operation op = step_operation(lib, where);
-  Precision precision = precision_from_string(lib.at("precision"));
-  int algo = std::max(0, lib.at("algo").get<int>());
-  int64_t cap = lib.at("workspace_bytes");
-
-  Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  graph.set1(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, op.op.d);
-  graph.set1(kGraphHandle, CUDNN_TYPE_HANDLE, handle);
-  graph.finalize();
-
-  // The engine the schedule names is the algo-th, in the precision's order (in_precision_order), whose
-  // plan finalizes (an engine may not support this geometry) within the workspace cap; fewer: the last such.
-  // Mode A first; cuDNN's fallback list only when none of mode A's is usable.
-  Desc best, best_cfg;
-  int usable = 0, offered = 0;
+namespace {
+// The execution plan of the schedule's engine for one form of the step's graph: the algo-th configuration in the
+// precision's order (in_precision_order) whose plan finalizes (an engine may not support this geometry) within
+// the workspace cap; fewer: the last such. Mode A first; cuDNN's fallback list only when none of mode A's is
+// usable. Empty `plan` when none is; `offered` counts what the heuristic offered.
+struct Chosen {
+  Desc graph, plan, cfg;
+  int64_t workspace = 0;
+  int algo_used = 0, offered = 0;
+};
+Chosen choose_engine(cudnnHandle_t handle, const Operation& op, Precision precision, int algo, int64_t cap) {
+  Chosen c;
+  c.graph = Desc(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  c.graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, op.ops());
+  c.graph.set1(kGraphHandle, CUDNN_TYPE_HANDLE, handle);
+  if (cudnn().cudnnBackendFinalize(c.graph.d) != CUDNN_STATUS_SUCCESS) return c;  // no engine takes this graph at all
+  int usable = 0;
   for (auto mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-    if (best.d) break;
-    std::vector<Desc> offers = engine_configs(graph.d, mode);
-    offered += int(offers.size());
+    if (c.plan.d) break;
+    std::vector<Desc> offers = engine_configs(c.graph.d, mode);
+    c.offered += int(offers.size());
     std::vector<Desc> cfgs = in_precision_order(std::move(offers), precision);
     for (size_t i = 0; i < cfgs.size() && usable <= algo; ++i) {
       Desc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
@@ -227,23 +260,45 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const nlohmann::json& lib, const std:
       int64_t ws = 0, n = 0;
       KF_CUDNN(cudnn().cudnnBackendGetAttribute(plan.d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws));
       if (ws > cap) continue;
-      best = std::move(plan);
-      best_cfg = std::move(cfgs[i]);
-      workspace_ = ws;
-      algo_used_ = usable++;
+      c.plan = std::move(plan);
+      c.cfg = std::move(cfgs[i]);
+      c.workspace = ws;
+      c.algo_used = usable++;
     }
   }
-  if (!best.d)
+  return c;
+}
+}  // namespace
+
+CudnnConv::CudnnConv(cudnnHandle_t handle, const nlohmann::json& lib, const std::string& step) : step_(step) {
+  const std::string where = "cuDNN step '" + step + "'";
+  const Precision precision = precision_from_string(lib.at("precision"));
+  const int algo = std::max(0, lib.at("algo").get<int>());
+  const int64_t cap = lib.at("workspace_bytes");
+  // fp16x3 (fp16 x and w, fp32 y) falls back to the graph through a virtual tensor where no engine takes it directly.
+  Operation op = step_operation(lib, where);
+  Chosen c = choose_engine(handle, op, precision, algo, cap);
+  int offered = c.offered;
+  if (!c.plan.d && precision == Precision::fp16x3) {
+    op = step_operation(lib, where, true);
+    c = choose_engine(handle, op, precision, algo, cap);
+    offered += c.offered;
+  }
+  if (!c.plan.d)
     throw UserError(where + ": none of the " + std::to_string(offered) + " engine configurations cuDNN offers for this "
                     "convolution runs in " + to_string(precision) + " within the " + std::to_string(cap >> 20) +
                     " MiB workspace (try precision tf32, or a larger workspace_bytes)");
+  workspace_ = c.workspace;
+  algo_used_ = c.algo_used;
   // The plan is kept with every descriptor it was made from (cudnn_frontend keeps the same chain alive).
-  for (Desc* kept : {&op.x, &op.w, &op.y, &op.conv, &op.op, &graph, &best_cfg}) keep_.push_back(kept->release());
-  plan_ = best.release();
+  for (Desc* kept : {&op.x, &op.w, &op.y, &op.conv, &op.op, &op.z, &op.identity, &op.copy, &c.graph, &c.cfg})
+    if (kept->d) keep_.push_back(kept->release());
+  plan_ = c.plan.release();
 }
 
 void finalize_conv_operation(const nlohmann::json& library, const std::string& step) {
   step_operation(library, "cuDNN step '" + step + "'");
+  if (library.value("precision", "") == "fp16x3") step_operation(library, "cuDNN step '" + step + "'", true);
 }
 
 CudnnConv::~CudnnConv() {

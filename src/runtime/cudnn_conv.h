@@ -1,6 +1,8 @@
 // A plan's cuDNN step (codegen/emit_conv.cpp describes its parameters), through cuDNN 9's backend graph API:
 // when the plan loads, tensor and convolution descriptors, a one-operation graph (CONVOLUTION_FORWARD, or
-// CONVOLUTION_BACKWARD_DATA for a transposed convolution), the heuristic's engine configurations (mode A;
+// CONVOLUTION_BACKWARD_DATA for a transposed convolution; fp16x3's fp16 x and w with an fp32 y, where no engine
+// takes that directly, a second graph: the convolution into a virtual fp32 tensor, an identity pointwise op
+// copying it to y, for cuDNN's runtime-fusion engines), the heuristic's engine configurations (mode A;
 // FALLBACK when none of A's is usable) and the execution plan of the schedule's engine are built; run() binds
 // the step's buffers in a variant pack and calls cudnnBackendExecute on the plan's stream, which a CUDA graph
 // captures like a kernel launch (the workspace is the plan's: nothing is allocated while running).
@@ -18,8 +20,9 @@ namespace kforge {
 void check_cudnn(cudnnStatus_t s, const char* call, const char* file, int line);
 #define KF_CUDNN(call) ::kforge::check_cudnn((call), #call, __FILE__, __LINE__)
 
-// Builds and finalizes the step's tensor, convolution and CONVOLUTION_FORWARD descriptors, then drops them: what
-// CudnnConv does first, host-side only (no GPU or handle needed); UserError naming the call cuDNN refused.
+// Builds and finalizes the step's tensor, convolution and CONVOLUTION_FORWARD descriptors (for fp16x3 also the
+// form through a virtual fp32 tensor and an identity pointwise op), then drops them: what CudnnConv does first,
+// host-side only (no GPU or handle needed); UserError naming the call cuDNN refused.
 void finalize_conv_operation(const nlohmann::json& library, const std::string& step);
 
 class CudnnConv {

@@ -185,9 +185,10 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
   // Third, where the graph has library steps: each library's first heuristic choice in TF32, the relaxed tier's
   // natural opening (PyTorch's convolutions run TF32 by default: device run 4.1 of docs/NOTES.md). The search
   // still prefers any strict plan; the report gives the fastest relaxed plan beside it.
-  // Fourth, where the graph has matrix products: split precision on fp16 tensor cores through cuBLASLt (fp16x3:
-  // hi/lo copies, three products per pair, ~fp32's accuracy), the way to strict-tier tensor-core speed
-  // (cuBLASLt's fp32 is plain SIMT arithmetic); then kforge's own split-precision kernel (tf32x3 on mma.sync);
+  // Fourth: split precision on fp16 tensor cores (fp16x3: hi/lo copies, three products per pair, ~fp32's
+  // accuracy) through cuBLASLt for products and cuDNN in channels last for convolutions, the way to strict-tier
+  // tensor-core speed (both libraries' fp32 is plain SIMT arithmetic); then, where the graph has matrix products,
+  // kforge's own split-precision kernel (tf32x3 on mma.sync);
   // after the convolutions' openings, the products on one rounded fp16 copy (relaxed at best).
   // Fifth, where the graph has convolutions: the TF32 opening in channels-last (cuDNN's tensor-core kernels are
   // NHWC kernels; on NCHW tensors it may pick none, run 5.3 of docs/NOTES.md), paying the generated transposes.
@@ -200,12 +201,12 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
   for (auto& g : fused) {
     if (g.kind != GroupKind::matmul && g.kind != GroupKind::conv) continue;
     tf32.kernels[g.key] = tf32_nhwc.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::tf32};
+    split_fp16.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::fp16x3};
     if (g.kind == GroupKind::matmul) {
-      split_fp16.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::fp16x3};
       split.kernels[g.key] = {.strategy = Strategy::mma, .block = kMmaThreads, .vec = 4, .precision = Precision::tf32x3};
       fp16_products.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::fp16};
     } else {
-      tf32_nhwc.kernels[g.key].layout = Layout::nhwc;
+      tf32_nhwc.kernels[g.key].layout = split_fp16.kernels[g.key].layout = Layout::nhwc;
       fp16_nhwc.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::fp16, .layout = Layout::nhwc};
     }
     if (g.depthwise)
@@ -214,7 +215,8 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
           direct.kernels[g.key] = ks;
   }
   if (!tf32.kernels.empty()) queue.push_back(tf32);
-  if (!split.kernels.empty()) queue.push_back(split_fp16), queue.push_back(split);
+  if (!split_fp16.kernels.empty()) queue.push_back(split_fp16);
+  if (!split.kernels.empty()) queue.push_back(split);
   if (tf32_nhwc != tf32) queue.push_back(tf32_nhwc), queue.push_back(fp16_nhwc);  // some group is a convolution
   if (!fp16_products.kernels.empty()) queue.push_back(fp16_products);
   if (!direct.kernels.empty()) queue.push_back(direct);

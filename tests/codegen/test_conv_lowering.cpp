@@ -142,8 +142,8 @@ TEST(ConvSchedule, PrecisionAndEngineAreSearchActions) {
   EXPECT_EQ(def.strategy, Strategy::library);
   EXPECT_EQ(def.precision, Precision::fp32);
   auto space = schedule_space(groups[0]);
-  EXPECT_EQ(space.size(), size_t(2 * 2 * kConvEngines + 2 * kConvEngines))
-      << "fp32 and tf32 engines, each in NCHW and NHWC; fp16 and bf16 in NHWC (their copies come from its transposes)";
+  EXPECT_EQ(space.size(), size_t(2 * 2 * kConvEngines + 3 * kConvEngines))
+      << "fp32 and tf32 engines, each in NCHW and NHWC; fp16x3, fp16 and bf16 in NHWC (their copies come from its transposes)";
   KernelSchedule half_nchw = def;
   half_nchw.precision = Precision::fp16;
   try {
@@ -213,7 +213,11 @@ TEST(ConvPlanJson, CudnnStepsMustFitTheirBuffers) {
     k["library"]["layout"] = "NHWC";
   });
   refused("precision tf32x3 is for matrix products only", [](auto& k) { k["library"]["precision"] = "tf32x3"; });
-  refused("precision fp16x3 is for matrix products only", [](auto& k) { k["library"]["precision"] = "fp16x3"; });
+  refused("precision fp16x3 needs layout NHWC", [](auto& k) { k["library"]["precision"] = "fp16x3"; });
+  refused("x needs 1440 f16 elements, buffer 'x' holds 1440 f32", [](auto& k) {  // fp16x3 reads fp16 parts
+    k["library"]["precision"] = "fp16x3";
+    k["library"]["layout"] = "NHWC";
+  });
 }
 
 // Channels last (schedule layout nhwc): the step works on channels-last copies, transposed in before it and out

@@ -88,14 +88,6 @@ std::vector<float> run_split_plan(const Plan& p, const std::vector<HostTensor>& 
   return data.at(size_t(host.output));
 }
 
-// The largest |got - want| / (1 + |want| / scale) over the output, `scale` the inputs' magnitude squared.
-double worst_error(const std::vector<float>& got, const HostTensor& want, double scale) {
-  double worst = 0;
-  for (size_t i = 0; i < got.size(); ++i)
-    worst = std::max(worst, std::abs(double(got[i]) - want.data[i]) / scale / (1 + std::abs(want.data[i]) / scale));
-  return std::isnan(worst) ? INFINITY : worst;
-}
-
 TEST(MatmulSplit, Fp16x3HoldsTheStrictTierWhereOneFp16RoundingDoesNot) {
   if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
   int checked = 0;
@@ -125,7 +117,7 @@ TEST(MatmulSplit, Fp16x3HoldsTheStrictTierWhereOneFp16RoundingDoesNot) {
         Plan p = lower(g, s);
         if (p.kernels.size() != 3) continue;  // an expand before, or an activation cuBLASLt lacks after the step
         ASSERT_EQ(p.kernels.back().kind, StepKind::cublaslt);
-        const double worst = worst_error(run_split_plan(p, inputs, params), expected[0], scale);
+        const double worst = testing::worst_scaled_error(run_split_plan(p, inputs, params), expected[0], scale);
         if (precision == Precision::fp16x3) {
           EXPECT_LT(worst, 1e-4) << sample.name << " x" << magnitude << ": split precision off by " << worst;
           EXPECT_FALSE(p.below_fp32());

@@ -55,4 +55,13 @@ std::string mismatches(const std::vector<float>& got, const HostTensor& expected
   return mismatches(std::vector<double>(got.begin(), got.end()), expected, tol);
 }
 
+double worst_scaled_error(const std::vector<float>& got, const HostTensor& expected, double scale) {
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double want = expected.data[i];
+    worst = std::max(worst, std::abs(double(got[i]) - want) / scale / (1 + std::abs(want) / scale));
+  }
+  return std::isnan(worst) ? INFINITY : worst;
+}
+
 }  // namespace kforge::testing

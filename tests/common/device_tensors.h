@@ -25,5 +25,8 @@ struct DeviceTensors {
 std::string mismatches(const std::vector<double>& got, const HostTensor& expected, double tol);
 // The same for f32 results (the CPU runner's).
 std::string mismatches(const std::vector<float>& got, const HostTensor& expected, double tol);
+// The largest |got - want| / (1 + |want| / scale) / scale over an output (infinite where any is NaN): the strict
+// tier's measure on outputs of magnitude `scale` (products of inputs scaled by m: scale m^2).
+double worst_scaled_error(const std::vector<float>& got, const HostTensor& expected, double scale);
 
 }  // namespace kforge::testing

@@ -29,10 +29,12 @@ TEST_F(CudnnHost, LoadsWithEveryEntryPoint) {
   EXPECT_STREQ(cudnn().cudnnGetErrorString(CUDNN_STATUS_SUCCESS), "CUDNN_STATUS_SUCCESS");
 }
 
-// Both layouts in fp32, and the 16-bit tensors (fp16, bf16) of channels-last steps.
+// Both layouts in fp32, and the 16-bit tensors (fp16, bf16; fp16x3's fp16 parts with an fp32 result, directly and
+// through a virtual tensor and an identity pointwise op) of channels-last steps.
 TEST_F(CudnnHost, AcceptsTheOperationOfEveryConvSampleInBothLayouts) {
   const std::pair<Layout, Precision> forms[] = {{Layout::nchw, Precision::fp32}, {Layout::nhwc, Precision::fp32},
-                                                {Layout::nhwc, Precision::fp16}, {Layout::nhwc, Precision::bf16}};
+                                                {Layout::nhwc, Precision::fp16}, {Layout::nhwc, Precision::bf16},
+                                                {Layout::nhwc, Precision::fp16x3}};
   for (auto& s : testing::conv_graphs()) {
     for (auto [layout, precision] : forms) {
       Graph g = graph_from_json(s.graph);

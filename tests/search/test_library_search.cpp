@@ -76,10 +76,10 @@ TEST(MatmulSearch, DecisionsShowTheFamilyAndTheActions) {
 }
 
 TEST(ConvSearch, DecisionsShowTheFamilyAndTheActions) {
-  // cuDNN's engines in fp32 and tf32, NCHW and NHWC, and in fp16 and bf16 on NHWC copies; depthwise
+  // cuDNN's engines in fp32 and tf32, NCHW and NHWC, and in fp16x3, fp16 and bf16 on NHWC copies; depthwise
   // convolutions also kforge's direct kernel at two block sizes and three rows per thread.
   expect_decisions_show(testing::conv_graphs(), "conv", [](const std::string& name) {
-    return size_t(2 * 2 * kConvEngines + 2 * kConvEngines) + (name.find("depthwise") != std::string::npos ? 6 : 0);
+    return size_t(2 * 2 * kConvEngines + 3 * kConvEngines) + (name.find("depthwise") != std::string::npos ? 6 : 0);
   });
 }
 

@@ -142,10 +142,12 @@ TEST(Opening, LibraryStepsAlsoOpenWithTheirFirstChoiceInTf32) {
         EXPECT_NO_THROW(lower(g, split));
       }
     }
-    // A convolution then opens in channels last: TF32, then fp16 copies.
+    // A convolution then opens in channels last: split precision (fp16x3 parts, the strict tier's tensor cores),
+    // TF32, then fp16 copies.
     if (!product) {
-      ASSERT_GE(opening.size(), 3u);
-      for (auto [from_end, precision] : {std::pair{2, Precision::tf32}, std::pair{1, Precision::fp16}}) {
+      ASSERT_GE(opening.size(), 4u);
+      for (auto [from_end, precision] :
+           {std::pair{3, Precision::fp16x3}, std::pair{2, Precision::tf32}, std::pair{1, Precision::fp16}}) {
         const Schedule& nhwc = opening[opening.size() - size_t(from_end)];
         ASSERT_EQ(nhwc.kernels.size(), 1u);
         EXPECT_EQ(nhwc.kernels.begin()->second.layout, Layout::nhwc);
@@ -153,7 +155,7 @@ TEST(Opening, LibraryStepsAlsoOpenWithTheirFirstChoiceInTf32) {
         EXPECT_NO_THROW(lower(g, nhwc));
       }
     }
-    const Schedule& tf32 = opening[opening.size() - (product ? 4 : 3)];
+    const Schedule& tf32 = opening[opening.size() - 4];
     int library = 0;
     for (auto& grp : kernel_groups(g, true)) {
       if (grp.kind != GroupKind::matmul && grp.kind != GroupKind::conv) continue;

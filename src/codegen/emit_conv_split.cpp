@@ -1,0 +1,66 @@
+// A convolution in fp16x3 (split precision on fp16 tensor cores through cuDNN): the channels-last transposes into
+// the step write each operand as three scaled fp16 parts along the convolution's reduction, so that one cuDNN
+// convolution over three times the channels adds x_hi w_hi + x_hi w_lo + x_lo w_hi (the products' fp16x3 split,
+// emit_matmul_split.cpp, along a convolution's sum over C / groups x taps instead of K).
+//   forward: x [n][c][s] -> [n][s][3c], each group's c / groups channels as [hi | hi | lo];
+//            w [o][c / groups][taps] -> [o][taps][3 c / groups] as [hi | lo | hi]: the step is a convolution of
+//            3c input channels in the same groups;
+//   transposed (backward data, whose sum runs over the forward's output channels o / groups x taps):
+//            x (the forward's output) [n][o][s] -> [n][s][3o] as [hi | hi | lo] per group;
+//            w [o][c / groups][taps] -> [3o][taps][c / groups], each group's rows as [hi | lo | hi].
+// Both operands are scaled by powers of two (emit_half_absmax's partials, folded by every block) that put their
+// largest magnitude in fp16's range; the x transpose also writes 2^-(ex + ew), which the transpose back applies
+// to the step's fp32 result (exact: a power of two).
+#include <algorithm>
+
+#include "codegen/emitters.h"
+
+namespace kforge {
+
+PlanKernel emit_split_transpose(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, int src, int dst,
+                                const HalfScales& h, const std::string& which, int64_t A, int64_t B, int64_t C, int64_t group,
+                                bool along_a, const std::vector<std::string>& parts, int scale) {
+  const auto I = i64_literal;
+  const int64_t tiles_b = (B + 31) / 32, tiles_c = (C + 31) / 32, n = int64_t(parts.size());
+  const int64_t out_b = along_a ? B : n * B;  // the destination's row length (channels)
+  // Where part p of element (a, b) goes: its row a' and channel b'.
+  auto tripled = [&](const std::string& v) {
+    return "(" + v + " / " + I(group) + " * " + I(n * group) + " + p * " + I(group) + " + " + v + " % " + I(group) + ")";
+  };
+  const std::string row = along_a ? tripled("a") : "a", channel = along_a ? "b" : tripled("b");
+  std::string s = "// kforge kernel " + name + ": channels-last fp16x3 parts for conv group '" + g.key + "', [" +
+                  std::to_string(A) + "][" + std::to_string(B) + "][" + std::to_string(C) + "] -> " +
+                  (along_a ? "[3a][c][b]" : "[a][c][3b]") + " in groups of " + std::to_string(group) + "\n";
+  s += "extern \"C\" __global__ void __launch_bounds__(256) " + name +
+       "(const float* __restrict__ src, const float* __restrict__ partial, unsigned short* __restrict__ dst" +
+       (scale >= 0 ? ", float* __restrict__ undo" : "") + ") {\n";
+  s += half_scales_code(h);
+  if (scale >= 0) s += "  if (blockIdx.x == 0 && threadIdx.x == 0) undo[0] = ldexpf(1.f, -(ea + eb));\n";
+  s += "  const float scale = ldexpf(1.f, " + which + ");\n";
+  s += "  __shared__ float tile[32][33];  // one column of padding: the transposed read is conflict-free\n";
+  s += "  const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;\n";
+  s += "  for (i64 t = blockIdx.x; t < " + I(A * tiles_b * tiles_c) + "; t += gridDim.x) {\n";
+  s += "    const i64 a = t / " + I(tiles_b * tiles_c) + ", b0 = t / " + I(tiles_c) + " % " + I(tiles_b) +
+       " * 32, c0 = t % " + I(tiles_c) + " * 32;\n";
+  s += "    const float* sa = src + a * " + I(B * C) + ";\n";
+  s += "    for (int i = ty; i < 32; i += 8)\n";
+  s += "      if (b0 + i < " + I(B) + " && c0 + tx < " + I(C) + ") tile[i][tx] = sa[(b0 + i) * " + I(C) + " + c0 + tx] * scale;\n";
+  s += "    __syncthreads();\n";
+  s += "    for (int i = ty; i < 32; i += 8)\n";
+  s += "      if (c0 + i < " + I(C) + " && b0 + tx < " + I(B) + ") {\n";
+  s += "        const i64 b = b0 + tx, c = c0 + i;\n";
+  s += "        const float x = tile[tx][i];\n";
+  const bool lo = std::find(parts.begin(), parts.end(), "lo") != parts.end();
+  s += half_parts_code("x", lo, "        ");
+  for (int64_t p = 0; p < n; ++p)
+    s += "        { const int p = " + std::to_string(p) + "; dst[" + row + " * " + I(C * out_b) + " + c * " + I(out_b) + " + " +
+         channel + "] = " + parts[size_t(p)] + "; }\n";
+  s += "      }\n";
+  s += "    __syncthreads();  // the tile is read before the next one overwrites it\n  }\n}\n";
+  // A grid of at most 8 blocks per SM: every block folds all the partials first.
+  std::vector<int> args = {src, h.partial, dst};
+  if (scale >= 0) args.push_back(scale);
+  return generated_kernel(g, ks, name, s, args, std::clamp<int64_t>(A * tiles_b * tiles_c, 1, 132 * 8), 256);
+}
+
+}  // namespace kforge
