@@ -80,3 +80,13 @@ def output_specs(graph: dict) -> list[dict]:
 def read_outputs(bundle, set_index: int, graph: dict, device) -> list[torch.Tensor]:
     folder = Path(bundle) / "sets" / str(set_index)
     return [read_tensor(folder / f"out{j}.bin", s, device) for j, s in enumerate(output_specs(graph))]
+
+
+def read_strict_tolerance(task: dict) -> list[list[float]]:
+    """The strict tier's tolerance per hidden set and output (task.json "strict_tolerance", bridge.strict_tolerance);
+    a bundle written before it gives every set the global strict tolerance."""
+    stored = task.get("strict_tolerance")
+    if stored is not None:
+        return stored
+    strict = task.get("tolerance", {}).get("strict", 1e-4)
+    return [[strict] * len(task["graph"]["outputs"]) for _ in range(task["num_sets"])]

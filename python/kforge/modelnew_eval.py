@@ -20,8 +20,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from kforge import timing
-from kforge.bridge import TOLERANCE, as_list
-from kforge.bundle import read_inputs, read_outputs, read_task
+from kforge.bridge import TOLERANCE, as_list, set_tolerance
+from kforge.bundle import read_inputs, read_outputs, read_strict_tolerance, read_task
 from kforge.kbtime import compare
 from kforge.problem import load_problem
 
@@ -124,6 +124,9 @@ def load_candidate(path):
 def evaluate_modelnew(bundle, candidate_path, rules: str = "none", device: str = "cuda") -> dict:
     task = read_task(bundle)
     graph = task["graph"]
+    # Each set's own tolerance (the strict tier widened to float32's own error where that is larger), read before
+    # the candidate's code runs.
+    tolerances = [set_tolerance(strict) for strict in read_strict_tolerance(task)]
     problem = load_problem(task["source"])
     reference = problem.build_model().to(device)
     result = {"kind": "modelnew", "compiled": False, "strict": False, "relaxed": False, "tier": "failed", "log": "",
@@ -159,7 +162,8 @@ def evaluate_modelnew(bundle, candidate_path, rules: str = "none", device: str =
     last = task["num_sets"] - 1
     try:
         for k in range(task["num_sets"]):
-            check = compare(run(read_inputs(bundle, k, graph, device)), read_outputs(bundle, k, graph, device), TOLERANCE)
+            check = compare(run(read_inputs(bundle, k, graph, device)), read_outputs(bundle, k, graph, device),
+                            tolerances[k])
             strict = strict and check["strict"]
             if not check["relaxed"]:
                 result["log"] += f"set {k}: outside the relaxed tier (max abs err {check['max_abs_err']})\n"
@@ -184,7 +188,7 @@ def evaluate_modelnew(bundle, candidate_path, rules: str = "none", device: str =
         # stale), and the candidate checked again (correct while checked, wrong afterwards).
         for t, v in zip(inputs0, read_inputs(bundle, last, graph, device)):
             t.copy_(v)
-        check = compare(run(inputs0), read_outputs(bundle, last, graph, device), TOLERANCE)
+        check = compare(run(inputs0), read_outputs(bundle, last, graph, device), tolerances[last])
         if not check["relaxed"]:
             result["log"] += ("wrong after timing (the timed tensors holding set " + str(last) + "'s inputs: results "
                               "must be right once nobody is checking, and follow their inputs)\n")

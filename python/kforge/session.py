@@ -21,16 +21,16 @@ from pathlib import Path
 import torch
 
 from kforge import fx_to_ir, roofline, timing
-from kforge.bridge import TOLERANCE, check_outputs, draw_set, flags, output_ranges, run_model
-from kforge.bundle import read_inputs, read_outputs, read_params, read_task
+from kforge.bridge import TOLERANCE, check_outputs, flags, hidden_set, output_ranges, set_tolerance
+from kforge.bundle import read_inputs, read_outputs, read_params, read_strict_tolerance, read_task
 from kforge.errors import ImportProblemError
 from kforge.fx_to_ir import lookup
-from kforge.kbtime import baseline_tiers_on_sets, check_and_time, worst_tier
+from kforge.kbtime import HiddenSets, check_and_time
 from kforge.launch import KforgeFunction
 from kforge.problem import load_problem, random_seed
 
 HEADER = ("| problem | eager ms | compile ms | kforge ms | x eager | x compile | x best | tier | relaxed ms "
-          "| x best (relaxed) | protocol |\n|---|---|---|---|---|---|---|---|---|---|---|")
+          "| x best (relaxed) | TF32-off best ms | x best (TF32 off) | protocol |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def ptrs(tensors) -> list[int]:
@@ -39,19 +39,24 @@ def ptrs(tensors) -> list[int]:
 
 @dataclass
 class HostedTask:
-    """A problem on the GPU: its model, traced graph, params, hidden input sets with references, and baselines."""
+    """A problem on the GPU: its model, traced graph, params, hidden input sets with references and the strict
+    tier's tolerance per set and output (bridge.strict_tolerance), and baselines."""
     problem: object
     model: torch.nn.Module
     graph: dict
     params: list
     sets: list
     refs: list
+    strict_tolerance: list  # [set][output]
     flags: dict
     base: dict  # {"eager": Stats, "compile": Stats (absent without the compile baseline)}
     compiled: object = None  # torch.compile(model), when its baseline was timed
 
     def pointers(self) -> tuple:
         return [ptrs(s) for s in self.sets], [ptrs(r) for r in self.refs], ptrs(self.params)
+
+    def hidden(self) -> HiddenSets:
+        return HiddenSets(self.sets, self.refs, [set_tolerance(strict) for strict in self.strict_tolerance])
 
     def baseline_ms(self, which: str) -> float:
         return self.base[which]["median_ms"] if which in self.base else 0.0
@@ -69,6 +74,7 @@ def host_task(path, num_sets: int = 5, compile_baseline: bool = True) -> HostedT
         params = read_params(path, graph, "cuda")
         sets = [read_inputs(path, k, graph, "cuda") for k in range(stored["num_sets"])]
         refs = [read_outputs(path, k, graph, "cuda") for k in range(stored["num_sets"])]
+        strict = read_strict_tolerance(stored)
         task_flags = stored["flags"]
     else:
         problem = load_problem(path)
@@ -76,12 +82,13 @@ def host_task(path, num_sets: int = 5, compile_baseline: bool = True) -> HostedT
         inputs0 = problem.draw_inputs(random_seed(), "cuda")
         graph = fx_to_ir.convert(model, inputs0, problem.path)
         params = [lookup(model, p["name"]).detach().clone().contiguous() for p in graph["params"]]
-        sets, refs = [], []
+        sets, refs, strict = [], [], []
         for k in range(num_sets):
-            inputs_k, outputs_k = draw_set(problem, model, k, "cuda") if k else (inputs0, run_model(model, inputs0))
+            inputs_k, outputs_k, strict_k = hidden_set(problem, model, k, inputs0, "cuda")
             check_outputs(problem, graph, outputs_k)
             sets.append([t.contiguous() for t in inputs_k])
             refs.append([t.contiguous() for t in outputs_k])
+            strict.append(strict_k)
             ranges = output_ranges(outputs_k, ranges if k else None)
         task_flags = flags(ranges)
     inputs0 = sets[0]
@@ -93,7 +100,7 @@ def host_task(path, num_sets: int = 5, compile_baseline: bool = True) -> HostedT
     with torch.no_grad():
         base = timing.time_interleaved(runs)
     torch.cuda.synchronize()  # the search runs on its own stream and reads these tensors
-    return HostedTask(problem, model, graph, params, sets, refs, task_flags, base, compiled)
+    return HostedTask(problem, model, graph, params, sets, refs, strict, task_flags, base, compiled)
 
 
 def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 5, seed: int = 1,
@@ -110,38 +117,42 @@ def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 
     out_dir.mkdir(parents=True, exist_ok=True)
     task = {"name": name, "source": str(problem.path), "graph": graph, "gpu": torch.cuda.get_device_name(),
             "torch_version": torch.__version__, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "baselines": base, "num_sets": num_sets, "flags": task_flags, "tolerance": TOLERANCE}
+            "baselines": base, "num_sets": num_sets, "flags": task_flags, "tolerance": TOLERANCE,
+            "strict_tolerance": hosted.strict_tolerance}
     if not (out_dir / "task.json").exists():  # a bundle keeps its own task.json (with its sets)
         (out_dir / "task.json").write_text(json.dumps(task, indent=1))
     result = json.loads(core.optimize(json.dumps(graph), name, [ptrs(s) for s in sets], [ptrs(r) for r in refs],
                                       ptrs(params), budget, db, base["eager"]["median_ms"],
                                       base["compile"]["median_ms"], seed, progress, f"torch {torch.__version__}",
-                                      policy, cost_model, checkpoint))
+                                      policy, cost_model, checkpoint, hosted.strict_tolerance))
     report = {"name": name, "source": str(problem.path), "gpu": result["gpu"], "torch_version": torch.__version__,
               "protocol": "kb", "policy": result["policy"], "candidates": result["candidates"], "correct_candidates": result["correct"],
               "strict_candidates": result["strict"], "copy_bandwidth_gbs": result["copy_gbs"], "flags": task_flags,
-              "eager_ms": base["eager"]["median_ms"], "compile_ms": base["compile"]["median_ms"], "error": None}
+              "eager_ms": base["eager"]["median_ms"], "compile_ms": base["compile"]["median_ms"],
+              "strict_tolerance": [max(t, default=TOLERANCE["strict"]) for t in hosted.strict_tolerance], "error": None}
+    report["strict_tolerance_widest"] = max(report["strict_tolerance"])
     if "plan" not in result:
         report.update(tier="failed", error=f"no correct candidate among {result['candidates']}: {result['log'][:2000]}")
         return report
     plan_json = json.dumps(result["plan"])
     (out_dir / "best_plan.json").write_text(plan_json)
 
-    # kb protocol: a fresh draw checked against eager, then eager, torch.compile and kforge side by side.
+    # kb protocol: a fresh draw checked against its exact reference, the baselines' tiers there and on every hidden
+    # set (as the plan's tier was found), then eager, torch.compile (and both with TF32 off, where the defaults miss
+    # the strict tier) and kforge side by side.
     kforge = KforgeFunction(core.Runner(plan_json), graph)
-    kb = check_and_time(problem, model, compiled, kforge, params, inputs0, TOLERANCE)
+    kb = check_and_time(problem, model, compiled, kforge, params, inputs0, hosted.hidden())
     check = kb["check"]
     (out_dir / "kb.json").write_text(json.dumps(kb, indent=1))
     eager, comp, ours = (kb[k]["median_ms"] for k in ("eager", "compile", "kforge"))
     strict = result["tier"] == "strict" and check["strict"]
     tier = "strict" if strict else "relaxed" if check["relaxed"] else "failed"
     native = result["native"]["median_ms"]
-    # The baselines' own tiers on the fresh draw and on every hidden set, as the plan's tier was found.
-    hidden = baseline_tiers_on_sets({"eager": model, "compile": compiled}, sets, refs, TOLERANCE)
-    baseline_tier = {b: worst_tier([kb["baseline_tiers"][b], hidden[b]]) for b in ("eager", "compile")}
+    report["strict_tolerance_widest"] = max(report["strict_tolerance_widest"], check["strict_tolerance"])
     report.update(tier=tier, eager_ms=eager, compile_ms=comp, kforge_ms=ours, kforge_native_ms=native,
-                  eager_tier=baseline_tier["eager"], compile_tier=baseline_tier["compile"],
+                  eager_tier=kb["baseline_tiers"]["eager"], compile_tier=kb["baseline_tiers"]["compile"],
                   speedup_eager=eager / ours, speedup_compile=comp / ours, speedup_best=min(eager, comp) / ours,
+                  **fp32_baselines_report(kb, ours, tier),
                   bytes_min=result["min_bytes"], bandwidth_gbs=result["min_bytes"] / (ours * 1e-3) / 1e9,
                   native_bandwidth_gbs=result["min_bytes"] / (native * 1e-3) / 1e9,
                   best_schedule=result["plan"]["schedule"], kernels=result["kernels"], reward=result["reward"], kb=kb,
@@ -150,6 +161,16 @@ def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 
         report["error"] = "the best plan failed the check on a fresh input draw"
     report.update(relaxed_tier_report(result, problem, model, compiled, params, inputs0, graph, out_dir, report))
     return report
+
+
+def fp32_baselines_report(kb: dict, ours: float, tier: str) -> dict:
+    """The strict tier's baselines (kbtime.check_and_time): eager and torch.compile with TF32 off where PyTorch's
+    defaults miss the strict tier, else the defaults themselves ("fp32_baselines": "defaults"), and the strict
+    plan's speedup over the better of the two (null for a plan outside the strict tier)."""
+    eager, comp = kb["eager_fp32"]["median_ms"], kb["compile_fp32"]["median_ms"]
+    return {"fp32_baselines": kb["fp32_baselines"], "eager_fp32_ms": eager, "compile_fp32_ms": comp,
+            "eager_fp32_tier": kb["baseline_tiers"]["eager_fp32"], "compile_fp32_tier": kb["baseline_tiers"]["compile_fp32"],
+            "speedup_best_fp32": min(eager, comp) / ours if tier == "strict" else None}
 
 
 def relaxed_tier_report(result: dict, problem, model, compiled, params, inputs0, graph, out_dir: Path,
@@ -163,8 +184,7 @@ def relaxed_tier_report(result: dict, problem, model, compiled, params, inputs0,
         return best_plan_as_relaxed(report)
     plan_json = json.dumps(result["relaxed"]["plan"])
     (out_dir / "relaxed_plan.json").write_text(plan_json)
-    kb = check_and_time(problem, model, compiled, KforgeFunction(core.Runner(plan_json), graph), params, inputs0,
-                        TOLERANCE)
+    kb = check_and_time(problem, model, compiled, KforgeFunction(core.Runner(plan_json), graph), params, inputs0)
     check = kb["check"]
     eager, comp, ours = (kb[k]["median_ms"] for k in ("eager", "compile", "kforge"))
     tier = "strict" if result["relaxed"]["tier"] == "strict" and check["strict"] else \
@@ -173,6 +193,8 @@ def relaxed_tier_report(result: dict, problem, model, compiled, params, inputs0,
         return {**best_plan_as_relaxed(report),
                 "relaxed_error": "the relaxed tier's fastest plan failed the check on a fresh draw"}
     return {"relaxed_tier": tier, "relaxed_ms": ours, "relaxed_native_ms": result["relaxed"]["native"]["median_ms"],
+            "strict_tolerance_widest": max(report.get("strict_tolerance_widest", TOLERANCE["strict"]),
+                                           check.get("strict_tolerance", TOLERANCE["strict"])),
             "relaxed_speedup_eager": eager / ours, "relaxed_speedup_compile": comp / ours,
             "relaxed_speedup_best": min(eager, comp) / ours, "relaxed_schedule": result["relaxed"]["plan"]["schedule"],
             "relaxed_kb": kb}
@@ -187,12 +209,16 @@ def best_plan_as_relaxed(report: dict) -> dict:
 
 
 def row(r: dict) -> str:
+    fp32 = [r[k] for k in ("eager_fp32_ms", "compile_fp32_ms") if isinstance(r.get(k), (int, float))]
+    values = {**r, "fp32_best_ms": min(fp32, default=None)}
+
     def f(key, spec=".3f"):
-        v = r.get(key)
+        v = values.get(key)
         return format(v, spec) if isinstance(v, (int, float)) and math.isfinite(v) and v > 0 else "-"
     return (f"| {r['name']} | {f('eager_ms')} | {f('compile_ms')} | {f('kforge_ms')} | {f('speedup_eager', '.2f')} | "
             f"{f('speedup_compile', '.2f')} | {f('speedup_best', '.2f')} | {r.get('tier', 'failed')} | "
-            f"{f('relaxed_ms')} | {f('relaxed_speedup_best', '.2f')} | kb |")
+            f"{f('relaxed_ms')} | {f('relaxed_speedup_best', '.2f')} | {f('fp32_best_ms')} | "
+            f"{f('speedup_best_fp32', '.2f')} | kb |")
 
 
 # Exit status when a problem left this process's CUDA context unusable (a sticky error such as an illegal address

@@ -99,7 +99,8 @@ def main(argv=None) -> int:
                 hosted = host_task(path, args.sets, args.compile_baseline)
                 sets, refs, params = hosted.pointers()
                 summary = json.loads(trainer.collect(json.dumps(hosted.graph), path.stem, sets, refs, params, args.db,
-                                                     hosted.baseline_ms("eager"), hosted.baseline_ms("compile")))
+                                                     hosted.baseline_ms("eager"), hosted.baseline_ms("compile"),
+                                                     strict_tolerance=hosted.strict_tolerance))
             except (ImportProblemError, RuntimeError, ValueError) as e:  # one bad task must not end training
                 summary = {"task": path.stem, "error": f"{type(e).__name__}: {e}"[:500]}
             summary["seconds"] = round(time.time() - t_task, 1)

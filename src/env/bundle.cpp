@@ -101,6 +101,17 @@ Bundle load_bundle(const std::string& dir) {
   b.constant_output = flags.value("constant_output", false);
   b.near_zero_output = flags.value("near_zero_output", false);
   if (b.num_sets() < 1) throw UserError(path + " lists no input sets");
+  if (b.task.contains("strict_tolerance")) {
+    try {
+      b.tolerances = SetTolerances(b.task["strict_tolerance"].get<std::vector<std::vector<double>>>(), b.num_sets(),
+                                   int(b.graph.outputs.size()), Tolerance{});
+    } catch (const nlohmann::json::exception& e) {
+      throw UserError(path + ": 'strict_tolerance' must be a list (one per input set) of lists of numbers (one per output): " +
+                      e.what());
+    } catch (const UserError& e) {
+      throw UserError(path + ": 'strict_tolerance': " + e.what());
+    }
+  }
   return b;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "env/verify.h"
 #include "ir/graph.h"
 
 namespace kforge {
@@ -50,6 +51,7 @@ struct Bundle {
   int num_sets() const { return task.value("num_sets", 0); }
   Stats eager, compile;  // kb protocol, from import
   bool constant_output = false, near_zero_output = false;
+  SetTolerances tolerances;  // task.json "strict_tolerance"; empty in bundles written before it
   TaskSpec spec() const { return {name(), graph, eager.median_ms, compile.median_ms}; }
   // Raw bytes of files in the bundle.
   MappedFile param_file(int i) const;

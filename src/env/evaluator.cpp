@@ -18,7 +18,7 @@ DeviceBuffer upload(const MappedFile& f) {
 }
 }  // namespace
 
-DeviceTask::DeviceTask(const Bundle& b) {
+DeviceTask::DeviceTask(const Bundle& b) : tolerances_(b.tolerances) {
   const Graph& g = b.graph;
   auto keep = [&](const MappedFile& f) {
     owned_.push_back(upload(f));
@@ -35,8 +35,8 @@ DeviceTask::DeviceTask(const Bundle& b) {
 }
 
 DeviceTask::DeviceTask(const Graph& g, std::vector<std::vector<CUdeviceptr>> sets,
-                       std::vector<std::vector<CUdeviceptr>> refs, std::vector<CUdeviceptr> params)
-    : params_(std::move(params)), inputs_(std::move(sets)), refs_(std::move(refs)) {
+                       std::vector<std::vector<CUdeviceptr>> refs, std::vector<CUdeviceptr> params, SetTolerances tolerances)
+    : params_(std::move(params)), inputs_(std::move(sets)), refs_(std::move(refs)), tolerances_(std::move(tolerances)) {
   if (inputs_.empty() || inputs_.size() != refs_.size()) throw UserError("device task: need one reference list per input set");
   for (size_t k = 0; k < inputs_.size(); ++k)
     if (inputs_[k].size() != g.inputs.size() || refs_[k].size() != g.outputs.size())
@@ -148,7 +148,8 @@ bool check_set(const Graph& g, DeviceTask& task, Executable& lp, Verifier& v, co
   bool relaxed = true;
   for (int j = 0; j < task.num_outputs(); ++j) {
     const Node& out = g.at(g.outputs[j]);
-    CompareResult c = v.compare(task.output(j), task.reference(s, j), numel(out.type.shape), out.type.dtype, o.tol, stream);
+    CompareResult c = v.compare(task.output(j), task.reference(s, j), numel(out.type.shape), out.type.dtype,
+                                task.tolerance(s, j, o.tol), stream);
     if (!c.strict()) r.log += "set " + std::to_string(s) + ": " + c.describe(out.name) + "\n";
     strict = strict && c.strict();
     relaxed = relaxed && c.relaxed();

@@ -22,11 +22,14 @@ namespace kforge {
 class DeviceTask {
  public:
   explicit DeviceTask(const Bundle& b);
-  // Borrowed device pointers: sets[k] are the inputs of set k, refs[k] its reference outputs.
+  // Borrowed device pointers: sets[k] are the inputs of set k, refs[k] its reference outputs; `tolerances` the
+  // strict tier of each (empty: the global one).
   DeviceTask(const Graph& g, std::vector<std::vector<CUdeviceptr>> sets, std::vector<std::vector<CUdeviceptr>> refs,
-             std::vector<CUdeviceptr> params);
+             std::vector<CUdeviceptr> params, SetTolerances tolerances = {});
   Bindings bindings(int set) const;
   CUdeviceptr reference(int set, int output) const { return refs_.at(set).at(output); }
+  // What output `output` of set `set` is judged with: `global`, the strict tier the set's own where it has one.
+  Tolerance tolerance(int set, int output, const Tolerance& global) const { return tolerances_.at(global, set, output); }
   CUdeviceptr output(int j) const { return outputs_.at(j).get(); }
   size_t output_bytes(int j) const { return outputs_.at(j).bytes(); }
   int num_sets() const { return int(inputs_.size()); }
@@ -46,10 +49,11 @@ class DeviceTask {
   std::vector<DeviceBuffer> owned_, outputs_;
   std::vector<CUdeviceptr> params_;
   std::vector<std::vector<CUdeviceptr>> inputs_, refs_;
+  SetTolerances tolerances_;
 };
 
 struct EvalOptions {
-  Tolerance tol;
+  Tolerance tol;  // global; a task's sets may carry their own strict tier (DeviceTask::tolerance)
   TimingOptions timing;
   double copy_gbs = 0;  // measured device-to-device copy bandwidth (read + write), for the roofline floor
   // A candidate whose first checked run takes longer than this is stopped (reward -1): it cannot win

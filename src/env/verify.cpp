@@ -1,5 +1,7 @@
 #include "env/verify.h"
 
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "ir/error.h"
@@ -8,6 +10,20 @@
 namespace kforge {
 
 namespace {
+// A tolerance as a person writes it, 1e-4, 3.5e-4, 0.01 (std::to_string gives 0.000100): three significant
+// digits, trailing zeros dropped, powers of ten below 1e-3.
+std::string short_number(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, x != 0 && std::fabs(x) < 1e-3 ? "%.2e" : "%.3g", x);
+  std::string s = buf;
+  size_t e = s.find('e');
+  if (e == std::string::npos) return s;
+  std::string mantissa = s.substr(0, e), exponent = s.substr(e + 1);
+  while (mantissa.find('.') != std::string::npos && (mantissa.back() == '0' || mantissa.back() == '.')) mantissa.pop_back();
+  int power = std::stoi(exponent);
+  return mantissa + "e" + std::to_string(power);
+}
+
 // result[0..5]: bad_strict, bad_relaxed, nonfinite, first_bad (min), max_abs_err bits, count
 const char* kCompareSource = R"CUDA(
 typedef unsigned long long u64;
@@ -59,10 +75,36 @@ extern "C" __global__ void kf_compare_exact(const unsigned char* __restrict__ ou
 
 const char* verification_source() { return kCompareSource; }
 
+SetTolerances::SetTolerances(std::vector<std::vector<double>> strict, int num_sets, int num_outputs, const Tolerance& global)
+    : strict_(std::move(strict)) {
+  if (strict_.empty()) return;
+  if (int(strict_.size()) != num_sets)
+    throw UserError("strict tolerances for " + std::to_string(strict_.size()) + " input sets; the task has " +
+                    std::to_string(num_sets));
+  for (int s = 0; s < num_sets; ++s) {
+    if (int(strict_[s].size()) != num_outputs)
+      throw UserError("set " + std::to_string(s) + ": strict tolerances for " + std::to_string(strict_[s].size()) +
+                      " outputs; the graph returns " + std::to_string(num_outputs));
+    for (int j = 0; j < num_outputs; ++j) {
+      double t = strict_[s][j];
+      if (!(t >= global.strict && t <= global.relaxed))  // NaN fails too
+        throw UserError("set " + std::to_string(s) + ", output " + std::to_string(j) + ": strict tolerance " +
+                        short_number(t) + " outside [" + short_number(global.strict) + ", " +
+                        short_number(global.relaxed) + "] (the strict tier never goes below its own or above the relaxed one)");
+    }
+  }
+}
+
+Tolerance SetTolerances::at(const Tolerance& global, int set, int output) const {
+  if (strict_.empty()) return global;
+  return {strict_.at(set).at(output), global.relaxed};
+}
+
 std::string CompareResult::describe(const std::string& name) const {
   if (strict()) return name + ": all " + std::to_string(count) + " elements match (max abs err " + std::to_string(max_abs_err) + ")";
-  std::string s = name + ": " + std::to_string(bad_strict) + " of " + std::to_string(count) + " elements outside 1e-4, " +
-                  std::to_string(bad_relaxed) + " outside 1e-2, " + std::to_string(nonfinite) + " NaN/Inf";
+  std::string s = name + ": " + std::to_string(bad_strict) + " of " + std::to_string(count) + " elements outside " +
+                  short_number(tol.strict) + ", " + std::to_string(bad_relaxed) + " outside " + short_number(tol.relaxed) +
+                  ", " + std::to_string(nonfinite) + " NaN/Inf";
   if (first_bad >= 0)
     s += "; first at index " + std::to_string(first_bad) + ": got " + std::to_string(got) + ", expected " + std::to_string(expected);
   return s;
@@ -124,6 +166,7 @@ CompareResult Verifier::compare(CUdeviceptr out, CUdeviceptr ref, int64_t n, DTy
   KF_CU(d.cuMemcpyDtoH(res, result_, sizeof res));
   CompareResult c;
   c.count = n;
+  c.tol = tol;
   c.bad_strict = int64_t(res[0]);
   c.bad_relaxed = int64_t(res[1]);
   c.nonfinite = int64_t(res[2]);

@@ -75,24 +75,29 @@ class Runner {
 };
 
 using PtrSets = std::vector<std::vector<uintptr_t>>;
+using PerSet = std::vector<std::vector<double>>;  // [set][output]
 
 // One task as Python hands it over: PyTorch's tensors (device pointers) as a DeviceTask, so inputs and references
-// never leave the GPU, with its database and compiler. Built with the GIL released (it sets up the CUDA context).
+// never leave the GPU, with its database and compiler, and the strict tier per set and output (empty: the global
+// one). Built with the GIL released (it sets up the CUDA context).
 struct BorrowedTask {
   TaskSpec spec;
   std::unique_ptr<DeviceTask> task;
   MeasurementDB db;
   Compiler compiler{{"sm_90", default_cache_dir(), {}}};
   BorrowedTask(const std::string& graph_json, const std::string& name, const PtrSets& sets, const PtrSets& refs,
-               const std::vector<uintptr_t>& params, const std::string& db_path, double eager_ms, double compile_ms)
+               const std::vector<uintptr_t>& params, const std::string& db_path, double eager_ms, double compile_ms,
+               const PerSet& strict_tolerance = {})
       : spec{name, graph_from_json(nlohmann::json::parse(graph_json)), eager_ms, compile_ms}, db(db_path) {
     auto ptrs = [](const PtrSets& v) {
       std::vector<std::vector<CUdeviceptr>> out;
       for (auto& s : v) out.emplace_back(s.begin(), s.end());
       return out;
     };
+    SetTolerances tolerances(strict_tolerance, int(sets.size()), int(spec.graph.outputs.size()), Tolerance{});
     ensure_context();
-    task = std::make_unique<DeviceTask>(spec.graph, ptrs(sets), ptrs(refs), std::vector<CUdeviceptr>(params.begin(), params.end()));
+    task = std::make_unique<DeviceTask>(spec.graph, ptrs(sets), ptrs(refs), std::vector<CUdeviceptr>(params.begin(), params.end()),
+                                        std::move(tolerances));
   }
 };
 
@@ -106,9 +111,10 @@ class Trainer {
         .policy = {.learning_rate = learning_rate, .entropy_bonus = entropy_bonus, .seed = seed}, .versions = versions});
   }
   std::string collect(const std::string& graph_json, const std::string& name, const PtrSets& sets, const PtrSets& refs,
-                      const std::vector<uintptr_t>& params, const std::string& db_path, double eager_ms, double compile_ms) {
+                      const std::vector<uintptr_t>& params, const std::string& db_path, double eager_ms, double compile_ms,
+                      const PerSet& strict_tolerance) {
     py::gil_scoped_release release;
-    BorrowedTask t(graph_json, name, sets, refs, params, db_path, eager_ms, compile_ms);
+    BorrowedTask t(graph_json, name, sets, refs, params, db_path, eager_ms, compile_ms, strict_tolerance);
     return trainer_->collect(t.spec, *t.task, t.db, t.compiler).dump();
   }
   std::string update(int64_t tasks_done) {
@@ -150,11 +156,12 @@ PYBIND11_MODULE(_core, m) {
                        const std::vector<std::vector<uintptr_t>>& sets, const std::vector<std::vector<uintptr_t>>& refs,
                        const std::vector<uintptr_t>& params, int budget, const std::string& db_path, double eager_ms,
                        double compile_ms, uint64_t seed, bool progress, const std::string& versions,
-                       const std::string& policy, const std::string& cost_model, const std::string& checkpoint) {
+                       const std::string& policy, const std::string& cost_model, const std::string& checkpoint,
+                       const PerSet& strict_tolerance) {
     OptimizeResult r;
     {
       py::gil_scoped_release release;
-      BorrowedTask t(graph_json, name, sets, refs, params, db_path, eager_ms, compile_ms);
+      BorrowedTask t(graph_json, name, sets, refs, params, db_path, eager_ms, compile_ms, strict_tolerance);
       OptimizeOptions opts;
       opts.budget = budget;
       opts.seed = seed;
@@ -183,7 +190,8 @@ PYBIND11_MODULE(_core, m) {
     return out.dump();
   }, py::arg("graph_json"), py::arg("name"), py::arg("sets"), py::arg("refs"), py::arg("params"), py::arg("budget"),
      py::arg("db_path"), py::arg("eager_ms") = 0.0, py::arg("compile_ms") = 0.0, py::arg("seed") = 1,
-     py::arg("progress") = true, py::arg("versions") = "", py::arg("policy") = "local", py::arg("cost_model") = "", py::arg("checkpoint") = "");
+     py::arg("progress") = true, py::arg("versions") = "", py::arg("policy") = "local", py::arg("cost_model") = "", py::arg("checkpoint") = "",
+     py::arg("strict_tolerance") = PerSet{});
   m.def("policy_curves", [](const std::string& graph_json, const std::string& name, const PtrSets& sets, const PtrSets& refs,
                             const std::vector<uintptr_t>& params, const std::string& db_path, double eager_ms, double compile_ms,
                             int candidates, int reference, const std::vector<std::string>& policies,
@@ -227,7 +235,8 @@ PYBIND11_MODULE(_core, m) {
            py::arg("samples") = 16, py::arg("compile_threads") = 16, py::arg("seed") = 1, py::arg("learning_rate") = 3e-3,
            py::arg("entropy_bonus") = 0.01, py::arg("versions") = "")
       .def("collect", &Trainer::collect, py::arg("graph_json"), py::arg("name"), py::arg("sets"), py::arg("refs"),
-           py::arg("params"), py::arg("db_path"), py::arg("eager_ms") = 0.0, py::arg("compile_ms") = 0.0)
+           py::arg("params"), py::arg("db_path"), py::arg("eager_ms") = 0.0, py::arg("compile_ms") = 0.0,
+           py::arg("strict_tolerance") = PerSet{})
       .def("update", &Trainer::update, py::arg("tasks_done"))
       .def("progress", &Trainer::progress)
       .def("step", &Trainer::step)

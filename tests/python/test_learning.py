@@ -75,6 +75,7 @@ def test_report_numbers_table_and_plot(tmp_path):
 
 class FakeHosted:
     graph = SOFTMAX
+    strict_tolerance = [[1e-4]]
 
     def pointers(self):
         return [[1]], [[2]], []
@@ -96,7 +97,7 @@ class FakeTrainer:
     def resumed(self):
         return self.done > 0
 
-    def collect(self, graph_json, name, sets, refs, params, db, eager_ms, compile_ms):
+    def collect(self, graph_json, name, sets, refs, params, db, eager_ms, compile_ms, strict_tolerance):
         FakeTrainer.calls.append(("collect", name, eager_ms))
         return json.dumps({"task": name, "mean_reward": 0.5})
 

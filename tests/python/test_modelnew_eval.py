@@ -159,7 +159,10 @@ def test_loosened_tolerances_are_refused(bundle, tmp_path):
     from kforge.bridge import TOLERANCE
     saved = dict(TOLERANCE)
     try:
-        path = candidate(tmp_path, "loose", CANDIDATES["wrong"], prelude="from kforge.bridge import TOLERANCE\nTOLERANCE['relaxed'] = 1e9")
+        # Off by 1e-3: relaxed only, so it reaches the check of the trusted objects (the sets' tolerances were read
+        # before the candidate loaded, so loosening TOLERANCE no longer loosens the checks; it is still refused).
+        path = candidate(tmp_path, "loose", "torch.relu(self.norm(x)) + 1e-3",
+                         prelude="from kforge.bridge import TOLERANCE\nTOLERANCE['strict'] = TOLERANCE['relaxed'] = 1e9")
         r = evaluate_modelnew(bundle, path, device="cpu")
     finally:
         TOLERANCE.update(saved)
