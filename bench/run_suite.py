@@ -209,7 +209,11 @@ def summarise(rows):
     strict_vs_fp32 = [r for r in passed if r["tier"] == "strict" and num(r.get("speedup_best_fp32"))]
     widened = [num(r.get("strict_tolerance_widest")) for r in rows
                if (num(r.get("strict_tolerance_widest")) or 0) > STRICT_TOLERANCE]
+    # Strict plans on TF32 or fp16 arithmetic: judged by the check on every set, as the baselines are (a sum or
+    # mean after the product averages the roundings out); said, never silent.
+    strict_below_fp32 = [r["problem"] for r in rows if r["tier"] == "strict" and r.get("below_fp32")]
     return {
+        "strict_below_fp32": strict_below_fp32,
         "faster_strict_tier_fp32_baselines": sum(1 for r in strict_vs_fp32 if r["speedup_best_fp32"] > 1.0),
         "strict_with_fp32_baselines": len(strict_vs_fp32),
         "geomean_speedup_best_fp32": geomean([r["speedup_best_fp32"] for r in strict_vs_fp32]),
@@ -273,6 +277,9 @@ def table(rows, summary):
     out.append(f"- strict tolerance widened to fp32's own error (4x PyTorch's float32 error on an input set, where "
                f"above 1e-4) on {s.get('strict_tolerance_widened', 0)} problems"
                + (f" (largest {largest:.2g})" if num(largest) else ""))
+    below = s.get("strict_below_fp32") or []
+    out.append(f"- strict plans on TF32 or fp16 arithmetic (passing the strict tier on every input set, as a baseline "
+               f"in TF32 may): {len(below)}" + (f" ({', '.join(below)})" if below else ""))
     out.append(f"- geometric mean speedup over best baseline: {fmt(s['geomean_speedup_best'], '.3f')} "
                f"(over {s['geomean_speedup_best_over']} passed problems; "
                f"vs eager {fmt(s['geomean_speedup_eager'], '.3f')}, vs compile {fmt(s['geomean_speedup_compile'], '.3f')})")

@@ -28,7 +28,8 @@ def matmul_tflops(tier: str, n: int = 8192) -> float:
 
 
 def below_fp32(plan: dict) -> bool:
-    """Whether some step computes below fp32's accuracy (TF32, fp16, bf16): the relaxed tier at best."""
+    """Whether some step computes on inputs rounded below fp32 (TF32, fp16, bf16): its ceiling is that tensor-core
+    rate (the tier is the check's: such a plan is strict only where it passes the strict tier on every set)."""
     return any(uses_precision(plan, p) for p in ("tf32", "fp16", "bf16"))
 
 

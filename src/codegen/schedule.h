@@ -34,15 +34,15 @@ enum class Strategy { flat, thread, warp, block, split, tile, library, mma };
 
 // Arithmetic of a matrix product (or convolution). fp32: full fp32 products (cuBLASLt's CUBLAS_COMPUTE_32F,
 // cuDNN's engines without tensor-core notes): the strict tier. tf32: tensor cores on inputs rounded to 10
-// mantissa bits, ~1e-3 relative error: a plan using it claims the relaxed tier at best (Plan::below_fp32,
-// env/evaluator.cpp). tf32x3 (mma only): split precision, each input x = big + small with big = tf32(x) and
+// mantissa bits, ~1e-3 relative error: the relaxed tier, and the strict one only where the check passes it on
+// every input set (a sum after the product averages the roundings out; env/evaluator.cpp). tf32x3 (mma only): split precision, each input x = big + small with big = tf32(x) and
 // small = tf32(x - big), the product big*big + big*small + small*big on tensor cores: about fp32's accuracy,
 // so the strict tier is open to it (ir/tf32.h emulates the arithmetic on the CPU).
 // fp16, bf16 (convolutions in channels-last layout only): the cuDNN step computes on 16-bit copies of its input
 // and weight (the transposes into channels last round them; fp16: 11 significant bits, range +-65504; bf16: 8
 // bits, fp32's range), sums in fp32 and writes a 16-bit result the transpose back widens: tensor cores at twice
-// TF32's rate, ~5e-4 (fp16) or ~4e-3 (bf16) relative error: the relaxed tier at best, where every input set
-// passes (an overflow to inf fails the check).
+// TF32's rate, ~5e-4 (fp16) or ~4e-3 (bf16) relative error: as TF32, judged by the check on every input set
+// (an overflow to inf fails it).
 // A matrix product's cuBLASLt step takes fp16 too, and fp16x3: the split precision of tf32x3 on fp16 tensor cores
 // (twice TF32's rate), each operand scaled by a power of two into fp16's range and split into x = hi + lo, the
 // reduction dim tripled so that one fp16 product with fp32 sums adds hi*hi + hi*lo + lo*hi

@@ -261,13 +261,13 @@ EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, const Plan& plan, co
   }
   r.compile_ms = lp->compile_ms;
   r = evaluate(spec, task, *lp, plan.schedule.cuda_graph, verifier, o, stream, r);
-  // TF32 rounds inputs to 10 mantissa bits, fp16 to 11 and bf16 to 8: even where one draw of inputs meets 1e-4,
-  // the plan computes below fp32 precision (the catalogue's "precision downcasting past the tier"), so relaxed
-  // at best.
-  if (r.strict && plan.below_fp32()) {
-    r.strict = false;
-    r.log += "computes below fp32 (TF32, fp16 or bf16): relaxed tier at best\n";
-  }
+  // TF32 rounds inputs to 10 mantissa bits, fp16 to 11 and bf16 to 8. Such a plan is judged as every candidate
+  // is (a raw CUDA kernel or a ModelNew declares no precision) and as the baselines are: by the check on every
+  // hidden set, whose strict tier is 1e-4 or 4x PyTorch's own float32 error there (DESIGN.md: tensor-core
+  // tricks are allowed where the tier still passes on every input set). Where the rounding's errors average out
+  // (a sum or mean after the product) it may pass; elsewhere it misses by orders of magnitude (TF32's error is
+  // ~2000x float32's). Said in the log, so a strict result in reduced precision is never silent.
+  if (r.strict && plan.below_fp32()) r.log += "computes below fp32 (TF32, fp16 or bf16) and passes the strict tier on every set\n";
   return r;
 }
 

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <random>
 
 #include "codegen/lower.h"
@@ -20,6 +21,7 @@
 #include "common/matmul_graphs.h"
 #include "common/random_inputs.h"
 #include "common/representative_schedules.h"
+#include "ir/error.h"
 #include "runtime/driver.h"
 #include "runtime/executor.h"
 
@@ -76,7 +78,19 @@ TEST_P(GpuLibrary, MatchesInterpreterInBothPrecisions) {
     const double tol = tolerance_of(s, large_k);
     Plan plan = lower(g, s);
     if (large_k && plan.below_fp32()) continue;  // see the top of the file
-    LoadedPlan lp(plan, compiler);
+    // cuDNN's backward-data engines take fp16 dy and w with an fp32 dx for some geometries only (run 12.1 of
+    // docs/NOTES.md: conv_transpose2d yes; the 1-D, 3-D and grouped dilated samples no, in either graph form): a
+    // transposed convolution in fp16x3 may be refused, with the reason, as the search then records it.
+    std::unique_ptr<LoadedPlan> loaded;
+    try {
+      loaded = std::make_unique<LoadedPlan>(plan, compiler);
+    } catch (const UserError& e) {
+      const bool may_refuse = GetParam().rfind("conv_transpose", 0) == 0 && to_json(s).dump().find("fp16x3") != std::string::npos;
+      if (!may_refuse) throw;
+      EXPECT_NE(std::string(e.what()).find("engine configurations cuDNN offers"), std::string::npos) << e.what();
+      continue;
+    }
+    LoadedPlan& lp = *loaded;
     ASSERT_EQ(plan.below_fp32(), tol > (large_k ? 1e-3 : 1e-4));
     for (bool graph : {false, true}) {
       dev.poison_outputs();

@@ -134,3 +134,17 @@ def test_the_suite_table_counts_the_strict_tier_against_tf32_off_baselines_and_w
     assert "strict tier, faster than the better of eager/compile with TF32 off (PyTorch's fp32): 1 of 2" in text
     assert "strict tolerance widened to fp32's own error" in text and "on 1 problems (largest 0.0022)" in text
     assert "per tier, faster than the better of eager/compile: strict tier (1e-4) 0" in text  # the defaults' line stays
+
+
+def test_the_suite_table_names_strict_plans_on_reduced_precision_arithmetic():
+    rs = runner()
+    base = {"tier": "strict", "speedup_best": 1.1, "speedup_eager": 1.1, "speedup_compile": 1.1, "kforge_ms": 1.0,
+            "eager_ms": 1.1, "compile_ms": 1.2, "bandwidth_gbs": None, "pct_copy_bw": None, "flops": None}
+    rows = [{**base, "problem": "conv_sum", "below_fp32": True},     # fp16 plan that passed every set's strict check
+            {**base, "problem": "conv_norm", "below_fp32": False},   # fp16x3
+            {**base, "problem": "tf32_relaxed", "tier": "relaxed", "below_fp32": True},  # not a strict plan
+            {**base, "problem": "old"}]  # an older report: no such field
+    s = rs.summarise(rows)
+    assert s["strict_below_fp32"] == ["conv_sum"]
+    assert "- strict plans on TF32 or fp16 arithmetic (passing the strict tier on every input set, as a baseline in " \
+           "TF32 may): 1 (conv_sum)" in rs.table(rows, s)
