@@ -119,7 +119,7 @@ def make_row(name, problem, report, rc, timed_out, seconds, start_error, log_pat
            "relaxed_tier": "failed", "relaxed_ms": None, "relaxed_speedup_best": None,
            "eager_tier": None, "compile_tier": None, "eager_fp32_ms": None, "compile_fp32_ms": None,
            "eager_fp32_tier": None, "compile_fp32_tier": None, "fp32_baselines": None, "speedup_best_fp32": None,
-           "strict_tolerance_widest": None, "candidates": None, "correct_candidates": None, "returncode": rc, "seconds": round(seconds, 1),
+           "strict_tolerance_widest": None, "below_fp32": None, "candidates": None, "correct_candidates": None, "returncode": rc, "seconds": round(seconds, 1),
            "log": str(log_path), "error": None}
     if report is not None:
         for k in ("tier", "eager_ms", "compile_ms", "kforge_ms", "kforge_native_ms", "speedup_eager",
@@ -127,7 +127,7 @@ def make_row(name, problem, report, rc, timed_out, seconds, start_error, log_pat
                   "correct_candidates", "bytes_min", "flops", "floor_ms", "pct_roofline", "matmul_tflops", "flags", "gpu",
                   "torch_version", "error", "relaxed_tier", "relaxed_ms", "relaxed_speedup_best", "eager_tier",
                   "compile_tier", "eager_fp32_ms", "compile_fp32_ms", "eager_fp32_tier", "compile_fp32_tier",
-                  "fp32_baselines", "speedup_best_fp32", "strict_tolerance_widest"):
+                  "fp32_baselines", "speedup_best_fp32", "strict_tolerance_widest", "below_fp32"):
             if k in report:
                 row[k] = report[k]
         if row["tier"] not in ("strict", "relaxed", "failed"):

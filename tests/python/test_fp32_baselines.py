@@ -140,10 +140,12 @@ def test_the_suite_table_names_strict_plans_on_reduced_precision_arithmetic():
     rs = runner()
     base = {"tier": "strict", "speedup_best": 1.1, "speedup_eager": 1.1, "speedup_compile": 1.1, "kforge_ms": 1.0,
             "eager_ms": 1.1, "compile_ms": 1.2, "bandwidth_gbs": None, "pct_copy_bw": None, "flops": None}
-    rows = [{**base, "problem": "conv_sum", "below_fp32": True},     # fp16 plan that passed every set's strict check
-            {**base, "problem": "conv_norm", "below_fp32": False},   # fp16x3
-            {**base, "problem": "tf32_relaxed", "tier": "relaxed", "below_fp32": True},  # not a strict plan
-            {**base, "problem": "old"}]  # an older report: no such field
+    # Through make_row, as a report becomes a suite row (a field it does not copy is lost to the table).
+    reports = [("conv_sum", {**base, "below_fp32": True}),    # an fp16 plan that passed every set's strict check
+               ("conv_norm", {**base, "below_fp32": False}),  # fp16x3
+               ("tf32_relaxed", {**base, "tier": "relaxed", "below_fp32": True}),  # not a strict plan
+               ("old", base)]  # an older report: no such field
+    rows = [rs.make_row(name, f"{name}.py", report, 0, False, 1.0, None, "log", 60) for name, report in reports]
     s = rs.summarise(rows)
     assert s["strict_below_fp32"] == ["conv_sum"]
     assert "- strict plans on TF32 or fp16 arithmetic (passing the strict tier on every input set, as a baseline in " \
