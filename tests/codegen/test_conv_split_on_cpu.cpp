@@ -116,9 +116,8 @@ TEST(ConvSplit, Fp16x3HoldsTheStrictTierWhereOneFp16RoundingDoesNot) {
       if (magnitude != 1.0 && sample.name != "conv2d_grouped" && sample.name != "conv_transpose2d") continue;
       std::mt19937_64 rng(5);
       auto inputs = testing::random_values(g, g.inputs, rng), params = testing::random_values(g, g.params, rng);
-      for (auto* set : {&inputs, &params})
-        for (auto& t : *set)
-          for (auto& x : t.data) x = float(x * magnitude);
+      testing::scale_values(inputs, magnitude);
+      testing::scale_values(params, magnitude);
       // A bias scales as the products do (it is added to them).
       if (g.params.size() > 1)
         for (auto& x : params[1].data) x = float(x * magnitude);

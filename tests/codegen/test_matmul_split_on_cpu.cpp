@@ -102,9 +102,8 @@ TEST(MatmulSplit, Fp16x3HoldsTheStrictTierWhereOneFp16RoundingDoesNot) {
       if (magnitude != 1.0 && sample.name != "matmul_bmm" && sample.name != "linear_no_bias") continue;
       std::mt19937_64 rng(11);
       auto inputs = testing::random_values(g, g.inputs, rng), params = testing::random_values(g, g.params, rng);
-      for (auto* set : {&inputs, &params})
-        for (auto& t : *set)
-          for (auto& x : t.data) x = float(x * magnitude);
+      testing::scale_values(inputs, magnitude);
+      testing::scale_values(params, magnitude);
       const std::vector<HostTensor> expected = interpret(primitive_graph(g), inputs, params);
       const double scale = magnitude * magnitude;  // the products' magnitude
       for (Precision precision : {Precision::fp16x3, Precision::fp16}) {

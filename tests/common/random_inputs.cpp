@@ -69,4 +69,9 @@ std::vector<double> from_bytes(const std::string& b, DType dtype) {
   return v;
 }
 
+void scale_values(std::vector<HostTensor>& set, double factor) {
+  for (auto& t : set)
+    for (auto& x : t.data) x = float(x * factor);
+}
+
 }  // namespace kforge::testing

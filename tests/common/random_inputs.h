@@ -14,4 +14,7 @@ std::string to_bytes(const HostTensor& t);
 // Values of raw device bytes.
 std::vector<double> from_bytes(const std::string& bytes, DType dtype);
 
+// Multiplies every value of every tensor of `set` by `factor` (inputs of other magnitudes).
+void scale_values(std::vector<HostTensor>& set, double factor);
+
 }  // namespace kforge::testing
