@@ -46,7 +46,7 @@ enum class Strategy { flat, thread, warp, block, split, tile, library, mma };
 // A matrix product's cuBLASLt step takes fp16 too, and fp16x3: the split precision of tf32x3 on fp16 tensor cores
 // (twice TF32's rate), each operand scaled by a power of two into fp16's range and split into x = hi + lo, the
 // reduction dim tripled so that one fp16 product with fp32 sums adds hi*hi + hi*lo + lo*hi
-// (codegen/emit_matmul_split.cpp); fp16 alone rounds the scaled operands once (relaxed at best). A convolution
+// (codegen/emit_matmul_split.cpp); fp16 alone rounds the scaled operands once (as TF32: the check decides). A convolution
 // takes fp16x3 too (channels last): its transposes write the parts tripling the channels its sum runs over, and
 // cuDNN sums fp16 inputs into an fp32 result (codegen/emit_conv_split.cpp).
 enum class Precision { fp32, tf32, tf32x3, fp16, bf16, fp16x3 };

@@ -189,12 +189,13 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
   // accuracy) through cuBLASLt for products and cuDNN in channels last for convolutions, the way to strict-tier
   // tensor-core speed (both libraries' fp32 is plain SIMT arithmetic); then, where the graph has matrix products,
   // kforge's own split-precision kernel (tf32x3 on mma.sync);
-  // after the convolutions' openings, the products on one rounded fp16 copy (relaxed at best).
+  // after the convolutions' openings, the products on one rounded fp16 copy (the check decides its tier, as for
+  // every plan: relaxed, or strict where a sum after the product averages the roundings out).
   // Fifth, where the graph has convolutions: the TF32 opening in channels-last (cuDNN's tensor-core kernels are
   // NHWC kernels; on NCHW tensors it may pick none, run 5.3 of docs/NOTES.md), paying the generated transposes.
   // Then, for convolutions, the same in fp16 (16-bit copies made by those transposes, fp32 sums): tensor cores
-  // at twice TF32's rate, where PyTorch's own convolutions run TF32; relaxed at best, and only where every
-  // input set passes 1e-2.
+  // at twice TF32's rate, where PyTorch's own convolutions run TF32; relaxed where every input set passes 1e-2,
+  // strict where every set passes that tier (run 12.6: a sum, mean or logsumexp after the convolution).
   // Last, where the graph has 2-D depthwise convolutions: kforge's direct kernel on them (memory-bound work,
   // where cuDNN's fp32 engines reached a twelfth of the floor in run 6.6), in fp32: a strict-tier candidate.
   Schedule tf32, split_fp16, split, tf32_nhwc, fp16_nhwc, fp16_products, direct;

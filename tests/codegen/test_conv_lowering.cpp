@@ -158,7 +158,7 @@ TEST(ConvSchedule, PrecisionAndEngineAreSearchActions) {
   b.kernels[groups[0].key] = {.strategy = Strategy::library, .precision = Precision::tf32, .algo = kConvEngines - 1};
   EXPECT_NE(plan_key(lower(g, a)), plan_key(lower(g, b)));
   Plan tf32 = lower(g, b);
-  EXPECT_TRUE(tf32.below_fp32()) << "a TF32 engine claims the relaxed tier at best";
+  EXPECT_TRUE(tf32.below_fp32()) << "a TF32 engine computes on inputs rounded below fp32";
   EXPECT_EQ(steps(tf32, StepKind::cudnn)[0]->library.at("algo"), kConvEngines - 1);
   KernelSchedule bad = def;
   bad.algo = kConvEngines;
