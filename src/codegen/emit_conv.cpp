@@ -49,40 +49,59 @@ Element element_of(Precision p) {
 DType input_dtype(Precision p) { return is_half(p) || p == Precision::fp16x3 ? DType::f16 : DType::f32; }
 DType result_dtype(Precision p) { return is_half(p) ? DType::f16 : DType::f32; }
 
-// A plan step that writes dst[a][c][b] = src[a][b][c] (a < A, b < B, c < C): a 32 x 32 tile through shared
-// memory, so that both the read (along c) and the write (along b) are coalesced. NCHW <-> NHWC is this with
-// B = channels, C = the spatial extent (or the reverse), A = the batch. With a `bias` buffer (one value per c)
-// it writes src + bias[c]: the NHWC result's way back adds the convolution's bias on the way. `in` and `out`
-// are the two sides' element types: the way into a half-precision step rounds, the way back widens.
+}  // namespace
+
+std::string tiled_transpose(int64_t A, int64_t B, int64_t C, const std::string& load, const std::string& store) {
+  const auto I = i64_literal;
+  const int64_t tiles_b = (B + 31) / 32, tiles_c = (C + 31) / 32;
+  std::string s = "  __shared__ float tile[32][33];  // one column of padding: the transposed read is conflict-free\n";
+  s += "  const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;\n";
+  s += "  for (i64 t = blockIdx.x; t < " + I(A * tiles_b * tiles_c) + "; t += gridDim.x) {\n";
+  s += "    const i64 a = t / " + I(tiles_b * tiles_c) + ", b0 = t / " + I(tiles_c) + " % " + I(tiles_b) +
+       " * 32, c0 = t % " + I(tiles_c) + " * 32;\n";
+  s += "    for (int i = ty; i < 32; i += 8)\n";
+  s += "      if (b0 + i < " + I(B) + " && c0 + tx < " + I(C) + ") {\n";
+  s += "        const auto v = src[a * " + I(B * C) + " + (b0 + i) * " + I(C) + " + c0 + tx];\n";
+  s += "        tile[i][tx] = " + load + ";\n      }\n";
+  s += "    __syncthreads();\n";
+  s += "    for (int i = ty; i < 32; i += 8)\n";
+  s += "      if (c0 + i < " + I(C) + " && b0 + tx < " + I(B) + ") {\n";
+  s += "        const i64 b = b0 + tx, c = c0 + i;\n";
+  s += "        const float x = tile[tx][i];\n";
+  s += store;
+  s += "      }\n";
+  s += "    __syncthreads();  // the tile is read before the next one overwrites it\n  }\n";
+  return s;
+}
+
+int64_t tiled_transpose_blocks(int64_t A, int64_t B, int64_t C) { return A * ((B + 31) / 32) * ((C + 31) / 32); }
+
+namespace {
+
+// A plan step that writes dst[a][c][b] = src[a][b][c] (a < A, b < B, c < C) through tiled_transpose. NCHW <-> NHWC
+// is this with B = channels, C = the spatial extent (or the reverse), A = the batch. With a `bias` buffer (one
+// value per c) it writes src + bias[c]: the NHWC result's way back adds the convolution's bias on the way; with an
+// `undo` buffer it first multiplies by undo[0] (fp16x3's scales). `in` and `out` are the two sides' element
+// types: the way into a half-precision step rounds, the way back widens.
 PlanKernel transpose_step(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, int src, int dst,
                           int64_t A, int64_t B, int64_t C, int bias = -1, const Element& in = {}, const Element& out = {},
                           int undo = -1) {
   const auto I = i64_literal;
-  const int64_t tiles_b = (B + 31) / 32, tiles_c = (C + 31) / 32;
   std::string s = "// kforge kernel " + name + ": channels-last transpose for conv group '" + g.key + "', [" +
                   std::to_string(A) + "][" + std::to_string(B) + "][" + std::to_string(C) + "] -> [a][c][b]\n";
   s += "extern \"C\" __global__ void __launch_bounds__(256) " + name + "(const " + in.type + "* __restrict__ src, " +
        (bias >= 0 ? "const float* __restrict__ bias, " : "") + (undo >= 0 ? "const float* __restrict__ undo, " : "") + out.type +
        "* __restrict__ dst) {\n";
-  s += "  __shared__ float tile[32][33];  // one column of padding: the transposed read is conflict-free\n";
-  s += "  const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;\n";
   if (undo >= 0) s += "  const float scale = undo[0];  // 2^-(ex + ew): the split copies' scales, undone exactly\n";
-  s += "  for (i64 t = blockIdx.x; t < " + I(A * tiles_b * tiles_c) + "; t += gridDim.x) {\n";
-  s += "    const i64 a = t / " + I(tiles_b * tiles_c) + ", b0 = t / " + I(tiles_c) + " % " + I(tiles_b) +
-       " * 32, c0 = t % " + I(tiles_c) + " * 32;\n";
-  s += "    const " + in.type + "* s = src + a * " + I(B * C) + ";\n    " + out.type + "* d = dst + a * " + I(B * C) + ";\n";
-  s += "    for (int i = ty; i < 32; i += 8)\n";
-  s += "      if (b0 + i < " + I(B) + " && c0 + tx < " + I(C) + ") tile[i][tx] = " + in.from + "(s[(b0 + i) * " + I(C) + " + c0 + tx]);\n";
-  s += "    __syncthreads();\n";
-  s += "    for (int i = ty; i < 32; i += 8)\n";
-  s += "      if (c0 + i < " + I(C) + " && b0 + tx < " + I(B) + ") d[(c0 + i) * " + I(B) + " + b0 + tx] = " + out.to + "(tile[tx][i]" +
-       (undo >= 0 ? " * scale" : "") + (bias >= 0 ? " + bias[c0 + i]" : "") + ");\n";
-  s += "    __syncthreads();  // the tile is read before the next one overwrites it\n  }\n}\n";
+  s += tiled_transpose(A, B, C, in.from + "(v)",
+                       "        dst[a * " + I(B * C) + " + c * " + I(B) + " + b] = " + out.to + "(x" + (undo >= 0 ? " * scale" : "") +
+                           (bias >= 0 ? " + bias[c]" : "") + ");\n");
+  s += "}\n";
   std::vector<int> args = {src};
   if (bias >= 0) args.push_back(bias);
   if (undo >= 0) args.push_back(undo);
   args.push_back(dst);
-  return generated_kernel(g, ks, name, s, args, clamp_grid(A * tiles_b * tiles_c), 256);
+  return generated_kernel(g, ks, name, s, args, clamp_grid(tiled_transpose_blocks(A, B, C)), 256);
 }
 
 // A plan step that adds bias[c] to y[a][c][s] in place (c < C, s < S): the bias of an NCHW library call whose
@@ -99,16 +118,27 @@ PlanKernel bias_step(const KernelGroup& g, const KernelSchedule& ks, const std::
   return generated_kernel(g, ks, name, s, {bias, y}, full_grid((A * C * S + 255) / 256), 256);
 }
 
+// The extents of a channels-last step: its x is [n, xc, x_extent], its y [n, yc, y_extent] (a transposed
+// convolution's x is its forward convolution's output), its weight [o, wc, taps].
+struct ChannelsLast {
+  bool transposed = false;
+  int64_t xc = 0, yc = 0, x_extent = 0, y_extent = 0, wc = 0, taps = 0;
+};
+ChannelsLast channels_last(const ConvDims& d, bool transposed) {
+  const bool t = transposed;
+  return {t, t ? d.o : d.c, t ? d.c : d.o, numel(t ? d.out : d.in), numel(t ? d.in : d.out), d.c / d.groups, numel(d.kernel)};
+}
+
 // The channels-last steps of a convolution in fp16x3 (emit_conv_split.cpp): both operands' largest magnitudes,
 // their scaled fp16 parts tripling the reduction's channels (a forward convolution's input channels, a transposed
 // one's output channels: the library block's c or o becomes three times as many, in the same groups), the cuDNN
 // step (fp16 x and w, fp32 y), and the transpose back undoing the scales (and adding the bias).
 std::vector<PlanKernel> split_step(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, PlanKernel k,
-                                   const ConvDims& d, int x, int w, int y, int bias) {
+                                   const ConvDims& d, const ChannelsLast& cl, int x, int w, int y, int bias) {
   const std::string& name = k.name;
-  const bool t = k.library.at("op") == "conv_transpose";
-  const int64_t xc = t ? d.o : d.c, yc = t ? d.c : d.o, x_extent = numel(t ? d.out : d.in), y_extent = numel(t ? d.in : d.out);
-  const int64_t wc = d.c / d.groups, taps = numel(d.kernel), x_elems = d.n * xc * x_extent, w_elems = d.o * wc * taps;
+  const bool t = cl.transposed;
+  const int64_t xc = cl.xc, yc = cl.yc, x_extent = cl.x_extent, y_extent = cl.y_extent, wc = cl.wc, taps = cl.taps;
+  const int64_t x_elems = d.n * xc * x_extent, w_elems = d.o * wc * taps;
   // A grid of up to 1056 blocks folds the partials in each block: 256 of them per operand keep that a few MB of L2.
   const HalfScales h = emit_half_absmax(cx, g, ks, name, x, x_elems, w, w_elems, 256);
   k.args[0] = add_temp(cx, g.key + ".x_nhwc", DType::f16, {3 * x_elems});
@@ -163,14 +193,11 @@ std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const K
     return {k, bias_step(g, ks, name + "_bias", k.args[2], bias, result[0], result[1], numel(result) / (result[0] * result[1]))};
   }
   // Channels last: the step reads and writes channels-last copies; its input and weight are transposed into
-  // them first and its result back after. The step's x is [n, xc, *xs], its y [n, yc, *ys] (a transposed
-  // convolution's x is its forward convolution's output).
-  const bool t = cv.op == "conv_transpose";
-  const int64_t xc = t ? d.o : d.c, yc = t ? d.c : d.o, x_extent = numel(t ? d.out : d.in);
-  const int64_t y_extent = numel(t ? d.in : d.out);
-  const int64_t wc = d.c / d.groups, taps = numel(d.kernel);
+  // them first and its result back after.
+  const ChannelsLast cl = channels_last(d, cv.op == "conv_transpose");
   const int x = k.args[0], w = k.args[1], y = k.args[2];
-  if (ks.precision == Precision::fp16x3) return split_step(cx, g, ks, k, d, x, w, y, bias);
+  if (ks.precision == Precision::fp16x3) return split_step(cx, g, ks, k, d, cl, x, w, y, bias);
+  const int64_t xc = cl.xc, yc = cl.yc, x_extent = cl.x_extent, y_extent = cl.y_extent, wc = cl.wc, taps = cl.taps;
   // In fp16 or bf16 the copies are 16-bit: the transposes in round, the one out widens (and adds the bias).
   const Element full, copy = element_of(ks.precision);
   k.args[0] = add_temp(cx, g.key + ".x_nhwc", input_dtype(ks.precision), {d.n * xc * x_extent});

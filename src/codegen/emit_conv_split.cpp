@@ -21,7 +21,7 @@ PlanKernel emit_split_transpose(const KernelGroup& g, const KernelSchedule& ks, 
                                 const HalfScales& h, const std::string& which, int64_t A, int64_t B, int64_t C, int64_t group,
                                 bool along_a, const std::vector<std::string>& parts, int scale) {
   const auto I = i64_literal;
-  const int64_t tiles_b = (B + 31) / 32, tiles_c = (C + 31) / 32, n = int64_t(parts.size());
+  const int64_t n = int64_t(parts.size());
   const int64_t out_b = along_a ? B : n * B;  // the destination's row length (channels)
   // Where part p of element (a, b) goes: its row a' and channel b'.
   auto tripled = [&](const std::string& v) {
@@ -37,30 +37,16 @@ PlanKernel emit_split_transpose(const KernelGroup& g, const KernelSchedule& ks, 
   s += half_scales_code(h);
   if (scale >= 0) s += "  if (blockIdx.x == 0 && threadIdx.x == 0) undo[0] = ldexpf(1.f, -(ea + eb));\n";
   s += "  const float scale = ldexpf(1.f, " + which + ");\n";
-  s += "  __shared__ float tile[32][33];  // one column of padding: the transposed read is conflict-free\n";
-  s += "  const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;\n";
-  s += "  for (i64 t = blockIdx.x; t < " + I(A * tiles_b * tiles_c) + "; t += gridDim.x) {\n";
-  s += "    const i64 a = t / " + I(tiles_b * tiles_c) + ", b0 = t / " + I(tiles_c) + " % " + I(tiles_b) +
-       " * 32, c0 = t % " + I(tiles_c) + " * 32;\n";
-  s += "    const float* sa = src + a * " + I(B * C) + ";\n";
-  s += "    for (int i = ty; i < 32; i += 8)\n";
-  s += "      if (b0 + i < " + I(B) + " && c0 + tx < " + I(C) + ") tile[i][tx] = sa[(b0 + i) * " + I(C) + " + c0 + tx] * scale;\n";
-  s += "    __syncthreads();\n";
-  s += "    for (int i = ty; i < 32; i += 8)\n";
-  s += "      if (c0 + i < " + I(C) + " && b0 + tx < " + I(B) + ") {\n";
-  s += "        const i64 b = b0 + tx, c = c0 + i;\n";
-  s += "        const float x = tile[tx][i];\n";
   const bool lo = std::find(parts.begin(), parts.end(), "lo") != parts.end();
-  s += half_parts_code("x", lo, "        ");
+  std::string store = half_parts_code("x", lo, "        ");
   for (int64_t p = 0; p < n; ++p)
-    s += "        { const int p = " + std::to_string(p) + "; dst[" + row + " * " + I(C * out_b) + " + c * " + I(out_b) + " + " +
-         channel + "] = " + parts[size_t(p)] + "; }\n";
-  s += "      }\n";
-  s += "    __syncthreads();  // the tile is read before the next one overwrites it\n  }\n}\n";
+    store += "        { const int p = " + std::to_string(p) + "; dst[" + row + " * " + I(C * out_b) + " + c * " + I(out_b) + " + " +
+             channel + "] = " + parts[size_t(p)] + "; }\n";
+  s += tiled_transpose(A, B, C, "v * scale", store) + "}\n";
   // A grid of at most 8 blocks per SM: every block folds all the partials first.
   std::vector<int> args = {src, h.partial, dst};
   if (scale >= 0) args.push_back(scale);
-  return generated_kernel(g, ks, name, s, args, std::clamp<int64_t>(A * tiles_b * tiles_c, 1, 132 * 8), 256);
+  return generated_kernel(g, ks, name, s, args, std::clamp<int64_t>(tiled_transpose_blocks(A, B, C), 1, 132 * 8), 256);
 }
 
 }  // namespace kforge

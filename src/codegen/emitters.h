@@ -54,6 +54,13 @@ std::string half_scales_code(const HalfScales& h);
 // Statements splitting float `x` (already scaled) into `hi` = fp16(x) and, with `lo`, lo = fp16(x - hi) (0 where
 // hi is infinite), as unsigned short locals.
 std::string half_parts_code(const std::string& x, bool lo, const std::string& indent);
+// The body of a [A][B][C] -> [a][c][b] transpose for a 256-thread block (emit_conv.cpp): 32 x 32 tiles through
+// shared memory, so that both the read (along c) and the writes (along b) are coalesced, grid-stride over the
+// tiles. Source element `v` is read from `src` at [a][b][c]; `load` is the float the tile keeps of it (an
+// expression of v); `store` the statements writing tile value `x` of element (a, b, c) (locals of those names).
+// tiled_transpose_blocks: the tiles, one block's work each.
+std::string tiled_transpose(int64_t A, int64_t B, int64_t C, const std::string& load, const std::string& store);
+int64_t tiled_transpose_blocks(int64_t A, int64_t B, int64_t C);
 // emit_conv's cuDNN step in fp16x3 (emit_conv_split.cpp): src [A][B][C] (float) to dst, channels last, each element
 // scaled by 2^e (`which` operand's scale, ea or eb) and written as three fp16 parts (`parts`: "hi" or "lo" each)
 // tripling B (groups of `group` along it: b = q group + j goes to q (3 group) + p group + j, [A][C][3B]) or, with

@@ -34,9 +34,6 @@ void set(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, T v) {
   KF_CUBLAS(cublaslt().cublasLtMatmulDescSetAttribute(d, a, &v, sizeof v));
 }
 
-// The column-major layout of a stored row-major matrix that the product reads as `rows` x `cols`
-// (transposed: the stored matrix is cols x rows). A row-major R x C matrix with leading dim ld is, read
-// column-major, the C x R matrix with the same leading dim: its transpose, for free.
 // Whether an operand's elements are the 16-bit copies of fp16 and fp16x3 steps (else f32).
 bool half_operand(const nlohmann::json& operand) {
   const std::string dtype = operand.value("dtype", "f32");
@@ -49,6 +46,9 @@ size_t offset_bytes(const nlohmann::json& operand) {
   return operand.value("offset", size_t(0)) * (half_operand(operand) ? 2 : 4);
 }
 
+// The column-major layout of a stored row-major matrix that the product reads as `rows` x `cols`
+// (transposed: the stored matrix is cols x rows). A row-major R x C matrix with leading dim ld is, read
+// column-major, the C x R matrix with the same leading dim: its transpose, for free.
 cublasLtMatrixLayout_t layout(const nlohmann::json& operand, int64_t rows, int64_t cols, int64_t batch) {
   bool t = operand.value("transposed", false);
   int64_t stored_rows = t ? cols : rows, stored_cols = t ? rows : cols;
