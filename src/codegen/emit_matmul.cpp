@@ -8,8 +8,10 @@
 //          matrices, 0 when one matrix serves the whole batch};
 //   c: {"ld": n, "batch_stride": m * n};
 //   epilogue: none | bias | relu | bias_relu | gelu | bias_gelu (ir/matmul.h); precision: fp32 | tf32 |
-//   fp16 | fp16x3; algo: index into cuBLASLt's heuristic answer; workspace_bytes.
-// a, b and c may carry an "offset" (elements into the buffer: a triangular product's row blocks).
+//   fp16 | fp16x3; algo: index into cuBLASLt's heuristic answer; workspace_bytes;
+//   accumulate (optional, default false): beta = 1, c += the product (a piece of a cut reduction, below).
+// a, b and c may carry an "offset" (elements into the buffer: a triangular product's row blocks, a piece's
+// share of the reduction).
 // args: [a, b, c, bias (only with a bias epilogue), workspace]. In fp16 and fp16x3 a and b are 16-bit copies
 // (operand "dtype" f16) that the group's first two kernels make (emit_matmul_split.cpp), k is the copies'
 // reduction length, and an `alpha` buffer (alpha, beta: device pointers) comes before the workspace.
@@ -75,6 +77,43 @@ std::vector<PlanKernel> triangle_blocks(const PlanKernel& step, const nlohmann::
   return out;
 }
 
+// An fp16x3 product's reduction cut into `pieces` contiguous ranges of the copies' k (the tripled one: a piece
+// may hold hi*hi terms of some k and hi*lo of others; the sum is the same), one cuBLASLt call each. Why: inside
+// a tensor-core product every addend, the running sum included, is cut at the largest one's exponent
+// (ir/tf32.h's model), so one accumulator over a long K loses low bits of each product to its own growing
+// magnitude: run 12.3 measured 43 of 4M elements of a K = 32768 product, and a few of K = 3077 and 6144 ones,
+// outside even the widened strict tolerance. Each piece sums its range in a fresh accumulator; the first writes
+// c (beta = 0), the others add theirs to it in fp32 in the library's epilogue (beta = 1, "accumulate"), and only
+// the last applies the product's epilogue (bias and activation after the whole sum: D = act(alpha A B + beta C +
+// bias)). A piece starts at a multiple of 8 elements (16-byte-aligned copies). Each extra piece reads and
+// writes c once more: the search weighs that against nothing (a plan that fails is not timed).
+std::vector<PlanKernel> reduction_pieces(const PlanKernel& step, int pieces) {
+  const nlohmann::json& lib = step.library;
+  const int64_t k = lib.at("k"), piece = ((k + pieces - 1) / pieces + 7) / 8 * 8;
+  const bool bias = has_bias(epilogue_from_string(lib.at("epilogue")));
+  // Elements one step along k moves an operand's start: A is read m x k, B k x n (transposed: stored the other way).
+  auto k_stride = [](const nlohmann::json& o, bool k_is_column) {
+    return o.value("transposed", false) == k_is_column ? o.at("ld").get<int64_t>() : int64_t(1);
+  };
+  const int64_t step_a = k_stride(lib.at("a"), true), step_b = k_stride(lib.at("b"), false);
+  std::vector<PlanKernel> out;
+  for (int64_t k0 = 0; k0 < k; k0 += piece) {
+    PlanKernel p = step;
+    p.name = step.name + "_k" + std::to_string(k0);
+    nlohmann::json& l = p.library;
+    l["k"] = std::min(piece, k - k0);
+    l["a"]["offset"] = lib.at("a").value("offset", int64_t(0)) + k0 * step_a;
+    l["b"]["offset"] = lib.at("b").value("offset", int64_t(0)) + k0 * step_b;
+    if (k0 > 0) l["accumulate"] = true;
+    if (k0 + piece < k) {  // not the last piece: no epilogue yet, and so no bias buffer
+      l["epilogue"] = to_string(Epilogue::none);
+      if (bias) p.args.erase(p.args.begin() + 3);
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
@@ -99,6 +138,7 @@ std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const
                {"c", {{"ld", d.n}, {"batch_stride", batch == 1 ? 0 : d.m * d.n}}}, {"epilogue", to_string(e)},
                {"precision", to_string(ks.precision)}, {"algo", ks.algo}, {"workspace_bytes", kWorkspaceBytes}};
   k.schedule = {{"strategy", to_string(ks.strategy)}, {"precision", to_string(ks.precision)}, {"algo", ks.algo}};
+  if (ks.chunks > 1) k.schedule["chunks"] = ks.chunks;
   std::vector<PlanKernel> steps = {k};
   if (reads_half_copies(ks.precision)) steps = emit_matmul_split(cx, g, ks, k, d, batch);
   const Shape& result = graph.at(g.anchor).type.shape;
@@ -107,6 +147,17 @@ std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const
     std::vector<PlanKernel> blocks = triangle_blocks(steps.back(), mm.attrs.at("triangle"), d.m, d.n);
     steps.pop_back();
     steps.insert(steps.end(), blocks.begin(), blocks.end());
+  }
+  if (ks.chunks > 1) {  // every library step (each triangle block) in pieces; the copies' kernels come first
+    std::vector<PlanKernel> cut;
+    for (const PlanKernel& s : steps) {
+      if (s.kind != StepKind::cublaslt) {
+        cut.push_back(s);
+        continue;
+      }
+      for (PlanKernel& p : reduction_pieces(s, ks.chunks)) cut.push_back(std::move(p));
+    }
+    steps = std::move(cut);
   }
   return steps;
 }
@@ -148,7 +199,8 @@ void check_matmul_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffe
         {"b", extent(lib.at("b"), kk, n, batch, where + " operand b"), t},
         {"c", extent(lib.at("c"), m, n, batch, where + " result c")}};
     if (bias) need.push_back({"bias", n});
-    if (copies) need.push_back({"alpha", 2});
+    const bool accumulate = lib.value("accumulate", false);
+    if (copies) need.push_back({"alpha", accumulate ? 3 : 2});  // alpha, beta 0 and beta 1
     if (lib.at("c").value("dtype", "f32") != "f32") throw UserError(where + ": result c must be f32");
     const int64_t workspace = lib.at("workspace_bytes").get<int64_t>();
     if (workspace < 0 || workspace > (int64_t(1) << 32)) throw UserError(where + ": workspace_bytes must be in [0, 4 GiB]");

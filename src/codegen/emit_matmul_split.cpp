@@ -9,7 +9,8 @@
 //                  and B' = [hi ; lo ; hi] with lo = fp16(x 2^e - hi), so that one product over k = 3 Kp adds
 //                  A_hi B_hi + A_hi B_lo + A_lo B_hi (tf32x3's split on fp16 tensor cores, which run at twice TF32's
 //                  rate; the lo*lo term, ~2^-22 of a product, is dropped).
-//                  Block 0 also writes the library step's alpha = 2^-(ea + eb) and beta = 0 (device pointers).
+//                  Block 0 also writes the library step's alpha = 2^-(ea + eb), beta = 0, and beta = 1 for
+//                  the pieces of a cut reduction that add to the result (device pointers; emit_matmul.cpp).
 // The library step then reads the copies ("dtype" f16 operands), sums in fp32 and writes the fp32 result with its
 // epilogue (alpha applies before the bias: cuBLASLt's D = act(alpha A B + bias)).
 // Accuracy, measured (runs 11.1-11.5 of docs/NOTES.md): within 1e-4 of the exact result on the level-2 linear
@@ -174,7 +175,7 @@ std::vector<PlanKernel> emit_matmul_split(EmitContext& cx, const KernelGroup& g,
   const int a16 = add_temp(cx, g.key + ".a_f16", DType::f16, {a.copy_elements()});
   const int b16 = add_temp(cx, g.key + ".b_f16", DType::f16, {b.copy_elements()});
   const HalfScales scales = emit_half_absmax(cx, g, ks, name, src_a, a.elements(), src_b, b.elements(), kMaxPartials);
-  const int alpha = add_temp(cx, g.key + ".alpha", DType::f32, {2});
+  const int alpha = add_temp(cx, g.key + ".alpha", DType::f32, {3});
 
   const int64_t ga = walk_blocks(a.padded()), gb = walk_blocks(b.padded());
   std::string s = "// kforge kernel " + name + "_split: " + (split ? "hi/lo fp16 parts" : "fp16 copies") +
@@ -184,7 +185,7 @@ std::vector<PlanKernel> emit_matmul_split(EmitContext& cx, const KernelGroup& g,
        "_split(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ partial, "
        "unsigned short* __restrict__ a16, unsigned short* __restrict__ b16, float* __restrict__ alpha) {\n";
   s += half_scales_code(scales);
-  s += "  if (blockIdx.x == 0 && threadIdx.x == 0) alpha[0] = ldexpf(1.f, -(ea + eb)), alpha[1] = 0.f;\n";
+  s += "  if (blockIdx.x == 0 && threadIdx.x == 0) alpha[0] = ldexpf(1.f, -(ea + eb)), alpha[1] = 0.f, alpha[2] = 1.f;\n";
   s += "  const float sa = ldexpf(1.f, ea), sb = ldexpf(1.f, eb);\n";
   s += "  if (blockIdx.x < " + I(ga) + ") {\n";
   s += split_walk(a, "a", "a16", "sa", "0", ga, split ? std::vector<std::string>{"hi", "hi", "lo"} : std::vector<std::string>{"hi"});

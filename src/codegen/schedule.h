@@ -25,7 +25,9 @@ namespace kforge {
 //           whose innermost dim is kept (reducing dim 1 of [B, R, I]): coalesced and parallel along R; with
 //           chunks > 1 the 32 rows are split across a cluster's blocks as the block strategy's.
 //   library: a matrix product handed to cuBLASLt or a convolution handed to cuDNN (matmul and conv groups
-//            only); precision and algo are its choices.
+//            only); precision and algo are its choices, and for an fp16x3 product `chunks`: the pieces its
+//            reduction is cut into, one cuBLASLt call each, every piece after the first adding its sum to the
+//            result in fp32 (beta = 1), so that no tensor-core accumulator runs over the whole K (emit_matmul.cpp).
 //   mma:     a matrix product on kforge's own tensor-core kernel (mma.sync, codegen/emit_matmul_mma.cpp), with
 //            the epilogue in its store; precision tf32 or tf32x3; items = blocks per SM the registers are
 //            capped for (1: ~200 registers, no spills; 2: 128, with spills); vec = floats a staging copy moves
@@ -85,7 +87,8 @@ struct KernelSchedule {
   int block = 256;   // threads per block, a multiple of 32 in [32, 1024]
   int vec = 1;       // elements per 16-byte-or-narrower access (1, 2 or 4): flat, and thread rows side by side
   int items = 1;     // grid-stride iterations per thread (flat) or elements per thread (scan block)
-  int chunks = 1;    // split: pieces of a row; block: blocks of a cluster sharing a row (1, 2, 4, 8)
+  int chunks = 1;    // split: pieces of a row; block: blocks of a cluster sharing a row (1, 2, 4, 8);
+                     // library fp16x3 product: pieces of its reduction (1, 2, 4, 8)
   RowCache cache_row = RowCache::none;
   Precision precision = Precision::fp32;  // library only
   int algo = 0;                           // library only: index into the heuristic's list, 0 = its first choice

@@ -74,6 +74,7 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const nlohmann::json& lib, const std
     int64_t m = lib.at("m"), n = lib.at("n"), k = lib.at("k"), batch = lib.at("batch");
     Epilogue e = epilogue_from_string(lib.at("epilogue"));
     bias_ = has_bias(e);
+    accumulate_ = lib.value("accumulate", false);
     workspace_bytes_ = size_t(std::max<int64_t>(0, lib.at("workspace_bytes").get<int64_t>()));  // checked: [0, 4 GiB]
     const Precision p = precision_from_string(lib.at("precision"));
     // fp16 and fp16x3 read 16-bit copies (the layouts' types) and sum in fp32 (CUBLAS_COMPUTE_32F): tensor cores.
@@ -140,9 +141,11 @@ void LtMatmul::run(cublasLtHandle_t handle, const std::vector<CUdeviceptr>& args
     throw UserError("library step '" + step_ + "' takes " + std::to_string(want) + " buffers, got " + std::to_string(args.size()));
   auto ptr = [&](size_t i) { return reinterpret_cast<void*>(args[i]); };
   if (bias_) set(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(ptr(3)));
-  const float host_alpha = 1.0f, host_beta = 0.0f;
+  // beta: 0, or 1 where this step adds its product to c (a piece of a cut reduction); on the device: the
+  // alpha buffer's [alpha, 0, 1].
+  const float host_alpha = 1.0f, host_beta = accumulate_ ? 1.0f : 0.0f;
   const float* alpha = device_alpha_ ? static_cast<const float*>(ptr(args.size() - 2)) : &host_alpha;
-  const float* beta = device_alpha_ ? alpha + 1 : &host_beta;
+  const float* beta = device_alpha_ ? alpha + (accumulate_ ? 2 : 1) : &host_beta;
   const char* a = static_cast<const char*>(ptr(0)) + offset_a_;
   const char* b = static_cast<const char*>(ptr(1)) + offset_b_;
   char* c = static_cast<char*>(ptr(2)) + offset_c_;

@@ -35,6 +35,7 @@ class LtMatmul {
   cublasLtMatmulAlgo_t algo_{};
   bool bias_ = false;
   bool device_alpha_ = false;  // alpha and beta read from the step's alpha buffer (fp16 and fp16x3 copies)
+  bool accumulate_ = false;    // beta = 1: c += the product (a piece of a cut reduction)
   size_t offset_a_ = 0, offset_b_ = 0, offset_c_ = 0;  // bytes into the buffers (a triangular product's blocks)
   size_t workspace_bytes_ = 0;
   int candidates_ = 0, algo_used_ = 0;

@@ -8,6 +8,7 @@
 
 #include "codegen/lower.h"
 #include "ir/error.h"
+#include "ir/matmul.h"
 #include "runtime/driver.h"
 #include "search/cost_model.h"
 #include "search/features.h"
@@ -174,21 +175,38 @@ std::vector<Schedule> row_openings(const std::vector<KernelGroup>& fused) {
 }
 }  // namespace
 
+namespace {
+// The pieces an fp16x3 product's reduction opens with: its tripled K cut into runs of at most 4096 addends, a
+// power of two up to 8; 1 where K is short. Run 12.3: one accumulator over the copies of K = 3077, 6144 and 32768
+// put a few elements outside the widened strict tolerance (the tensor cores' truncating sums), over K = 4096 at
+// unit scale none; tests/ir/test_tf32.cpp (Fp16x3) models the gain. `prim` is the primitive graph the groups
+// index (codegen/lower.h).
+int opening_pieces(const Graph& prim, const KernelGroup& g) {
+  const Node& mm = prim.at(g.anchor);
+  const int64_t k = matmul_dims(prim.at(mm.args[0]).type.shape, prim.at(mm.args[1]).type.shape, "node '" + mm.name + "': ").k;
+  int pieces = 1;
+  while (pieces < 8 && 3 * k > int64_t(4096) * pieces) pieces *= 2;
+  return pieces;
+}
+}  // namespace
+
 std::vector<Schedule> hand_written_openings(const Graph& graph) {
   // The hand-written default first; the unfused default second: a fused row kernel with few long rows
   // (BatchNorm over 64 channels) leaves most of the GPU idle, where split reductions plus a pointwise kernel fill it.
   std::vector<Schedule> queue = {Schedule{}};
   Schedule unfused;
   unfused.fuse_rows = false;
-  const std::vector<KernelGroup> fused = kernel_groups(graph, true);
-  if (kernel_groups(graph, false).size() != fused.size()) queue.push_back(unfused);
+  const Graph prim = primitive_graph(graph);
+  const std::vector<KernelGroup> fused = partition(prim, true).groups;
+  if (partition(prim, false).groups.size() != fused.size()) queue.push_back(unfused);
   // Third, where the graph has library steps: each library's first heuristic choice in TF32, the relaxed tier's
   // natural opening (PyTorch's convolutions run TF32 by default: device run 4.1 of docs/NOTES.md). The search
   // still prefers any strict plan; the report gives the fastest relaxed plan beside it.
   // Fourth: split precision on fp16 tensor cores (fp16x3: hi/lo copies, three products per pair, ~fp32's
   // accuracy) through cuBLASLt for products and cuDNN in channels last for convolutions, the way to strict-tier
-  // tensor-core speed (both libraries' fp32 is plain SIMT arithmetic); then, where the graph has matrix products,
-  // kforge's own split-precision kernel (tf32x3 on mma.sync);
+  // tensor-core speed (both libraries' fp32 is plain SIMT arithmetic); then, where a product's K is long, the
+  // same with its reduction in pieces (opening_pieces); then, where the graph has matrix products, kforge's own
+  // split-precision kernel (tf32x3 on mma.sync);
   // after the convolutions' openings, the products on one rounded fp16 copy (the check decides its tier, as for
   // every plan: relaxed, or strict where a sum after the product averages the roundings out).
   // Fifth, where the graph has convolutions: the TF32 opening in channels-last (cuDNN's tensor-core kernels are
@@ -198,7 +216,7 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
   // strict where every set passes that tier (run 12.6: a sum, mean or logsumexp after the convolution).
   // Last, where the graph has 2-D depthwise convolutions: kforge's direct kernel on them (memory-bound work,
   // where cuDNN's fp32 engines reached a twelfth of the floor in run 6.6), in fp32: a strict-tier candidate.
-  Schedule tf32, split_fp16, split, tf32_nhwc, fp16_nhwc, fp16_products, direct;
+  Schedule tf32, split_fp16, split_pieces, split, tf32_nhwc, fp16_nhwc, fp16_products, direct;
   for (auto& g : fused) {
     if (g.kind != GroupKind::matmul && g.kind != GroupKind::conv) continue;
     tf32.kernels[g.key] = tf32_nhwc.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::tf32};
@@ -210,6 +228,8 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
       tf32_nhwc.kernels[g.key].layout = split_fp16.kernels[g.key].layout = Layout::nhwc;
       fp16_nhwc.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::fp16, .layout = Layout::nhwc};
     }
+    split_pieces.kernels[g.key] = split_fp16.kernels[g.key];
+    if (g.kind == GroupKind::matmul) split_pieces.kernels[g.key].chunks = opening_pieces(prim, g);
     if (g.depthwise)
       for (const KernelSchedule& ks : schedule_space(g))  // 256 threads of 8 rows each where legal, else the first legal
         if (ks.strategy == Strategy::tile && (!direct.kernels.count(g.key) || (ks.block == 256 && ks.items == 8)))
@@ -217,6 +237,7 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
   }
   if (!tf32.kernels.empty()) queue.push_back(tf32);
   if (!split_fp16.kernels.empty()) queue.push_back(split_fp16);
+  if (split_pieces != split_fp16) queue.push_back(split_pieces);  // some product's K is long
   if (!split.kernels.empty()) queue.push_back(split);
   if (tf32_nhwc != tf32) queue.push_back(tf32_nhwc), queue.push_back(fp16_nhwc);  // some group is a convolution
   if (!fp16_products.kernels.empty()) queue.push_back(fp16_products);

@@ -56,8 +56,10 @@ void emulate_library_step(const PlanKernel& step, std::vector<std::vector<float>
   const auto& B = data[size_t(step.args[1])];
   auto& C = data[size_t(step.args[2])];
   const bool copies = lib.at("a").value("dtype", "f32") == "f16";
-  const float one_zero[2] = {1.f, 0.f};
-  const float* scale = copies ? data[size_t(step.args[step.args.size() - 2])].data() : one_zero;  // alpha, beta
+  const float host_scale[3] = {1.f, 0.f, 1.f};
+  // alpha, beta 0, beta 1 (a piece of a cut reduction adds to c)
+  const float* scale = copies ? data[size_t(step.args[step.args.size() - 2])].data() : host_scale;
+  const float beta = scale[lib.value("accumulate", false) ? 2 : 1];
   const float* bias = has_bias(e) ? data[size_t(step.args[3])].data() : nullptr;
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t i = 0; i < m; ++i)
@@ -66,7 +68,7 @@ void emulate_library_step(const PlanKernel& step, std::vector<std::vector<float>
         for (int64_t kk = 0; kk < k; ++kk)
           sum += operand_at(A, lib.at("a"), element(lib.at("a"), b, i, kk)) * operand_at(B, lib.at("b"), element(lib.at("b"), b, kk, j));
         float& c = C[size_t(element(lib.at("c"), b, i, j))];
-        const double prior = scale[1] == 0.f ? 0.0 : scale[1] * double(c);  // beta 0: c is not read (BLAS)
+        const double prior = beta == 0.f ? 0.0 : beta * double(c);  // beta 0: c is not read (BLAS)
         c = float(epilogue(e, scale[0] * sum + prior, bias ? bias[j] : 0.0));
       }
 }
@@ -157,7 +159,7 @@ TEST(MatmulSplit, TheCopiesArePaddedFp16PartsTheStepReadsInPlace) {
   const std::vector<int>& args = p.kernels[2].args;
   ASSERT_EQ(args.size(), 5u) << "a, b, c, alpha, workspace";
   EXPECT_EQ(p.buffers[size_t(args[0])].dtype, DType::f16);
-  EXPECT_EQ(p.buffers[size_t(args[3])].shape, (Shape{2})) << "alpha and beta";
+  EXPECT_EQ(p.buffers[size_t(args[3])].shape, (Shape{3})) << "alpha, beta 0 and beta 1";
   EXPECT_NO_THROW(check_library_step(p.kernels[2], p.buffers));
   // A step read from JSON that claims f32 operands over the f16 copies, or reads past them, is refused.
   auto refused = [&](const std::function<void(nlohmann::json&)>& change) {
@@ -179,6 +181,53 @@ TEST(MatmulSplit, TheCopiesArePaddedFp16PartsTheStepReadsInPlace) {
   std::vector<PlanBuffer> small = p.buffers;
   small[size_t(p.kernels[2].args[3])].shape = {1};
   EXPECT_THROW(check_library_step(p.kernels[2], small), UserError);
+}
+
+// An fp16x3 product's reduction cut into pieces (schedule chunks; emit_matmul.cpp's reduction_pieces): one
+// cuBLASLt step per piece, each reading its share of the copies' k through operand offsets (transposed operands
+// and batches included), the first writing c, the others adding to it (beta = 1), only the last applying the
+// epilogue with its bias. The emulated steps add up to the interpreter's product within the strict tier.
+TEST(MatmulSplit, PiecesOfTheReductionAddUpToTheWholeProduct) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  int checked = 0;
+  for (const char* name : {"matmul_transposed_a", "matmul_batched_transposed_both", "linear_bias_relu", "linear_bias_gelu_tanh",
+                           "matmul_bmm"}) {
+    Graph g = graph_from_json(testing::matmul_graph(name));
+    std::string key;
+    for (auto& grp : kernel_groups(g, true))
+      if (grp.kind == GroupKind::matmul) key = grp.key;
+    std::mt19937_64 rng(5);
+    auto inputs = testing::random_values(g, g.inputs, rng), params = testing::random_values(g, g.params, rng);
+    const std::vector<HostTensor> expected = interpret(primitive_graph(g), inputs, params);
+    for (int pieces : {2, 8}) {
+      Schedule s;
+      s.kernels[key] = {.strategy = Strategy::library, .chunks = pieces, .precision = Precision::fp16x3};
+      Plan p = lower(g, s);
+      std::vector<const PlanKernel*> steps;
+      for (const PlanKernel& k : p.kernels)
+        if (k.kind == StepKind::cublaslt) steps.push_back(&k);
+      ASSERT_GE(steps.size(), 2u) << name << ": " << pieces << " pieces";
+      int64_t k_sum = 0;
+      for (size_t i = 0; i < steps.size(); ++i) {
+        const nlohmann::json& lib = steps[i]->library;
+        k_sum += lib.at("k").get<int64_t>();
+        EXPECT_EQ(lib.value("accumulate", false), i > 0) << name << " piece " << i;
+        if (i + 1 < steps.size()) EXPECT_EQ(lib.at("epilogue"), "none") << name << " piece " << i << ": the epilogue waits for the whole sum";
+        EXPECT_NO_THROW(check_library_step(*steps[i], p.buffers)) << name << " piece " << i;
+      }
+      EXPECT_EQ(k_sum % 24, 0) << name << ": the pieces cover the copies' three parts";
+      const std::string bad = testing::mismatches(run_split_plan(p, inputs, params), expected[0], 1e-4);
+      EXPECT_TRUE(bad.empty()) << name << ", " << pieces << " pieces:\n" << bad;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 10);
+  // Pieces are fp16x3's alone (other precisions' sums are not the tensor core's, or are cut by their input rounding).
+  Graph g = graph_from_json(testing::matmul_graph("matmul_square"));
+  const KernelGroup grp = kernel_groups(g, true).at(0);
+  EXPECT_FALSE(is_legal(grp, {.strategy = Strategy::library, .chunks = 4, .precision = Precision::fp32}));
+  EXPECT_FALSE(is_legal(grp, {.strategy = Strategy::library, .chunks = 3, .precision = Precision::fp16x3}));
+  EXPECT_TRUE(is_legal(grp, {.strategy = Strategy::library, .chunks = 4, .precision = Precision::fp16x3}));
 }
 
 // torch.triu / tril of a product: the library steps compute row blocks of only the columns that reach the

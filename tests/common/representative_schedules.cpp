@@ -21,6 +21,7 @@ std::vector<Schedule> representative_schedules(const Graph& g, bool vary_items) 
                         (vary_items || every_tile ? std::to_string(ks.items) : "") +
                         (every_tile ? std::to_string(ks.block) : "") + to_string(ks.precision) + to_string(ks.layout) +
                         (cluster_blocks(ks) > 1 ? "c" + std::to_string(ks.chunks) : "") +  // clusters
+                        (ks.strategy == Strategy::library && ks.chunks > 1 ? "k" + std::to_string(ks.chunks) : "") +  // pieces
                         (ks.algo == 0 || ks.algo == last_algo ? std::to_string(ks.algo) : "");
       if (!seen.insert(key).second) continue;
       Schedule s;

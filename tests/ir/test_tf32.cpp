@@ -138,5 +138,50 @@ TEST(Tf32, AtLargeKSplitPrecisionIsNearTheStrictTiersEdge) {
               100 * s.outside, 100 * in_acc.outside);
 }
 
+
+// fp16x3 through cuBLASLt (codegen/emit_matmul_split.cpp): the copies' reduction [hi | hi | lo] . [hi ; lo ; hi],
+// 16 products a tensor-core step, summed in the tensor core's truncating accumulator. One accumulator over
+// K = 16384 (tripled: 49152 addends) against the same reduction cut into 8 pieces, each summed from zero and
+// added to the result with an ordinary fp32 add (emit_matmul.cpp's reduction_pieces, beta = 1): the pieces'
+// accumulators stay ~sqrt(8) smaller, so each addend loses fewer low bits to their exponent. Unit-normal inputs;
+// the error is measured against the exact sum, relative to sqrt(K) (the sums' spread).
+double fp16x3_worst_error(int64_t k, int pieces, int outputs) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> d(0.f, 1.f);
+  constexpr double kScale = 4096;  // into fp16's range, as the copies' power-of-two scale does
+  auto parts = [](float x) {
+    const _Float16 hi = _Float16(x * kScale);
+    return std::pair<double, double>{double(hi), double(_Float16(double(x) * kScale - double(hi)))};
+  };
+  const int64_t kk = 3 * k, piece = kk / pieces;
+  double worst = 0;
+  std::vector<double> terms(static_cast<size_t>(kk));
+  for (int o = 0; o < outputs; ++o) {
+    double exact = 0;
+    for (int64_t i = 0; i < k; ++i) {
+      const float a = d(rng), b = d(rng);
+      exact += double(a) * b;
+      auto [ah, al] = parts(a);
+      auto [bh, bl] = parts(b);
+      terms[size_t(i)] = ah * bh, terms[size_t(k + i)] = ah * bl, terms[size_t(2 * k + i)] = al * bh;
+    }
+    float c = 0.f;
+    for (int64_t p0 = 0; p0 < kk; p0 += piece) {
+      float acc = 0.f;
+      for (int64_t i = p0; i < p0 + piece; i += 16) acc = tensor_core_sum(acc, terms.data() + i, 16);
+      c += acc;
+    }
+    worst = std::max(worst, std::fabs(double(c) / (kScale * kScale) - exact) / std::sqrt(double(k)));
+  }
+  return worst;
+}
+
+TEST(Fp16x3, PiecesOfTheReductionShrinkTheTensorCoresTruncation) {
+  const double one = fp16x3_worst_error(16384, 1, 48), eight = fp16x3_worst_error(16384, 8, 48);
+  std::printf("K = 16384, worst error / sqrt(K): one accumulator %.3g, 8 pieces %.3g\n", one, eight);
+  EXPECT_LT(eight, one / 2) << "pieces' fresh accumulators truncate less";
+  EXPECT_GT(one, 1e-6) << "the single accumulator's truncation is visible above fp32's rounding";
+}
+
 }  // namespace
 }  // namespace kforge

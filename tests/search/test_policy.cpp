@@ -115,6 +115,27 @@ TEST(Checkpoint, TheDefaultPolicyFallsBackToLocalWhereNoCheckpointIsUsable) {
   }
 }
 
+// A product whose K is long also opens in fp16x3 with its reduction in pieces of at most 4096 of the copies'
+// addends (matmul_large_k: K = 2053, 6159 addends: 2 pieces), right after fp16x3 in one piece; a short one
+// (linear_bias_relu, K = 70) does not.
+TEST(Opening, LongProductsAlsoOpenWithTheirReductionInPieces) {
+  auto pieces_openings = [](const std::string& name) {
+    Graph g = graph_from_json(testing::matmul_graph(name));
+    Policy p = Policy::local;
+    ScheduleProposer proposer(g, 1);
+    std::vector<int> pieces;  // of each fp16x3 library opening, in order
+    for (const Schedule& s : opening_candidates(g, p, OptimizeOptions{}, proposer, 4000))
+      for (auto& [key, ks] : s.kernels)
+        if (ks.strategy == Strategy::library && ks.precision == Precision::fp16x3) {
+          pieces.push_back(ks.chunks);
+          EXPECT_NO_THROW(lower(g, s)) << name;
+        }
+    return pieces;
+  };
+  EXPECT_EQ(pieces_openings("matmul_large_k"), (std::vector<int>{1, 2}));
+  EXPECT_EQ(pieces_openings("linear_bias_relu"), (std::vector<int>{1}));
+}
+
 // Library steps open with the default (fp32, the heuristic's first choice) and then every library step in TF32
 // at the heuristic's first choice (the relaxed tier's natural plan), a matrix product then with kforge's
 // split-precision kernel, a convolution then in TF32 on channels-last tensors: both tiers' tensor-core plans are
