@@ -79,6 +79,7 @@ struct Lowering {
   // partition stores (a copy), because one batch stride cannot describe it.
   int matmul(int a, int bm) {
     MatmulDims d = matmul_dims(shape(a), shape(bm), "node '" + n.name + "': ");
+    if (d.n == 1 && !is_matrix_transpose(b.graph(), a)) return matrix_vector(a, bm);
     if (d.a_vector) a = b.reshape(a, {1, d.k});
     if (d.b_vector) bm = b.reshape(bm, {d.k, 1});
     if (shape(bm).size() == 2 && shape(a).size() > 2 && !is_matrix_transpose(b.graph(), a))
@@ -102,6 +103,26 @@ struct Lowering {
     // The node keeps its name (the schedule's group key) when no reshape follows it.
     bool last = matmul_dims(shape(a), shape(bm), "").result == n.type.shape;
     int r = b.op("matmul", margs, n.attrs, last ? n.name : "");
+    return b.reshape(r, n.type.shape);
+  }
+  // A product with one output column (a matrix times a vector, a Linear layer with one output) as what it is:
+  // a reduction over K of a times b's column, broadcast along a's rows. Its arithmetic intensity is half a FLOP
+  // per byte of a, so it is bound by reading a; a row kernel walks a at the copy bandwidth (runs 10.2-10.4:
+  // 18_mean_last_dim at 100% of it) where cuBLAS's GEMV reached 92% (run 12.3, 04_matrix_vector), and the
+  // epilogue ops after it fuse into the row kernel. Plain fp32 products and sums: both tiers'. b's column
+  // becomes a row [..., 1, K] (a vector as it is; [..., K, 1] reshaped, the same memory; a transposed [..., 1, K]
+  // its source). a read transposed keeps the library product (the walk along K would be strided).
+  int matrix_vector(int a, int bm) {
+    int row = bm;
+    if (is_matrix_transpose(b.graph(), bm)) {
+      row = b.graph().at(bm).args[0];
+    } else if (shape(bm).size() >= 2) {
+      Shape s = shape(bm);
+      std::swap(s[s.size() - 2], s[s.size() - 1]);
+      row = b.reshape(bm, s);
+    }
+    int r = b.reduce("sum", b.mul(a, row), {int64_t(std::max(shape(a).size(), shape(row).size())) - 1});
+    if (args.size() > 2 && args[2] >= 0) r = b.add(r, args[2]);
     return b.reshape(r, n.type.shape);
   }
   // x with leading 1s up to `rank` dims.

@@ -6,6 +6,7 @@
 // a thread of several neighbouring columns (vector loads) must index each of them right.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -156,6 +157,42 @@ TEST(RowOnlineSoftmax, MatchesTheInterpreterWithRescalesAndMaskedElements) {
   }
   EXPECT_GE(checked, 3);
   EXPECT_GE(register_tiles, 2);  // log_softmax's rows across the innermost dim, held in a tile's registers
+}
+
+// A product with one output column (ir/decompose.cpp's matrix_vector) is one row kernel: the product's
+// multiply-adds as the row's elementwise work and sum, a Linear layer's bias and ReLU in the same kernel; it
+// matches the product as torch.matmul defines it (summed here in double), under each schedule the CPU runner can run.
+TEST(RowMatrixVector, ProductsWithOneOutputColumnAreOneRowKernel) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  int checked = 0;
+  for (const char* name : {"matrix_vector", "linear_one_output"}) {
+    Graph g = graph_from_json(testing::sample_graph(name));
+    const Graph prim = primitive_graph(g);
+    EXPECT_TRUE(std::none_of(prim.nodes.begin(), prim.nodes.end(), [](const Node& n) { return n.op == "matmul"; })) << name;
+    const std::vector<KernelGroup> groups = kernel_groups(g, true);
+    ASSERT_EQ(groups.size(), 1u) << name;
+    EXPECT_EQ(groups[0].kind, GroupKind::row) << name;
+    std::mt19937_64 rng(23);
+    auto inputs = testing::random_values(g, g.inputs, rng), params = testing::random_values(g, g.params, rng);
+    // y[i] = sum_k a[i, k] v[k] (+ bias, ReLU): a the graph's first input, v the vector or the weight's row.
+    const bool linear = !params.empty();
+    const HostTensor &a = inputs[0], &v = linear ? params[0] : inputs[1];
+    const int64_t k = a.type.shape.back(), rows = numel(a.type.shape) / k;
+    std::vector<double> want;
+    for (int64_t i = 0; i < rows; ++i) {
+      double sum = 0;
+      for (int64_t j = 0; j < k; ++j) sum += double(a.data[size_t(i * k + j)]) * v.data[size_t(j)];
+      want.push_back(linear ? std::max(0.0, sum + params[1].data[0]) : sum);
+    }
+    for (const Schedule& s : cpu_runnable_schedules(g)) {
+      const std::vector<float> got = testing::run_plan_on_cpu(lower(g, s), inputs, params);
+      ASSERT_EQ(got.size(), want.size()) << name;
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_LE(std::abs(double(got[i]) - want[i]), 1e-5 * (1 + std::abs(want[i]))) << name << " " << to_json(s).dump() << " element " << i;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 4);
 }
 
 }  // namespace

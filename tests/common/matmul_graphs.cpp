@@ -38,7 +38,6 @@ std::vector<SampleGraph> matmul_graphs() {
       product("matmul_square", {64, 64}, {64, 64}),
       product("matmul_rectangular", {33, 65}, {65, 17}),
       product("matmul_bmm", {3, 19, 23}, {3, 23, 11}),
-      product("matmul_matrix_vector", {37, 29}, {29}),
       product("matmul_vector_matrix", {29}, {29, 13}),
       product("matmul_3d_times_matrix", {4, 9, 31}, {31, 15}),
       product("matmul_4d_times_matrix", {2, 3, 7, 31}, {31, 15}),

@@ -41,6 +41,16 @@ std::vector<SampleGraph> sample_graphs() {
                                 {"nodes", {node("t", "triangle", {"x"}, {{"upper", true}, {"diagonal", 2}}),
                                            node("y", "sum", {"t"}, {{"dims", {2}}, {"keepdim", false}})}},
                                 {"outputs", {"y"}}}});
+  // Products with one output column lower to a reduction over K (ir/decompose.cpp, matrix_vector): a matrix
+  // times a vector, and a Linear layer with one output feature (its weight read transposed), bias and ReLU after.
+  g.push_back({"matrix_vector", {{"inputs", {input("a", {37, 29}), input("v", {29})}},
+                                 {"nodes", {node("y", "matmul", {"a", "v"})}},
+                                 {"outputs", {"y"}}}});
+  g.push_back({"linear_one_output", {{"inputs", {input("x", {45, 70})}},
+                                     {"params", {input("w", {1, 70}), input("bias", {1})}},
+                                     {"nodes", {node("wt", "permute", {"w"}, {{"dims", {1, 0}}}), node("mm", "matmul", {"x", "wt"}),
+                                                node("biased", "add", {"mm", "bias"}), node("y", "relu", {"biased"})}},
+                                     {"outputs", {"y"}}}});
   for (auto op : {"sum", "mean", "amax", "amin", "prod"}) {
     g.push_back(unary(op, {6, 129, 7}, {{"dims", {1}}, {"keepdim", false}}));
     g.back().name = std::string(op) + "_middle";

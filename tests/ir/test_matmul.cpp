@@ -3,6 +3,8 @@
 // (tests/python's op cases hold the interpreter to PyTorch itself on the same forms.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <tuple>
 #include <random>
 
 #include "common/matmul_graphs.h"
@@ -72,10 +74,19 @@ TEST(MatmulDecompose, CanonicalForms) {
   Graph p = decompose(graph_from_json(product({4, 9, 31}, {31, 15})));
   ASSERT_EQ(matmuls(p).size(), 1u);
   EXPECT_EQ(p.at(matmuls(p)[0]->args[0]).type.shape, (Shape{36, 31}));
-  // A vector becomes a one-column matrix; the result is reshaped back.
-  p = decompose(graph_from_json(product({37, 29}, {29})));
-  EXPECT_EQ(p.at(matmuls(p)[0]->args[1]).type.shape, (Shape{29, 1}));
-  EXPECT_EQ(p.at(p.outputs[0]).type.shape, (Shape{37}));
+  // A vector on the left becomes a one-row matrix; the result is reshaped back.
+  p = decompose(graph_from_json(product({29}, {29, 13})));
+  EXPECT_EQ(p.at(matmuls(p)[0]->args[0]).type.shape, (Shape{1, 29}));
+  EXPECT_EQ(p.at(p.outputs[0]).type.shape, (Shape{13}));
+  // One output column (a matrix times a vector, or a [K, 1] matrix, batched or not): a sum over K of the
+  // product of a and b's column as a row, no library product; the result reshaped back.
+  for (auto [a, b, out] : std::vector<std::tuple<Shape, Shape, Shape>>{
+           {{37, 29}, {29}, {37}}, {{37, 29}, {29, 1}, {37, 1}}, {{3, 37, 29}, {3, 29, 1}, {3, 37, 1}}, {{29}, {29}, {}}}) {
+    p = decompose(graph_from_json(product(a, b)));
+    EXPECT_TRUE(matmuls(p).empty()) << to_string(a) << " @ " << to_string(b);
+    EXPECT_EQ(std::count_if(p.nodes.begin(), p.nodes.end(), [](const Node& n) { return n.op == "reduce"; }), 1);
+    EXPECT_EQ(p.at(p.outputs[0]).type.shape, out);
+  }
   // Batch dims that only one stride per operand cannot describe: that operand is expanded.
   p = decompose(graph_from_json(product({2, 1, 9, 13}, {3, 13, 5})));
   const Node* mm = matmuls(p)[0];
