@@ -7,6 +7,7 @@
 #include "codegen/conv_epilogue.h"
 #include "codegen/emitters.h"
 #include "codegen/gemm_epilogue.h"
+#include "codegen/reshape_sinking.h"
 #include "ir/decompose.h"
 #include "ir/error.h"
 
@@ -60,7 +61,9 @@ std::string sanitize(const std::string& s) {
 
 }  // namespace
 
-Graph primitive_graph(const Graph& graph) { return fold_conv_bias(fold_gemm_epilogues(decompose(graph))); }
+Graph primitive_graph(const Graph& graph) {
+  return fold_conv_bias(fold_gemm_epilogues(sink_reshapes(decompose(graph))));
+}
 
 std::vector<KernelGroup> kernel_groups(const Graph& graph, bool fuse_rows) {
   Graph prim = primitive_graph(graph);

@@ -111,8 +111,8 @@ def test_every_hidden_set_is_judged_with_its_own_tolerance(product_bundle):
     tolerances = [set_tolerance(s) for s in read_strict_tolerance(task)]
     runs = {"fp32_other_order": lambda a, b: other_order(a, b), "tf32": lambda a, b: tf32(a) @ tf32(b)}
     assert baseline_tiers_on_sets(runs, sets, refs, tolerances) == {"fp32_other_order": "strict", "tf32": "none"}
-    # With 1e-4 everywhere, float32 itself would miss the strict tier (on the set scaled by 4).
-    assert baseline_tiers_on_sets(runs, sets, refs, TOLERANCE)["fp32_other_order"] == "relaxed"
+    # Whether 1e-4 everywhere would fail float32 here depends on the fresh draw (about 1 in 20 draws it passes):
+    # the fixed-seed test above pins that float32 misses 1e-4 on the set scaled by 4.
 
 
 def test_a_modelnew_in_float32_is_strict_and_one_in_tf32_is_not(product_bundle, tmp_path):

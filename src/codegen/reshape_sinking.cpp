@@ -1,0 +1,58 @@
+#include "codegen/reshape_sinking.h"
+
+#include <algorithm>
+
+#include "ir/ops.h"
+
+namespace kforge {
+
+namespace {
+
+// Whether `id` is one value that broadcasts the same against either of two shapes of ranks `r1` and `r2`.
+bool one_value(const Graph& g, int id, size_t r1, size_t r2) {
+  const Shape& s = g.at(id).type.shape;
+  return numel(s) == 1 && s.size() <= std::min(r1, r2);
+}
+
+}  // namespace
+
+Graph sink_reshapes(const Graph& prim) {
+  Graph g = prim;
+  std::vector<int> uses = g.use_counts();
+  auto is_output = [&](int id) { return std::find(g.outputs.begin(), g.outputs.end(), id) != g.outputs.end(); };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (!is_unary_op(n.op) && !is_binary_op(n.op)) continue;
+    // The operand that is a sinkable reshape; every other operand one value.
+    int reshape = -1, side = -1;
+    for (size_t a = 0; a < n.args.size(); ++a) {
+      const Node& r = g.at(n.args[a]);
+      if (reshape < 0 && r.op == "reshape" && uses[n.args[a]] == 1 && !is_output(n.args[a])) {
+        const Node& z = g.at(r.args[0]);
+        if (z.op != "input" && z.op != "param" && z.op != "const") reshape = n.args[a], side = int(a);
+      }
+    }
+    if (reshape < 0) continue;
+    const Shape& from = g.at(g.at(reshape).args[0]).type.shape;
+    // The other operands are one value each, and defined before the reshape (whose slot the op takes).
+    bool others_one_value = true;
+    for (size_t a = 0; a < n.args.size(); ++a)
+      if (int(a) != side && (!one_value(g, n.args[a], from.size(), n.type.shape.size()) || n.args[a] > reshape))
+        others_one_value = false;
+    if (!others_one_value) continue;
+    // In place, keeping the order: the reshape's slot computes the op on its source; the op's slot (its name,
+    // its readers, maybe a graph output) becomes the reshape of that.
+    Node op = n, view = g.at(reshape);
+    op.name = view.name;
+    op.args[size_t(side)] = view.args[0];
+    op.type = {n.type.dtype, from};
+    view.name = n.name;
+    view.args = {reshape};
+    view.type = n.type;
+    g.nodes[size_t(reshape)] = std::move(op);
+    g.nodes[i] = std::move(view);
+  }
+  return g;
+}
+
+}  // namespace kforge

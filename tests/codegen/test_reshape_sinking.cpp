@@ -1,0 +1,84 @@
+// Reshape sinking (codegen/reshape_sinking.h): elementwise ops after a reshape of a computed value move before
+// it and join the kernel computing that value (GroupNorm then tanh: one row kernel, where a second kernel read
+// the norm's output again), computing the same function; ops that are not elementwise over one value each, or
+// a reshape others read too, stay where they are.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "codegen/lower.h"
+#include "codegen/partition.h"
+#include "codegen/reshape_sinking.h"
+#include "common/random_inputs.h"
+#include "ir/decompose.h"
+#include "ir/interpreter.h"
+
+namespace kforge {
+namespace {
+
+using nlohmann::json;
+
+json value(const std::string& name, std::vector<int64_t> shape) { return {{"name", name}, {"shape", shape}}; }
+json node(const std::string& name, const std::string& op, std::vector<std::string> args, json attrs = json::object()) {
+  return {{"name", name}, {"op", op}, {"args", args}, {"attrs", attrs}};
+}
+
+// x [4, 8, 5, 6] through GroupNorm (4 groups, affine), then `tail` nodes reading "gn".
+Graph group_norm_then(const json& tail, const std::string& output, const json& extra_inputs = json::array()) {
+  json inputs = {value("x", {4, 8, 5, 6})};
+  for (auto& i : extra_inputs) inputs.push_back(i);
+  json nodes = {node("gn", "group_norm", {"x", "w", "b"}, {{"groups", 4}, {"eps", 1e-5}})};
+  for (auto& n : tail) nodes.push_back(n);
+  return graph_from_json({{"inputs", inputs}, {"params", {value("w", {8}), value("b", {8})}}, {"nodes", nodes}, {"outputs", {output}}});
+}
+
+// The sunk graph computes what the decomposed one does, on random inputs.
+void expect_same_function(const Graph& g) {
+  std::mt19937_64 rng(9);
+  auto inputs = testing::random_values(g, g.inputs, rng), params = testing::random_values(g, g.params, rng);
+  const Graph d = decompose(g);
+  const auto want = interpret(d, inputs, params), got = interpret(sink_reshapes(d), inputs, params);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t o = 0; o < want.size(); ++o) {
+    ASSERT_EQ(got[o].type, want[o].type);
+    for (size_t i = 0; i < want[o].data.size(); ++i) ASSERT_EQ(got[o].data[i], want[o].data[i]) << "output " << o << " element " << i;
+  }
+}
+
+TEST(ReshapeSinking, ElementwiseOpsAfterAGroupNormJoinItsRowKernel) {
+  // tanh, then a scale by a one-value tensor and a clamp: all three sink into the norm's [N, G, C/G, H, W] view.
+  Graph g = group_norm_then({node("t", "tanh", {"gn"}), node("s", "mul", {"t", "k"}), node("y", "clamp", {"s"}, {{"min", -0.5}, {"max", 0.5}})},
+                            "y", json::array({value("k", {1, 1})}));
+  expect_same_function(g);
+  const Graph prim = primitive_graph(g);
+  const Node& out = prim.at(prim.outputs[0]);
+  EXPECT_EQ(out.op, "reshape") << "the output is the reshape of the sunk chain";
+  EXPECT_EQ(out.name, "y") << "under the graph's own output name";
+  const std::vector<KernelGroup> groups = kernel_groups(g, true);
+  ASSERT_EQ(groups.size(), 1u) << "norm, affine, tanh, scale and clamp in one row kernel";
+  EXPECT_EQ(groups[0].kind, GroupKind::row);
+  // Without the sinking the chain after the reshape was a pointwise kernel of its own.
+  EXPECT_EQ(partition(decompose(g), true).groups.size(), 2u);
+}
+
+TEST(ReshapeSinking, WhatCannotMoveStays) {
+  // The reshape read twice (the norm's output is also a graph output), an operand that is not one value (a
+  // per-channel add), a position-dependent op (triangle): nothing moves, and two kernels remain.
+  for (const auto& [tail, outputs] : std::vector<std::pair<json, std::vector<std::string>>>{
+           {json::array({node("y", "tanh", {"gn"})}), {"y", "gn"}},
+           {json::array({node("y", "add", {"gn", "z"})}), {"y"}},
+           {json::array({node("y", "triangle", {"gn"}, {{"upper", true}, {"diagonal", 0}})}), {"y"}}}) {
+    json inputs = {value("x", {4, 8, 5, 6}), value("z", {4, 8, 5, 6})};
+    json nodes = {node("gn", "group_norm", {"x", "w", "b"}, {{"groups", 4}, {"eps", 1e-5}})};
+    for (auto& n : tail) nodes.push_back(n);
+    Graph g = graph_from_json({{"inputs", inputs}, {"params", {value("w", {8}), value("b", {8})}}, {"nodes", nodes}, {"outputs", outputs}});
+    const Graph d = decompose(g), sunk = sink_reshapes(d);
+    ASSERT_EQ(sunk.nodes.size(), d.nodes.size());
+    for (size_t i = 0; i < d.nodes.size(); ++i) EXPECT_EQ(sunk.nodes[i].op, d.nodes[i].op) << tail.dump();
+    EXPECT_GE(kernel_groups(g, true).size(), 2u) << tail.dump();
+    expect_same_function(g);
+  }
+}
+
+}  // namespace
+}  // namespace kforge
