@@ -5,6 +5,7 @@ input sets with their reference outputs (PyTorch in float64, rounded once), and 
 import argparse
 import contextlib
 import copy
+import math
 import sys
 import traceback
 from datetime import datetime, timezone
@@ -62,17 +63,34 @@ def float64_outputs(model: torch.nn.Module, inputs) -> list[torch.Tensor] | None
         torch.set_default_dtype(saved)
 
 
+def root_mean_square(t: torch.Tensor) -> float:
+    """The RMS of a float tensor's finite elements (0 where it has none), in float64 chunks: no GB-sized copy."""
+    total, count = 0.0, 0
+    flat = t.reshape(-1)
+    for start in range(0, flat.numel(), ERROR_CHUNK):
+        c = flat[start:start + ERROR_CHUNK].double()
+        c = c[torch.isfinite(c)]
+        total, count = total + float((c * c).sum()), count + c.numel()
+    return math.sqrt(total / count) if count else 0.0
+
+
 def closer_reference(narrow: torch.Tensor, wide: torch.Tensor) -> torch.Tensor:
     """The float64 result rounded once where it is the same function as the float32 one: a float output of the
-    same shape within the relaxed tier of it, infinities and NaNs in the same places. Elsewhere (float32
-    overflow the float64 run does not have, torch.finfo(x.dtype) constants, a floor or comparison that flips)
-    the float32 run's own output: that is what the model computes in float32. Integer and boolean outputs
-    (argmax, masks) are the float32 run's."""
+    same shape within the relaxed tier of it, the absolute part relative to the output's own scale (its RMS, at
+    least 1), infinities and NaNs in the same places. Elsewhere (float32 overflow the float64 run does not have,
+    torch.finfo(x.dtype) constants, a floor or comparison that flips) the float32 run's own output: that is what
+    the model computes in float32. Integer and boolean outputs (argmax, masks) are the float32 run's.
+    The scale matters where outputs near zero are sums of large terms: on the set scaled by 4, a product over
+    K = 32768 (outputs ~3000) has float32 rounding past 1e-2 on its elements near zero; judged against 1e-2
+    absolute, that rounding read as another function, the float32 run became the reference and every other
+    summation order (cuBLAS's second algorithm, split precision in pieces) failed a strict tier of 1e-4 from
+    PyTorch's own rounding (device run 13.1)."""
     if not narrow.is_floating_point() or not wide.is_floating_point() or wide.shape != narrow.shape:
         return narrow
     rounded = wide.to(narrow.dtype)
     tol = TOLERANCE["relaxed"]
-    return rounded if torch.allclose(rounded, narrow, rtol=tol, atol=tol, equal_nan=True) else narrow
+    scale = max(1.0, root_mean_square(rounded))
+    return rounded if torch.allclose(rounded, narrow, rtol=tol, atol=tol * scale, equal_nan=True) else narrow
 
 
 def fp32_error(narrow: torch.Tensor, reference: torch.Tensor) -> float:
