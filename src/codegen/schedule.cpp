@@ -201,8 +201,8 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
       if (ks.precision == Precision::bf16) illegal(g, "precision", "bf16 is for convolutions only");
       if (ks.algo < 0 || ks.algo >= kMatmulAlgos)
         illegal(g, "algo", "must be in [0, " + std::to_string(kMatmulAlgos) + ") (an index into cuBLASLt's heuristic)");
-      if (ks.chunks != 1 && ks.chunks != 2 && ks.chunks != 4 && ks.chunks != 8)
-        illegal(g, "chunks", "of a cuBLASLt product is the pieces its reduction is cut into: 1, 2, 4 or 8");
+      if (ks.chunks < 1 || ks.chunks > 64 || (ks.chunks & (ks.chunks - 1)) != 0)
+        illegal(g, "chunks", "of a cuBLASLt product is the pieces its reduction is cut into: a power of two up to 64");
       if (ks.chunks != 1 && ks.precision != Precision::fp16x3)
         illegal(g, "chunks", "pieces of the reduction are for fp16x3 (the tensor cores' truncating sums), not " + to_string(ks.precision));
       if (ks.vec != 1 || ks.items != 1) illegal(g, "vec/items", "are not choices of a cuBLASLt product");
@@ -405,7 +405,7 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
     case GroupKind::matmul:
       for (auto p : {Precision::fp32, Precision::tf32, Precision::fp16x3, Precision::fp16})
         for (int a = 0; a < kMatmulAlgos; ++a)
-          for (int pieces : {1, 2, 4, 8}) keep({Strategy::library, 256, 1, 1, pieces, RowCache::none, p, a});
+          for (int pieces : {1, 2, 4, 8, 16, 32, 64}) keep({Strategy::library, 256, 1, 1, pieces, RowCache::none, p, a});
       for (auto p : {Precision::tf32x3, Precision::tf32})
         for (int blocks_per_sm : {1, 2})
           for (int vec : {4, 1}) keep({Strategy::mma, kMmaThreads, vec, blocks_per_sm, 1, RowCache::none, p, 0});

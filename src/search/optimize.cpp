@@ -176,16 +176,26 @@ std::vector<Schedule> row_openings(const std::vector<KernelGroup>& fused) {
 }  // namespace
 
 namespace {
+// The reduction length of a product group's matmul (its anchor).
+int64_t matmul_k(const Graph& prim, const KernelGroup& g) {
+  const Node& mm = prim.at(g.anchor);
+  return matmul_dims(prim.at(mm.args[0]).type.shape, prim.at(mm.args[1]).type.shape, "node '" + mm.name + "': ").k;
+}
+
 // The pieces an fp16x3 product's reduction opens with: its tripled K cut into runs of at most 4096 addends, a
 // power of two up to 8; 1 where K is short. Run 12.3: one accumulator over the copies of K = 3077, 6144 and 32768
 // put a few elements outside the widened strict tolerance (the tensor cores' truncating sums), over K = 4096 at
 // unit scale none; tests/ir/test_tf32.cpp (Fp16x3) models the gain. `prim` is the primitive graph the groups
 // index (codegen/lower.h).
-int opening_pieces(const Graph& prim, const KernelGroup& g) {
-  const Node& mm = prim.at(g.anchor);
-  const int64_t k = matmul_dims(prim.at(mm.args[0]).type.shape, prim.at(mm.args[1]).type.shape, "node '" + mm.name + "': ").k;
+// `run` and `most` make the finer opening of very long products: runs of at most 1536 addends, up to 64 pieces.
+// Run 13.2: over K = 32768 at 4x scale, 8 pieces of 12288 addends put 959 elements outside 1e-2 of the float64
+// result where PyTorch's own float32 put 23 (kforge's tf32x3 kernel, none); the truncation error of a piece
+// grows with its length, so pieces of an eighth the length roughly third it. Each piece re-reads and rewrites
+// the output (beta = 1), so short products keep the coarser cut.
+int opening_pieces(const Graph& prim, const KernelGroup& g, int64_t run = 4096, int most = 8) {
+  const int64_t k = matmul_k(prim, g);
   int pieces = 1;
-  while (pieces < 8 && 3 * k > int64_t(4096) * pieces) pieces *= 2;
+  while (pieces < most && 3 * k > run * pieces) pieces *= 2;
   return pieces;
 }
 }  // namespace
@@ -216,7 +226,7 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
   // strict where every set passes that tier (run 12.6: a sum, mean or logsumexp after the convolution).
   // Last, where the graph has 2-D depthwise convolutions: kforge's direct kernel on them (memory-bound work,
   // where cuDNN's fp32 engines reached a twelfth of the floor in run 6.6), in fp32: a strict-tier candidate.
-  Schedule tf32, split_fp16, split_pieces, split, tf32_nhwc, fp16_nhwc, fp16_products, direct;
+  Schedule tf32, split_fp16, split_pieces, finer_pieces, split, tf32_nhwc, fp16_nhwc, fp16_products, direct;
   for (auto& g : fused) {
     if (g.kind != GroupKind::matmul && g.kind != GroupKind::conv) continue;
     tf32.kernels[g.key] = tf32_nhwc.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::tf32};
@@ -228,8 +238,12 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
       tf32_nhwc.kernels[g.key].layout = split_fp16.kernels[g.key].layout = Layout::nhwc;
       fp16_nhwc.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::fp16, .layout = Layout::nhwc};
     }
-    split_pieces.kernels[g.key] = split_fp16.kernels[g.key];
-    if (g.kind == GroupKind::matmul) split_pieces.kernels[g.key].chunks = opening_pieces(prim, g);
+    split_pieces.kernels[g.key] = finer_pieces.kernels[g.key] = split_fp16.kernels[g.key];
+    if (g.kind == GroupKind::matmul) {
+      split_pieces.kernels[g.key].chunks = opening_pieces(prim, g);
+      // Only where the coarse cut stopped at its cap: a product longer than 8 runs of 4096 addends.
+      if (3 * matmul_k(prim, g) > 8 * 4096) finer_pieces.kernels[g.key].chunks = opening_pieces(prim, g, 1536, 64);
+    }
     if (g.depthwise)
       for (const KernelSchedule& ks : schedule_space(g))  // 256 threads of 8 rows each where legal, else the first legal
         if (ks.strategy == Strategy::tile && (!direct.kernels.count(g.key) || (ks.block == 256 && ks.items == 8)))
@@ -238,6 +252,7 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
   if (!tf32.kernels.empty()) queue.push_back(tf32);
   if (!split_fp16.kernels.empty()) queue.push_back(split_fp16);
   if (split_pieces != split_fp16) queue.push_back(split_pieces);  // some product's K is long
+  if (finer_pieces != split_fp16) queue.push_back(finer_pieces);  // some product's K is very long
   if (!split.kernels.empty()) queue.push_back(split);
   if (tf32_nhwc != tf32) queue.push_back(tf32_nhwc), queue.push_back(fp16_nhwc);  // some group is a convolution
   if (!fp16_products.kernels.empty()) queue.push_back(fp16_products);

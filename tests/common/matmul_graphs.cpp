@@ -44,6 +44,7 @@ std::vector<SampleGraph> matmul_graphs() {
       product("matmul_matrix_times_3d", {9, 31}, {4, 31, 15}),
       product("matmul_broadcast_batch", {2, 1, 9, 13}, {3, 13, 5}),
       product("matmul_large_k", {8, 2053}, {2053, 6}),
+      product("matmul_very_long_k", {4, 12289}, {12289, 3}),
   };
   g.push_back({"matmul_transposed_a", {{"inputs", {value("a", {41, 19}), value("b", {41, 7})}},
                                        {"nodes", {node("at", "permute", {"a"}, {{"dims", {1, 0}}}),

@@ -70,9 +70,9 @@ void expect_decisions_show(const std::vector<testing::SampleGraph>& samples, con
 }
 
 TEST(MatmulSearch, DecisionsShowTheFamilyAndTheActions) {
-  // cuBLASLt's algorithms in fp32, tf32, fp16x3 and fp16, fp16x3 also with its reduction in 2, 4 or 8 pieces;
-  // kforge's mma kernel in tf32x3 and tf32 at 1 or 2 blocks per SM, with 1- or 4-float staging copies.
-  expect_decisions_show(testing::matmul_graphs(), "matmul", [](const std::string&) { return 7 * kMatmulAlgos + 8; });
+  // cuBLASLt's algorithms in fp32, tf32, fp16x3 and fp16, fp16x3 also with its reduction in 2 to 64 pieces
+  // (powers of two); kforge's mma kernel in tf32x3 and tf32 at 1 or 2 blocks per SM, 1- or 4-float copies.
+  expect_decisions_show(testing::matmul_graphs(), "matmul", [](const std::string&) { return 10 * kMatmulAlgos + 8; });
 }
 
 TEST(ConvSearch, DecisionsShowTheFamilyAndTheActions) {
