@@ -6,7 +6,8 @@
 //   a, b: {"transposed": read the stored matrix transposed (a permute of its last two dims, not a copy),
 //          "ld": row-major leading dim of the stored matrix, "batch_stride": elements between batch
 //          matrices, 0 when one matrix serves the whole batch};
-//   c: {"ld": n, "batch_stride": m * n};
+//   c: {"ld": n, "batch_stride": m * n}; in fp16 and fp16x3 with n % 4 != 0, a scratch buffer of rows padded
+//      to 4 floats ({"ld": n rounded up to 4}) that a generated kernel then copies out (padded_result);
 //   epilogue: none | bias | relu | bias_relu | gelu | bias_gelu (ir/matmul.h); precision: fp32 | tf32 |
 //   fp16 | fp16x3; algo: index into cuBLASLt's heuristic answer; workspace_bytes;
 //   accumulate (optional, default false): beta = 1, c += the product (a piece of a cut reduction, below).
@@ -114,6 +115,31 @@ std::vector<PlanKernel> reduction_pieces(const PlanKernel& step, int pieces) {
   return out;
 }
 
+// cuBLASLt's fp16 tensor-core kernels want 16-byte rows: a result of n floats with n % 4 != 0 leaves every row but
+// the first misaligned, and the heuristic falls back to kernels that move one element at a time (run 13.3:
+// 07_irregular, n = 5003, fp16x3 in 4 pieces took 3.55 ms where 01_square's fp16x3 in 4 pieces, about as much
+// work, took 0.86). Such a result is written to scratch rows padded to 4 floats, then copied out by one pass
+// (`result` rows of n floats). Only for the 16-bit copies' products: fp32's SIMT kernels need no alignment.
+PlanKernel padded_result(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, PlanKernel& step, int64_t rows,
+                         int64_t n) {
+  const auto I = i64_literal;
+  const int64_t ld = (n + 3) / 4 * 4;
+  const int padded = add_temp(cx, g.key + ".c_padded", DType::f32, {rows * ld});
+  const int result = step.args[2];
+  step.args[2] = padded;
+  nlohmann::json& c = step.library["c"];
+  c["ld"] = ld;
+  if (c.at("batch_stride").get<int64_t>() != 0) c["batch_stride"] = step.library.at("m").get<int64_t>() * ld;
+  const std::string name = step.name + "_rows";
+  std::string s = "// kforge kernel " + name + ": the result of product group '" + g.key + "', " + I(rows) +
+                  " rows of " + I(n) + " floats, out of its rows padded to " + I(ld) + "\n";
+  s += "extern \"C\" __global__ void __launch_bounds__(256) " + name +
+       "(const float* __restrict__ padded, float* __restrict__ c) {\n";
+  s += "  for (i64 i = (i64)blockIdx.x * 256 + threadIdx.x; i < " + I(rows * n) + "; i += (i64)gridDim.x * 256)\n";
+  s += "    c[i] = padded[i / " + I(n) + " * " + I(ld) + " + i % " + I(n) + "];\n}\n";
+  return generated_kernel(g, ks, name, s, {padded, result}, full_grid((rows * n + 255) / 256), 256);
+}
+
 }  // namespace
 
 std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
@@ -140,7 +166,13 @@ std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const
   k.schedule = {{"strategy", to_string(ks.strategy)}, {"precision", to_string(ks.precision)}, {"algo", ks.algo}};
   if (ks.chunks > 1) k.schedule["chunks"] = ks.chunks;
   std::vector<PlanKernel> steps = {k};
-  if (reads_half_copies(ks.precision)) steps = emit_matmul_split(cx, g, ks, k, d, batch);
+  std::vector<PlanKernel> after;  // steps after the library's: the padded result's copy out
+  if (reads_half_copies(ks.precision)) {
+    steps = emit_matmul_split(cx, g, ks, k, d, batch);
+    // Not under a triangle mask: its row blocks leave the rest of the result unwritten, and the copy would carry
+    // whatever the scratch held into the masked part.
+    if (d.n % 4 != 0 && !mm.attrs.contains("triangle")) after.push_back(padded_result(cx, g, ks, steps.back(), batch * d.m, d.n));
+  }
   const Shape& result = graph.at(g.anchor).type.shape;
   const bool plain = result.size() >= 2 && result[result.size() - 2] == d.m && result.back() == d.n;
   if (mm.attrs.contains("triangle") && plain && !has_bias(e)) {
@@ -159,6 +191,7 @@ std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const
     }
     steps = std::move(cut);
   }
+  steps.insert(steps.end(), after.begin(), after.end());
   return steps;
 }
 

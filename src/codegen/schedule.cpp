@@ -487,8 +487,10 @@ std::pair<double, double> launch_size(const KernelGroup& g, const KernelSchedule
     case Strategy::block: return {rows * ks.block * ks.chunks, rows * ks.chunks};
     case Strategy::split: return {rows * ks.chunks * ks.block, rows * ks.chunks};
     case Strategy::tile: return {std::ceil(rows / 32) * ks.block * ks.chunks, std::ceil(rows / 32) * ks.chunks};
-    // cuBLASLt picks its own geometry; typical: a 128x128 output tile per block of 256 threads.
-    case Strategy::library: return {std::ceil(n / 16384) * 256, std::ceil(n / 16384)};
+    // cuBLASLt picks its own geometry; typical: a 128x128 output tile per block of 256 threads, which is
+    // exactly kforge's mma kernel's (emit_matmul_mma.cpp).
+    case Strategy::library:
+    case Strategy::mma: return {std::ceil(n / 16384) * 256, std::ceil(n / 16384)};
   }
   return {0, 0};
 }
