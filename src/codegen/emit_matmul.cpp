@@ -45,6 +45,13 @@ nlohmann::json operand(const EmitContext& cx, int node, int64_t batch, std::vect
   return {{"transposed", transposed}, {"ld", cols}, {"batch_stride", shared || batch == 1 ? 0 : rows * cols}};
 }
 
+// Elements between neighbours of an operand read as its rows x columns (A: m x k, B: k x n) along its columns
+// (along_columns) or its rows: 1 or its leading dim, the other way round for a transposed one. A block or piece
+// starting `i` rows or columns in starts i times this many elements into the buffer.
+int64_t step_along(const nlohmann::json& o, bool along_columns) {
+  return o.value("transposed", false) == along_columns ? o.at("ld").get<int64_t>() : int64_t(1);
+}
+
 // A product marked triangular (gemm_epilogue.h: only torch.triu / tril of it is read) as row blocks, each
 // computing the columns that reach the triangle: rows [r0, r1) need columns [r0 + diagonal, n) (upper) or
 // [0, r1 + diagonal) (lower), so 8 blocks do ~56% of the full product's work. Each block is `step` reading its
@@ -70,15 +77,15 @@ std::vector<PlanKernel> triangle_blocks(const PlanKernel& step, const nlohmann::
     nlohmann::json& lib = k.library;
     lib["m"] = r1 - r0;
     lib["n"] = c1 - c0;
-    lib["a"]["offset"] = a.value("transposed", false) ? r0 : r0 * a.at("ld").get<int64_t>();
-    lib["b"]["offset"] = b.value("transposed", false) ? c0 * b.at("ld").get<int64_t>() : c0;
+    lib["a"]["offset"] = r0 * step_along(a, false);
+    lib["b"]["offset"] = c0 * step_along(b, true);
     lib["c"]["offset"] = r0 * c.at("ld").get<int64_t>() + c0;
     out.push_back(std::move(k));
   }
   return out;
 }
 
-// An fp16x3 product's reduction cut into `pieces` contiguous ranges of the copies' k (the tripled one: a piece
+// An fp16x3 product's reduction cut into (at most) `pieces` contiguous ranges of the copies' k (the tripled one: a piece
 // may hold hi*hi terms of some k and hi*lo of others; the sum is the same), one cuBLASLt call each. Why: inside
 // a tensor-core product every addend, the running sum included, is cut at the largest one's exponent
 // (ir/tf32.h's model), so one accumulator over a long K loses low bits of each product to its own growing
@@ -92,11 +99,7 @@ std::vector<PlanKernel> reduction_pieces(const PlanKernel& step, int pieces) {
   const nlohmann::json& lib = step.library;
   const int64_t k = lib.at("k"), piece = ((k + pieces - 1) / pieces + 7) / 8 * 8;
   const bool bias = has_bias(epilogue_from_string(lib.at("epilogue")));
-  // Elements one step along k moves an operand's start: A is read m x k, B k x n (transposed: stored the other way).
-  auto k_stride = [](const nlohmann::json& o, bool k_is_column) {
-    return o.value("transposed", false) == k_is_column ? o.at("ld").get<int64_t>() : int64_t(1);
-  };
-  const int64_t step_a = k_stride(lib.at("a"), true), step_b = k_stride(lib.at("b"), false);
+  const int64_t step_a = step_along(lib.at("a"), true), step_b = step_along(lib.at("b"), false);  // one step along k
   std::vector<PlanKernel> out;
   for (int64_t k0 = 0; k0 < k; k0 += piece) {
     PlanKernel p = step;
@@ -112,6 +115,8 @@ std::vector<PlanKernel> reduction_pieces(const PlanKernel& step, int pieces) {
     }
     out.push_back(std::move(p));
   }
+  // Where k is short, pieces of at least 8 elements are fewer than asked; two counts that give the same pieces
+  // give the same steps, which the search's duplicate filter (plan_key: sources and library blocks) times once.
   return out;
 }
 
@@ -130,7 +135,7 @@ PlanKernel padded_result(EmitContext& cx, const KernelGroup& g, const KernelSche
   nlohmann::json& c = step.library["c"];
   c["ld"] = ld;
   if (c.at("batch_stride").get<int64_t>() != 0) c["batch_stride"] = step.library.at("m").get<int64_t>() * ld;
-  const std::string name = step.name + "_rows";
+  const std::string name = step.name + "_compact";
   std::string s = "// kforge kernel " + name + ": the result of product group '" + g.key + "', " + I(rows) +
                   " rows of " + I(n) + " floats, out of its rows padded to " + I(ld) + "\n";
   s += "extern \"C\" __global__ void __launch_bounds__(256) " + name +

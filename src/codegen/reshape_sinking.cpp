@@ -49,6 +49,7 @@ Graph sink_reshapes(const Graph& prim) {
     view.name = n.name;
     view.args = {reshape};
     view.type = n.type;
+    view.attrs["shape"] = n.type.shape;  // a one-value operand of higher rank may have widened the op's shape
     g.nodes[size_t(reshape)] = std::move(op);
     g.nodes[i] = std::move(view);
   }

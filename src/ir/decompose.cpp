@@ -79,7 +79,10 @@ struct Lowering {
   // partition stores (a copy), because one batch stride cannot describe it.
   int matmul(int a, int bm) {
     MatmulDims d = matmul_dims(shape(a), shape(bm), "node '" + n.name + "': ");
-    if (d.n == 1 && !is_matrix_transpose(b.graph(), a)) return matrix_vector(a, bm);
+    // (A matmul given an activation epilogue in JSON keeps the library path, which applies it.)
+    const std::string epilogue = n.attrs.value("epilogue", "none");
+    if (d.n == 1 && !is_matrix_transpose(b.graph(), a) && (epilogue == "none" || epilogue == "bias"))
+      return matrix_vector(a, bm);
     if (d.a_vector) a = b.reshape(a, {1, d.k});
     if (d.b_vector) bm = b.reshape(bm, {d.k, 1});
     if (shape(bm).size() == 2 && shape(a).size() > 2 && !is_matrix_transpose(b.graph(), a))

@@ -96,7 +96,8 @@ PlanFeatures plan_features(const Graph& graph, const Schedule& schedule) {
       case Strategy::block: ++p.block; break;
       case Strategy::split: ++p.split; break;
       case Strategy::tile: ++p.tile; break;
-      case Strategy::library: break;
+      case Strategy::library:
+      case Strategy::mma: break;  // product steps: seen through the task's flops and the group counts above
     }
     p.mean_block += ks.block;
     p.mean_items += ks.items;

@@ -187,12 +187,15 @@ int64_t matmul_k(const Graph& prim, const KernelGroup& g) {
 // put a few elements outside the widened strict tolerance (the tensor cores' truncating sums), over K = 4096 at
 // unit scale none; tests/ir/test_tf32.cpp (Fp16x3) models the gain. `prim` is the primitive graph the groups
 // index (codegen/lower.h).
-// `run` and `most` make the finer opening of very long products: runs of at most 1536 addends, up to 64 pieces.
+// With kFinePieceRun and kMostFinePieces, the finer opening of very long products: runs of at most 1536
+// addends, up to 64 pieces.
 // Run 13.2: over K = 32768 at 4x scale, 8 pieces of 12288 addends put 959 elements outside 1e-2 of the float64
 // result where PyTorch's own float32 put 23 (kforge's tf32x3 kernel, none); the truncation error of a piece
 // grows with its length, so pieces of an eighth the length roughly third it. Each piece re-reads and rewrites
 // the output (beta = 1), so short products keep the coarser cut.
-int opening_pieces(const Graph& prim, const KernelGroup& g, int64_t run = 4096, int most = 8) {
+constexpr int64_t kPieceRun = 4096, kFinePieceRun = 1536;
+constexpr int kMostPieces = 8, kMostFinePieces = 64;
+int opening_pieces(const Graph& prim, const KernelGroup& g, int64_t run, int most) {
   const int64_t k = matmul_k(prim, g);
   int pieces = 1;
   while (pieces < most && 3 * k > run * pieces) pieces *= 2;
@@ -240,9 +243,10 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
     }
     split_pieces.kernels[g.key] = finer_pieces.kernels[g.key] = split_fp16.kernels[g.key];
     if (g.kind == GroupKind::matmul) {
-      split_pieces.kernels[g.key].chunks = opening_pieces(prim, g);
-      // Only where the coarse cut stopped at its cap: a product longer than 8 runs of 4096 addends.
-      if (3 * matmul_k(prim, g) > 8 * 4096) finer_pieces.kernels[g.key].chunks = opening_pieces(prim, g, 1536, 64);
+      split_pieces.kernels[g.key].chunks = opening_pieces(prim, g, kPieceRun, kMostPieces);
+      // Only where the coarse cut stopped at its cap with runs still longer than kPieceRun.
+      if (3 * matmul_k(prim, g) > kMostPieces * kPieceRun)
+        finer_pieces.kernels[g.key].chunks = opening_pieces(prim, g, kFinePieceRun, kMostFinePieces);
     }
     if (g.depthwise)
       for (const KernelSchedule& ks : schedule_space(g))  // 256 threads of 8 rows each where legal, else the first legal

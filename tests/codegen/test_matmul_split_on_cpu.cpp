@@ -118,7 +118,7 @@ TEST(MatmulSplit, Fp16x3HoldsTheStrictTierWhereOneFp16RoundingDoesNot) {
         Plan p = lower(g, s);
         // The copies' two kernels and the step, then the copy out of padded rows where n % 4 != 0; other plans have
         // an expand before, or an activation cuBLASLt lacks after the step.
-        const bool padded = p.kernels.size() == 4 && p.kernels.back().name.ends_with("_rows");
+        const bool padded = p.kernels.size() == 4 && p.kernels.back().name.ends_with("_compact");
         if (p.kernels.size() != 3 && !padded) continue;
         ASSERT_EQ(p.kernels[2].kind, StepKind::cublaslt);
         EXPECT_EQ(p.kernels[2].library.at("c").at("ld").get<int64_t>() % 4, 0) << sample.name << ": 16-byte result rows";

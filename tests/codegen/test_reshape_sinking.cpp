@@ -80,5 +80,20 @@ TEST(ReshapeSinking, WhatCannotMoveStays) {
   }
 }
 
+// A one-value operand of higher rank than the view widens the op's result ([1, 4, 8, 5, 6] from a [4, 8, 5, 6]
+// view times k [1, 1, 1, 1, 1]); the sunk reshape's shape attribute says so too, so that the graph written as JSON
+// and read back (--dump-ir) keeps the output's type.
+TEST(ReshapeSinking, AWideningOperandKeepsTheViewsShapeAttribute) {
+  Graph g = group_norm_then(json::array({node("y", "mul", {"gn", "k"})}), "y", json::array({value("k", {1, 1, 1, 1, 1})}));
+  expect_same_function(g);
+  const Graph sunk = sink_reshapes(decompose(g));
+  const Node& out = sunk.at(sunk.outputs[0]);
+  ASSERT_EQ(out.op, "reshape");
+  EXPECT_EQ(out.type.shape, (Shape{1, 4, 8, 5, 6}));
+  EXPECT_EQ(out.attrs.at("shape").get<Shape>(), out.type.shape);
+  const Graph again = graph_from_json(graph_to_json(sunk));
+  EXPECT_EQ(again.at(again.outputs[0]).type, out.type);
+}
+
 }  // namespace
 }  // namespace kforge

@@ -158,6 +158,24 @@ TEST(MatmulInterpreter, HandComputed) {
   EXPECT_EQ(out[0].data, (std::vector<double>{1.5, 0}));
 }
 
+// A one-column product decomposes to a row sum (decompose.cpp: matrix_vector) only with no activation epilogue:
+// one given bias_relu in JSON keeps the matmul, which applies it (the review's case: [3.5, -2.5] without relu).
+TEST(MatmulDecompose, AOneColumnProductWithAnActivationEpilogueKeepsIt) {
+  auto t = [](Shape s, std::vector<double> v) { return HostTensor{{DType::f32, std::move(s)}, std::move(v)}; };
+  const std::vector<HostTensor> in = {t({2, 3}, {1, 1, 1, -1, -1, -1}), t({3, 1}, {1, 1, 1}), t({1}, {0.5})};
+  for (const char* epilogue : {"bias", "bias_relu"}) {
+    json g = product({2, 3}, {3, 1});
+    g["inputs"].push_back({{"name", "c"}, {"shape", {1}}});
+    g["nodes"][0]["args"] = {"a", "b", "c"};
+    g["nodes"][0]["attrs"] = {{"epilogue", epilogue}};
+    const Graph d = decompose(graph_from_json(g));
+    const bool product_kept = std::any_of(d.nodes.begin(), d.nodes.end(), [](const Node& n) { return n.op == "matmul"; });
+    EXPECT_EQ(product_kept, std::string(epilogue) == "bias_relu") << epilogue;
+    const std::vector<double> want = std::string(epilogue) == "bias" ? std::vector<double>{3.5, -2.5} : std::vector<double>{3.5, 0};
+    EXPECT_EQ(interpret(d, in, {})[0].data, want) << epilogue;
+  }
+}
+
 TEST(MatmulInterpreter, RefusesAVectorOperandBeforeDecompose) {
   Graph g = graph_from_json(product({5, 7}, {7}));
   auto t = [](Shape s) { return HostTensor{{DType::f32, s}, std::vector<double>(numel(s))}; };
