@@ -120,11 +120,12 @@ std::vector<PlanKernel> reduction_pieces(const PlanKernel& step, int pieces) {
   return out;
 }
 
-// cuBLASLt's fp16 tensor-core kernels want 16-byte rows: a result of n floats with n % 4 != 0 leaves every row but
-// the first misaligned, and the heuristic falls back to kernels that move one element at a time (run 13.3:
-// 07_irregular, n = 5003, fp16x3 in 4 pieces took 3.55 ms where 01_square's fp16x3 in 4 pieces, about as much
-// work, took 0.86). Such a result is written to scratch rows padded to 4 floats, then copied out by one pass
-// (`result` rows of n floats). Only for the 16-bit copies' products: fp32's SIMT kernels need no alignment.
+// cuBLAS documents 16-byte alignment of pointers and leading dims for its tensor-core kernels (the cuBLAS guide's
+// tensor-core usage section); a result of n floats with n % 4 != 0 leaves every row but the first misaligned. Run
+// 13.3: 07_irregular (n = 5003) in fp16x3 in 4 pieces took 3.55 ms where 01_square's, about as much work, took
+// 0.86. Such a result is written to scratch rows padded to 4 floats, then copied out by one pass (`rows` rows of n
+// floats). Only for the 16-bit copies' products: fp32's SIMT kernels need no alignment. What the padding gains is
+// not measured yet (run 13.6: both fp16x3 candidates of 07_irregular missed the tier, so neither was timed).
 PlanKernel padded_result(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, PlanKernel& step, int64_t rows,
                          int64_t n) {
   const auto I = i64_literal;

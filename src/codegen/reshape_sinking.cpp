@@ -14,6 +14,24 @@ bool one_value(const Graph& g, int id, size_t r1, size_t r2) {
   return numel(s) == 1 && s.size() <= std::min(r1, r2);
 }
 
+// A constant (no arguments) that an op reads after the reshape the op would move to: the bridge writes a Python
+// scalar as a const just before its use (`groupnorm(x) * 0.5`).
+bool movable_constant(const Graph& g, int id) { return g.at(id).op == "const" && g.at(id).args.empty(); }
+
+// Moves argument-free node `from` to index `to` < from, every node in [to, from) one place later, and every
+// index that names them with them: the order stays topological, as the node reads nothing.
+void move_constant(Graph& g, int from, int to) {
+  auto remap = [&](int id) { return id == from ? to : id >= to && id < from ? id + 1 : id; };
+  Node moved = std::move(g.nodes[size_t(from)]);
+  g.nodes.erase(g.nodes.begin() + from);
+  g.nodes.insert(g.nodes.begin() + to, std::move(moved));
+  for (Node& n : g.nodes)
+    for (int& a : n.args)
+      if (a >= 0) a = remap(a);
+  for (std::vector<int>* ids : {&g.inputs, &g.params, &g.outputs})
+    for (int& id : *ids) id = remap(id);
+}
+
 }  // namespace
 
 Graph sink_reshapes(const Graph& prim) {
@@ -34,22 +52,31 @@ Graph sink_reshapes(const Graph& prim) {
     }
     if (reshape < 0) continue;
     const Shape& from = g.at(g.at(reshape).args[0]).type.shape;
-    // The other operands are one value each, and defined before the reshape (whose slot the op takes).
+    // The other operands are one value each, and defined before the reshape (whose slot the op takes), or
+    // constants that can be moved there.
     bool others_one_value = true;
     for (size_t a = 0; a < n.args.size(); ++a)
-      if (int(a) != side && (!one_value(g, n.args[a], from.size(), n.type.shape.size()) || n.args[a] > reshape))
+      if (int(a) != side && (!one_value(g, n.args[a], from.size(), n.type.shape.size()) ||
+                             (n.args[a] > reshape && !movable_constant(g, n.args[a]))))
         others_one_value = false;
     if (!others_one_value) continue;
+    for (size_t a = 0; a < n.args.size(); ++a)
+      if (int(a) != side && g.nodes[i].args[a] > reshape) {  // a constant: before the reshape, which moves up one
+        move_constant(g, g.nodes[i].args[a], reshape);
+        ++reshape;
+        uses = g.use_counts();
+      }
     // In place, keeping the order: the reshape's slot computes the op on its source; the op's slot (its name,
-    // its readers, maybe a graph output) becomes the reshape of that.
-    Node op = n, view = g.at(reshape);
+    // its readers, maybe a graph output) becomes the reshape of that. (The op stayed at i: a moved constant
+    // came from before it; its arguments were renumbered in place.)
+    Node op = g.nodes[i], view = g.at(reshape);
     op.name = view.name;
     op.args[size_t(side)] = view.args[0];
-    op.type = {n.type.dtype, from};
-    view.name = n.name;
+    op.type = {g.nodes[i].type.dtype, from};
+    view.name = g.nodes[i].name;
     view.args = {reshape};
-    view.type = n.type;
-    view.attrs["shape"] = n.type.shape;  // a one-value operand of higher rank may have widened the op's shape
+    view.type = g.nodes[i].type;
+    view.attrs["shape"] = view.type.shape;  // a one-value operand of higher rank may have widened the op's shape
     g.nodes[size_t(reshape)] = std::move(op);
     g.nodes[i] = std::move(view);
   }

@@ -201,8 +201,10 @@ TEST(MatmulSplit, TheCopiesArePaddedFp16PartsTheStepReadsInPlace) {
 TEST(MatmulSplit, PiecesOfTheReductionAddUpToTheWholeProduct) {
   if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
   int checked = 0;
+  // Also an operand shared by the whole batch (batch stride 0) and, at 64 pieces, a k too short for them all
+  // (pieces of at least 8: fewer steps).
   for (const char* name : {"matmul_transposed_a", "matmul_batched_transposed_both", "linear_bias_relu", "linear_bias_gelu_tanh",
-                           "matmul_bmm"}) {
+                           "matmul_bmm", "matmul_matrix_times_3d"}) {
     Graph g = graph_from_json(testing::matmul_graph(name));
     std::string key;
     for (auto& grp : kernel_groups(g, true))
@@ -210,7 +212,7 @@ TEST(MatmulSplit, PiecesOfTheReductionAddUpToTheWholeProduct) {
     std::mt19937_64 rng(5);
     auto inputs = testing::random_values(g, g.inputs, rng), params = testing::random_values(g, g.params, rng);
     const std::vector<HostTensor> expected = interpret(primitive_graph(g), inputs, params);
-    for (int pieces : {2, 8}) {
+    for (int pieces : {2, 8, 64}) {
       Schedule s;
       s.kernels[key] = {.strategy = Strategy::library, .chunks = pieces, .precision = Precision::fp16x3};
       Plan p = lower(g, s);
@@ -232,7 +234,7 @@ TEST(MatmulSplit, PiecesOfTheReductionAddUpToTheWholeProduct) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 10);
+  EXPECT_EQ(checked, 18);
   // Pieces are fp16x3's alone (other precisions' sums are not the tensor core's, or are cut by their input rounding).
   Graph g = graph_from_json(testing::matmul_graph("matmul_square"));
   const KernelGroup grp = kernel_groups(g, true).at(0);
@@ -259,18 +261,18 @@ TEST(MatmulTriangle, RowBlocksComputeOnlyWhatReachesTheTriangle) {
     std::string key;
     for (auto& grp : kernel_groups(g, true))
       if (grp.kind == GroupKind::matmul) key = grp.key;
-    for (Precision precision : {Precision::fp32, Precision::fp16x3}) {
+    for (auto [precision, pieces] : {std::pair{Precision::fp32, 1}, std::pair{Precision::fp16x3, 1}, std::pair{Precision::fp16x3, 2}}) {
       Schedule s;
-      s.kernels[key] = {.strategy = Strategy::library, .precision = precision};
+      s.kernels[key] = {.strategy = Strategy::library, .chunks = pieces, .precision = precision};
       Plan p = lower(g, s);
       int64_t computed = 0, blocks = 0;
       for (const PlanKernel& step : p.kernels)
         if (step.kind == StepKind::cublaslt) {
           ++blocks;
-          computed += step.library.at("m").get<int64_t>() * step.library.at("n").get<int64_t>();
+          if (!step.library.value("accumulate", false)) computed += step.library.at("m").get<int64_t>() * step.library.at("n").get<int64_t>();
           EXPECT_NO_THROW(check_library_step(step, p.buffers)) << step.name;
         }
-      EXPECT_EQ(blocks, 2) << "530 rows: two blocks of at least 256";
+      EXPECT_EQ(blocks, 2 * pieces) << "530 rows: two blocks of at least 256, each in " << pieces << " pieces";
       EXPECT_LT(computed, n * n * 8 / 10) << "upper " << upper << " diagonal " << diagonal << ": about half the product";
       const std::vector<float> y = run_split_plan(p, inputs, {});
       std::string bad = testing::mismatches(y, expected[0], 1e-4);

@@ -80,6 +80,24 @@ TEST(ReshapeSinking, WhatCannotMoveStays) {
   }
 }
 
+// A Python scalar arrives as a const node written just before its use, after the reshape: it moves before the
+// reshape (the graph renumbered, still topological) and the scale sinks with the tanh; also with the reshape as
+// the second operand (0.5 - view) and a comparison (bool result).
+TEST(ReshapeSinking, AScalarConstantWrittenAfterTheReshapeMovesWithTheOp) {
+  const json half = node("c", "const", {}, {{"value", 0.5}, {"dtype", "f32"}});
+  for (const json& tail : {json::array({node("t", "tanh", {"gn"}), half, node("y", "mul", {"t", "c"})}),
+                           json::array({half, node("y", "sub", {"c", "gn"})}),
+                           json::array({half, node("y", "gt", {"gn", "c"})})}) {
+    Graph g = group_norm_then(tail, "y");
+    expect_same_function(g);
+    EXPECT_EQ(kernel_groups(g, true).size(), 1u) << tail.dump();
+    const Graph sunk = sink_reshapes(decompose(g));
+    for (size_t i = 0; i < sunk.nodes.size(); ++i)
+      for (int a : sunk.nodes[i].args) EXPECT_LT(a, int(i)) << tail.dump() << ": node " << sunk.nodes[i].name;
+    EXPECT_EQ(sunk.at(sunk.outputs[0]).name, "y");
+  }
+}
+
 // A one-value operand of higher rank than the view widens the op's result ([1, 4, 8, 5, 6] from a [4, 8, 5, 6]
 // view times k [1, 1, 1, 1, 1]); the sunk reshape's shape attribute says so too, so that the graph written as JSON
 // and read back (--dump-ir) keeps the output's type.

@@ -50,6 +50,12 @@ std::vector<SampleGraph> matmul_graphs() {
                                        {"nodes", {node("at", "permute", {"a"}, {{"dims", {1, 0}}}),
                                                   node("y", "matmul", {"at", "b"})}},
                                        {"outputs", {"y"}}}});
+  // A transposed matrix times a vector keeps the library product (decompose.cpp: matrix_vector would walk the
+  // transposed rows strided): cuBLASLt with n = 1.
+  g.push_back({"matmul_transposed_matrix_vector", {{"inputs", {value("a", {19, 41}), value("v", {19})}},
+                                                   {"nodes", {node("at", "permute", {"a"}, {{"dims", {1, 0}}}),
+                                                              node("y", "matmul", {"at", "v"})}},
+                                                   {"outputs", {"y"}}}});
   g.push_back({"matmul_batched_transposed_both",
                {{"inputs", {value("a", {3, 23, 19}), value("b", {3, 11, 23})}},
                 {"nodes", {node("at", "permute", {"a"}, {{"dims", {0, 2, 1}}}),

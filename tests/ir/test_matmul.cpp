@@ -133,7 +133,11 @@ TEST(MatmulInterpreter, MatchesTorchMatmulsDefinition) {
   std::mt19937_64 rng(7);
   for (auto [a, b] : std::vector<std::pair<Shape, Shape>>{{{5, 7}, {7, 3}}, {{7}, {7}}, {{5, 7}, {7}}, {{7}, {7, 3}},
                                                           {{3, 5, 7}, {3, 7, 4}}, {{2, 3, 5, 7}, {7, 4}},
-                                                          {{5, 7}, {2, 7, 4}}, {{2, 1, 5, 7}, {3, 7, 4}}, {{7}, {2, 7, 3}}}) {
+                                                          {{5, 7}, {2, 7, 4}}, {{2, 1, 5, 7}, {3, 7, 4}}, {{7}, {2, 7, 3}},
+                                                          // one output column: matrix_vector's row sums, with
+                                                          // broadcast batches and a vector times a batch
+                                                          {{5, 7}, {3, 7, 1}}, {{2, 1, 5, 7}, {3, 7, 1}},
+                                                          {{3, 5, 7}, {7, 1}}, {{7}, {2, 7, 1}}, {{1, 7}, {7}}}) {
     Graph g = graph_from_json(product(a, b));
     auto in = testing::random_values(g, g.inputs, rng);
     auto got = interpret(decompose(g), in, {});
