@@ -5,7 +5,8 @@
 // the [N, G, C/G, *sp] view and are reshaped back to [N, C, *sp], where a tanh after the norm (23 of issue 3's
 // suite) read them again. Elementwise ops do not care about the shape, so this is the same function for every
 // input: unary ops, and binary ops whose other operand is one value (a scalar or a [1, ..] tensor no wider in
-// rank than either shape). Position-dependent ops (triangle) and gathers are left where they are. The reshape
+// rank than either shape; a constant the bridge wrote after the reshape, as it writes Python scalars just before
+// their use, moves before it). Position-dependent ops (triangle) and gathers are left where they are. The reshape
 // must have no other reader and be no graph output. Chains sink one op at a time, in graph order. Runs on
 // primitive graphs, before the GEMM epilogue folding (an activation sunk next to its product folds into it).
 #pragma once
