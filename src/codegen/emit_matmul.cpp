@@ -95,9 +95,14 @@ std::vector<PlanKernel> triangle_blocks(const PlanKernel& step, const nlohmann::
 // the last applies the product's epilogue (bias and activation after the whole sum: D = act(alpha A B + beta C +
 // bias)). A piece starts at a multiple of 8 elements (16-byte-aligned copies). Each extra piece reads and
 // writes c once more: the search weighs that against nothing (a plan that fails is not timed).
+// A piece holds at least kMinPiece of the copies' k: each re-reads and rewrites c (8 bytes per element) for 2k
+// FLOPs per element, which at the H200's ~600 TFLOP/s of fp16 against 3.5 TB/s costs more than its product below
+// k ~ 700; so short reductions get fewer pieces than asked (one below 2 * kMinPiece).
+constexpr int64_t kMinPiece = 512;
+
 std::vector<PlanKernel> reduction_pieces(const PlanKernel& step, int pieces) {
   const nlohmann::json& lib = step.library;
-  const int64_t k = lib.at("k"), piece = ((k + pieces - 1) / pieces + 7) / 8 * 8;
+  const int64_t k = lib.at("k"), piece = std::max(((k + pieces - 1) / pieces + 7) / 8 * 8, kMinPiece);
   const bool bias = has_bias(epilogue_from_string(lib.at("epilogue")));
   const int64_t step_a = step_along(lib.at("a"), true), step_b = step_along(lib.at("b"), false);  // one step along k
   std::vector<PlanKernel> out;
@@ -115,7 +120,7 @@ std::vector<PlanKernel> reduction_pieces(const PlanKernel& step, int pieces) {
     }
     out.push_back(std::move(p));
   }
-  // Where k is short, pieces of at least 8 elements are fewer than asked; two counts that give the same pieces
+  // Where k is short, pieces of at least kMinPiece are fewer than asked; two counts that give the same pieces
   // give the same steps, which the search's duplicate filter (plan_key: sources and library blocks) times once.
   return out;
 }

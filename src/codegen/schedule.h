@@ -89,7 +89,7 @@ struct KernelSchedule {
   int items = 1;     // grid-stride iterations per thread (flat) or elements per thread (scan block)
   int chunks = 1;    // split: pieces of a row; block: blocks of a cluster sharing a row (1, 2, 4, 8);
                      // library fp16x3 product: pieces of its reduction (a power of two up to 64; fewer
-                     // where k is short: pieces hold at least 8 of the copies' k)
+                     // where k is short: pieces hold at least 512 of the copies' k)
   RowCache cache_row = RowCache::none;
   Precision precision = Precision::fp32;  // library only
   int algo = 0;                           // library only: index into the heuristic's list, 0 = its first choice

@@ -7,6 +7,7 @@
 // (tests/gpu/test_gpu_library.cpp) run the same samples through cuBLASLt itself.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <functional>
@@ -28,16 +29,20 @@ double half_at(const std::vector<float>& buffer, int64_t i) {
   return double(std::bit_cast<_Float16>(reinterpret_cast<const uint16_t*>(buffer.data())[i]));
 }
 
-// Element (row, col) of batch entry `b` of an operand read rows x cols through its JSON block.
-int64_t element(const nlohmann::json& o, int64_t b, int64_t row, int64_t col) {
-  const int64_t ld = o.at("ld"), stride = o.at("batch_stride"), offset = o.value("offset", int64_t(0));
-  return offset + b * stride + (o.value("transposed", false) ? col * ld + row : row * ld + col);
-}
-
-// An operand's element as the library reads it: a 16-bit copy's, or an f32 buffer's.
-double operand_at(const std::vector<float>& buffer, const nlohmann::json& o, int64_t i) {
-  return o.value("dtype", "f32") == "f16" ? half_at(buffer, i) : double(buffer[size_t(i)]);
-}
+// An operand as the library reads it through its JSON block: element (row, col) of batch entry `b`, and its
+// value (a 16-bit copy's, or an f32 buffer's). Read out of the block once: the emulation's inner loop runs
+// millions of times.
+struct OperandView {
+  int64_t ld, stride, offset;
+  bool transposed, half;
+  explicit OperandView(const nlohmann::json& o)
+      : ld(o.at("ld")), stride(o.at("batch_stride")), offset(o.value("offset", int64_t(0))),
+        transposed(o.value("transposed", false)), half(o.value("dtype", "f32") == "f16") {}
+  int64_t element(int64_t b, int64_t row, int64_t col) const {
+    return offset + b * stride + (transposed ? col * ld + row : row * ld + col);
+  }
+  double at(const std::vector<float>& buffer, int64_t i) const { return half ? half_at(buffer, i) : double(buffer[size_t(i)]); }
+};
 
 double epilogue(Epilogue e, double v, double bias) {
   if (has_bias(e)) v += bias;
@@ -61,13 +66,13 @@ void emulate_library_step(const PlanKernel& step, std::vector<std::vector<float>
   const float* scale = copies ? data[size_t(step.args[step.args.size() - 2])].data() : host_scale;
   const float beta = scale[lib.value("accumulate", false) ? 2 : 1];
   const float* bias = has_bias(e) ? data[size_t(step.args[3])].data() : nullptr;
+  const OperandView a(lib.at("a")), bv(lib.at("b")), cv(lib.at("c"));
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         double sum = 0;
-        for (int64_t kk = 0; kk < k; ++kk)
-          sum += operand_at(A, lib.at("a"), element(lib.at("a"), b, i, kk)) * operand_at(B, lib.at("b"), element(lib.at("b"), b, kk, j));
-        float& c = C[size_t(element(lib.at("c"), b, i, j))];
+        for (int64_t kk = 0; kk < k; ++kk) sum += a.at(A, a.element(b, i, kk)) * bv.at(B, bv.element(b, kk, j));
+        float& c = C[size_t(cv.element(b, i, j))];
         const double prior = beta == 0.f ? 0.0 : beta * double(c);  // beta 0: c is not read (BLAS)
         c = float(epilogue(e, scale[0] * sum + prior, bias ? bias[j] : 0.0));
       }
@@ -198,14 +203,42 @@ TEST(MatmulSplit, TheCopiesArePaddedFp16PartsTheStepReadsInPlace) {
 // cuBLASLt step per piece, each reading its share of the copies' k through operand offsets (transposed operands
 // and batches included), the first writing c, the others adding to it (beta = 1), only the last applying the
 // epilogue with its bias. The emulated steps add up to the interpreter's product within the strict tier.
+// The samples' forms at K = 700 (2112 of the copies' k: pieces hold at least 512 of it), so that there are pieces.
+std::vector<std::pair<std::string, nlohmann::json>> long_reduction_graphs() {
+  using nlohmann::json;
+  const int64_t k = 700;
+  auto v = [](const std::string& name, std::vector<int64_t> shape) { return json{{"name", name}, {"shape", shape}}; };
+  auto n = [](const std::string& name, const std::string& op, std::vector<std::string> args, json attrs = json::object()) {
+    return json{{"name", name}, {"op", op}, {"args", args}, {"attrs", attrs}};
+  };
+  auto linear = [&](const std::string& act, json attrs) {
+    return json{{"inputs", {v("x", {45, k})}}, {"params", {v("w", {21, k}), v("bias", {21})}},
+                {"nodes", {n("wt", "permute", {"w"}, {{"dims", {1, 0}}}), n("mm", "matmul", {"x", "wt"}),
+                           n("biased", "add", {"mm", "bias"}), n("act", act, {"biased"}, attrs)}},
+                {"outputs", {"act"}}};
+  };
+  return {{"transposed_a", {{"inputs", {v("a", {k, 9}), v("b", {k, 7})}},
+                            {"nodes", {n("at", "permute", {"a"}, {{"dims", {1, 0}}}), n("y", "matmul", {"at", "b"})}},
+                            {"outputs", {"y"}}}},
+          {"batched_transposed_both",
+           {{"inputs", {v("a", {3, k, 19}), v("b", {3, 11, k})}},
+            {"nodes", {n("at", "permute", {"a"}, {{"dims", {0, 2, 1}}}), n("bt", "permute", {"b"}, {{"dims", {0, 2, 1}}}),
+                       n("y", "matmul", {"at", "bt"})}},
+            {"outputs", {"y"}}}},
+          {"linear_bias_relu", linear("relu", json::object())},
+          {"linear_bias_gelu_tanh", linear("gelu", {{"approximate", "tanh"}})},
+          {"bmm", {{"inputs", {v("a", {3, 19, k}), v("b", {3, k, 11})}}, {"nodes", {n("y", "matmul", {"a", "b"})}}, {"outputs", {"y"}}}},
+          {"matrix_times_3d",
+           {{"inputs", {v("a", {9, k}), v("b", {4, k, 15})}}, {"nodes", {n("y", "matmul", {"a", "b"})}}, {"outputs", {"y"}}}}};
+}
+
 TEST(MatmulSplit, PiecesOfTheReductionAddUpToTheWholeProduct) {
   if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
   int checked = 0;
-  // Also an operand shared by the whole batch (batch stride 0) and, at 64 pieces, a k too short for them all
-  // (pieces of at least 8: fewer steps).
-  for (const char* name : {"matmul_transposed_a", "matmul_batched_transposed_both", "linear_bias_relu", "linear_bias_gelu_tanh",
-                           "matmul_bmm", "matmul_matrix_times_3d"}) {
-    Graph g = graph_from_json(testing::matmul_graph(name));
+  // Also an operand shared by the whole batch (batch stride 0) and, at 8 and 64 pieces, a k too short for them
+  // all (4 pieces of 512 and the rest).
+  for (const auto& [name, graph] : long_reduction_graphs()) {
+    Graph g = graph_from_json(graph);
     std::string key;
     for (auto& grp : kernel_groups(g, true))
       if (grp.kind == GroupKind::matmul) key = grp.key;
@@ -219,7 +252,7 @@ TEST(MatmulSplit, PiecesOfTheReductionAddUpToTheWholeProduct) {
       std::vector<const PlanKernel*> steps;
       for (const PlanKernel& k : p.kernels)
         if (k.kind == StepKind::cublaslt) steps.push_back(&k);
-      ASSERT_GE(steps.size(), 2u) << name << ": " << pieces << " pieces";
+      ASSERT_EQ(steps.size(), pieces == 2 ? 2u : 5u) << name << ": " << pieces << " pieces";
       int64_t k_sum = 0;
       for (size_t i = 0; i < steps.size(); ++i) {
         const nlohmann::json& lib = steps[i]->library;
@@ -235,6 +268,17 @@ TEST(MatmulSplit, PiecesOfTheReductionAddUpToTheWholeProduct) {
     }
   }
   EXPECT_EQ(checked, 18);
+  // A reduction too short for two pieces of 512 (the sample's K = 70: 216 of the copies' k) stays one step.
+  {
+    Graph g = graph_from_json(testing::matmul_graph("linear_bias_relu"));
+    std::string key;
+    for (auto& grp : kernel_groups(g, true))
+      if (grp.kind == GroupKind::matmul) key = grp.key;
+    Schedule s;
+    s.kernels[key] = {.strategy = Strategy::library, .chunks = 64, .precision = Precision::fp16x3};
+    const Plan p = lower(g, s);
+    EXPECT_EQ(std::count_if(p.kernels.begin(), p.kernels.end(), [](const PlanKernel& k) { return k.kind == StepKind::cublaslt; }), 1);
+  }
   // Pieces are fp16x3's alone (other precisions' sums are not the tensor core's, or are cut by their input rounding).
   Graph g = graph_from_json(testing::matmul_graph("matmul_square"));
   const KernelGroup grp = kernel_groups(g, true).at(0);
@@ -247,7 +291,7 @@ TEST(MatmulSplit, PiecesOfTheReductionAddUpToTheWholeProduct) {
 // triangle (about half the product), and the result, zeroed outside it by the triangle op, is the interpreter's.
 TEST(MatmulTriangle, RowBlocksComputeOnlyWhatReachesTheTriangle) {
   if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
-  const int64_t n = 530, k = 24;
+  const int64_t n = 530, k = 200;  // 600 of the copies' k: two pieces (512 and 88) where the schedule asks
   for (auto [upper, diagonal] : {std::pair{true, 0}, std::pair{true, 37}, std::pair{false, -5}, std::pair{false, 0}}) {
     nlohmann::json graph = {
         {"inputs", {{{"name", "a"}, {"shape", {n, k}}}, {{"name", "b"}, {"shape", {k, n}}}}},
