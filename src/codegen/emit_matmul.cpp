@@ -85,19 +85,18 @@ std::vector<PlanKernel> triangle_blocks(const PlanKernel& step, const nlohmann::
   return out;
 }
 
-// An fp16x3 product's reduction cut into (at most) `pieces` contiguous ranges of the copies' k (the tripled one: a piece
-// may hold hi*hi terms of some k and hi*lo of others; the sum is the same), one cuBLASLt call each. Why: inside
+// An fp16x3 product's reduction cut into at most `pieces` contiguous ranges of the copies' k (the tripled one: a
+// piece may hold hi*hi terms of some k and hi*lo of others; the sum is the same), one cuBLASLt call each. Why: inside
 // a tensor-core product every addend, the running sum included, is cut at the largest one's exponent
 // (ir/tf32.h's model), so one accumulator over a long K loses low bits of each product to its own growing
 // magnitude: run 12.3 measured 43 of 4M elements of a K = 32768 product, and a few of K = 3077 and 6144 ones,
 // outside even the widened strict tolerance. Each piece sums its range in a fresh accumulator; the first writes
 // c (beta = 0), the others add theirs to it in fp32 in the library's epilogue (beta = 1, "accumulate"), and only
 // the last applies the product's epilogue (bias and activation after the whole sum: D = act(alpha A B + beta C +
-// bias)). A piece starts at a multiple of 8 elements (16-byte-aligned copies). Each extra piece reads and
-// writes c once more: the search weighs that against nothing (a plan that fails is not timed).
-// A piece holds at least kMinPiece of the copies' k: each re-reads and rewrites c (8 bytes per element) for 2k
-// FLOPs per element, which at the H200's ~600 TFLOP/s of fp16 against 3.5 TB/s costs more than its product below
-// k ~ 700; so short reductions get fewer pieces than asked (one below 2 * kMinPiece).
+// bias)). A piece starts at a multiple of 8 elements (16-byte-aligned copies) and holds at least kMinPiece of
+// the copies' k: each extra piece re-reads and rewrites c (8 bytes per element) for 2k FLOPs per element, which at
+// the H200's ~600 TFLOP/s of fp16 against 3.5 TB/s costs more than its product below k ~ 700; so short
+// reductions get fewer pieces than asked (one below 2 * kMinPiece).
 constexpr int64_t kMinPiece = 512;
 
 std::vector<PlanKernel> reduction_pieces(const PlanKernel& step, int pieces) {

@@ -173,9 +173,7 @@ std::vector<Schedule> row_openings(const std::vector<KernelGroup>& fused) {
   if (!unrolled_split.kernels.empty()) out.push_back(unrolled_split);
   return out;
 }
-}  // namespace
 
-namespace {
 // The reduction length of a product group's matmul (its anchor).
 int64_t matmul_k(const Graph& prim, const KernelGroup& g) {
   const Node& mm = prim.at(g.anchor);
@@ -186,13 +184,11 @@ int64_t matmul_k(const Graph& prim, const KernelGroup& g) {
 // power of two up to 8; 1 where K is short. Run 12.3: one accumulator over the copies of K = 3077, 6144 and 32768
 // put a few elements outside the widened strict tolerance (the tensor cores' truncating sums), over K = 4096 at
 // unit scale none; tests/ir/test_tf32.cpp (Fp16x3) models the gain. `prim` is the primitive graph the groups
-// index (codegen/lower.h).
-// With kFinePieceRun and kMostFinePieces, the finer opening of very long products: runs of at most 1536
-// addends, up to 64 pieces.
-// Run 13.2: over K = 32768 at 4x scale, 8 pieces of 12288 addends put 959 elements outside 1e-2 of the float64
-// result where PyTorch's own float32 put 23 (kforge's tf32x3 kernel, none); the truncation error of a piece
-// grows with its length, so pieces of an eighth the length roughly third it. Each piece re-reads and rewrites
-// the output (beta = 1), so short products keep the coarser cut.
+// index (codegen/lower.h). With kFinePieceRun and kMostFinePieces it gives the finer opening of very long
+// products, runs of at most 1536 addends, up to 64 pieces. Run 13.2: over K = 32768 at 4x scale, 8 pieces of
+// 12288 addends put 959 elements outside 1e-2 of the float64 result where PyTorch's own float32 put 23 (kforge's
+// tf32x3 kernel, none); 64 pieces, none (run 13.3). Each piece re-reads and rewrites the output (beta = 1), so
+// short products keep the coarser cut.
 constexpr int64_t kPieceRun = 4096, kFinePieceRun = 1536;
 constexpr int kMostPieces = 8, kMostFinePieces = 64;
 int opening_pieces(const Graph& prim, const KernelGroup& g, int64_t run, int most) {

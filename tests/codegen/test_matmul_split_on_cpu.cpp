@@ -16,6 +16,7 @@
 #include "codegen/lower.h"
 #include "common/cpu_kernel_runner.h"
 #include "common/device_tensors.h"
+#include "common/graph_json.h"
 #include "common/matmul_graphs.h"
 #include "common/random_inputs.h"
 #include "ir/error.h"
@@ -207,29 +208,27 @@ TEST(MatmulSplit, TheCopiesArePaddedFp16PartsTheStepReadsInPlace) {
 std::vector<std::pair<std::string, nlohmann::json>> long_reduction_graphs() {
   using nlohmann::json;
   const int64_t k = 700;
-  auto v = [](const std::string& name, std::vector<int64_t> shape) { return json{{"name", name}, {"shape", shape}}; };
-  auto n = [](const std::string& name, const std::string& op, std::vector<std::string> args, json attrs = json::object()) {
-    return json{{"name", name}, {"op", op}, {"args", args}, {"attrs", attrs}};
-  };
+  using testing::node;
+  using testing::value;
   auto linear = [&](const std::string& act, json attrs) {
-    return json{{"inputs", {v("x", {45, k})}}, {"params", {v("w", {21, k}), v("bias", {21})}},
-                {"nodes", {n("wt", "permute", {"w"}, {{"dims", {1, 0}}}), n("mm", "matmul", {"x", "wt"}),
-                           n("biased", "add", {"mm", "bias"}), n("act", act, {"biased"}, attrs)}},
+    return json{{"inputs", {value("x", {45, k})}}, {"params", {value("w", {21, k}), value("bias", {21})}},
+                {"nodes", {node("wt", "permute", {"w"}, {{"dims", {1, 0}}}), node("mm", "matmul", {"x", "wt"}),
+                           node("biased", "add", {"mm", "bias"}), node("act", act, {"biased"}, attrs)}},
                 {"outputs", {"act"}}};
   };
-  return {{"transposed_a", {{"inputs", {v("a", {k, 9}), v("b", {k, 7})}},
-                            {"nodes", {n("at", "permute", {"a"}, {{"dims", {1, 0}}}), n("y", "matmul", {"at", "b"})}},
+  return {{"transposed_a", {{"inputs", {value("a", {k, 9}), value("b", {k, 7})}},
+                            {"nodes", {node("at", "permute", {"a"}, {{"dims", {1, 0}}}), node("y", "matmul", {"at", "b"})}},
                             {"outputs", {"y"}}}},
           {"batched_transposed_both",
-           {{"inputs", {v("a", {3, k, 19}), v("b", {3, 11, k})}},
-            {"nodes", {n("at", "permute", {"a"}, {{"dims", {0, 2, 1}}}), n("bt", "permute", {"b"}, {{"dims", {0, 2, 1}}}),
-                       n("y", "matmul", {"at", "bt"})}},
+           {{"inputs", {value("a", {3, k, 19}), value("b", {3, 11, k})}},
+            {"nodes", {node("at", "permute", {"a"}, {{"dims", {0, 2, 1}}}), node("bt", "permute", {"b"}, {{"dims", {0, 2, 1}}}),
+                       node("y", "matmul", {"at", "bt"})}},
             {"outputs", {"y"}}}},
           {"linear_bias_relu", linear("relu", json::object())},
           {"linear_bias_gelu_tanh", linear("gelu", {{"approximate", "tanh"}})},
-          {"bmm", {{"inputs", {v("a", {3, 19, k}), v("b", {3, k, 11})}}, {"nodes", {n("y", "matmul", {"a", "b"})}}, {"outputs", {"y"}}}},
+          {"bmm", {{"inputs", {value("a", {3, 19, k}), value("b", {3, k, 11})}}, {"nodes", {node("y", "matmul", {"a", "b"})}}, {"outputs", {"y"}}}},
           {"matrix_times_3d",
-           {{"inputs", {v("a", {9, k}), v("b", {4, k, 15})}}, {"nodes", {n("y", "matmul", {"a", "b"})}}, {"outputs", {"y"}}}}};
+           {{"inputs", {value("a", {9, k}), value("b", {4, k, 15})}}, {"nodes", {node("y", "matmul", {"a", "b"})}}, {"outputs", {"y"}}}}};
 }
 
 TEST(MatmulSplit, PiecesOfTheReductionAddUpToTheWholeProduct) {

@@ -9,6 +9,7 @@
 #include "codegen/lower.h"
 #include "codegen/partition.h"
 #include "codegen/reshape_sinking.h"
+#include "common/graph_json.h"
 #include "common/random_inputs.h"
 #include "ir/decompose.h"
 #include "ir/interpreter.h"
@@ -18,10 +19,8 @@ namespace {
 
 using nlohmann::json;
 
-json value(const std::string& name, std::vector<int64_t> shape) { return {{"name", name}, {"shape", shape}}; }
-json node(const std::string& name, const std::string& op, std::vector<std::string> args, json attrs = json::object()) {
-  return {{"name", name}, {"op", op}, {"args", args}, {"attrs", attrs}};
-}
+using testing::node;
+using testing::value;
 
 // x [4, 8, 5, 6] through GroupNorm (4 groups, affine), then `tail` nodes reading "gn".
 Graph group_norm_then(const json& tail, const std::string& output, const json& extra_inputs = json::array()) {

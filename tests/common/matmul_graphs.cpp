@@ -1,14 +1,12 @@
 #include "common/matmul_graphs.h"
 
+#include "common/graph_json.h"
+
 namespace kforge::testing {
 
 namespace {
 using nlohmann::json;
 
-json value(const std::string& name, std::vector<int64_t> shape) { return {{"name", name}, {"shape", shape}}; }
-json node(const std::string& name, const std::string& op, std::vector<std::string> args, json attrs = json::object()) {
-  return {{"name", name}, {"op", op}, {"args", args}, {"attrs", attrs}};
-}
 // y = a @ b for inputs of the given shapes.
 SampleGraph product(const std::string& name, std::vector<int64_t> a, std::vector<int64_t> b) {
   return {name, {{"inputs", {value("a", a), value("b", b)}}, {"nodes", {node("y", "matmul", {"a", "b"})}},

@@ -1,6 +1,8 @@
 #include "common/sample_graphs.h"
 #include <stdexcept>
 
+#include "common/graph_json.h"
+
 namespace kforge::testing {
 
 namespace {
@@ -8,9 +10,6 @@ using nlohmann::json;
 
 json input(const std::string& name, std::vector<int64_t> shape, const std::string& dtype = "f32") {
   return {{"name", name}, {"shape", shape}, {"dtype", dtype}};
-}
-json node(const std::string& name, const std::string& op, std::vector<std::string> args, json attrs = json::object()) {
-  return {{"name", name}, {"op", op}, {"args", args}, {"attrs", attrs}};
 }
 SampleGraph unary(const std::string& op, std::vector<int64_t> shape, json attrs = json::object()) {
   return {op, unary_graph(op, std::move(shape), std::move(attrs))};
