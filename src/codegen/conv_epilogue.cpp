@@ -1,7 +1,9 @@
 #include "codegen/conv_epilogue.h"
 
 #include <algorithm>
+#include <optional>
 
+#include "ir/conv.h"
 #include "ir/ops.h"
 
 namespace kforge {
@@ -33,26 +35,59 @@ bool read_only_where_a_bias_is_free(const Graph& g, int id) {
   return readers > 0;
 }
 
+// Whether `id` is a convolution nothing else reads that takes an epilogue: read once, no graph output, no
+// activation of its own yet (a bias may be folded already).
+bool open_conv(const Graph& g, const std::vector<int>& uses, int id) {
+  const Node& c = g.at(id);
+  return is_conv_op(c.op) && uses[id] == 1 && !is_output(g, id) && !c.has_attr("activation");
+}
+
+// The conv node `add` (conv + channel bias view) becomes, with the bias as its third argument; nullopt if it is
+// not that pattern.
+std::optional<Node> with_bias(const Graph& g, const std::vector<int>& uses, const Node& add) {
+  if (add.op != "add") return std::nullopt;
+  for (int side : {0, 1}) {
+    const int cv = add.args[side];
+    const Node& conv = g.at(cv);
+    if (!open_conv(g, uses, cv) || conv.args.size() != 2 || add.type != conv.type) continue;
+    const int bias = channel_bias(g, add.args[1 - side], conv.type.shape.size(), conv.type.shape[1]);
+    if (bias < 0) continue;
+    Node folded = conv;
+    folded.name = add.name;
+    folded.args.push_back(bias);
+    return folded;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-Graph fold_conv_bias(const Graph& prim) {
+bool is_conv_activation(const Node& a) {
+  static const char* ops[] = {"relu", "sigmoid", "tanh", "gelu", "silu", "elu", "leaky_relu", "hardtanh"};
+  return a.type.dtype == DType::f32 && std::find(std::begin(ops), std::end(ops), a.op) != std::end(ops);
+}
+
+Graph fold_conv_epilogues(const Graph& prim) {
   Graph g = prim;
-  std::vector<int> uses = g.use_counts();
+  const std::vector<int> uses = g.use_counts();
+  // Each rewrite replaces the last node of its pattern in place (its id, so the graph's outputs and readers still
+  // name it) and leaves the ones before it unread: the use counts of the nodes a later pattern looks at hold.
   for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& add = g.nodes[i];
-    if (add.op != "add" || read_only_where_a_bias_is_free(g, int(i))) continue;
-    for (int side : {0, 1}) {
-      int cv = add.args[side];
-      const Node& conv = g.at(cv);
-      if (!is_conv_op(conv.op) || conv.args.size() != 2 || uses[cv] != 1 || is_output(g, cv) || add.type != conv.type) continue;
-      int bias = channel_bias(g, add.args[1 - side], conv.type.shape.size(), conv.type.shape[1]);
-      if (bias < 0) continue;
-      Node folded = conv;
-      folded.name = add.name;
-      folded.args.push_back(bias);
-      g.nodes[i] = std::move(folded);  // the add's id, so the graph's outputs still name it; conv is left unread
-      break;
+    const Node& n = g.nodes[i];
+    if (read_only_where_a_bias_is_free(g, int(i))) continue;
+    if (auto folded = with_bias(g, uses, n)) {
+      g.nodes[i] = std::move(*folded);
+      continue;
     }
+    if (!is_conv_activation(n)) continue;
+    const int arg = n.args[0];
+    std::optional<Node> folded;
+    if (open_conv(g, uses, arg)) folded = g.at(arg);
+    else if (uses[arg] == 1 && !is_output(g, arg)) folded = with_bias(g, uses, g.at(arg));
+    if (!folded || folded->type != n.type) continue;
+    folded->name = n.name;
+    folded->attrs["activation"] = {{"op", n.op}, {"attrs", n.attrs}};
+    g.nodes[i] = std::move(*folded);
   }
   return g;
 }

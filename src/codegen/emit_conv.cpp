@@ -22,6 +22,7 @@
 // that convolution's input [n, c, *in]; cuDNN runs it as CONVOLUTION_BACKWARD_DATA.
 #include <algorithm>
 
+#include "codegen/conv_epilogue.h"
 #include "codegen/emitters.h"
 #include "ir/conv.h"
 #include "ir/error.h"
@@ -51,6 +52,20 @@ DType result_dtype(Precision p) { return is_half(p) ? DType::f16 : DType::f32; }
 
 }  // namespace
 
+std::string ConvEpilogue::store(const std::string& lhs, const std::string& value, const std::string& channel,
+                                const std::string& to) const {
+  const std::string sum = value + (bias >= 0 ? " + bias[" + channel + "]" : "");
+  if (!activation) return lhs + " = " + to + "(" + sum + ");\n";
+  // The activation names its argument more than once: a local holds it.
+  const size_t indent = lhs.find_first_not_of(' ');
+  return lhs.substr(0, indent) + "{ const float r = " + sum + "; " + lhs.substr(indent) + " = " + to + "(" +
+         unary_expression(*activation, "r") + "); }\n";
+}
+
+ConvEpilogue conv_epilogue(const EmitContext& cx, const Node& conv) {
+  return {conv.args.size() > 2 ? buffer_of(cx, conv.args[2]) : -1, conv_activation(conv)};
+}
+
 std::string tiled_transpose(int64_t A, int64_t B, int64_t C, const std::string& load, const std::string& store) {
   const auto I = i64_literal;
   const int64_t tiles_b = (B + 31) / 32, tiles_c = (C + 31) / 32;
@@ -79,43 +94,45 @@ int64_t tiled_transpose_blocks(int64_t A, int64_t B, int64_t C) { return A * ((B
 namespace {
 
 // A plan step that writes dst[a][c][b] = src[a][b][c] (a < A, b < B, c < C) through tiled_transpose. NCHW <-> NHWC
-// is this with B = channels, C = the spatial extent (or the reverse), A = the batch. With a `bias` buffer (one
-// value per c) it writes src + bias[c]: the NHWC result's way back adds the convolution's bias on the way; with an
-// `undo` buffer it first multiplies by undo[0] (fp16x3's scales). `in` and `out` are the two sides' element
-// types: the way into a half-precision step rounds, the way back widens.
+// is this with B = channels, C = the spatial extent (or the reverse), A = the batch. With an epilogue (its bias one
+// value per c) it writes it applied to src: the NHWC result's way back adds the convolution's bias and activation
+// on the way; with an `undo` buffer it first multiplies by undo[0] (fp16x3's scales). `in` and `out` are the two
+// sides' element types: the way into a half-precision step rounds, the way back widens.
 PlanKernel transpose_step(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, int src, int dst,
-                          int64_t A, int64_t B, int64_t C, int bias = -1, const Element& in = {}, const Element& out = {},
-                          int undo = -1) {
+                          int64_t A, int64_t B, int64_t C, const ConvEpilogue& e = {}, const Element& in = {},
+                          const Element& out = {}, int undo = -1) {
   const auto I = i64_literal;
   std::string s = "// kforge kernel " + name + ": channels-last transpose for conv group '" + g.key + "', [" +
                   std::to_string(A) + "][" + std::to_string(B) + "][" + std::to_string(C) + "] -> [a][c][b]\n";
   s += "extern \"C\" __global__ void __launch_bounds__(256) " + name + "(const " + in.type + "* __restrict__ src, " +
-       (bias >= 0 ? "const float* __restrict__ bias, " : "") + (undo >= 0 ? "const float* __restrict__ undo, " : "") + out.type +
+       (e.bias >= 0 ? "const float* __restrict__ bias, " : "") + (undo >= 0 ? "const float* __restrict__ undo, " : "") + out.type +
        "* __restrict__ dst) {\n";
   if (undo >= 0) s += "  const float scale = undo[0];  // 2^-(ex + ew): the split copies' scales, undone exactly\n";
   s += tiled_transpose(A, B, C, in.from + "(v)",
-                       "        dst[a * " + I(B * C) + " + c * " + I(B) + " + b] = " + out.to + "(x" + (undo >= 0 ? " * scale" : "") +
-                           (bias >= 0 ? " + bias[c]" : "") + ");\n");
+                       e.store("        dst[a * " + I(B * C) + " + c * " + I(B) + " + b]", undo >= 0 ? "x * scale" : "x", "c", out.to));
   s += "}\n";
   std::vector<int> args = {src};
-  if (bias >= 0) args.push_back(bias);
+  if (e.bias >= 0) args.push_back(e.bias);
   if (undo >= 0) args.push_back(undo);
   args.push_back(dst);
   return generated_kernel(g, ks, name, s, args, clamp_grid(tiled_transpose_blocks(A, B, C)), 256);
 }
 
-// A plan step that adds bias[c] to y[a][c][s] in place (c < C, s < S): the bias of an NCHW library call whose
-// sum nothing else reads. One element a thread, a block per 256 of them (as emit_pointwise's grid).
-PlanKernel bias_step(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, int y, int bias,
-                     int64_t A, int64_t C, int64_t S) {
+// A plan step that applies the epilogue (bias[c], then the activation) to y[a][c][s] in place (c < C, s < S): that
+// of an NCHW library call whose result nothing else reads. One element a thread, a block per 256 of them (as
+// emit_pointwise's grid).
+PlanKernel epilogue_step(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, int y,
+                         const ConvEpilogue& e, int64_t A, int64_t C, int64_t S) {
   const auto I = i64_literal;
-  std::string s = "// kforge kernel " + name + ": the bias of conv group '" + g.key + "', in place over [" +
+  std::string s = "// kforge kernel " + name + ": the epilogue of conv group '" + g.key + "', in place over [" +
                   std::to_string(A) + "][" + std::to_string(C) + "][" + std::to_string(S) + "]\n";
-  s += "extern \"C\" __global__ void __launch_bounds__(256) " + name +
-       "(const float* __restrict__ bias, float* __restrict__ y) {\n";
-  s += "  for (i64 i = (i64)blockIdx.x * 256 + threadIdx.x; i < " + I(A * C * S) + "; i += (i64)gridDim.x * 256)\n";
-  s += "    y[i] += bias[i / " + I(S) + " % " + I(C) + "];\n}\n";
-  return generated_kernel(g, ks, name, s, {bias, y}, full_grid((A * C * S + 255) / 256), 256);
+  s += "extern \"C\" __global__ void __launch_bounds__(256) " + name + "(" +
+       (e.bias >= 0 ? "const float* __restrict__ bias, " : "") + "float* __restrict__ y) {\n";
+  s += "  for (i64 i = (i64)blockIdx.x * 256 + threadIdx.x; i < " + I(A * C * S) + "; i += (i64)gridDim.x * 256) {\n";
+  s += e.store("    y[i]", "y[i]", "i / " + I(S) + " % " + I(C)) + "  }\n}\n";
+  std::vector<int> args = {y};
+  if (e.bias >= 0) args.insert(args.begin(), e.bias);
+  return generated_kernel(g, ks, name, s, args, full_grid((A * C * S + 255) / 256), 256);
 }
 
 // The extents of a channels-last step: its x is [n, xc, x_extent], its y [n, yc, y_extent] (a transposed
@@ -129,12 +146,24 @@ ChannelsLast channels_last(const ConvDims& d, bool transposed) {
   return {t, t ? d.o : d.c, t ? d.c : d.o, numel(t ? d.out : d.in), numel(t ? d.in : d.out), d.c / d.groups, numel(d.kernel)};
 }
 
+// The step's library block and buffers for an epilogue cuDNN applies (schedule library_epilogue): which pointwise
+// operations its graph adds after the convolution (fp16x3's scale, the bias, the activation) and their buffers
+// after the workspace (bias, then scale).
+void library_epilogue(PlanKernel& k, const ConvEpilogue& e, int scale) {
+  nlohmann::json epilogue = {{"bias", e.bias >= 0}, {"scale", scale >= 0}};
+  if (e.activation) epilogue["activation"] = {{"op", e.activation->op}, {"attrs", e.activation->attrs}};
+  k.library["epilogue"] = epilogue;
+  if (e.bias >= 0) k.args.push_back(e.bias);
+  if (scale >= 0) k.args.push_back(scale);
+}
+
 // The channels-last steps of a convolution in fp16x3 (emit_conv_split.cpp): both operands' largest magnitudes,
 // their scaled fp16 parts tripling the reduction's channels (a forward convolution's input channels, a transposed
 // one's output channels: the library block's c or o becomes three times as many, in the same groups), the cuDNN
-// step (fp16 x and w, fp32 y), and the transpose back undoing the scales (and adding the bias).
+// step (fp16 x and w, fp32 y), and the transpose back undoing the scales and applying the epilogue, or under
+// library_epilogue only transposing what cuDNN's graph scaled and applied them to.
 std::vector<PlanKernel> split_step(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, PlanKernel k,
-                                   const ConvDims& d, const ChannelsLast& cl, int x, int w, int y, int bias) {
+                                   const ConvDims& d, const ChannelsLast& cl, int x, int w, int y, const ConvEpilogue& e) {
   const std::string& name = k.name;
   const bool t = cl.transposed;
   const int64_t xc = cl.xc, yc = cl.yc, x_extent = cl.x_extent, y_extent = cl.y_extent, wc = cl.wc, taps = cl.taps;
@@ -143,16 +172,20 @@ std::vector<PlanKernel> split_step(EmitContext& cx, const KernelGroup& g, const 
   const HalfScales h = emit_half_absmax(cx, g, ks, name, x, x_elems, w, w_elems, 256);
   k.args[0] = add_temp(cx, g.key + ".x_nhwc", DType::f16, {3 * x_elems});
   k.args[1] = add_temp(cx, g.key + ".w_nhwc", DType::f16, {3 * w_elems});
-  k.args[2] = add_temp(cx, g.key + ".y_nhwc", DType::f32, {d.n * yc * y_extent});
   const int undo = add_temp(cx, g.key + ".undo", DType::f32, {1});
   k.library[t ? "o" : "c"] = 3 * (t ? d.o : d.c);
   const std::vector<std::string> x_parts = {"hi", "hi", "lo"}, w_parts = {"hi", "lo", "hi"};
-  return {h.absmax,
-          emit_split_transpose(g, ks, name + "_x_nhwc", x, k.args[0], h, "ea", d.n, xc, x_extent, xc / d.groups, false, x_parts, undo),
-          t ? emit_split_transpose(g, ks, name + "_w_nhwc", w, k.args[1], h, "eb", d.o, wc, taps, d.o / d.groups, true, w_parts)
-            : emit_split_transpose(g, ks, name + "_w_nhwc", w, k.args[1], h, "eb", d.o, wc, taps, wc, false, w_parts),
-          k,
-          transpose_step(g, ks, name + "_y_nchw", k.args[2], y, d.n, y_extent, yc, bias, {}, {}, undo)};
+  std::vector<PlanKernel> steps = {
+      h.absmax,
+      emit_split_transpose(g, ks, name + "_x_nhwc", x, k.args[0], h, "ea", d.n, xc, x_extent, xc / d.groups, false, x_parts, undo),
+      t ? emit_split_transpose(g, ks, name + "_w_nhwc", w, k.args[1], h, "eb", d.o, wc, taps, d.o / d.groups, true, w_parts)
+        : emit_split_transpose(g, ks, name + "_w_nhwc", w, k.args[1], h, "eb", d.o, wc, taps, wc, false, w_parts)};
+  k.args[2] = add_temp(cx, g.key + ".y_nhwc", DType::f32, {d.n * yc * y_extent});
+  if (ks.library_epilogue) library_epilogue(k, e, undo);
+  steps.push_back(k);
+  if (ks.library_epilogue) steps.push_back(transpose_step(g, ks, name + "_y_nchw", k.args[2], y, d.n, y_extent, yc));
+  else steps.push_back(transpose_step(g, ks, name + "_y_nchw", k.args[2], y, d.n, y_extent, yc, e, {}, {}, undo));
+  return steps;
 }
 
 nlohmann::json conv_attrs(const nlohmann::json& lib) {
@@ -164,10 +197,10 @@ nlohmann::json conv_attrs(const nlohmann::json& lib) {
 std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
   const Graph& graph = *cx.partition.graph;
   const Node& cv = graph.at(g.anchor);
-  // A bias here is conv_epilogue.h's fold: one value per output channel, added by the step writing the result.
-  const int bias = cv.args.size() > 2 ? buffer_of(cx, cv.args[2]) : -1;
+  // A bias and activation here are conv_epilogue.h's fold, applied by the step writing the result.
+  const ConvEpilogue e = conv_epilogue(cx, cv);
   if (ks.strategy == Strategy::tile)
-    return {emit_conv_direct(g, ks, name, buffer_of(cx, cv.args[0]), buffer_of(cx, cv.args[1]), buffer_of(cx, g.anchor), bias)};
+    return {emit_conv_direct(g, ks, name, buffer_of(cx, cv.args[0]), buffer_of(cx, cv.args[1]), buffer_of(cx, g.anchor), e)};
   const Shape &xs = graph.at(cv.args[0]).type.shape, &ws = graph.at(cv.args[1]).type.shape;
   const std::string where = "node '" + cv.name + "': ";
   // A transposed convolution is described by the forward convolution it is the input gradient of.
@@ -187,25 +220,31 @@ std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const K
                {"workspace_bytes", kWorkspaceBytes}};
   k.schedule = {{"strategy", to_string(ks.strategy)}, {"precision", to_string(ks.precision)}, {"algo", ks.algo},
                 {"layout", to_string(ks.layout)}};
+  if (ks.library_epilogue) k.schedule["epilogue"] = "library";
   const Shape& result = graph.at(g.anchor).type.shape;
   if (!nhwc) {
-    if (bias < 0) return {k};
-    return {k, bias_step(g, ks, name + "_bias", k.args[2], bias, result[0], result[1], numel(result) / (result[0] * result[1]))};
+    if (ks.library_epilogue) library_epilogue(k, e, -1);
+    if (e.empty() || ks.library_epilogue) return {k};
+    return {k, epilogue_step(g, ks, name + "_epilogue", k.args[2], e, result[0], result[1], numel(result) / (result[0] * result[1]))};
   }
   // Channels last: the step reads and writes channels-last copies; its input and weight are transposed into
   // them first and its result back after.
   const ChannelsLast cl = channels_last(d, cv.op == "conv_transpose");
   const int x = k.args[0], w = k.args[1], y = k.args[2];
-  if (ks.precision == Precision::fp16x3) return split_step(cx, g, ks, k, d, cl, x, w, y, bias);
+  if (ks.precision == Precision::fp16x3) return split_step(cx, g, ks, k, d, cl, x, w, y, e);
   const int64_t xc = cl.xc, yc = cl.yc, x_extent = cl.x_extent, y_extent = cl.y_extent, wc = cl.wc, taps = cl.taps;
   // In fp16 or bf16 the copies are 16-bit: the transposes in round, the one out widens (and adds the bias).
   const Element full, copy = element_of(ks.precision);
   k.args[0] = add_temp(cx, g.key + ".x_nhwc", input_dtype(ks.precision), {d.n * xc * x_extent});
   k.args[1] = add_temp(cx, g.key + ".w_nhwc", input_dtype(ks.precision), {d.o * wc * taps});
+  std::vector<PlanKernel> steps = {transpose_step(g, ks, name + "_x_nhwc", x, k.args[0], d.n, xc, x_extent, {}, full, copy),
+                                   transpose_step(g, ks, name + "_w_nhwc", w, k.args[1], d.o, wc, taps, {}, full, copy)};
   k.args[2] = add_temp(cx, g.key + ".y_nhwc", result_dtype(ks.precision), {d.n * yc * y_extent});
-  return {transpose_step(g, ks, name + "_x_nhwc", x, k.args[0], d.n, xc, x_extent, -1, full, copy),
-          transpose_step(g, ks, name + "_w_nhwc", w, k.args[1], d.o, wc, taps, -1, full, copy), k,
-          transpose_step(g, ks, name + "_y_nchw", k.args[2], y, d.n, y_extent, yc, bias, copy, full)};
+  if (ks.library_epilogue) library_epilogue(k, e, -1);
+  steps.push_back(k);
+  steps.push_back(transpose_step(g, ks, name + "_y_nchw", k.args[2], y, d.n, y_extent, yc, ks.library_epilogue ? ConvEpilogue{} : e,
+                                 copy, full));
+  return steps;
 }
 
 ConvDims conv_step_dims(const nlohmann::json& lib, const std::string& where) {
@@ -235,9 +274,20 @@ void check_conv_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffers
     int64_t x = d.n * d.c * numel(d.in), w = d.o * (d.c / d.groups) * numel(d.kernel), y = numel(d.result);
     if (lib.at("op") == "conv_transpose") std::swap(x, y);  // it reads the forward's output, writes its input
     if (std::min({d.n, d.c, d.o}) < 1) throw UserError(where + ": n, c and o must be at least 1");
+    const nlohmann::json epilogue = lib.value("epilogue", nlohmann::json());
+    // Under an epilogue cuDNN applies, its bias and scale buffers follow the workspace.
     const DType in = input_dtype(p), out = result_dtype(p);
-    check_step_buffers(k, buffers, {{"x", x, in}, {"w", w, in}, {"y", y, out},
-                                    {"workspace", (lib.at("workspace_bytes").get<int64_t>() + 3) / 4}}, where);
+    std::vector<StepOperand> expected = {{"x", x, in}, {"w", w, in}, {"y", y, out},
+                                        {"workspace", (lib.at("workspace_bytes").get<int64_t>() + 3) / 4}};
+    if (!epilogue.is_null()) {
+      if (epilogue.value("scale", false) != (p == Precision::fp16x3))
+        throw UserError(where + ": epilogue.scale is fp16x3's (the factor undoing its parts' scales), and only its");
+      if (epilogue.value("bias", false)) expected.push_back({"bias", lib.at("op") == "conv_transpose" ? d.c : d.o, DType::f32});
+      if (epilogue.value("scale", false)) expected.push_back({"scale", 1, DType::f32});
+      if (epilogue.contains("activation") && !is_conv_activation(activation_node(epilogue.at("activation"), {DType::f32, {}})))
+        throw UserError(where + ": epilogue.activation " + epilogue.at("activation").dump() + " is not one cuDNN's graph takes");
+    }
+    check_step_buffers(k, buffers, expected, where);
   } catch (const nlohmann::json::exception& e) {
     throw UserError(where + ": malformed parameters: " + e.what());
   }

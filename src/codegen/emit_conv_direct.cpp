@@ -6,15 +6,16 @@
 // walks `items` consecutive output rows of one column: per kernel column it loads the input column the rows
 // share into registers once and accumulates every (row, tap) product with fmaf, the weights held in registers.
 // Plain fp32 arithmetic, one output at a time: the strict tier's. The bias was split off (ir/conv.h) and runs
-// in the pointwise kernel that reads the result, unless conv_epilogue.h folded it back (`bias` >= 0): then the
-// kernel adds it as it writes.
+// in the pointwise kernel that reads the result, unless conv_epilogue.h folded it (and maybe an activation) back:
+// then the kernel applies them as it writes.
 #include "codegen/emitters.h"
 #include "ir/error.h"
 
 namespace kforge {
 
 PlanKernel emit_conv_direct(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, int x, int w, int y,
-                            int bias) {
+                            const ConvEpilogue& e) {
+  const int bias = e.bias;
   KF_ASSERT(g.depthwise.has_value(), "emit_conv_direct on a group that is no 2-D depthwise convolution");
   const ConvDims& d = *g.depthwise;
   const DirectConvTile t = direct_conv_tile(d, ks);
@@ -78,8 +79,8 @@ PlanKernel emit_conv_direct(const KernelGroup& g, const KernelSchedule& ks, cons
   s += "    }\n";
   s += "    _Pragma(\"unroll\") for (int r = 0; r < " + N(ks.items) + "; ++r) {\n";
   s += "      const i64 oh = oh0 + row0 + r, ow = ow0 + tx;\n";
-  s += "      if (oh < " + I(oh) + " && ow < " + I(ow) + ") y[plane * " + I(oh * ow) + " + oh * " + I(ow) + " + ow] = acc[r]" +
-       (bias >= 0 ? " + bias[plane % " + I(d.c) + "]" : "") + ";\n";
+  s += "      if (oh < " + I(oh) + " && ow < " + I(ow) + ") {\n" +
+       e.store("        y[plane * " + I(oh * ow) + " + oh * " + I(ow) + " + ow]", "acc[r]", "plane % " + I(d.c)) + "      }\n";
   s += "    }\n  }\n}\n";
   return generated_kernel(g, ks, name, s, bias >= 0 ? std::vector<int>{x, w, bias, y} : std::vector<int>{x, w, y},
                           clamp_grid(tiles), ks.block);

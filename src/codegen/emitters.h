@@ -4,6 +4,7 @@
 // KernelSchedule into one or more PlanKernels.
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,9 +26,22 @@ std::vector<PlanKernel> emit_scan(EmitContext& cx, const KernelGroup& g, const K
 std::vector<PlanKernel> emit_pool(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
 std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
 std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
+// What the kernel writing a convolution's result applies on the way (codegen/conv_epilogue.h folded it into the
+// node): the bias (a buffer of one value per channel, -1 for none) and the activation after it.
+struct ConvEpilogue {
+  int bias = -1;
+  std::optional<Node> activation;
+  bool empty() const { return bias < 0 && !activation; }
+  // Statements writing fp32 expression `value` of channel `channel` through the epilogue to `lhs`, converted by
+  // `to` (a function name, or empty); the kernel has the bias buffer as parameter `bias`.
+  std::string store(const std::string& lhs, const std::string& value, const std::string& channel,
+                    const std::string& to = "") const;
+};
+// The epilogue folded into conv node `conv`.
+ConvEpilogue conv_epilogue(const EmitContext& cx, const Node& conv);
 // emit_conv's own-kernel branch (strategy tile, a 2-D depthwise convolution): buffers x, w, y.
 PlanKernel emit_conv_direct(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, int x, int w, int y,
-                            int bias = -1);
+                            const ConvEpilogue& epilogue = {});
 // emit_matmul's own-kernel branch (strategy mma): the operands as emit_matmul describes them to cuBLASLt
 // (transposed, ld, batch_stride), and the kernel's buffers [a, b, c, bias if the epilogue has one].
 std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks,

@@ -136,7 +136,7 @@ std::string KernelWriter::gather(const Node& n) {
   return "b" + std::to_string(b) + "[" + e + "]";
 }
 
-std::string KernelWriter::unary(const Node& n, const std::string& x) {
+std::string unary_expression(const Node& n, const std::string& x) {
   const std::string& op = n.op;
   auto f = [&](const std::string& k) { return float_literal(n.attr_f(k)); };
   if (op == "relu") return "(" + x + " > 0.f || " + x + " != " + x + " ? " + x + " : 0.f)";  // NaN stays NaN
@@ -220,7 +220,7 @@ std::string KernelWriter::value(int id) {
     else if (n.op == "minimum") e = "kf_min(" + a + ", " + b + ")";
     else e = "powf(" + a + ", " + b + ")";
   } else {
-    e = unary(n, value(n.args[0]));
+    e = unary_expression(n, value(n.args[0]));
   }
   std::string var = "v" + std::to_string(counter_++);
   body_ << indent_ << "const " << ctype(id) << " " << var << " = " << e << ";  // " << n.name << "\n";

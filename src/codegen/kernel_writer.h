@@ -57,7 +57,6 @@ class KernelWriter {
  private:
   std::string load(int node, bool through_self = false);
   std::string gather(const Node& n);
-  std::string unary(const Node& n, const std::string& x);
   std::string offset_expr(const Access& a, const Shape& s);
   std::string coord_of(size_t dim_in_value, size_t value_rank) const;
 
@@ -82,5 +81,7 @@ class KernelWriter {
 };
 
 std::string float_literal(double v);
+// The CUDA expression of unary op node `n` applied to `x`, which it may name more than once (a variable).
+std::string unary_expression(const Node& n, const std::string& x);
 
 }  // namespace kforge

@@ -62,7 +62,7 @@ std::string sanitize(const std::string& s) {
 }  // namespace
 
 Graph primitive_graph(const Graph& graph) {
-  return fold_conv_bias(fold_gemm_epilogues(sink_reshapes(decompose(graph))));
+  return fold_conv_epilogues(fold_gemm_epilogues(sink_reshapes(decompose(graph))));
 }
 
 std::vector<KernelGroup> kernel_groups(const Graph& graph, bool fuse_rows) {

@@ -15,7 +15,7 @@ struct LowerOptions {
 // `graph` may hold high-level ops; it is decomposed first.
 Plan lower(const Graph& graph, const Schedule& schedule, const LowerOptions& opts = {});
 
-// decompose, then fold_gemm_epilogues and fold_conv_bias: the graph partition() and the emitters see.
+// decompose, then fold_gemm_epilogues and fold_conv_epilogues: the graph partition() and the emitters see.
 Graph primitive_graph(const Graph& graph);
 
 // The kernel groups `graph` splits into under `fuse_rows` (for search: each group's schedule space).

@@ -137,6 +137,7 @@ struct Partitioner {
       k.shape = n.type.shape;
       k.anchor = root;
       k.elem_outputs = {root};
+      k.conv_epilogue = is_conv_op(n.op) && (n.args.size() > 2 || n.has_attr("activation"));
       if (n.op == "conv") {
         ConvDims d = conv_dims(g.at(n.args[0]).type.shape, g.at(n.args[1]).type.shape, n.attrs, "node '" + n.name + "': ");
         if (d.in.size() == 2 && d.groups == d.c && d.o == d.c) k.depthwise = d;

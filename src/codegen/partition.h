@@ -48,6 +48,8 @@ struct KernelGroup {
   // conv: the geometry where the group is a 2-D depthwise forward convolution (groups = channels = outputs),
   // which kforge's own direct kernel can run (schedule strategy tile, emit_conv_direct.cpp); else empty.
   std::optional<ConvDims> depthwise;
+  // conv: whether a bias or an activation was folded into the node (codegen/conv_epilogue.h).
+  bool conv_epilogue = false;
 };
 
 struct Partition {

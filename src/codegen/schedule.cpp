@@ -90,6 +90,7 @@ nlohmann::json to_json(const KernelSchedule& ks) {
   if (ks.strategy == Strategy::library || ks.strategy == Strategy::mma)
     j.update({{"precision", to_string(ks.precision)}, {"algo", ks.algo}});
   if (ks.layout != Layout::nchw) j["layout"] = to_string(ks.layout);  // absent: nchw (older rows read back)
+  if (ks.library_epilogue) j["epilogue"] = "library";                   // absent: the kernel writing the result's
   return j;
 }
 
@@ -115,6 +116,9 @@ Schedule schedule_from_json(const nlohmann::json& j) {
     ks.precision = precision_from_string(v.value("precision", "fp32"));
     ks.algo = v.value("algo", 0);
     ks.layout = layout_from_string(v.value("layout", "nchw"));
+    const std::string epilogue = v.value("epilogue", "kernel");
+    if (epilogue != "kernel" && epilogue != "library") throw UserError("schedule of kernel '" + key + "': epilogue must be kernel or library");
+    ks.library_epilogue = epilogue == "library";
     s.kernels[key] = ks;
   }
   return s;
@@ -176,6 +180,8 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
   if (ks.items < 1 || ks.items > 64) illegal(g, "items", "must be in [1, 64]");
   if (ks.layout != Layout::nchw && g.kind != GroupKind::conv)
     illegal(g, "layout", "nhwc is a convolution's choice only");
+  if (ks.library_epilogue && (g.kind != GroupKind::conv || ks.strategy != Strategy::library))
+    illegal(g, "epilogue", "library is a cuDNN convolution's choice only");
   if (!is_library_kind(g.kind)) {
     if (ks.strategy == Strategy::library || ks.strategy == Strategy::mma)
       illegal(g, "strategy", to_string(ks.strategy) + " is for matrix products and convolutions only");
@@ -228,6 +234,8 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
       if ((is_half(ks.precision) || ks.precision == Precision::fp16x3) && ks.layout != Layout::nhwc)
         illegal(g, "precision", to_string(ks.precision) + " needs layout nhwc (the transposes into channels last make the 16-bit copies)");
       if (ks.vec != 1 || ks.items != 1) illegal(g, "vec/items", "are not choices of a convolution");
+      if (ks.library_epilogue && !g.conv_epilogue && ks.precision != Precision::fp16x3)
+        illegal(g, "epilogue", "library leaves cuDNN nothing to do here (no bias or activation folded into the convolution, no fp16x3 scales)");
       if (ks.algo < 0 || ks.algo >= kConvEngines)
         illegal(g, "algo", "must be in [0, " + std::to_string(kConvEngines) + ") (an index into cuDNN's engine heuristic)");
       break;
@@ -413,7 +421,9 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
     case GroupKind::conv:
       for (auto p : {Precision::fp32, Precision::tf32, Precision::fp16x3, Precision::fp16, Precision::bf16})
         for (int a = 0; a < kConvEngines; ++a)
-          for (auto layout : {Layout::nchw, Layout::nhwc}) keep({Strategy::library, 256, 1, 1, 1, RowCache::none, p, a, layout});
+          for (auto layout : {Layout::nchw, Layout::nhwc})
+            for (bool library_epilogue : {false, true})
+              keep({Strategy::library, 256, 1, 1, 1, RowCache::none, p, a, layout, library_epilogue});
       if (g.depthwise)
         for (int b : {128, 256})
           for (int it : {2, 4, 8}) keep({Strategy::tile, b, 1, it, 1});

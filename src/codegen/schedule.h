@@ -94,6 +94,13 @@ struct KernelSchedule {
   Precision precision = Precision::fp32;  // library only
   int algo = 0;                           // library only: index into the heuristic's list, 0 = its first choice
   Layout layout = Layout::nchw;           // convolutions only
+  // Convolutions on cuDNN only: whether cuDNN's own graph applies the epilogue (runtime/cudnn_conv.cpp: the
+  // convolution into a virtual fp32 tensor, then pointwise operations: fp16x3's scales, the folded bias and
+  // activation of codegen/conv_epilogue.h) before it writes its result, so that no pass follows an NCHW call
+  // and the transpose back of a channels-last one only transposes. Otherwise the step writing the result applies
+  // them (the transpose back, or a pass in place after an NCHW call). Legal where cuDNN has something to apply:
+  // a folded bias or activation, or fp16x3's scales.
+  bool library_epilogue = false;
   bool operator==(const KernelSchedule&) const = default;
 };
 

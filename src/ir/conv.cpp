@@ -96,4 +96,21 @@ double conv_macs(const ConvDims& d) {
   return double(numel(d.result)) * double(d.c / d.groups) * double(numel(d.kernel));
 }
 
+Node activation_node(const json& a, const TensorType& type) {
+  if (!a.is_object() || !a.contains("op") || !a.at("op").is_string() || !a.value("attrs", json::object()).is_object())
+    throw UserError("a convolution's activation must be {\"op\": name, \"attrs\": {..}}, not " + a.dump());
+  Node n;
+  n.op = a.at("op").get<std::string>();
+  n.attrs = a.value("attrs", json::object());
+  n.type = type;
+  return n;
+}
+
+std::optional<Node> conv_activation(const Node& conv) {
+  if (!conv.has_attr("activation")) return std::nullopt;
+  Node n = activation_node(conv.attrs.at("activation"), conv.type);
+  n.name = conv.name;
+  return n;
+}
+
 }  // namespace kforge

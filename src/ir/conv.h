@@ -5,6 +5,7 @@
 // padding='same'/'valid' to ints) and groups. f32 only. decompose splits the bias off into an add of a
 // [O, 1, ..] view, so that the primitive conv is exactly what the library step (cuDNN) computes.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,5 +44,12 @@ struct ConvTransposeDims {
 // Throws UserError (prefixed by `where`) as conv_dims does, and for an output_padding not below the stride or
 // the dilation of its dim (PyTorch's rule) or a result extent below 1.
 ConvTransposeDims conv_transpose_dims(const Shape& x, const Shape& w, const nlohmann::json& attrs, const std::string& where);
+
+// A convolution (either kind) may carry an activation applied after its bias, attrs.activation = {"op": "relu",
+// "attrs": {..}} (codegen/conv_epilogue.h folds it in; never in a graph a user writes). The activation as a
+// unary node of the convolution's type reading it; nullopt when there is none.
+std::optional<Node> conv_activation(const Node& conv);
+// An activation in that form, {"op": .., "attrs": {..}}, as a node of type `type`; UserError when malformed.
+Node activation_node(const nlohmann::json& activation, const TensorType& type);
 
 }  // namespace kforge

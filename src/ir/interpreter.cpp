@@ -341,8 +341,10 @@ std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>&
     else if (n.op == "scan") vals[id] = scan(n, *a[0]);
     else if (n.op == "pool") vals[id] = pool(n, *a[0]);
     else if (n.op == "matmul") vals[id] = matmul(n, a);
-    else if (n.op == "conv") vals[id] = conv(n, a);
-    else if (n.op == "conv_transpose") vals[id] = conv_transpose(n, a);
+    else if (is_conv_op(n.op)) {
+      vals[id] = n.op == "conv" ? conv(n, a) : conv_transpose(n, a);
+      if (auto act = conv_activation(n)) vals[id] = elementwise(*act, {&vals[id]});
+    }
     else if (is_view_op(n.op)) vals[id] = view(n, *a[0]);
     else throw UserError("interpret: '" + n.name + "' is a high-level op (" + n.op + "); decompose the graph first");
   }

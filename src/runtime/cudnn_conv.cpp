@@ -1,10 +1,12 @@
 #include "runtime/cudnn_conv.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "codegen/plan.h"
 #include "codegen/schedule.h"
+#include "ir/conv.h"
 #include "ir/error.h"
 #include "runtime/cudnn_api.h"
 
@@ -119,22 +121,97 @@ std::vector<Desc> in_precision_order(std::vector<Desc> cfgs, Precision precision
   return tensor_core;
 }
 
-// The step's operations: tensor, convolution and CONVOLUTION_FORWARD descriptors, finalized (host only). In the
-// form `through_virtual` the convolution writes a virtual fp32 tensor z that an identity pointwise operation
-// copies to y: cuDNN's runtime-fusion engines take that graph where no engine takes fp16 x and w with an fp32 y
-// directly (fp16x3's step).
+// The step's operations: tensor, convolution and CONVOLUTION_FORWARD descriptors, finalized (host only). With an
+// epilogue (Stages) the convolution writes a virtual fp32 tensor that pointwise operations carry to y: cuDNN's
+// runtime-fusion engines take such graphs. fp16x3's identity form (no engine takes fp16 x and w with an fp32 y
+// directly) is the epilogue of no stage.
 struct Operation {
   Desc x, w, y, conv, op;
-  Desc z, identity, copy;  // the second form's virtual tensor, pointwise descriptor and operation
-  std::vector<cudnnBackendDescriptor_t> ops() const { return copy.d ? std::vector{op.d, copy.d} : std::vector{op.d}; }
+  std::vector<Desc> kept;                       // the epilogue's tensors and pointwise descriptors
+  std::vector<cudnnBackendDescriptor_t> stages;  // its pointwise operations (owned by `kept`)
+  std::vector<cudnnBackendDescriptor_t> ops() const {
+    std::vector<cudnnBackendDescriptor_t> all = {op.d};
+    all.insert(all.end(), stages.begin(), stages.end());
+    return all;
+  }
 };
-constexpr int64_t kZ = 4;  // the virtual tensor's id (no pointer: never in the variant pack)
+// Ids of the epilogue's tensors: the virtual ones count up from kVirtual (never in the variant pack).
+constexpr int64_t kBias = 5, kScale = 6, kVirtual = 100;
+
+// The pointwise operations after the convolution, in order: fp16x3's scale (a product with undo[0]), the bias (a
+// sum with one value per channel), the activation. None: an identity copy into y.
+struct Stages {
+  bool scale = false, bias = false;
+  std::optional<Node> activation;
+};
+Stages stages_of(const nlohmann::json& lib) {
+  Stages st;
+  if (!lib.contains("epilogue")) return st;
+  const nlohmann::json& e = lib.at("epilogue");
+  st.scale = e.value("scale", false);
+  st.bias = e.value("bias", false);
+  if (e.contains("activation")) st.activation = activation_node(e.at("activation"), {DType::f32, {}});
+  return st;
+}
+
+// A pointwise descriptor of `mode` in fp32 arithmetic.
+Desc pointwise(cudnnPointwiseMode_t mode) {
+  Desc pw(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+  pw.set1(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, mode);
+  pw.set1(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
+  return pw;
+}
+
+// cuDNN's form of a folded activation (codegen/conv_epilogue.h: is_conv_activation's list), finalized.
+Desc activation_mode(const Node& a, const std::string& where) {
+  auto f = [&](const char* key) { return a.attr_f(key); };
+  const std::string& op = a.op;
+  if (op == "relu" || op == "leaky_relu" || op == "hardtanh") {
+    // ReLU with clips: x below the lower clip becomes lower + slope (x - lower), above the upper one the upper.
+    Desc pw = pointwise(CUDNN_POINTWISE_RELU_FWD);
+    if (op == "leaky_relu") pw.set1(CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, CUDNN_TYPE_DOUBLE, f("negative_slope"));
+    if (op == "hardtanh") {
+      pw.set1(CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_DOUBLE, f("min_val"));
+      pw.set1(CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_DOUBLE, f("max_val"));
+    }
+    pw.finalize();
+    return pw;
+  }
+  Desc pw;
+  if (op == "sigmoid") pw = pointwise(CUDNN_POINTWISE_SIGMOID_FWD);
+  else if (op == "tanh") pw = pointwise(CUDNN_POINTWISE_TANH_FWD);
+  else if (op == "gelu")
+    pw = pointwise(a.attrs.value("approximate", "none") == "tanh" ? CUDNN_POINTWISE_GELU_APPROX_TANH_FWD : CUDNN_POINTWISE_GELU_FWD);
+  else if (op == "silu") {
+    pw = pointwise(CUDNN_POINTWISE_SWISH_FWD);  // x sigmoid(beta x)
+    pw.set1(CUDNN_ATTR_POINTWISE_SWISH_BETA, CUDNN_TYPE_DOUBLE, 1.0);
+  } else if (op == "elu") {
+    pw = pointwise(CUDNN_POINTWISE_ELU_FWD);
+    pw.set1(CUDNN_ATTR_POINTWISE_ELU_ALPHA, CUDNN_TYPE_DOUBLE, f("alpha"));
+  } else {
+    throw UserError(where + ": activation '" + op + "' has no cuDNN pointwise mode here");
+  }
+  pw.finalize();
+  return pw;
+}
+
+// One pointwise operation y = mode(x[, b]) of the epilogue.
+Desc pointwise_op(const Desc& mode, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t y) {
+  Desc op(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  op.set1(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, mode.d);
+  op.set1(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, x);
+  if (b) op.set1(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, b);
+  op.set1(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, y);
+  op.finalize();
+  return op;
+}
 
 // `transpose`: the step is a transposed convolution, the input gradient of the forward convolution `d`
 // (CONVOLUTION_BACKWARD_DATA): the step's x is that convolution's output (dy), its y the input (dx).
 // `channels_last`: the step's tensors (and weight) are stored NHWC (layout "NHWC"); `type`: their elements'.
+// `epilogue`: the pointwise stages after the convolution (nullptr: none, the convolution writes y).
 Operation operation(const ConvDims& d, bool transpose, bool channels_last, cudnnDataType_t in_type, cudnnDataType_t out_type,
-                    bool through_virtual) {
+                    const Stages* epilogue, const std::string& where) {
   // cuDNN's convolutions take 2 or 3 spatial dims: a 1-D one is a 2-D one over a height of 1.
   std::vector<int64_t> in = d.in, kernel = d.kernel, out = d.out, stride = d.stride, pad = d.padding, dil = d.dilation;
   if (in.size() == 1) {
@@ -153,9 +230,15 @@ Operation operation(const ConvDims& d, bool transpose, bool channels_last, cudnn
               tensor(kY, ydims, cl, out_type), Desc(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR),  // reads the groups off C / w's C
               Desc(transpose ? CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR
                              : CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR),
-              Desc(), Desc(), Desc()};
-  if (through_virtual) o.z = tensor(kZ, ydims, cl, CUDNN_DATA_FLOAT, true);
-  const Desc& conv_out = through_virtual ? o.z : o.y;
+              {}, {}};
+  // The epilogue's virtual fp32 tensors, in the step's layout as y is. (A y in NCHW strides behind an NHWC
+  // convolution, which would spare the transpose back, ran 17-500x slower or wrong on the H200: run 14.1.)
+  int64_t next_virtual = kVirtual;
+  auto virtual_tensor = [&]() -> cudnnBackendDescriptor_t {
+    o.kept.push_back(tensor(next_virtual++, ydims, cl, CUDNN_DATA_FLOAT, true));
+    return o.kept.back().d;
+  };
+  cudnnBackendDescriptor_t conv_out = epilogue ? virtual_tensor() : o.y.d;
   Desc& conv = o.conv;
   conv.set1(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
   conv.set1(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, CUDNN_CROSS_CORRELATION);  // PyTorch's
@@ -178,29 +261,53 @@ Operation operation(const ConvDims& d, bool transpose, bool channels_last, cudnn
   Desc& op = o.op;
   op.set1(n.x, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.x.d);
   op.set1(n.w, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.w.d);
-  op.set1(n.y, CUDNN_TYPE_BACKEND_DESCRIPTOR, conv_out.d);
+  op.set1(n.y, CUDNN_TYPE_BACKEND_DESCRIPTOR, conv_out);
   op.set1(n.conv, CUDNN_TYPE_BACKEND_DESCRIPTOR, conv.d);
   op.set1(n.alpha, CUDNN_TYPE_FLOAT, 1.0f);
   op.set1(n.beta, CUDNN_TYPE_FLOAT, 0.0f);
   op.finalize();
-  if (!through_virtual) return o;
-  o.identity = Desc(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
-  o.identity.set1(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, CUDNN_POINTWISE_IDENTITY);
-  o.identity.set1(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
-  o.identity.finalize();
-  o.copy = Desc(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-  o.copy.set1(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.identity.d);
-  o.copy.set1(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.z.d);
-  o.copy.set1(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, o.y.d);
-  o.copy.finalize();
+  if (!epilogue) return o;
+  // The stages: each reads the previous one's tensor; the last writes y.
+  struct Stage {
+    Desc mode;
+    cudnnBackendDescriptor_t operand = nullptr;
+  };
+  std::vector<Stage> stages;
+  Shape single(ydims.size(), 1), per_channel = single;
+  per_channel[1] = ydims[1];
+  if (epilogue->scale) {
+    o.kept.push_back(tensor(kScale, single, false, CUDNN_DATA_FLOAT));
+    stages.push_back({pointwise(CUDNN_POINTWISE_MUL), o.kept.back().d});
+  }
+  if (epilogue->bias) {
+    o.kept.push_back(tensor(kBias, per_channel, false, CUDNN_DATA_FLOAT));
+    stages.push_back({pointwise(CUDNN_POINTWISE_ADD), o.kept.back().d});
+  }
+  for (Stage& st : stages) st.mode.finalize();
+  if (epilogue->activation) stages.push_back({activation_mode(*epilogue->activation, where)});
+  if (stages.empty()) {
+    stages.push_back({pointwise(CUDNN_POINTWISE_IDENTITY)});
+    stages.back().mode.finalize();
+  }
+  cudnnBackendDescriptor_t from = conv_out;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    cudnnBackendDescriptor_t to = i + 1 == stages.size() ? o.y.d : virtual_tensor();
+    o.kept.push_back(pointwise_op(stages[i].mode, from, stages[i].operand, to));
+    o.stages.push_back(o.kept.back().d);
+    o.kept.push_back(std::move(stages[i].mode));
+    from = to;
+  }
   return o;
 }
 
-// The operations a step's library block describes (its geometry checked by conv_step_dims first).
-Operation step_operation(const nlohmann::json& lib, const std::string& where, bool through_virtual = false) {
+// The operations a step's library block describes (its geometry checked by conv_step_dims first); with
+// `identity_form`, an fp16x3 step without an epilogue of its own as the epilogue of no stage.
+Operation step_operation(const nlohmann::json& lib, const std::string& where, bool identity_form = false) {
   const Precision p = precision_from_string(lib.value("precision", "fp32"));
+  const Stages stages = stages_of(lib);
+  const bool epilogue = identity_form || lib.contains("epilogue");
   return operation(conv_step_dims(lib, where), lib.value("op", "") == "conv_transpose", lib.value("layout", "") == "NHWC",
-                   input_type(p), result_type(p), through_virtual);
+                   input_type(p), result_type(p), epilogue ? &stages : nullptr, where);
 }
 
 // The engine configurations the heuristic offers for `graph` under `mode`, best first.
@@ -279,26 +386,31 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const nlohmann::json& lib, const std:
   Operation op = step_operation(lib, where);
   Chosen c = choose_engine(handle, op, precision, algo, cap);
   int offered = c.offered;
-  if (!c.plan.d && precision == Precision::fp16x3) {
+  if (!c.plan.d && precision == Precision::fp16x3 && !lib.contains("epilogue")) {
     op = step_operation(lib, where, true);
     c = choose_engine(handle, op, precision, algo, cap);
     offered += c.offered;
   }
   if (!c.plan.d)
     throw UserError(where + ": none of the " + std::to_string(offered) + " engine configurations cuDNN offers for this "
-                    "convolution runs in " + to_string(precision) + " within the " + std::to_string(cap >> 20) +
-                    " MiB workspace (try precision tf32, or a larger workspace_bytes)");
+                    "convolution" + (lib.contains("epilogue") ? " with its epilogue " + lib.at("epilogue").dump() : "") +
+                    " runs in " + to_string(precision) + " within the " + std::to_string(cap >> 20) + " MiB workspace (try " +
+                    (lib.contains("epilogue") ? "the epilogue in a kernel, " : "") + "precision tf32, or a larger workspace_bytes)");
+  has_bias_ = stages_of(lib).bias;
+  has_scale_ = stages_of(lib).scale;
   workspace_ = c.workspace;
   algo_used_ = c.algo_used;
   // The plan is kept with every descriptor it was made from (cudnn_frontend keeps the same chain alive).
-  for (Desc* kept : {&op.x, &op.w, &op.y, &op.conv, &op.op, &op.z, &op.identity, &op.copy, &c.graph, &c.cfg})
+  for (Desc* kept : {&op.x, &op.w, &op.y, &op.conv, &op.op, &c.graph, &c.cfg})
     if (kept->d) keep_.push_back(kept->release());
+  for (Desc& kept : op.kept) keep_.push_back(kept.release());
   plan_ = c.plan.release();
 }
 
 void finalize_conv_operation(const nlohmann::json& library, const std::string& step) {
   step_operation(library, "cuDNN step '" + step + "'");
-  if (library.value("precision", "") == "fp16x3") step_operation(library, "cuDNN step '" + step + "'", true);
+  if (library.value("precision", "") == "fp16x3" && !library.contains("epilogue"))
+    step_operation(library, "cuDNN step '" + step + "'", true);
 }
 
 CudnnConv::~CudnnConv() {
@@ -310,9 +422,16 @@ void CudnnConv::run(cudnnHandle_t handle, const std::vector<CUdeviceptr>& args, 
   KF_CUDNN(cudnn().cudnnSetStream(handle, stream));
   std::vector<void*> ptrs = {reinterpret_cast<void*>(args.at(0)), reinterpret_cast<void*>(args.at(1)),
                              reinterpret_cast<void*>(args.at(2))};
+  std::vector<int64_t> ids = {kX, kW, kY};
+  size_t next = 4;  // after the workspace: the epilogue's bias, then its scale
+  for (auto [has, id] : {std::pair{has_bias_, kBias}, std::pair{has_scale_, kScale}})
+    if (has) {
+      ids.push_back(id);
+      ptrs.push_back(reinterpret_cast<void*>(args.at(next++)));
+    }
   // The variant pack holds this call's pointers: host-side only, so building it per run is capturable.
   Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, std::vector<int64_t>{kX, kW, kY});
+  pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, ids);
   pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, ptrs);
   pack.set1(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, reinterpret_cast<void*>(args.at(3)));
   pack.finalize();

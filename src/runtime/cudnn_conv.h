@@ -35,7 +35,8 @@ class CudnnConv {
   CudnnConv(const CudnnConv&) = delete;
   CudnnConv& operator=(const CudnnConv&) = delete;
 
-  // args: device pointers of the step's buffers in PlanKernel::args order (x, w, y, workspace).
+  // args: device pointers of the step's buffers in PlanKernel::args order (x, w, y, workspace, then the
+  // epilogue's bias and scale where it has them).
   void run(cudnnHandle_t handle, const std::vector<CUdeviceptr>& args, CUstream stream);
   int algo_used() const { return algo_used_; }           // index among the allowed engines
   int64_t workspace_bytes() const { return workspace_; }  // what the chosen engine needs
@@ -46,6 +47,7 @@ class CudnnConv {
   std::vector<cudnnBackendDescriptor_t> keep_;  // the operation, graph and engine config the plan was made from
   int algo_used_ = 0;
   int64_t workspace_ = 0;
+  bool has_bias_ = false, has_scale_ = false;  // the epilogue's buffers, after the workspace in run()'s args
 };
 
 }  // namespace kforge

@@ -27,7 +27,7 @@ const std::vector<PlanChoice>& plan_choices() {
 // row pads them with zeros.
 constexpr const char* kKernelActions[] = {
     "action.log_block", "action.vec", "action.log_items", "action.log_chunks", "action.cache_row",
-    "action.cache_registers", "action.cache_bulk", "action.tf32", "action.tf32x3", "action.fp16", "action.bf16", "action.fp16x3", "action.algo", "action.nhwc", "action.is_default",
+    "action.cache_registers", "action.cache_bulk", "action.tf32", "action.tf32x3", "action.fp16", "action.bf16", "action.fp16x3", "action.algo", "action.nhwc", "action.library_epilogue", "action.is_default",
     "action.log_threads", "action.log_blocks", "action.log_work_per_thread"};
 
 const std::vector<std::string>& decision_feature_names() {
@@ -104,6 +104,7 @@ void PlanDecisions::build_rows() {
                        float(ks.precision == Precision::tf32),
                        float(ks.precision == Precision::tf32x3), float(ks.precision == Precision::fp16),
                        float(ks.precision == Precision::bf16), float(ks.precision == Precision::fp16x3), float(ks.algo), float(ks.layout == Layout::nhwc),
+                       float(ks.library_epilogue),
                        float(ks == def),
                        lg(threads), lg(blocks), lg(double(numel(g.shape)) / std::max(1.0, threads))});
     r.insert(r.end(), 3, 0.f);  // no plan-level action

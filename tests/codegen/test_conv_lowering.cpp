@@ -41,8 +41,8 @@ TEST(ConvLowering, EveryConvIsOneCudnnStep) {
     EXPECT_EQ(l.at("layout"), "NCHW");
     EXPECT_EQ(l.at("precision"), "fp32") << "the default is the strict tier's arithmetic";
     EXPECT_EQ(l.at("algo"), 0);
-    // args: x, w, y, workspace; y is the graph output unless a kernel (ReLU, a bias before it) reads it. A bare
-    // bias is conv_epilogue.h's fold: an in-place pass over the output after the step.
+    // args: x, w, y, workspace; y is the graph output. The bias and the ReLU of the samples are conv_epilogue.h's
+    // fold (nothing but the graph's output reads them): one in-place pass over the output after the step.
     ASSERT_EQ(lib[0]->args.size(), 4u);
     bool permuted = s.name == "conv2d_channels_last_input";  // the view is copied to packed NCHW first
     EXPECT_EQ(p.buffers[lib[0]->args[0]].name, permuted ? "xp" : "x");
@@ -53,11 +53,13 @@ TEST(ConvLowering, EveryConvIsOneCudnnStep) {
     bool bias = g.params.size() == 2;
     bool relu = s.name.find("relu") != std::string::npos;
     EXPECT_EQ(steps(p, StepKind::nvrtc).size(), size_t(bias || relu) + permuted) << s.name << ": bias and ReLU share one kernel";
-    EXPECT_EQ(p.buffers[lib[0]->args[2]].role, relu ? BufferRole::temp : BufferRole::output) << s.name;
-    if (bias && !relu) {
+    EXPECT_EQ(p.buffers[lib[0]->args[2]].role, BufferRole::output) << s.name;
+    if (bias || relu) {
       const PlanKernel& after = *(lib[0] + 1);
-      EXPECT_EQ(after.args, (std::vector<int>{after.args[0], lib[0]->args[2]})) << s.name << ": the bias pass writes y in place";
-      EXPECT_EQ(p.buffers[after.args[0]].name, "bias") << s.name;
+      EXPECT_EQ(after.args.back(), lib[0]->args[2]) << s.name << ": the epilogue pass writes y in place";
+      EXPECT_EQ(after.args.size(), size_t(1 + bias)) << s.name;
+      if (bias) EXPECT_EQ(p.buffers[after.args[0]].name, "bias") << s.name;
+      EXPECT_EQ(after.source.find("? r : 0.f)") != std::string::npos, relu) << s.name << ": the ReLU, on the biased value\n" << after.source;
     }
     EXPECT_NO_THROW(check_library_step(*lib[0], p.buffers)) << s.name;
     if (transposed) {  // the forward convolution's geometry: its input is this op's result
@@ -79,8 +81,19 @@ TEST(ConvEpilogue, ABiasFoldsIntoTheConvolutionUnlessOnlyElementwiseOpsReadTheSu
     EXPECT_TRUE(is_conv_op(n.op)) << name;
     ASSERT_EQ(n.args.size(), 3u) << name;
   }
-  EXPECT_EQ(output_node("conv2d_bias_relu").op, "relu") << "the chain's kernel adds the bias for nothing";
   EXPECT_EQ(output_node("conv2d_no_bias").args.size(), 2u);
+  // The bias read by a ReLU that the graph returns: both fold (the ReLU as attrs.activation).
+  Node relu = output_node("conv2d_bias_relu");
+  EXPECT_EQ(relu.op, "conv");
+  EXPECT_EQ(relu.args.size(), 3u);
+  EXPECT_EQ(relu.attrs.at("activation"), nlohmann::json({{"op", "relu"}, {"attrs", nlohmann::json::object()}}));
+  // A ReLU read by another elementwise op: the chain's kernel adds the bias and applies the ReLU for nothing.
+  nlohmann::json chain = testing::conv_graph("conv2d_bias_relu");
+  chain["nodes"].push_back({{"name", "z"}, {"op", "mul"}, {"args", {"y", "y"}}});
+  chain["outputs"] = {"z"};
+  Graph unfolded = primitive_graph(graph_from_json(chain));
+  EXPECT_EQ(unfolded.at(unfolded.find("y")).op, "relu");
+  EXPECT_EQ(unfolded.at(unfolded.at(unfolded.find("y")).args[0]).op, "add");
   // The sum also read by a ReLU (both returned): the add stays, the kernel that reads it computes both.
   nlohmann::json both = testing::conv_graph("conv2d_bias_relu");
   both["outputs"] = {"c", "y"};
@@ -96,8 +109,24 @@ TEST(ConvEpilogue, ABiasFoldsIntoTheConvolutionUnlessOnlyElementwiseOpsReadTheSu
   for (const Node& n : folded.nodes) conv_with_bias |= is_conv_op(n.op) && n.args.size() == 3;
   EXPECT_TRUE(conv_with_bias);
   for (const Node& n : folded.nodes) EXPECT_NE(n.op, "add") << "the bias add is gone";
-  // The folded graph computes what the original does.
-  for (const nlohmann::json& sample : {testing::conv_graph("conv2d_asymmetric"), reduced}) {
+  // An activation without a bias, before a pooling: it folds alone.
+  nlohmann::json pooled = testing::conv_graph("conv2d_no_bias");
+  pooled["nodes"][0]["name"] = "c";
+  pooled["nodes"].push_back({{"name", "a"}, {"op", "gelu"}, {"args", {"c"}}, {"attrs", {{"approximate", "tanh"}}}});
+  pooled["nodes"].push_back({{"name", "y"}, {"op", "max_pool"}, {"args", {"a"}},
+                             {"attrs", {{"nd", 2}, {"kernel", {2, 2}}, {"stride", {2, 2}}, {"padding", {0, 0}}}}});
+  Graph pooled_prim = primitive_graph(graph_from_json(pooled));
+  const Node& gelu = pooled_prim.at(pooled_prim.at(pooled_prim.outputs[0]).args[0]);
+  EXPECT_EQ(gelu.op, "conv");
+  EXPECT_EQ(gelu.args.size(), 2u);
+  EXPECT_EQ(gelu.attrs.at("activation").at("attrs").at("approximate"), "tanh");
+  // Not an activation cuDNN has (exp), nor one read twice.
+  nlohmann::json exp = testing::conv_graph("conv2d_bias_relu");
+  exp["nodes"][1]["op"] = "exp";
+  Graph exp_prim = primitive_graph(graph_from_json(exp));
+  EXPECT_EQ(exp_prim.at(exp_prim.outputs[0]).op, "exp");
+  // The folded graphs compute what the originals do.
+  for (const nlohmann::json& sample : {testing::conv_graph("conv2d_asymmetric"), reduced, testing::conv_graph("conv2d_bias_relu"), pooled}) {
   Graph g = graph_from_json(sample);
   std::mt19937_64 rng(5);
   auto inputs = testing::random_values(g, g.inputs, rng), params = testing::random_values(g, g.params, rng);
@@ -142,8 +171,18 @@ TEST(ConvSchedule, PrecisionAndEngineAreSearchActions) {
   EXPECT_EQ(def.strategy, Strategy::library);
   EXPECT_EQ(def.precision, Precision::fp32);
   auto space = schedule_space(groups[0]);
-  EXPECT_EQ(space.size(), size_t(2 * 2 * kConvEngines + 3 * kConvEngines))
-      << "fp32 and tf32 engines, each in NCHW and NHWC; fp16x3, fp16 and bf16 in NHWC (their copies come from its transposes)";
+  EXPECT_EQ(space.size(), size_t(2 * 2 * kConvEngines + 3 * kConvEngines + kConvEngines))
+      << "fp32 and tf32 engines, each in NCHW and NHWC; fp16x3, fp16 and bf16 in NHWC (their copies come from its "
+         "transposes); fp16x3 also with its scales undone in cuDNN's graph (no bias, no activation: nothing else for "
+         "a library epilogue to do)";
+  KernelSchedule idle = def;
+  idle.library_epilogue = true;
+  try {
+    check_schedule(groups[0], idle);
+    ADD_FAILURE() << "a library epilogue with nothing to do was accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("leaves cuDNN nothing to do"), std::string::npos) << e.what();
+  }
   KernelSchedule half_nchw = def;
   half_nchw.precision = Precision::fp16;
   try {
@@ -242,10 +281,11 @@ TEST(ConvLayout, NhwcTransposesAroundTheStepAndCudnnAcceptsIt) {
     EXPECT_EQ(x_in.args[1], lib[0]->args[0]);
     EXPECT_EQ(w_in.args[1], lib[0]->args[1]);
     EXPECT_EQ(y_out.args[0], lib[0]->args[2]);
-    // A bare bias rides on the transpose back (conv_epilogue.h): src, bias, dst; no kernel after it.
-    const bool bare_bias = g.params.size() == 2 && sample.name.find("relu") == std::string::npos;
-    EXPECT_EQ(y_out.args.size(), bare_bias ? 3u : 2u) << sample.name;
-    if (bare_bias) EXPECT_EQ(at + 2, p.kernels.size()) << sample.name;
+    // A bias (and an activation) nothing else reads rides on the transpose back (conv_epilogue.h): src, bias, dst;
+    // no kernel after it.
+    const bool bias = g.params.size() == 2;
+    EXPECT_EQ(y_out.args.size(), bias ? 3u : 2u) << sample.name;
+    EXPECT_EQ(at + 2, p.kernels.size()) << sample.name;
     for (int i = 0; i < 3; ++i) EXPECT_EQ(p.buffers[lib[0]->args[i]].role, BufferRole::temp) << sample.name;
     EXPECT_EQ(p.buffers[w_in.args[0]].name, "w");
     for (const PlanKernel* k : {&x_in, &w_in, &y_out}) {

@@ -10,6 +10,7 @@
 
 #include <bit>
 #include <cmath>
+#include <optional>
 #include <random>
 
 #include "codegen/lower.h"
@@ -20,6 +21,7 @@
 #include "ir/conv.h"
 #include "ir/error.h"
 #include "ir/interpreter.h"
+#include "ir/scalar_math.h"
 
 namespace kforge {
 namespace {
@@ -81,6 +83,20 @@ void emulate_conv_step(const PlanKernel& step, const std::vector<PlanBuffer>& bu
       }
     }
   auto& Y = data[size_t(step.args[2])];
+  if (lib.contains("epilogue")) {
+    // cuDNN's graph (schedule library_epilogue): y[n][*][ch] times the scale, plus bias[ch], through the activation.
+    const nlohmann::json& e = lib.at("epilogue");
+    size_t next = 4;
+    const std::vector<float>* bias = e.value("bias", false) ? &data[size_t(step.args.at(next++))] : nullptr;
+    const double scale = e.value("scale", false) ? double(data[size_t(step.args.at(next++))][0]) : 1.0;
+    std::optional<Node> act;
+    if (e.contains("activation")) act = activation_node(e.at("activation"), {});
+    const int64_t channels = transpose ? d.c : d.o;
+    for (size_t i = 0; i < y.size(); ++i) {
+      const double v = y[i] * scale + (bias ? double((*bias)[size_t(int64_t(i) % channels)]) : 0.0);
+      y[i] = act ? eval_unary(*act, v) : v;
+    }
+  }
   const bool half_result = buffers[size_t(step.args[2])].dtype == DType::f16;  // fp16's step; fp16x3 writes fp32
   for (size_t i = 0; i < y.size(); ++i) {
     if (half_result)
@@ -148,6 +164,37 @@ TEST(ConvSplit, Fp16x3HoldsTheStrictTierWhereOneFp16RoundingDoesNot) {
     }
   }
   EXPECT_EQ(checked, int(testing::conv_graphs().size()) + 2 * 2);
+}
+
+// cuDNN's graph applying the epilogue (schedule library_epilogue) in fp16x3: the step undoes the parts' scales
+// (epilogue.scale: the undo factor the x transpose writes), adds the bias and applies the activation; the transpose
+// back only transposes. Emulated so, the plan holds the strict tier as the kernel epilogue's does (forward and
+// transposed, with and without a bias, with a ReLU).
+TEST(ConvSplit, ALibraryEpilogueUndoesTheScalesAndWritesTheResult) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  for (const char* name : {"conv2d_bias_relu", "conv2d_no_bias", "conv_transpose2d", "conv1d"}) {
+    Graph g = graph_from_json(testing::conv_graph(name));
+    KernelGroup grp = kernel_groups(g, true).at(0);
+    Schedule s;
+    s.kernels[grp.key] = {.strategy = Strategy::library, .precision = Precision::fp16x3, .layout = Layout::nhwc,
+                          .library_epilogue = true};
+    Plan p = lower(g, s);
+    ASSERT_EQ(p.kernels.size(), 5u) << name << ": absmax, x parts, w parts, cuDNN, back";
+    const PlanKernel& step = p.kernels[3];
+    const bool bias = g.params.size() == 2;
+    EXPECT_EQ(step.library.at("epilogue").at("bias"), bias) << name;
+    EXPECT_EQ(step.library.at("epilogue").at("scale"), true) << name;
+    EXPECT_EQ(step.library.at("epilogue").contains("activation"), std::string(name).find("relu") != std::string::npos) << name;
+    ASSERT_EQ(step.args.size(), 6u - !bias) << name;
+    EXPECT_EQ(step.args.back(), p.kernels[1].args.back()) << name << ": the undo factor the x transpose writes";
+    EXPECT_EQ(p.kernels[4].args, (std::vector<int>{step.args[2], p.kernels[4].args.back()})) << name << ": only transposes";
+    EXPECT_NO_THROW(check_library_step(step, p.buffers)) << name;
+    std::mt19937_64 rng(9);
+    auto inputs = testing::random_values(g, g.inputs, rng), params = testing::random_values(g, g.params, rng);
+    const std::vector<HostTensor> expected = interpret(primitive_graph(g), inputs, params);
+    const double worst = testing::worst_scaled_error(run_conv_plan(p, inputs, params), expected[0], 1.0);
+    EXPECT_LT(worst, 1e-4) << name;
+  }
 }
 
 // The step of a split convolution is a convolution of three times the reduction's channels in the same groups:

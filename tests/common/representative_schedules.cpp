@@ -22,7 +22,8 @@ std::vector<Schedule> representative_schedules(const Graph& g, bool vary_items) 
                         (every_tile ? std::to_string(ks.block) : "") + to_string(ks.precision) + to_string(ks.layout) +
                         (cluster_blocks(ks) > 1 ? "c" + std::to_string(ks.chunks) : "") +  // clusters
                         (ks.strategy == Strategy::library && ks.chunks > 1 ? "k" + std::to_string(ks.chunks) : "") +  // pieces
-                        (ks.algo == 0 || ks.algo == last_algo ? std::to_string(ks.algo) : "");
+                        (ks.algo == 0 || ks.algo == last_algo ? std::to_string(ks.algo) : "") +
+                        (ks.library_epilogue ? "e" : "");
       if (!seen.insert(key).second) continue;
       Schedule s;
       s.kernels[grp.key] = ks;

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <cstdio>
 #include <random>
 
 #include "codegen/lower.h"
@@ -21,6 +22,7 @@
 #include "common/matmul_graphs.h"
 #include "common/random_inputs.h"
 #include "common/representative_schedules.h"
+#include "ir/decompose.h"
 #include "ir/error.h"
 #include "runtime/driver.h"
 #include "runtime/executor.h"
@@ -81,13 +83,18 @@ TEST_P(GpuLibrary, MatchesInterpreterInBothPrecisions) {
     // cuDNN's backward-data engines take fp16 dy and w with an fp32 dx for some geometries only (run 12.1 of
     // docs/NOTES.md: conv_transpose2d yes; the 1-D, 3-D and grouped dilated samples no, in either graph form): a
     // transposed convolution in fp16x3 may be refused, with the reason, as the search then records it.
+    // cuDNN's runtime-fusion engines take a graph with an epilogue (schedule library_epilogue) for some layouts,
+    // types and geometries only: refused with the reason, as the search then records it.
     std::unique_ptr<LoadedPlan> loaded;
     try {
       loaded = std::make_unique<LoadedPlan>(plan, compiler);
     } catch (const UserError& e) {
-      const bool may_refuse = GetParam().rfind("conv_transpose", 0) == 0 && to_json(s).dump().find("fp16x3") != std::string::npos;
+      const std::string form = to_json(s).dump();
+      const bool may_refuse = (GetParam().rfind("conv_transpose", 0) == 0 && form.find("fp16x3") != std::string::npos) ||
+                              form.find("\"epilogue\":\"library\"") != std::string::npos;
       if (!may_refuse) throw;
       EXPECT_NE(std::string(e.what()).find("engine configurations cuDNN offers"), std::string::npos) << e.what();
+      std::printf("refused: %s %s\n", GetParam().c_str(), form.c_str());
       continue;
     }
     LoadedPlan& lp = *loaded;
@@ -119,6 +126,66 @@ std::vector<std::string> names() {
   for (auto& s : testing::matmul_graphs()) n.push_back(s.name);
   for (auto& s : testing::conv_graphs()) n.push_back(s.name);
   return n;
+}
+
+// Every activation a convolution's epilogue takes (codegen/conv_epilogue.h), after a bias, applied by kforge's kernel
+// writing the result and by cuDNN's graph (library_epilogue), in fp32 on NCHW tensors and in fp16x3, tf32 and fp16
+// on channels-last copies, against the interpreter. A form cuDNN's engines refuse is reported; each activation must
+// load in some library form (and every form that loads must match).
+TEST(GpuConvEpilogue, EveryActivationMatchesInBothEpilogues) {
+  if (!driver_available()) GTEST_SKIP() << "no CUDA driver or GPU on this machine";
+  const std::vector<nlohmann::json> activations = {
+      {{"op", "relu"}},
+      {{"op", "sigmoid"}},
+      {{"op", "tanh"}},
+      {{"op", "gelu"}, {"attrs", {{"approximate", "none"}}}},
+      {{"op", "gelu"}, {"attrs", {{"approximate", "tanh"}}}},
+      {{"op", "silu"}},
+      {{"op", "elu"}, {"attrs", {{"alpha", 0.7}}}},
+      {{"op", "leaky_relu"}, {"attrs", {{"negative_slope", 0.05}}}},
+      {{"op", "hardtanh"}, {"attrs", {{"min_val", -0.4}, {"max_val", 0.3}}}}};
+  Compiler compiler({"sm_90", default_cache_dir(), {}});
+  ensure_context();
+  CUstream stream;
+  KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  for (const auto& act : activations) {
+    nlohmann::json j = testing::conv({2, 16, 13, 11}, {24, 16, 3, 3}, {{"stride", {1, 1}}, {"padding", {1, 1}}, {"dilation", {1, 1}}, {"groups", 1}}, true);
+    j["nodes"][0]["name"] = "c";
+    j["nodes"].push_back({{"name", "y"}, {"op", act.at("op")}, {"args", {"c"}}, {"attrs", act.value("attrs", nlohmann::json::object())}});
+    Graph g = graph_from_json(j);
+    ASSERT_EQ(primitive_graph(g).nodes.back().op, "conv") << act.dump() << ": folded";
+    std::mt19937_64 rng(7);
+    auto inputs = draw(g, g.inputs, rng), params = draw(g, g.params, rng);
+    auto expected = interpret(decompose(g), inputs, params);  // the activation as a node of its own
+    testing::DeviceTensors dev(inputs, params, expected);
+    const std::string key = kernel_groups(g, true).at(0).key;
+    int library_loaded = 0;
+    for (auto [precision, layout] : {std::pair{Precision::fp32, Layout::nchw}, std::pair{Precision::fp16x3, Layout::nhwc},
+                                     std::pair{Precision::tf32, Layout::nhwc}, std::pair{Precision::fp16, Layout::nhwc}})
+      for (bool library : {false, true}) {
+        Schedule s;
+        s.kernels[key] = {.strategy = Strategy::library, .precision = precision, .layout = layout, .library_epilogue = library};
+        Plan plan = lower(g, s);
+        std::unique_ptr<LoadedPlan> lp;
+        try {
+          lp = std::make_unique<LoadedPlan>(plan, compiler);
+        } catch (const UserError& e) {
+          if (!library) throw;
+          std::printf("refused: %s %s\n", act.dump().c_str(), to_json(s).dump().c_str());
+          continue;
+        }
+        library_loaded += library;
+        dev.poison_outputs();
+        lp->run(dev.bindings, stream);
+        KF_CU(driver().cuStreamSynchronize(stream));
+        const double tol = below_fp32(precision) ? 1e-2 : 1e-4;
+        std::string bad = testing::mismatches(dev.output(0, DType::f32), expected[0], tol);
+        EXPECT_TRUE(bad.empty()) << act.dump() << " " << to_json(s).dump() << ":\n" << bad;
+        std::printf("matched: %s %s\n", act.dump().c_str(), to_json(s).dump().c_str());
+      }
+    EXPECT_GT(library_loaded, 0) << act.dump() << ": no form of cuDNN's graph took it";
+  }
+  KF_CU(driver().cuStreamDestroy(stream));
 }
 
 INSTANTIATE_TEST_SUITE_P(Samples, GpuLibrary, ::testing::ValuesIn(names()), [](const auto& info) { return info.param; });

@@ -165,20 +165,23 @@ TEST(Opening, LibraryStepsAlsoOpenWithTheirFirstChoiceInTf32) {
         EXPECT_NO_THROW(lower(g, split));
       }
     }
-    // A convolution then opens in channels last: split precision (fp16x3 parts, the strict tier's tensor cores),
-    // TF32, then fp16 copies.
+    // A convolution then opens in channels last: split precision (fp16x3 parts, the strict tier's tensor cores)
+    // with the epilogue in a kernel, then in cuDNN's graph; TF32; fp16 copies, the epilogue in a kernel, then in
+    // cuDNN's graph.
     if (!product) {
-      ASSERT_GE(opening.size(), 4u);
-      for (auto [from_end, precision] :
-           {std::pair{3, Precision::fp16x3}, std::pair{2, Precision::tf32}, std::pair{1, Precision::fp16}}) {
+      ASSERT_GE(opening.size(), 6u);
+      for (auto [from_end, precision, library_epilogue] :
+           {std::tuple{5, Precision::fp16x3, false}, std::tuple{4, Precision::fp16x3, true}, std::tuple{3, Precision::tf32, false},
+            std::tuple{2, Precision::fp16, false}, std::tuple{1, Precision::fp16, true}}) {
         const Schedule& nhwc = opening[opening.size() - size_t(from_end)];
         ASSERT_EQ(nhwc.kernels.size(), 1u);
         EXPECT_EQ(nhwc.kernels.begin()->second.layout, Layout::nhwc);
         EXPECT_EQ(nhwc.kernels.begin()->second.precision, precision);
+        EXPECT_EQ(nhwc.kernels.begin()->second.library_epilogue, library_epilogue);
         EXPECT_NO_THROW(lower(g, nhwc));
       }
     }
-    const Schedule& tf32 = opening[opening.size() - 4];
+    const Schedule& tf32 = opening[opening.size() - (product ? 4 : 6)];
     int library = 0;
     for (auto& grp : kernel_groups(g, true)) {
       if (grp.kind != GroupKind::matmul && grp.kind != GroupKind::conv) continue;
