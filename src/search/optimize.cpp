@@ -223,13 +223,15 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
   // Then, for convolutions, the same in fp16 (16-bit copies made by those transposes, fp32 sums): tensor cores
   // at twice TF32's rate, where PyTorch's own convolutions run TF32; relaxed where every input set passes 1e-2,
   // strict where every set passes that tier (run 12.6: a sum, mean or logsumexp after the convolution).
-  // Where a bias or activation folded into a convolution (conv_epilogue.h), each channels-last opening (fp16x3,
-  // then fp16) is followed by the same with cuDNN's graph applying the epilogue (library_epilogue, and fp16x3's
-  // scales), the transpose back then only transposing: the same passes, one engine against another.
+  // The fp16x3 opening is followed by the same with cuDNN's graph undoing the parts' scales and applying the folded
+  // bias and activation (library_epilogue; conv_epilogue.h), the transpose back then only transposing: the same
+  // passes, but cuDNN's runtime-fusion engine for that graph ran 1.2x faster than the engine it picks for the bare
+  // convolution (run 14.2: 1.65-1.91 ms against 2.06-2.33 ms on four conv chains). In fp16 the bare convolution's
+  // engine won there (0.77 against 0.84 ms): that form stays in the space, not among the openings.
   // Last, where the graph has 2-D depthwise convolutions: kforge's direct kernel on them (memory-bound work,
   // where cuDNN's fp32 engines reached a twelfth of the floor in run 6.6), in fp32: a strict-tier candidate.
   Schedule tf32, split_fp16, split_pieces, finer_pieces, split, tf32_nhwc, fp16_nhwc, fp16_products, direct;
-  Schedule split_fp16_fused, fp16_nhwc_fused;  // the convolutions' epilogues in cuDNN's graph
+  Schedule split_fp16_fused;  // the convolutions' epilogues in cuDNN's graph
   for (auto& g : fused) {
     if (g.kind != GroupKind::matmul && g.kind != GroupKind::conv) continue;
     tf32.kernels[g.key] = tf32_nhwc.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::tf32};
@@ -240,11 +242,9 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
     } else {
       tf32_nhwc.kernels[g.key].layout = split_fp16.kernels[g.key].layout = Layout::nhwc;
       fp16_nhwc.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::fp16, .layout = Layout::nhwc};
-      fp16_nhwc_fused.kernels[g.key] = fp16_nhwc.kernels[g.key];
-      fp16_nhwc_fused.kernels[g.key].library_epilogue = g.conv_epilogue;
     }
     split_fp16_fused.kernels[g.key] = split_fp16.kernels[g.key];
-    split_fp16_fused.kernels[g.key].library_epilogue = g.conv_epilogue;
+    split_fp16_fused.kernels[g.key].library_epilogue = g.kind == GroupKind::conv;
     split_pieces.kernels[g.key] = finer_pieces.kernels[g.key] = split_fp16.kernels[g.key];
     if (g.kind == GroupKind::matmul) {
       split_pieces.kernels[g.key].chunks = opening_pieces(prim, g, kPieceRun, kMostPieces);
@@ -259,12 +259,11 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
   }
   if (!tf32.kernels.empty()) queue.push_back(tf32);
   if (!split_fp16.kernels.empty()) queue.push_back(split_fp16);
-  if (split_fp16_fused != split_fp16) queue.push_back(split_fp16_fused);  // some convolution has an epilogue
+  if (split_fp16_fused != split_fp16) queue.push_back(split_fp16_fused);  // some group is a convolution
   if (split_pieces != split_fp16) queue.push_back(split_pieces);  // some product's K is long
   if (finer_pieces != split_fp16) queue.push_back(finer_pieces);  // some product's K is very long
   if (!split.kernels.empty()) queue.push_back(split);
   if (tf32_nhwc != tf32) queue.push_back(tf32_nhwc), queue.push_back(fp16_nhwc);  // some group is a convolution
-  if (fp16_nhwc_fused != fp16_nhwc) queue.push_back(fp16_nhwc_fused);  // some convolution has an epilogue
   if (!fp16_products.kernels.empty()) queue.push_back(fp16_products);
   if (!direct.kernels.empty()) queue.push_back(direct);
   for (const Schedule& s : row_openings(fused)) queue.push_back(s);
