@@ -184,12 +184,14 @@ int64_t matmul_k(const Graph& prim, const KernelGroup& g) {
 // power of two up to 8; 1 where K is short. Run 12.3: one accumulator over the copies of K = 3077, 6144 and 32768
 // put a few elements outside the widened strict tolerance (the tensor cores' truncating sums), over K = 4096 at
 // unit scale none; tests/ir/test_tf32.cpp (Fp16x3) models the gain. `prim` is the primitive graph the groups
-// index (codegen/lower.h). With kFinePieceRun and kMostFinePieces it gives the finer opening of very long
-// products, runs of at most 1536 addends, up to 64 pieces. Run 13.2: over K = 32768 at 4x scale, 8 pieces of
-// 12288 addends put 959 elements outside 1e-2 of the float64 result where PyTorch's own float32 put 23 (kforge's
-// tf32x3 kernel, none); 64 pieces, none (run 13.3). Each piece re-reads and rewrites the output (beta = 1), so
-// short products keep the coarser cut.
-constexpr int64_t kPieceRun = 4096, kFinePieceRun = 1536;
+// index (codegen/lower.h). With kFinePieceRun and kMostFinePieces it gives the finer opening of every product
+// the coarse cut splits: runs of at most 640 addends, up to 64 pieces. Run 13.2: over K = 32768 at 4x scale, 8
+// pieces of 12288 addends put 959 elements outside 1e-2 of the float64 result where PyTorch's own float32 put 23
+// (kforge's tf32x3 kernel, none); 64 pieces, none (run 13.3). Run 14.6 (bench/fp16x3_error.py, 2048 x K x 2048):
+// the worst error grows about linearly with the run, and runs of 384-577 addends put fp16x3 at 0.2-0.6x of
+// float32's error at K = 3077-8192 where runs of 2308 put it at 2-3x (07_irregular's misses of run 13.6, with 4
+// pieces). Each piece re-reads and rewrites the output (beta = 1): both cuts are measured.
+constexpr int64_t kPieceRun = 4096, kFinePieceRun = 640;
 constexpr int kMostPieces = 8, kMostFinePieces = 64;
 int opening_pieces(const Graph& prim, const KernelGroup& g, int64_t run, int most) {
   const int64_t k = matmul_k(prim, g);
@@ -248,9 +250,8 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
     split_pieces.kernels[g.key] = finer_pieces.kernels[g.key] = split_fp16.kernels[g.key];
     if (g.kind == GroupKind::matmul) {
       split_pieces.kernels[g.key].chunks = opening_pieces(prim, g, kPieceRun, kMostPieces);
-      // Only where the coarse cut stopped at its cap with runs still longer than kPieceRun.
-      if (3 * matmul_k(prim, g) > kMostPieces * kPieceRun)
-        finer_pieces.kernels[g.key].chunks = opening_pieces(prim, g, kFinePieceRun, kMostFinePieces);
+      // Only where the coarse cut splits the reduction at all.
+      if (3 * matmul_k(prim, g) > kPieceRun) finer_pieces.kernels[g.key].chunks = opening_pieces(prim, g, kFinePieceRun, kMostFinePieces);
     }
     if (g.depthwise)
       for (const KernelSchedule& ks : schedule_space(g))  // 256 threads of 8 rows each where legal, else the first legal
