@@ -1,8 +1,9 @@
 // Convolutions: a conv group becomes one cuDNN step (runtime/cudnn_conv.cpp builds the backend graph: one
 // CONVOLUTION_FORWARD operation, engines from the heuristic, an execution plan), not a generated kernel.
 // The bias was split off by decompose (ir/conv.h) and runs in the pointwise kernel that reads the result, or,
-// where nothing reads the sum (codegen/conv_epilogue.h folded it back: the node's third argument), in the step
-// that writes the result: the channels-last transpose back, or an in-place pass after an NCHW call.
+// where nothing elementwise reads the sum (codegen/conv_epilogue.h folded it back, the node's third argument, with
+// an activation after it in attrs.activation), in the step that writes the result: the channels-last transpose
+// back, an in-place pass after an NCHW call, or (schedule library_epilogue) cuDNN's own graph.
 // The step's `library` block:
 //   op "conv"; layout "NCHW" (contiguous [N, C, *spatial] tensors; the name stands for 1-3 spatial dims) or
 //   "NHWC" (channels last: [N, *spatial, C] in memory, the weight [O, *kernel, C / groups]; the plan transposes
@@ -15,8 +16,12 @@
 //   forward step and o for a transposed one, so the block's c or o is three times the graph's; y is fp32; made
 //   and undone by emit_conv_split.cpp's kernels; tensor-core engines without reduced-precision sums first);
 //   algo: index into that list, clamped at load;
-//   workspace_bytes: the cap; an engine needing more is skipped at load.
-// args: [x, w, y, workspace]. check_conv_step holds a plan read from JSON to this contract.
+//   workspace_bytes: the cap; an engine needing more is skipped at load;
+//   epilogue (optional; schedule library_epilogue): {"bias": bool, "scale": bool, "activation": {"op", "attrs"}}:
+//   pointwise operations cuDNN's graph applies before it writes y (in the step's layout): a product with
+//   scale[0] (fp16x3's undo factor, only there), a sum with bias[channel], the activation.
+// args: [x, w, y, workspace, then bias and scale where the epilogue has them]. check_conv_step holds a plan read
+// from JSON to this contract.
 // A transposed convolution is op "conv_transpose" with the geometry of the forward convolution whose input
 // gradient it is (ir/conv.h): its x has the shape of that convolution's output [n, o, *out], its y the shape of
 // that convolution's input [n, c, *in]; cuDNN runs it as CONVOLUTION_BACKWARD_DATA.

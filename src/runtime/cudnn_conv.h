@@ -1,8 +1,9 @@
 // A plan's cuDNN step (codegen/emit_conv.cpp describes its parameters), through cuDNN 9's backend graph API:
 // when the plan loads, tensor and convolution descriptors, a one-operation graph (CONVOLUTION_FORWARD, or
-// CONVOLUTION_BACKWARD_DATA for a transposed convolution; fp16x3's fp16 x and w with an fp32 y, where no engine
-// takes that directly, a second graph: the convolution into a virtual fp32 tensor, an identity pointwise op
-// copying it to y, for cuDNN's runtime-fusion engines), the heuristic's engine configurations (mode A;
+// CONVOLUTION_BACKWARD_DATA for a transposed convolution; with the step's epilogue, the convolution into a
+// virtual fp32 tensor and pointwise operations after it, fp16x3's scale, the bias, the activation, for cuDNN's
+// runtime-fusion engines; fp16x3's fp16 x and w with an fp32 y, where no engine takes that directly, the same
+// with an identity operation), the heuristic's engine configurations (mode A;
 // FALLBACK when none of A's is usable) and the execution plan of the schedule's engine are built; run() binds
 // the step's buffers in a variant pack and calls cudnnBackendExecute on the plan's stream, which a CUDA graph
 // captures like a kernel launch (the workspace is the plan's: nothing is allocated while running).
