@@ -27,17 +27,19 @@ LEVEL2 = {
     "31_conv1d_gelu_layernorm": 1,
     "32_conv2d_mish_scale_clamp": 1,
     "33_conv2d_leakyrelu_channel_sum": 2,
+    "35_conv2d_relu_maxpool": 2,  # bias and ReLU fold into the convolution: its in-place pass, then the pooling
+    "36_conv_transpose2d_gelu": 1,  # bias and GELU fold: one in-place pass after the call
     "34_conv2d_hardtanh_logsumexp": 1,
 }
 
 
-def test_there_are_twelve_level1_and_fourteen_level2_problems():
+def test_there_are_twelve_level1_and_sixteen_level2_problems():
     assert len(PROBLEMS) == 12 and sorted(p.stem for p in LEVEL2_CONVS) == sorted(LEVEL2)
 
 
 @pytest.mark.parametrize("path", LEVEL2_CONVS, ids=lambda p: p.stem)
 def test_level2_chains_lower_to_one_cudnn_step_and_fused_kernels(path, tmp_path):
-    graph, plan = library_plan(path, ("conv",), tmp_path)
+    graph, plan = library_plan(path, ("conv", "conv_transpose"), tmp_path)
     kinds = [k.get("kind", "nvrtc") for k in plan["kernels"]]
     assert kinds[0] == "cudnn" and kinds.count("cudnn") == 1
     assert len(kinds) - 1 == LEVEL2[path.stem]
