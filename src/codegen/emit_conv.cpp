@@ -188,8 +188,8 @@ std::vector<PlanKernel> split_step(EmitContext& cx, const KernelGroup& g, const 
   k.args[2] = add_temp(cx, g.key + ".y_nhwc", DType::f32, {d.n * yc * y_extent});
   if (ks.library_epilogue) library_epilogue(k, e, undo);
   steps.push_back(k);
-  if (ks.library_epilogue) steps.push_back(transpose_step(g, ks, name + "_y_nchw", k.args[2], y, d.n, y_extent, yc));
-  else steps.push_back(transpose_step(g, ks, name + "_y_nchw", k.args[2], y, d.n, y_extent, yc, e, {}, {}, undo));
+  steps.push_back(transpose_step(g, ks, name + "_y_nchw", k.args[2], y, d.n, y_extent, yc, ks.library_epilogue ? ConvEpilogue{} : e,
+                                 {}, {}, ks.library_epilogue ? -1 : undo));
   return steps;
 }
 

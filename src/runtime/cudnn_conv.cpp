@@ -154,11 +154,17 @@ Stages stages_of(const nlohmann::json& lib) {
   return st;
 }
 
-// A pointwise descriptor of `mode` in fp32 arithmetic.
+// A pointwise descriptor of `mode` in fp32 arithmetic, open for the mode's own attributes.
 Desc pointwise(cudnnPointwiseMode_t mode) {
   Desc pw(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
   pw.set1(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, mode);
   pw.set1(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT);
+  return pw;
+}
+// The same for a mode without attributes of its own, finalized.
+Desc finalized_pointwise(cudnnPointwiseMode_t mode) {
+  Desc pw = pointwise(mode);
+  pw.finalize();
   return pw;
 }
 
@@ -177,12 +183,13 @@ Desc activation_mode(const Node& a, const std::string& where) {
     pw.finalize();
     return pw;
   }
+  if (op == "sigmoid") return finalized_pointwise(CUDNN_POINTWISE_SIGMOID_FWD);
+  if (op == "tanh") return finalized_pointwise(CUDNN_POINTWISE_TANH_FWD);
+  if (op == "gelu")
+    return finalized_pointwise(a.attrs.value("approximate", "none") == "tanh" ? CUDNN_POINTWISE_GELU_APPROX_TANH_FWD
+                                                                                : CUDNN_POINTWISE_GELU_FWD);
   Desc pw;
-  if (op == "sigmoid") pw = pointwise(CUDNN_POINTWISE_SIGMOID_FWD);
-  else if (op == "tanh") pw = pointwise(CUDNN_POINTWISE_TANH_FWD);
-  else if (op == "gelu")
-    pw = pointwise(a.attrs.value("approximate", "none") == "tanh" ? CUDNN_POINTWISE_GELU_APPROX_TANH_FWD : CUDNN_POINTWISE_GELU_FWD);
-  else if (op == "silu") {
+  if (op == "silu") {
     pw = pointwise(CUDNN_POINTWISE_SWISH_FWD);  // x sigmoid(beta x)
     pw.set1(CUDNN_ATTR_POINTWISE_SWISH_BETA, CUDNN_TYPE_DOUBLE, 1.0);
   } else if (op == "elu") {
@@ -277,18 +284,14 @@ Operation operation(const ConvDims& d, bool transpose, bool channels_last, cudnn
   per_channel[1] = ydims[1];
   if (epilogue->scale) {
     o.kept.push_back(tensor(kScale, single, false, CUDNN_DATA_FLOAT));
-    stages.push_back({pointwise(CUDNN_POINTWISE_MUL), o.kept.back().d});
+    stages.push_back({finalized_pointwise(CUDNN_POINTWISE_MUL), o.kept.back().d});
   }
   if (epilogue->bias) {
     o.kept.push_back(tensor(kBias, per_channel, false, CUDNN_DATA_FLOAT));
-    stages.push_back({pointwise(CUDNN_POINTWISE_ADD), o.kept.back().d});
+    stages.push_back({finalized_pointwise(CUDNN_POINTWISE_ADD), o.kept.back().d});
   }
-  for (Stage& st : stages) st.mode.finalize();
   if (epilogue->activation) stages.push_back({activation_mode(*epilogue->activation, where)});
-  if (stages.empty()) {
-    stages.push_back({pointwise(CUDNN_POINTWISE_IDENTITY)});
-    stages.back().mode.finalize();
-  }
+  if (stages.empty()) stages.push_back({finalized_pointwise(CUDNN_POINTWISE_IDENTITY)});
   cudnnBackendDescriptor_t from = conv_out;
   for (size_t i = 0; i < stages.size(); ++i) {
     cudnnBackendDescriptor_t to = i + 1 == stages.size() ? o.y.d : virtual_tensor();
@@ -396,8 +399,9 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const nlohmann::json& lib, const std:
                     "convolution" + (lib.contains("epilogue") ? " with its epilogue " + lib.at("epilogue").dump() : "") +
                     " runs in " + to_string(precision) + " within the " + std::to_string(cap >> 20) + " MiB workspace (try " +
                     (lib.contains("epilogue") ? "the epilogue in a kernel, " : "") + "precision tf32, or a larger workspace_bytes)");
-  has_bias_ = stages_of(lib).bias;
-  has_scale_ = stages_of(lib).scale;
+  const Stages epilogue = stages_of(lib);
+  has_bias_ = epilogue.bias;
+  has_scale_ = epilogue.scale;
   workspace_ = c.workspace;
   algo_used_ = c.algo_used;
   // The plan is kept with every descriptor it was made from (cudnn_frontend keeps the same chain alive).
