@@ -1,7 +1,7 @@
 # Sourced by the device scripts: the environment for the dependencies that scripts/fetch_device_deps.sh
 # unpacked into .deps/root (carried to the GPU machine with carry [".deps"]), and a build into
 # $BUILD_DIR (default build-device). An existing build is reused: ninja rebuilds only what changed.
-# Needs $OUT (logs go there) and $ROOT (the repository).
+# Needs $ROOT (the repository); CMake's output goes to /tmp/cmake.txt (its tail on failure).
 DEPS="$ROOT/.deps/root/usr"
 export LD_LIBRARY_PATH="$DEPS/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$DEPS/bin:/usr/local/cuda/bin:$PATH"
@@ -15,8 +15,8 @@ device_build() {
   local t0=$(date +%s)
   cmake -S "$ROOT" -B "$ROOT/$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$(which python3)" \
     -DCMAKE_PREFIX_PATH="$DEPS" -DSQLite3_INCLUDE_DIR="$DEPS/include" \
-    -DSQLite3_LIBRARY="$DEPS/lib/x86_64-linux-gnu/libsqlite3.so" > "$OUT/cmake.txt" 2>&1 || { tail -30 "$OUT/cmake.txt"; return 1; }
-  grep -E "not found: building" "$OUT/cmake.txt" || true
+    -DSQLite3_LIBRARY="$DEPS/lib/x86_64-linux-gnu/libsqlite3.so" > /tmp/cmake.txt 2>&1 || { tail -30 /tmp/cmake.txt; return 1; }
+  grep -E "not found: building" /tmp/cmake.txt || true
   ninja -k 0 -C "$ROOT/$BUILD_DIR" -j"$(nproc)" > /tmp/ninja.txt 2>&1 || { grep -E "error" /tmp/ninja.txt | head -40; return 1; }
   echo "built $BUILD_DIR in $(( $(date +%s) - t0 )) s"
 }

@@ -6,7 +6,8 @@
 #   e.g. run with carry [".deps"]: bash scripts/device_check.sh "bench/level1/0[1-9]_*.py" 8
 # Knobs (environment): RUN_GPU_TESTS, RUN_CPU_TESTS (1: run that ctest label), GPU_TEST_TIMEOUT (300 s),
 # GPU_TEST_ARGS (more ctest arguments, word-split, so no inner quotes: "-R GpuPlans.*(softmax|pool)"),
-# SUITE_TIMEOUT (400 s for the whole slice).
+# SUITE_TIMEOUT (400 s for the whole slice), SWEEP_PROBLEMS (globs: run python/kforge/library_sweep.py on them
+# first, within SWEEP_TIMEOUT, 400 s). PROBLEM_GLOBS "none" skips the suite slice.
 #
 # The device image lacks sqlite3.h, cpp-httplib, XGBoost and bubblewrap: scripts/fetch_device_deps.sh unpacks
 # Debian's packages into .deps/root here; the run carries them (carry [".deps"]).
@@ -34,6 +35,15 @@ if [ "${RUN_CPU_TESTS:-1}" = 1 ]; then
   echo "== CPU tests (ctest -L cpu)"
   (cd build-device && timeout 200 ctest -L cpu -j8 > /tmp/cpu_tests.txt 2>&1); tail -3 /tmp/cpu_tests.txt
 fi
+if [ -n "${SWEEP_PROBLEMS:-}" ]; then
+  # GEMM-class problems against cuBLASLt's own algorithms, same tier, same process (python/kforge/library_sweep.py).
+  echo "== library sweep: problems $SWEEP_PROBLEMS, budget $BUDGET"
+  mkdir -p /tmp/suite/sweep
+  PYTHONPATH="$ROOT/python" PYTHONUNBUFFERED=1 timeout ${SWEEP_TIMEOUT:-400} python3 -m kforge.library_sweep $SWEEP_PROBLEMS \
+    --budget "$BUDGET" --db /tmp/suite/sweep/kforge.db --out /tmp/suite/sweep 2>&1 | grep -vE "^\s*$" | tail -60
+  cp /tmp/suite/sweep/library_sweep.md "$OUT/" 2>/dev/null
+fi
+[ "$GLOB" = none ] && { tar czf "$OUT/suite_logs.tgz" -C /tmp/suite sweep 2>/dev/null; echo "== done"; exit 0; }
 echo "== benchmark slice: problems $GLOB, budget $BUDGET"
 rm -rf /dev/shm/kforge && mkdir -p /dev/shm/kforge
 # One session process for the slice (torch and inductor start once); the per-problem timeout is the
@@ -63,5 +73,5 @@ for task in tasks:
         print(f"- {ms if ms else 0:.4f} ms {tier:7} {flags}{kernels}{why}")
 PY
 cp /tmp/suite/kforge.db /tmp/suite/reports/ 2>/dev/null
-tar czf "$OUT/suite_logs.tgz" -C /tmp/suite logs reports 2>/dev/null
+tar czf "$OUT/suite_logs.tgz" -C /tmp/suite logs reports $([ -d /tmp/suite/sweep ] && echo sweep) 2>/dev/null
 echo "== done"

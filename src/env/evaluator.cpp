@@ -260,6 +260,7 @@ EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, const Plan& plan, co
     return r;
   }
   r.compile_ms = lp->compile_ms;
+  r.library = lp->library_steps();
   r = evaluate(spec, task, *lp, plan.schedule.cuda_graph, verifier, o, stream, r);
   // TF32 rounds inputs to 10 mantissa bits, fp16 to 11 and bf16 to 8. Such a plan is judged as every candidate
   // is (a raw CUDA kernel or a ModelNew declares no precision) and as the baselines are: by the check on every
@@ -310,10 +311,12 @@ int64_t min_bytes(const Graph& g) {
 }
 
 nlohmann::json EvalResult::to_json() const {
-  return {{"compiled", compiled}, {"strict", strict}, {"relaxed", relaxed}, {"tier", tier()}, {"log", log},
-          {"native", kforge::to_json(native)}, {"wall_ms", wall_ms}, {"compile_ms", compile_ms},
-          {"reward", reward.reward}, {"speedup_eager", reward.speedup_eager}, {"speedup_compile", reward.speedup_compile},
-          {"speedup_best", reward.speedup_best}, {"suspect", reward.suspect}, {"protocol", "native"}};
+  nlohmann::json j = {{"compiled", compiled}, {"strict", strict}, {"relaxed", relaxed}, {"tier", tier()}, {"log", log},
+                      {"native", kforge::to_json(native)}, {"wall_ms", wall_ms}, {"compile_ms", compile_ms},
+                      {"reward", reward.reward}, {"speedup_eager", reward.speedup_eager}, {"speedup_compile", reward.speedup_compile},
+                      {"speedup_best", reward.speedup_best}, {"suspect", reward.suspect}, {"protocol", "native"}};
+  if (!library.empty()) j["library"] = library;
+  return j;
 }
 
 double measure_copy_bandwidth(CUstream stream) {

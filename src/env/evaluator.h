@@ -68,6 +68,7 @@ struct EvalResult {
   double wall_ms = 0;   // host clock per trial
   double compile_ms = 0;
   RewardResult reward;
+  nlohmann::json library = nlohmann::json::array();  // LoadedPlan::library_steps() of a plan's library calls
   std::string tier() const { return strict ? "strict" : relaxed ? "relaxed" : "failed"; }
   nlohmann::json to_json() const;
 };

@@ -404,6 +404,7 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const nlohmann::json& lib, const std:
   has_scale_ = epilogue.scale;
   workspace_ = c.workspace;
   algo_used_ = c.algo_used;
+  offered_ = offered;
   // The plan is kept with every descriptor it was made from (cudnn_frontend keeps the same chain alive).
   for (Desc* kept : {&op.x, &op.w, &op.y, &op.conv, &op.op, &c.graph, &c.cfg})
     if (kept->d) keep_.push_back(kept->release());

@@ -40,13 +40,14 @@ class CudnnConv {
   // epilogue's bias and scale where it has them).
   void run(cudnnHandle_t handle, const std::vector<CUdeviceptr>& args, CUstream stream);
   int algo_used() const { return algo_used_; }           // index among the allowed engines
+  int offered() const { return offered_; }               // engine configurations the heuristic offered
   int64_t workspace_bytes() const { return workspace_; }  // what the chosen engine needs
 
  private:
   std::string step_;
   cudnnBackendDescriptor_t plan_ = nullptr;
   std::vector<cudnnBackendDescriptor_t> keep_;  // the operation, graph and engine config the plan was made from
-  int algo_used_ = 0;
+  int algo_used_ = 0, offered_ = 0;
   int64_t workspace_ = 0;
   bool has_bias_ = false, has_scale_ = false;  // the epilogue's buffers, after the workspace in run()'s args
 };

@@ -93,6 +93,19 @@ CUdeviceptr LoadedPlan::pointer_of(int buffer, const Bindings& b) const {
   return 0;
 }
 
+nlohmann::json LoadedPlan::library_steps() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < plan_.kernels.size(); ++i) {
+    if (lt_steps_[i])
+      out.push_back({{"step", plan_.kernels[i].name}, {"group", plan_.kernels[i].group}, {"library", "cublaslt"}, {"algo", lt_steps_[i]->algo_used()},
+                     {"offered", lt_steps_[i]->candidates()}});
+    if (dnn_steps_[i])
+      out.push_back({{"step", plan_.kernels[i].name}, {"group", plan_.kernels[i].group}, {"library", "cudnn"}, {"algo", dnn_steps_[i]->algo_used()},
+                     {"offered", dnn_steps_[i]->offered()}});
+  }
+  return out;
+}
+
 void LoadedPlan::run(const Bindings& b, CUstream stream) {
   size_t ni = 0, np = 0, no = 0;
   for (auto& pb : plan_.buffers) {

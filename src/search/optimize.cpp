@@ -305,6 +305,8 @@ OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& d
       s = queue.front();
       queue.erase(queue.begin());
       proposer.mark(s);  // the proposer need not offer it again; measured_plans drops repeats
+    } else if (auto a = policy == Policy::local ? proposer.next_algorithm(best_schedule) : std::nullopt) {
+      s = *a;  // the best plan's products along cuBLASLt's list first, then edits anywhere
     } else if (auto n = proposer.next(policy == Policy::local ? best_schedule : Schedule{})) {
       s = *n;
     } else {

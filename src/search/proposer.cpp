@@ -56,4 +56,18 @@ std::optional<Schedule> ScheduleProposer::next(const Schedule& best) {
   return std::nullopt;
 }
 
+std::optional<Schedule> ScheduleProposer::next_algorithm(const Schedule& best) {
+  const auto& groups = best.fuse_rows ? fused_ : unfused_;
+  for (int algo = 0; algo < kMatmulAlgos; ++algo)
+    for (const KernelGroup& g : groups) {
+      KernelSchedule ks = schedule_for(best, g);
+      if (g.kind != GroupKind::matmul || ks.strategy != Strategy::library || ks.algo == algo) continue;
+      ks.algo = algo;
+      Schedule s = best;
+      s.kernels[g.key] = ks;
+      if (is_legal(g, ks) && mark(s)) return s;
+    }
+  return std::nullopt;
+}
+
 }  // namespace kforge

@@ -17,6 +17,12 @@ class ScheduleProposer {
   ScheduleProposer(const Graph& graph, uint64_t seed, bool skip_starved = false);
   // Next untried schedule near `best`; std::nullopt when the space is exhausted.
   std::optional<Schedule> next(const Schedule& best);
+  // `best` with one cuBLASLt product's `algo` moved along the heuristic's list (ascending, up to kMatmulAlgos - 1)
+  // to an index not tried yet: the algorithm is chosen by the heuristic first, then measured. std::nullopt once
+  // every product group of `best` has had every index. Products only: a cuDNN engine may compile for seconds at load
+  // (runtime fusion), a cuBLASLt algorithm costs one call to try. Run 15.1 (python/kforge/library_sweep.py): the
+  // heuristic's first fp16 algorithm was 10-20% slower than its third on products in pieces.
+  std::optional<Schedule> next_algorithm(const Schedule& best);
   // Marks a schedule as tried (e.g. the default, or the database's best).
   bool mark(const Schedule& s);
   size_t space_size() const;

@@ -99,6 +99,16 @@ TEST_P(GpuLibrary, MatchesInterpreterInBothPrecisions) {
     }
     LoadedPlan& lp = *loaded;
     ASSERT_EQ(plan.below_fp32(), tol > (large_k ? 1e-3 : 1e-4));
+    // What the libraries made of the schedule's `algo` (python/kforge/library_sweep.py stops its sweep there): one
+    // entry per library step, the index used within what was offered.
+    int library_kernels = 0;
+    for (auto& k : plan.kernels) library_kernels += k.kind != StepKind::nvrtc;
+    const nlohmann::json steps = lp.library_steps();
+    ASSERT_EQ(int(steps.size()), library_kernels);
+    for (auto& st : steps) {
+      EXPECT_GE(st.at("algo").get<int>(), 0) << st.dump();
+      EXPECT_LT(st.at("algo").get<int>(), st.at("offered").get<int>()) << st.dump();
+    }
     for (bool graph : {false, true}) {
       dev.poison_outputs();
       if (graph) {

@@ -42,6 +42,35 @@ TEST(ConvSearch, ProposerReachesBothPrecisionsAndSeveralEngines) {
   expect_proposer_reaches_both_precisions(testing::conv_graph("conv2d_bias_relu"));
 }
 
+// After the openings the local search walks the best plan's products along cuBLASLt's list: every other index
+// once, nothing else of the plan changed, and never a convolution's engine (cuDNN's may compile for seconds).
+TEST(MatmulSearch, BestPlansProductsTryEveryAlgorithmOnce) {
+  Graph g = graph_from_json(testing::matmul_graph("linear_bias_relu"));
+  ScheduleProposer p(g, 3, true);
+  const std::string key = kernel_groups(g, true).front().key;
+  Schedule best;
+  best.cuda_graph = false;
+  best.kernels[key] = {.strategy = Strategy::library, .chunks = 2, .precision = Precision::fp16x3, .algo = 2};
+  std::vector<int> algos;
+  while (auto s = p.next_algorithm(best)) {
+    KernelSchedule ks = s->kernels.at(key);
+    Schedule back = *s;
+    back.kernels[key].algo = 2;
+    EXPECT_EQ(back, best) << "only the algorithm moves";
+    algos.push_back(ks.algo);
+  }
+  EXPECT_EQ(algos, (std::vector<int>{0, 1, 3, 4, 5, 6, 7}));
+  // A new best (the default fp32 call) gets its own walk.
+  EXPECT_TRUE(p.next_algorithm(Schedule{}).has_value());
+
+  Graph conv = graph_from_json(testing::conv_graph("conv2d_bias_relu"));
+  ScheduleProposer q(conv, 3, true);
+  Schedule conv_best;
+  for (auto& grp : kernel_groups(conv, true))
+    if (grp.kind == GroupKind::conv) conv_best.kernels[grp.key] = {.strategy = Strategy::library, .precision = Precision::tf32};
+  EXPECT_FALSE(q.next_algorithm(conv_best).has_value()) << "convolutions keep the openings' engines";
+}
+
 // Every sample's decisions: rows of the schema's width, and the library group's candidates distinct, one per
 // (precision, algo) and per own-kernel choice, flagged as `family`.
 void expect_decisions_show(const std::vector<testing::SampleGraph>& samples, const std::string& family,
