@@ -95,13 +95,14 @@ CUdeviceptr LoadedPlan::pointer_of(int buffer, const Bindings& b) const {
 
 nlohmann::json LoadedPlan::library_steps() const {
   nlohmann::json out = nlohmann::json::array();
+  auto add = [&](size_t i, const char* library, int algo, int offered) {
+    const PlanKernel& k = plan_.kernels[i];
+    out.push_back({{"step", k.name}, {"group", k.group}, {"library", library}, {"precision", k.library.value("precision", "fp32")},
+                   {"algo", algo}, {"offered", offered}});
+  };
   for (size_t i = 0; i < plan_.kernels.size(); ++i) {
-    if (lt_steps_[i])
-      out.push_back({{"step", plan_.kernels[i].name}, {"group", plan_.kernels[i].group}, {"library", "cublaslt"}, {"algo", lt_steps_[i]->algo_used()},
-                     {"offered", lt_steps_[i]->candidates()}});
-    if (dnn_steps_[i])
-      out.push_back({{"step", plan_.kernels[i].name}, {"group", plan_.kernels[i].group}, {"library", "cudnn"}, {"algo", dnn_steps_[i]->algo_used()},
-                     {"offered", dnn_steps_[i]->offered()}});
+    if (lt_steps_[i]) add(i, "cublaslt", lt_steps_[i]->algo_used(), lt_steps_[i]->candidates());
+    if (dnn_steps_[i]) add(i, "cudnn", dnn_steps_[i]->algo_used(), dnn_steps_[i]->offered());
   }
   return out;
 }

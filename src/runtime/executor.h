@@ -26,7 +26,7 @@ class LoadedPlan : public Executable {
   void run(const Bindings& b, CUstream stream) override;
 
   const Plan& plan() const { return plan_; }
-  // Per library step, what the library made of the schedule's `algo`: [{"step", "group", "library": "cublaslt"|"cudnn",
+  // Per library step, what the library made of the schedule's `algo`: [{"step", "group", "library": "cublaslt"|"cudnn", "precision",
   // "algo": the index used (clamped to what it offered), "offered": how many it offered}] in launch order. Sweeps
   // over algorithms stop where the index no longer moves (python/kforge/library_sweep.py).
   nlohmann::json library_steps() const;

@@ -1,5 +1,7 @@
 #include "search/proposer.h"
 
+#include <algorithm>
+
 #include "codegen/lower.h"
 
 namespace kforge {
@@ -56,12 +58,18 @@ std::optional<Schedule> ScheduleProposer::next(const Schedule& best) {
   return std::nullopt;
 }
 
+void ScheduleProposer::note_offered(const std::string& group, Precision precision, int offered) {
+  int& most = offered_[{group, precision}];
+  most = std::max(most, offered);
+}
+
 std::optional<Schedule> ScheduleProposer::next_algorithm(const Schedule& best) {
   const auto& groups = best.fuse_rows ? fused_ : unfused_;
   for (int algo = 0; algo < kMatmulAlgos; ++algo)
     for (const KernelGroup& g : groups) {
       KernelSchedule ks = schedule_for(best, g);
       if (g.kind != GroupKind::matmul || ks.strategy != Strategy::library || ks.algo == algo) continue;
+      if (auto o = offered_.find({g.key, ks.precision}); o != offered_.end() && algo >= o->second) continue;
       ks.algo = algo;
       Schedule s = best;
       s.kernels[g.key] = ks;
