@@ -36,7 +36,8 @@ if [ "${RUN_CPU_TESTS:-1}" = 1 ]; then
   (cd build-device && timeout 200 ctest -L cpu -j8 > /tmp/cpu_tests.txt 2>&1); tail -3 /tmp/cpu_tests.txt
 fi
 if [ -n "${SWEEP_PROBLEMS:-}" ]; then
-  # GEMM-class problems against cuBLASLt's own algorithms, same tier, same process (python/kforge/library_sweep.py).
+  # Products and convolutions against their library's own algorithms / engines, same tier, same process
+  # (python/kforge/library_sweep.py).
   echo "== library sweep: problems $SWEEP_PROBLEMS, budget $BUDGET"
   mkdir -p /tmp/suite/sweep
   PYTHONPATH="$ROOT/python" PYTHONUNBUFFERED=1 timeout ${SWEEP_TIMEOUT:-400} python3 -m kforge.library_sweep $SWEEP_PROBLEMS \

@@ -1,13 +1,15 @@
 """`python -m kforge.library_sweep PROBLEM.py [PROBLEM.py ...] --budget N --db DB --out DIR`
 
 Issue 3's GEMM-class target, measured rather than argued: is kforge's plan for a matrix-product problem at least
-90% as fast as the best cuBLASLt call in the same tier? For each problem, in one process and on the same hidden sets:
+90% as fast as the best cuBLASLt call in the same tier? And for a convolution, how far is its plan from the best
+cuDNN engine? For each problem, in one process and on the same hidden sets:
 
 1. kforge's search (native protocol, `--budget` candidates) finds its strict plan and its relaxed tier's fastest;
-2. each matrix-product group of the strict plan is swept on its own, the rest of the plan kept: every algorithm
-   cuBLASLt's heuristic offers (up to schedule.h's kMatmulAlgos) in each arithmetic one cuBLASLt call has (fp32,
-   tf32, and fp16 over fp16 copies of the operands), and in kforge's fp16x3 (one call, and in the plan's pieces
-   where it cuts the reduction);
+2. each library group of the strict plan is swept on its own, the rest of the plan kept, over every algorithm or
+   engine its library offers (up to schedule.h's kMatmulAlgos / kConvEngines) in each form one call has:
+   a product in fp32, tf32 and fp16 (over fp16 copies of the operands), and kforge's fp16x3 (one call, and in the
+   plan's pieces where it cuts the reduction); a convolution in fp32 and tf32 on NCHW tensors, tf32 and fp16 on
+   channels-last copies, and fp16x3 channels-last with the epilogue in a kernel or in cuDNN's graph;
 3. kforge's two plans are measured again in the first batch, so that every time compared comes from one protocol
    (native: synchronized runs with a cache flush between them, env/timing.h), one process and one GPU session.
 
@@ -27,27 +29,42 @@ import torch
 
 from kforge.session import host_task, ptrs
 
-CALL_PRECISIONS = ("fp32", "tf32", "fp16")  # what one cuBLASLt call computes in (fp16: over fp16 copies)
-MAX_ALGOS = 8  # schedule.h: kMatmulAlgos
+CALL_PRECISIONS = ("fp32", "tf32", "fp16")  # the library's own arithmetic (fp16: over fp16 copies); fp16x3 is kforge's
+MAX_ALGOS = 8  # schedule.h: kMatmulAlgos and kConvEngines
 TARGET = 0.9  # issue 3: at least 90% of the best cuBLASLt algorithm's speed in the same tier
-HEADER = ("| problem | kforge strict ms | its product | best call, strict ms | call (strict) | x call/kforge (strict) "
+# A convolution's forms (schedule.h: fp16 and fp16x3 in channels last only; the epilogue in cuDNN's graph where the
+# group has one to apply, else lowering refuses it and the form counts as failed).
+CONV_FORMS = ({"precision": "fp32"}, {"precision": "tf32"}, {"precision": "tf32", "layout": "nhwc"},
+              {"precision": "fp16", "layout": "nhwc"}, {"precision": "fp16x3", "layout": "nhwc"},
+              {"precision": "fp16x3", "layout": "nhwc", "epilogue": "library"})
+HEADER = ("| problem | kforge strict ms | its library step | best call, strict ms | call (strict) | x call/kforge (strict) "
           "| kforge relaxed ms | best call, relaxed ms | call (relaxed) | x call/kforge (relaxed) | best fp16x3 ms | calls |\n"
           "|---|---:|---|---:|---|---:|---:|---:|---|---:|---:|---:|")
 
 
+def library_groups(plan: dict) -> dict[str, str]:
+    """The plan's library groups, by key: "product" (a cuBLASLt step, or kforge's mma kernel) or "convolution" (cuDNN)."""
+    groups = {k["group"]: "product" for k in plan["kernels"] if k.get("kind") == "cublaslt"}
+    groups |= {k["group"]: "convolution" for k in plan["kernels"] if k.get("kind") == "cudnn"}
+    groups |= {g: "product" for g, ks in plan["schedule"].get("kernels", {}).items() if ks.get("strategy") == "mma"}
+    return dict(sorted(groups.items()))
+
+
 def product_groups(plan: dict) -> list[str]:
-    """Keys of the plan's matrix-product groups: those with a cuBLASLt step, or on kforge's mma kernel."""
-    keys = [k["group"] for k in plan["kernels"] if k.get("kind") == "cublaslt"]
-    keys += [g for g, ks in plan["schedule"].get("kernels", {}).items() if ks.get("strategy") == "mma"]
-    return sorted(set(keys))
+    return [g for g, family in library_groups(plan).items() if family == "product"]
 
 
-def with_call(schedule: dict, group: str, precision: str, algo: int, chunks: int = 1) -> dict:
-    """`schedule` with one product group's cuBLASLt call replaced."""
+def forms_of(family: str, pieces: int) -> list[dict]:
+    """The forms a group is swept in: a product's arithmetic (and the plan's pieces), a convolution's CONV_FORMS."""
+    if family == "convolution":
+        return [dict(f) for f in CONV_FORMS]
+    return [{"precision": p} for p in (*CALL_PRECISIONS, "fp16x3")] + ([{"precision": "fp16x3", "chunks": pieces}] if pieces > 1 else [])
+
+
+def with_call(schedule: dict, group: str, form: dict, algo: int) -> dict:
+    """`schedule` with one library group's call replaced by `form` (precision, and chunks, layout, epilogue) at `algo`."""
     s = copy.deepcopy(schedule)
-    ks = {"strategy": "library", "precision": precision, "algo": algo}
-    if chunks > 1:
-        ks["chunks"] = chunks
+    ks = {"strategy": "library", "precision": "fp32", **{k: v for k, v in form.items() if k != "chunks" or v > 1}, "algo": algo}
     s.setdefault("kernels", {})[group] = ks
     return s
 
@@ -56,17 +73,24 @@ def describe(ks: dict) -> str:
     if not ks:
         return "default"
     words = [ks.get("strategy", "?"), ks.get("precision", "fp32")]
+    words += [ks["layout"]] if ks.get("layout", "nchw") != "nchw" else []
     if ks.get("strategy") == "library":
         words.append(f"algo {ks.get('algo', 0)}")
     if ks.get("chunks", 1) > 1:
         words.append(f"{ks['chunks']} pieces")
+    words += ["epilogue in cuDNN"] if ks.get("epilogue") == "library" else []
     return " ".join(words)
 
 
 def offered(result: dict, group: str) -> int:
-    """How many algorithms cuBLASLt offered the group's steps (the fewest over its steps; 0 when unknown)."""
-    counts = [s["offered"] for s in result.get("library", []) if s.get("group") == group and s.get("library") == "cublaslt"]
+    """How many algorithms (engines) the library offered the group's steps (the fewest over its steps; 0 when unknown)."""
+    counts = [s["offered"] for s in result.get("library", []) if s.get("group") == group]
     return min(counts) if counts else 0
+
+
+def used_index(result: dict, group: str) -> int:
+    """The index the library used for the group (the largest over its steps; -1 when the call did not load)."""
+    return max((s["algo"] for s in result.get("library", []) if s.get("group") == group), default=-1)
 
 
 def timed_ms(result: dict) -> float | None:
@@ -92,6 +116,9 @@ class Meter:
         return rows
 
 
+FORM_KEYS = ("precision", "chunks", "layout", "epilogue")
+
+
 def fastest(rows: list[dict], tier: str, precisions) -> dict | None:
     ok = [r for r in rows if r.get("precision") in precisions and timed_ms(r["eval"]) is not None
           and (r["eval"]["strict"] if tier == "strict" else r["eval"]["relaxed"])]
@@ -113,32 +140,31 @@ def sweep_problem(path, budget: int, db: str, policy: str, seed: int) -> dict:
         return {**row, "error": f"no correct plan among {result['candidates']} candidates: {result['log'][:500]}"}
     best = result["plan"]["schedule"]
     relaxed = result["relaxed"]["plan"]["schedule"] if "relaxed" in result else best
-    groups = product_groups(result["plan"])
-    if not groups:  # a matrix times a vector is a row sum, a diagonal times a matrix a broadcast: no GEMM left
+    groups = library_groups(result["plan"])
+    if not groups:  # a matrix times a vector is a row sum, a diagonal times a matrix a broadcast: no library call left
         kinds = sorted({k.get("kind", "nvrtc") for k in result["plan"]["kernels"]})
         return {**row, "no_product": f"{len(result['plan']['kernels'])} kernel(s) of kind {', '.join(kinds)}",
                 "kforge_strict_ms": result["native"]["median_ms"] if result["tier"] == "strict" else None}
     meter = Meter(hosted, name, db)
-    # Batch 1: kforge's plans, then algorithm 0 of every arithmetic per group (which also says how many cuBLASLt offers).
+    # Batch 1: kforge's plans, then index 0 of every form per group (which also says how many the library offers).
     firsts = [({"label": "kforge strict"}, best), ({"label": "kforge relaxed"}, relaxed)]
-    pieces = {g: best.get("kernels", {}).get(g, {}).get("chunks", 1) for g in groups}
-    forms = {g: [(p, 1) for p in CALL_PRECISIONS] + [("fp16x3", 1)] + ([("fp16x3", pieces[g])] if pieces[g] > 1 else [])
-             for g in groups}
-    for g in groups:
-        for p, c in forms[g]:
-            firsts.append(({"label": "call", "group": g, "precision": p, "algo": 0, "chunks": c}, with_call(best, g, p, 0, c)))
+    for g, family in groups.items():
+        for form in forms_of(family, best.get("kernels", {}).get(g, {}).get("chunks", 1)):
+            firsts.append(({"label": "call", "group": g, **form, "algo": 0}, with_call(best, g, form, 0)))
     measured = meter.measure(firsts)
-    rest = []
-    for r in measured[2:]:
-        n = min(MAX_ALGOS, offered(r["eval"], r["group"]))
-        for a in range(1, n):
-            rest.append(({**{k: r[k] for k in ("label", "group", "precision", "chunks")}, "algo": a},
-                         with_call(best, r["group"], r["precision"], a, r["chunks"])))
-    meter.measure(rest)
+    for r in measured[2:]:  # then along each form's list, one index at a time, until the library clamps the index
+        form = {k: r[k] for k in FORM_KEYS if k in r}
+        for a in range(1, min(MAX_ALGOS, offered(r["eval"], r["group"]))):
+            (m,) = meter.measure([({"label": "call", "group": r["group"], **form, "algo": a}, with_call(best, r["group"], form, a))])
+            if used_index(m["eval"], r["group"]) < a:  # past the usable ones (cuDNN's offer counts every precision's)
+                meter.rows.pop()
+                break
 
     ours = {t: measured[i]["eval"] for i, t in enumerate(("strict", "relaxed"))}
     calls = [r for r in meter.rows if r["label"] == "call"]
-    row.update(groups=groups, product=", ".join(describe(best.get("kernels", {}).get(g, {})) for g in groups),
+    families = set(groups.values())
+    row.update(groups=list(groups), family=families.pop() if len(families) == 1 else "mixed",
+               product=", ".join(describe(best.get("kernels", {}).get(g, {})) for g in groups),
                relaxed_product=", ".join(describe(relaxed.get("kernels", {}).get(g, {})) for g in groups),
                calls=len(calls), calls_passing_strict=sum(bool(r["eval"]["strict"]) for r in calls))
     for tier in ("strict", "relaxed"):
@@ -147,12 +173,13 @@ def sweep_problem(path, budget: int, db: str, policy: str, seed: int) -> dict:
         row[f"kforge_{tier}_ms"] = timed_ms(mine) if passed else None
         call = fastest(calls, tier, CALL_PRECISIONS)
         split = fastest(calls, tier, ("fp16x3",))
-        row[f"call_{tier}"] = call and {k: call[k] for k in ("group", "precision", "algo")} | {"ms": timed_ms(call["eval"])}
-        row[f"fp16x3_{tier}"] = split and {k: split[k] for k in ("group", "algo", "chunks")} | {"ms": timed_ms(split["eval"])}
+        keep = ("group", *FORM_KEYS, "algo")
+        row[f"call_{tier}"] = call and {k: call[k] for k in keep if k in call} | {"ms": timed_ms(call["eval"])}
+        row[f"fp16x3_{tier}"] = split and {k: split[k] for k in keep if k in split} | {"ms": timed_ms(split["eval"])}
         # The target's ratio: the best call's time over kforge's (>= 0.9: at least 90% of its speed; > 1: faster).
         row[f"x_call_{tier}"] = (row[f"call_{tier}"]["ms"] / row[f"kforge_{tier}_ms"]
                                  if call and row[f"kforge_{tier}_ms"] else None)
-    row["measurements"] = [{k: r.get(k) for k in ("label", "group", "precision", "algo", "chunks")} |
+    row["measurements"] = [{k: r[k] for k in ("label", "group", *FORM_KEYS, "algo") if k in r} |
                            {"tier": r["eval"]["tier"], "ms": timed_ms(r["eval"]), "library": r["eval"].get("library", []),
                             "log": (r["eval"].get("log") or "")[:300]} for r in meter.rows]
     return row
@@ -163,14 +190,14 @@ def fmt(v, spec=".3f") -> str:
 
 
 def call_name(c: dict | None) -> str:
-    return "none passes" if not c else f"{c['precision']} algo {c['algo']}"
+    return "none passes" if not c else " ".join([c["precision"], *([c["layout"]] if "layout" in c else []), f"algo {c['algo']}"])
 
 
 def table_row(r: dict) -> str:
     if r.get("error"):
         return f"| {r['problem']} | failed: {r['error'][:120]} |" + " |" * 10
     if r.get("no_product"):
-        return f"| {r['problem']} | {fmt(r['kforge_strict_ms'])} | no product: {r['no_product']} |" + " |" * 9
+        return f"| {r['problem']} | {fmt(r['kforge_strict_ms'])} | no library call: {r['no_product']} |" + " |" * 9
     split = r.get("fp16x3_strict") or r.get("fp16x3_relaxed")
     return (f"| {r['problem']} | {fmt(r['kforge_strict_ms'])} | {r['product']} | "
             f"{fmt(r['call_strict'] and r['call_strict']['ms'])} | {call_name(r['call_strict'])} | {fmt(r['x_call_strict'], '.2f')} | "
@@ -181,24 +208,27 @@ def table_row(r: dict) -> str:
 def summary(rows: list[dict]) -> list[str]:
     failed = sum(bool(r.get("error")) for r in rows)
     ok = [r for r in rows if not r.get("error") and not r.get("no_product")]
-    lines = [f"- problems: {len(rows)} ({failed} failed; {len(rows) - failed - len(ok)} whose plan has no matrix product left)"]
-    for tier in ("strict", "relaxed"):
-        x = [r[f"x_call_{tier}"] for r in ok if r[f"x_call_{tier}"] is not None]
-        none = sum(r[f"call_{tier}"] is None for r in ok)
-        if x:
-            gm = math.exp(sum(math.log(v) for v in x) / len(x))
-            lines.append(f"- {tier} tier: kforge at >= {TARGET:.0%} of the best cuBLASLt call's speed on "
-                         f"{sum(v >= TARGET for v in x)} of {len(x)} problems where a call passes the tier; faster than it on "
-                         f"{sum(v > 1.0 for v in x)}; geometric mean of call ms / kforge ms {gm:.2f}, lowest {min(x):.2f}")
-        if none:
-            lines.append(f"- {tier} tier: no single cuBLASLt call (fp32, tf32 or fp16, any offered algorithm) passes on {none} problems")
+    lines = [f"- problems: {len(rows)} ({failed} failed; {len(rows) - failed - len(ok)} whose plan has no library call left)"]
+    for family, library in (("product", "cuBLASLt"), ("convolution", "cuDNN"), ("mixed", "library")):
+        mine = [r for r in ok if r.get("family", "product") == family]
+        for tier in ("strict", "relaxed"):
+            x = [r[f"x_call_{tier}"] for r in mine if r[f"x_call_{tier}"] is not None]
+            none = sum(r[f"call_{tier}"] is None for r in mine)
+            if x:
+                gm = math.exp(sum(math.log(v) for v in x) / len(x))
+                lines.append(f"- {family}s, {tier} tier: kforge at >= {TARGET:.0%} of the best {library} call's speed on "
+                             f"{sum(v >= TARGET for v in x)} of {len(x)} problems where a call passes the tier; faster than it on "
+                             f"{sum(v > 1.0 for v in x)}; geometric mean of call ms / kforge ms {gm:.2f}, lowest {min(x):.2f}")
+            if none:
+                lines.append(f"- {family}s, {tier} tier: no single {library} call (fp32, tf32 or fp16, any offered "
+                             f"algorithm) passes on {none} problems")
     return lines
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kforge.library_sweep", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("problems", nargs="+", help="KernelBench-format problem files with a matrix product")
+    parser.add_argument("problems", nargs="+", help="KernelBench-format problem files with a matrix product or convolution")
     parser.add_argument("--budget", type=int, default=7, help="candidates kforge's search measures first")
     parser.add_argument("--db", default="kforge.db")
     parser.add_argument("--out", required=True, help="folder for NAME.json, library_sweep.json and library_sweep.md")

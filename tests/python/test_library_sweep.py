@@ -1,5 +1,5 @@
-"""kforge.library_sweep's bookkeeping, GPU-free: which groups of a real lowered plan it sweeps, the schedules it
-writes for them (they lower), where it stops along cuBLASLt's list, and which call counts for a tier."""
+"""kforge.library_sweep's bookkeeping, GPU-free: which groups of a real lowered plan it sweeps (products and
+convolutions), the schedules it writes for them (they lower), where it stops along cuBLASLt's list, and which call counts for a tier."""
 import json
 import subprocess
 
@@ -24,20 +24,38 @@ def test_sweeps_each_product_group_and_its_calls_lower(tmp_path):
     graph = graph_of(REPO / "bench" / "level2" / "06_linear_layernorm_relu.py")
     plan = lower_to_plan(graph, tmp_path)
     groups = sweep.product_groups(plan)
-    assert len(groups) == 1, "one product; the layer norm's kernel is not swept"
+    assert len(groups) == 1 and sweep.library_groups(plan) == {groups[0]: "product"}, "the layer norm is not swept"
     (tmp_path / "graph.json").write_text(json.dumps(graph))
-    for precision, chunks in (("fp32", 1), ("tf32", 1), ("fp16", 1), ("fp16x3", 1), ("fp16x3", 4)):
-        s = sweep.with_call(plan["schedule"], groups[0], precision, 5, chunks)
+    forms = sweep.forms_of("product", 4)
+    assert [f["precision"] for f in forms] == ["fp32", "tf32", "fp16", "fp16x3", "fp16x3"] and forms[-1]["chunks"] == 4
+    for form in forms:
+        s = sweep.with_call(plan["schedule"], groups[0], form, 5)
         lowered = lower_with(tmp_path / "graph.json", s, tmp_path)
         steps = [k for k in lowered["kernels"] if k.get("kind") == "cublaslt"]
-        assert steps and all(k["library"]["precision"] == precision and k["library"]["algo"] == 5 for k in steps)
-        assert len(steps) == chunks, "an fp16x3 call in pieces is one cuBLASLt step a piece"
+        assert steps and all(k["library"]["precision"] == form["precision"] and k["library"]["algo"] == 5 for k in steps)
+        assert len(steps) == form.get("chunks", 1), "an fp16x3 call in pieces is one cuBLASLt step a piece"
         assert sweep.product_groups(lowered) == groups
     # The rest of the plan is kept: only the swept group's schedule changes.
     other = {"fuse_rows": False, "kernels": {"elsewhere": {"strategy": "block"}}}
-    assert sweep.with_call(other, groups[0], "fp32", 0)["kernels"]["elsewhere"] == {"strategy": "block"}
-    assert sweep.with_call(other, groups[0], "fp32", 0)["fuse_rows"] is False
+    assert sweep.with_call(other, groups[0], {"precision": "fp32"}, 0)["kernels"]["elsewhere"] == {"strategy": "block"}
+    assert sweep.with_call(other, groups[0], {"precision": "fp32"}, 0)["fuse_rows"] is False
     assert "kernels" in other and groups[0] not in other["kernels"], "the caller's schedule is not modified"
+
+
+def test_sweeps_a_convolution_in_every_form_it_has(tmp_path):
+    graph = graph_of(REPO / "bench" / "level1_conv" / "02_conv2d_square.py")
+    plan = lower_to_plan(graph, tmp_path)
+    groups = sweep.library_groups(plan)
+    assert list(groups.values()) == ["convolution"] and sweep.product_groups(plan) == []
+    (tmp_path / "graph.json").write_text(json.dumps(graph))
+    group = next(iter(groups))
+    for form in sweep.forms_of("convolution", 1):
+        lowered = lower_with(tmp_path / "graph.json", sweep.with_call(plan["schedule"], group, form, 3), tmp_path)
+        steps = [k for k in lowered["kernels"] if k.get("kind") == "cudnn"]
+        assert len(steps) == 1 and steps[0]["library"]["precision"] == form["precision"] and steps[0]["library"]["algo"] == 3
+        # The bias folded into the convolution goes into cuDNN's graph only in the epilogue form.
+        assert ("epilogue" in steps[0]["library"]) == (form.get("epilogue") == "library"), form
+    assert sweep.describe(sweep.CONV_FORMS[-1] | {"strategy": "library", "algo": 2}) == "library fp16x3 nhwc algo 2 epilogue in cuDNN"
 
 
 def test_mma_groups_are_products_too():
@@ -51,6 +69,7 @@ def test_stops_where_cublaslt_offers_no_more():
                           {"group": "matmul", "library": "cublaslt", "algo": 0, "offered": 3},  # a later piece: fewer
                           {"group": "other", "library": "cublaslt", "algo": 0, "offered": 1}]}
     assert sweep.offered(result, "matmul") == 3
+    assert sweep.offered({"library": [{"group": "conv", "library": "cudnn", "algo": 0, "offered": 12}]}, "conv") == 12
     assert sweep.offered(result, "missing") == 0, "a call that did not load offers nothing to sweep"
     assert sweep.offered({}, "matmul") == 0
 
@@ -77,11 +96,71 @@ def test_summary_counts_the_target():
             {"problem": "b", "x_call_strict": 0.8, "call_strict": {}, "x_call_relaxed": 1.2, "call_relaxed": {}},
             {"problem": "c", "x_call_strict": None, "call_strict": None, "x_call_relaxed": 1.0, "call_relaxed": {}},
             {"problem": "d", "error": "no correct plan"},
-            {"problem": "e", "no_product": "1 kernel(s) of kind nvrtc", "kforge_strict_ms": 1.0}]
+            {"problem": "e", "no_product": "1 kernel(s) of kind nvrtc", "kforge_strict_ms": 1.0},
+            {"problem": "f", "family": "convolution", "x_call_strict": 0.5, "call_strict": {}, "x_call_relaxed": None,
+             "call_relaxed": None}]
     lines = "\n".join(sweep.summary(rows))
-    assert "problems: 5 (1 failed; 1 whose plan has no matrix product left)" in lines
-    assert "strict tier: kforge at >= 90% of the best cuBLASLt call's speed on 1 of 2" in lines
-    assert "relaxed tier: kforge at >= 90% of the best cuBLASLt call's speed on 3 of 3" in lines
-    assert "no single cuBLASLt call (fp32, tf32 or fp16, any offered algorithm) passes on 1" in lines
+    assert "problems: 6 (1 failed; 1 whose plan has no library call left)" in lines
+    assert "products, strict tier: kforge at >= 90% of the best cuBLASLt call's speed on 1 of 2" in lines
+    assert "products, relaxed tier: kforge at >= 90% of the best cuBLASLt call's speed on 3 of 3" in lines
+    assert "products, strict tier: no single cuBLASLt call (fp32, tf32 or fp16, any offered algorithm) passes on 1" in lines
+    assert "convolutions, strict tier: kforge at >= 90% of the best cuDNN call's speed on 0 of 1" in lines
+    assert "convolutions, relaxed tier: no single cuDNN call" in lines
     assert sweep.table_row(rows[3]).startswith("| d | failed: no correct plan")
-    assert sweep.table_row(rows[4]).startswith("| e | 1.000 | no product: 1 kernel(s) of kind nvrtc |")
+    assert sweep.table_row(rows[4]).startswith("| e | 1.000 | no library call: 1 kernel(s) of kind nvrtc |")
+    assert sweep.call_name({"precision": "fp16", "layout": "nhwc", "algo": 1}) == "fp16 nhwc algo 1"
+
+
+def test_one_problem_end_to_end_on_a_fake_library(monkeypatch):
+    """sweep_problem's orchestration with the GPU parts replaced: kforge's plans measured first, index 0 of every
+    form, then the rest of each form's list as far as the library offered it; the tiers and ratios from that."""
+    import types
+
+    import kforge._core as core
+
+    hosted = types.SimpleNamespace(problem=types.SimpleNamespace(path=REPO / "p.py"), graph={}, sets=[], refs=[],
+                                   params=[], strict_tolerance=[], baseline_ms=lambda which: 5.0)
+    monkeypatch.setattr(sweep, "host_task", lambda path, compile_baseline: hosted)
+    best = {"kernels": {"mm": {"strategy": "library", "precision": "fp16x3", "algo": 0, "chunks": 2}}}
+    plan = {"kernels": [{"group": "mm", "kind": "cublaslt"}, {"group": "mm", "kind": "cublaslt"}], "schedule": best}
+    monkeypatch.setattr(core, "optimize", lambda *a: json.dumps(
+        {"plan": plan, "tier": "strict", "candidates": 7, "native": {"median_ms": 1.0}}))
+    batches = []
+
+    def measure(graph, name, sets, refs, params, db, schedules, strict_tolerance, versions):
+        batches.append([json.loads(s) for s in schedules])
+        out = []
+        for s in batches[-1]:
+            ks = s["kernels"]["mm"]
+            p, algo = ks["precision"], ks["algo"]
+            ms = {"fp32": 3.0 - 0.5 * algo, "fp16x3": 1.0 - 0.1 * algo}.get(p)
+            ev = {"strict": ms is not None, "relaxed": ms is not None or p == "fp16", "tier": "strict" if ms else "failed",
+                  "native": {"median_ms": ms or (0.2 if p == "fp16" else 0.0)},
+                  "library": [{"group": "mm", "library": "cublaslt", "algo": min(algo, 2), "offered": 3}]}
+            ev["tier"] = "strict" if ev["strict"] else "relaxed" if ev["relaxed"] else "failed"
+            out.append({"key": json.dumps(s), "repeat": False, "eval": ev})
+        return json.dumps({"gpu": "fake", "copy_gbs": 1.0, "results": out})
+
+    monkeypatch.setattr(core, "measure_schedules", measure)
+    row = sweep.sweep_problem("p.py", 7, ":memory:", "local", 1)
+    assert batches[0][0] == best and batches[0][1] == best, "kforge's plans first"
+    assert len(batches[0]) == 2 + 5, "index 0 of fp32, tf32, fp16, fp16x3 and fp16x3 in the plan's 2 pieces"
+    assert len(batches) == 1 + 5 * 2, "then indices 1 and 2 of each form, one at a time: the library offered 3"
+    assert row["family"] == "product" and row["calls"] == 15
+    assert row["call_strict"] == {"group": "mm", "precision": "fp32", "algo": 2, "ms": 2.0}
+    assert row["call_relaxed"]["precision"] == "fp16" and row["call_relaxed"]["ms"] == 0.2
+    assert row["x_call_strict"] == 2.0 and row["fp16x3_strict"]["ms"] == pytest.approx(0.8)
+    assert sweep.table_row(row).startswith("| p | 1.000 | library fp16x3 algo 0 2 pieces | 2.000 | fp32 algo 2 | 2.00 |")
+
+    # A library that offers more than it can use (cuDNN counts every precision's engines) clamps the index to its
+    # last usable one: the walk stops there and keeps no repeat.
+    batches.clear()
+    def measure_clamped(*a):
+        out = json.loads(measure(*a))
+        for r in out["results"]:
+            r["eval"]["library"][0]["offered"] = 12
+        return json.dumps(out)
+    monkeypatch.setattr(core, "measure_schedules", measure_clamped)
+    row = sweep.sweep_problem("p.py", 7, ":memory:", "local", 1)
+    assert len(batches) == 1 + 5 * 3, "indices 1, 2 and the clamped 3 of each form"
+    assert row["calls"] == 15 and max(m["algo"] for m in row["measurements"] if m["label"] == "call") == 2
