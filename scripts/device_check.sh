@@ -7,7 +7,8 @@
 # Knobs (environment): RUN_GPU_TESTS, RUN_CPU_TESTS (1: run that ctest label), GPU_TEST_TIMEOUT (300 s),
 # GPU_TEST_ARGS (more ctest arguments, word-split, so no inner quotes: "-R GpuPlans.*(softmax|pool)"),
 # SUITE_TIMEOUT (400 s for the whole slice), SWEEP_PROBLEMS (globs: run python/kforge/library_sweep.py on them
-# first, within SWEEP_TIMEOUT, 400 s). PROBLEM_GLOBS "none" skips the suite slice.
+# first, within SWEEP_TIMEOUT, 400 s). PROBLEM_GLOBS "none" skips the suite slice. The device tool stops a command
+# at 10 minutes: the build (~60 s cold) and the limits chosen must fit in it.
 #
 # The device image lacks sqlite3.h, cpp-httplib, XGBoost and bubblewrap: scripts/fetch_device_deps.sh unpacks
 # Debian's packages into .deps/root here; the run carries them (carry [".deps"]).

@@ -110,7 +110,8 @@ class Meter:
         h = self.hosted
         out = json.loads(self.core.measure_schedules(
             json.dumps(h.graph), self.name, [ptrs(s) for s in h.sets], [ptrs(r) for r in h.refs], ptrs(h.params),
-            self.db, [json.dumps(s) for _, s in labelled], h.strict_tolerance, f"torch {torch.__version__}"))
+            self.db, [json.dumps(s) for _, s in labelled], h.strict_tolerance, f"torch {torch.__version__}",
+            h.baseline_ms("eager")))
         rows = [{**label, "schedule": s, "eval": r["eval"]} for (label, s), r in zip(labelled, out["results"])]
         self.rows += rows
         return rows
@@ -152,15 +153,20 @@ def sweep_problem(path, budget: int, db: str, policy: str, seed: int) -> dict:
         for form in forms_of(family, best.get("kernels", {}).get(g, {}).get("chunks", 1)):
             firsts.append(({"label": "call", "group": g, **form, "algo": 0}, with_call(best, g, form, 0)))
     measured = meter.measure(firsts)
-    for r in measured[2:]:  # then along each form's list, one index at a time, until the library clamps the index
-        form = {k: r[k] for k in FORM_KEYS if k in r}
-        for a in range(1, min(MAX_ALGOS, offered(r["eval"], r["group"]))):
-            (m,) = meter.measure([({"label": "call", "group": r["group"], **form, "algo": a}, with_call(best, r["group"], form, a))])
-            if used_index(m["eval"], r["group"]) < a:  # past the usable ones (cuDNN's offer counts every precision's)
-                meter.rows.pop()
-                break
+    # Then index 1, 2, ... of every form still on its list, a batch per index, until the library clamps the index
+    # (past its usable ones: cuDNN's offer counts every precision's engines) and the call is the last one again.
+    walking = [(r, {k: r[k] for k in FORM_KEYS if k in r}) for r in measured[2:]]
+    for a in range(1, MAX_ALGOS):
+        walking = [(r, form) for r, form in walking if a < offered(r["eval"], r["group"])]
+        if not walking:
+            break
+        batch = meter.measure([({"label": "call", "group": r["group"], **form, "algo": a}, with_call(best, r["group"], form, a))
+                               for r, form in walking])
+        clamped = [m for m in batch if used_index(m["eval"], m["group"]) < a]
+        meter.rows = [m for m in meter.rows if not any(m is c for c in clamped)]
+        walking = [(r, form) for (r, form), m in zip(walking, batch) if not any(m is c for c in clamped)]
 
-    ours = {t: measured[i]["eval"] for i, t in enumerate(("strict", "relaxed"))}
+    ours = [measured[0]["eval"], measured[1]["eval"]]  # kforge's strict plan and its relaxed tier's fastest
     calls = [r for r in meter.rows if r["label"] == "call"]
     families = set(groups.values())
     row.update(groups=list(groups), family=families.pop() if len(families) == 1 else "mixed",
@@ -168,9 +174,9 @@ def sweep_problem(path, budget: int, db: str, policy: str, seed: int) -> dict:
                relaxed_product=", ".join(describe(relaxed.get("kernels", {}).get(g, {})) for g in groups),
                calls=len(calls), calls_passing_strict=sum(bool(r["eval"]["strict"]) for r in calls))
     for tier in ("strict", "relaxed"):
-        mine = ours[tier]
-        passed = mine["strict"] if tier == "strict" else mine["relaxed"]
-        row[f"kforge_{tier}_ms"] = timed_ms(mine) if passed else None
+        # In the relaxed tier the strict plan counts too (measured again it may be the faster of the two).
+        mine = [timed_ms(e) for e in (ours[:1] if tier == "strict" else ours) if e[tier] and timed_ms(e) is not None]
+        row[f"kforge_{tier}_ms"] = min(mine, default=None)
         call = fastest(calls, tier, CALL_PRECISIONS)
         split = fastest(calls, tier, ("fp16x3",))
         keep = ("group", *FORM_KEYS, "algo")
@@ -222,6 +228,10 @@ def summary(rows: list[dict]) -> list[str]:
             if none:
                 lines.append(f"- {family}s, {tier} tier: no single {library} call (fp32, tf32 or fp16, any offered "
                              f"algorithm) passes on {none} problems")
+            missed = sum(r[f"call_{tier}"] is not None and r[f"x_call_{tier}"] is None for r in mine)
+            if missed:  # kforge's own miss: a call passes the tier where kforge's plans did not (measured again)
+                lines.append(f"- {family}s, {tier} tier: kforge has no plan passing the tier where a {library} call does "
+                             f"on {missed} problems")
     return lines
 
 

@@ -208,20 +208,21 @@ PYBIND11_MODULE(_core, m) {
   m.def("measure_schedules", [](const std::string& graph_json, const std::string& name, const PtrSets& sets, const PtrSets& refs,
                                 const std::vector<uintptr_t>& params, const std::string& db_path,
                                 const std::vector<std::string>& schedules, const PerSet& strict_tolerance,
-                                const std::string& versions) {
+                                const std::string& versions, double eager_ms) {
     // Given schedules, each checked and timed in the environment (native protocol) and recorded in the database:
-    // what a sweep over one action measures (python/kforge/library_sweep.py).
+    // what a sweep over one action measures (python/kforge/library_sweep.py). eager_ms sets the run limit as the
+    // search's (max(250 ms, 50 x eager)).
     std::vector<Schedule> parsed;
     for (auto& s : schedules) parsed.push_back(schedule_from_json(nlohmann::json::parse(s)));
     py::gil_scoped_release release;
-    BorrowedTask t(graph_json, name, sets, refs, params, db_path, 0.0, 0.0, strict_tolerance);
+    BorrowedTask t(graph_json, name, sets, refs, params, db_path, eager_ms, 0.0, strict_tolerance);
     PlanMeter meter(t.spec, *t.task, t.db, t.compiler, versions, 4);
     nlohmann::json out = {{"gpu", meter.gpu()}, {"copy_gbs", meter.copy_gbs()}, {"results", nlohmann::json::array()}};
     for (auto& r : meter.measure(parsed))
       out["results"].push_back({{"key", r.key}, {"repeat", r.repeat}, {"eval", r.eval.to_json()}});
     return out.dump();
   }, py::arg("graph_json"), py::arg("name"), py::arg("sets"), py::arg("refs"), py::arg("params"), py::arg("db_path"),
-     py::arg("schedules"), py::arg("strict_tolerance") = PerSet{}, py::arg("versions") = "",
+     py::arg("schedules"), py::arg("strict_tolerance") = PerSet{}, py::arg("versions") = "", py::arg("eager_ms") = 0.0,
      "Each schedule's evaluation (env/evaluator.h's JSON), in order, recorded in db_path (search/measure.h).");
   m.def("candidate_sequences", [](const std::string& graph_json, int candidates, const std::vector<std::string>& policies,
                                   const std::string& checkpoint, const std::string& cost_model, uint64_t seed, double copy_gbs) {

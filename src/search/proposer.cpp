@@ -68,8 +68,11 @@ std::optional<Schedule> ScheduleProposer::next_algorithm(const Schedule& best) {
   for (int algo = 0; algo < kMatmulAlgos; ++algo)
     for (const KernelGroup& g : groups) {
       KernelSchedule ks = schedule_for(best, g);
-      if (g.kind != GroupKind::matmul || ks.strategy != Strategy::library || ks.algo == algo) continue;
-      if (auto o = offered_.find({g.key, ks.precision}); o != offered_.end() && algo >= o->second) continue;
+      if (g.kind != GroupKind::matmul || ks.strategy != Strategy::library) continue;
+      // Past what cuBLASLt offered, an index is its last one (the library clamps it): that call, not a new one.
+      auto o = offered_.find({g.key, ks.precision});
+      const int listed = o == offered_.end() ? kMatmulAlgos : o->second;
+      if (algo >= listed || std::min(ks.algo, listed - 1) == algo) continue;
       ks.algo = algo;
       Schedule s = best;
       s.kernels[g.key] = ks;

@@ -92,17 +92,21 @@ def test_a_call_counts_only_in_the_tiers_it_passed():
 
 
 def test_summary_counts_the_target():
-    rows = [{"problem": "a", "x_call_strict": 3.0, "call_strict": {}, "x_call_relaxed": 0.95, "call_relaxed": {}},
+    rows = [{"problem": "a", "x_call_strict": 3.0, "call_strict": {}, "x_call_relaxed": 0.95, "call_relaxed": {},
+             "kforge_strict_ms": 1.0, "kforge_relaxed_ms": 1.0},
             {"problem": "b", "x_call_strict": 0.8, "call_strict": {}, "x_call_relaxed": 1.2, "call_relaxed": {}},
             {"problem": "c", "x_call_strict": None, "call_strict": None, "x_call_relaxed": 1.0, "call_relaxed": {}},
             {"problem": "d", "error": "no correct plan"},
             {"problem": "e", "no_product": "1 kernel(s) of kind nvrtc", "kforge_strict_ms": 1.0},
             {"problem": "f", "family": "convolution", "x_call_strict": 0.5, "call_strict": {}, "x_call_relaxed": None,
-             "call_relaxed": None}]
+             "call_relaxed": None},
+            {"problem": "g", "x_call_strict": None, "call_strict": {"ms": 2.0}, "kforge_strict_ms": None,
+             "x_call_relaxed": 1.1, "call_relaxed": {}, "kforge_relaxed_ms": 1.0}]
     lines = "\n".join(sweep.summary(rows))
-    assert "problems: 6 (1 failed; 1 whose plan has no library call left)" in lines
+    assert "problems: 7 (1 failed; 1 whose plan has no library call left)" in lines
+    assert "products, strict tier: kforge has no plan passing the tier where a cuBLASLt call does on 1" in lines
     assert "products, strict tier: kforge at >= 90% of the best cuBLASLt call's speed on 1 of 2" in lines
-    assert "products, relaxed tier: kforge at >= 90% of the best cuBLASLt call's speed on 3 of 3" in lines
+    assert "products, relaxed tier: kforge at >= 90% of the best cuBLASLt call's speed on 4 of 4" in lines
     assert "products, strict tier: no single cuBLASLt call (fp32, tf32 or fp16, any offered algorithm) passes on 1" in lines
     assert "convolutions, strict tier: kforge at >= 90% of the best cuDNN call's speed on 0 of 1" in lines
     assert "convolutions, relaxed tier: no single cuDNN call" in lines
@@ -123,11 +127,16 @@ def test_one_problem_end_to_end_on_a_fake_library(monkeypatch):
     monkeypatch.setattr(sweep, "host_task", lambda path, compile_baseline: hosted)
     best = {"kernels": {"mm": {"strategy": "library", "precision": "fp16x3", "algo": 0, "chunks": 2}}}
     plan = {"kernels": [{"group": "mm", "kind": "cublaslt"}, {"group": "mm", "kind": "cublaslt"}], "schedule": best}
-    monkeypatch.setattr(core, "optimize", lambda *a: json.dumps(
-        {"plan": plan, "tier": "strict", "candidates": 7, "native": {"median_ms": 1.0}}))
+    def optimize(*a):  # positions as src/python_module/core.cpp's optimize takes them
+        budget, db, eager, compile_ms, policy, strict_tolerance = a[5], a[6], a[7], a[8], a[12], a[15]
+        assert (budget, db, eager, compile_ms, policy, strict_tolerance) == (7, ":memory:", 5.0, 0.0, "local", [])
+        return json.dumps({"plan": plan, "tier": "strict", "candidates": 7, "native": {"median_ms": 1.0}})
+
+    monkeypatch.setattr(core, "optimize", optimize)
     batches = []
 
-    def measure(graph, name, sets, refs, params, db, schedules, strict_tolerance, versions):
+    def measure(graph, name, sets, refs, params, db, schedules, strict_tolerance, versions, eager_ms):
+        assert db == ":memory:" and strict_tolerance == [] and eager_ms == 5.0 and versions.startswith("torch ")
         batches.append([json.loads(s) for s in schedules])
         out = []
         for s in batches[-1]:
@@ -145,7 +154,7 @@ def test_one_problem_end_to_end_on_a_fake_library(monkeypatch):
     row = sweep.sweep_problem("p.py", 7, ":memory:", "local", 1)
     assert batches[0][0] == best and batches[0][1] == best, "kforge's plans first"
     assert len(batches[0]) == 2 + 5, "index 0 of fp32, tf32, fp16, fp16x3 and fp16x3 in the plan's 2 pieces"
-    assert len(batches) == 1 + 5 * 2, "then indices 1 and 2 of each form, one at a time: the library offered 3"
+    assert [len(b) for b in batches] == [7, 5, 5], "then index 1 of each form, then index 2: the library offered 3"
     assert row["family"] == "product" and row["calls"] == 15
     assert row["call_strict"] == {"group": "mm", "precision": "fp32", "algo": 2, "ms": 2.0}
     assert row["call_relaxed"]["precision"] == "fp16" and row["call_relaxed"]["ms"] == 0.2
@@ -162,5 +171,5 @@ def test_one_problem_end_to_end_on_a_fake_library(monkeypatch):
         return json.dumps(out)
     monkeypatch.setattr(core, "measure_schedules", measure_clamped)
     row = sweep.sweep_problem("p.py", 7, ":memory:", "local", 1)
-    assert len(batches) == 1 + 5 * 3, "indices 1, 2 and the clamped 3 of each form"
+    assert [len(b) for b in batches] == [7, 5, 5, 5], "indices 1, 2 and the clamped 3 of each form"
     assert row["calls"] == 15 and max(m["algo"] for m in row["measurements"] if m["label"] == "call") == 2

@@ -67,6 +67,12 @@ TEST(MatmulSearch, BestPlansProductsTryEveryAlgorithmOnce) {
   std::vector<int> fp32_algos;
   while (auto s = p.next_algorithm(Schedule{})) fp32_algos.push_back(schedule_for(*s, kernel_groups(g, true).front()).algo);
   EXPECT_EQ(fp32_algos, (std::vector<int>{1, 2}));
+  // A best whose index is past the list (from the database, say) is the list's last call: the walk skips that one.
+  Schedule past = best;
+  past.kernels[key] = {.strategy = Strategy::library, .precision = Precision::fp32, .algo = 6};
+  std::vector<int> from_past;
+  while (auto s = p.next_algorithm(past)) from_past.push_back(s->kernels.at(key).algo);
+  EXPECT_EQ(from_past, (std::vector<int>{0, 1}));
 
   Graph conv = graph_from_json(testing::conv_graph("conv2d_bias_relu"));
   ScheduleProposer q(conv, 3, true);
