@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from kforge.session import host_task, ptrs
+from kforge.session import host_task
 
 CALL_PRECISIONS = ("fp32", "tf32", "fp16")  # the library's own arithmetic (fp16: over fp16 copies); fp16x3 is kforge's
 MAX_ALGOS = 8  # schedule.h: kMatmulAlgos and kConvEngines
@@ -48,10 +48,6 @@ def library_groups(plan: dict) -> dict[str, str]:
     groups |= {k["group"]: "convolution" for k in plan["kernels"] if k.get("kind") == "cudnn"}
     groups |= {g: "product" for g, ks in plan["schedule"].get("kernels", {}).items() if ks.get("strategy") == "mma"}
     return dict(sorted(groups.items()))
-
-
-def product_groups(plan: dict) -> list[str]:
-    return [g for g, family in library_groups(plan).items() if family == "product"]
 
 
 def forms_of(family: str, pieces: int) -> list[dict]:
@@ -101,16 +97,16 @@ def timed_ms(result: dict) -> float | None:
 class Meter:
     """Measures schedules of one hosted task through kforge._core.measure_schedules, keeping every result."""
 
-    def __init__(self, hosted, name: str, db: str):
+    def __init__(self, hosted, name: str, db: str, task: tuple):
         import kforge._core as core
-        self.core, self.hosted, self.name, self.db = core, hosted, name, db
+        self.core, self.hosted, self.db = core, hosted, db
+        self.task = task  # (graph JSON, name, sets, refs, params): the task as both bindings take it
         self.rows: list[dict] = []  # {"label", "group", "precision", "algo", "chunks", "schedule", "eval"}
 
     def measure(self, labelled: list[tuple[dict, dict]]) -> list[dict]:
         h = self.hosted
         out = json.loads(self.core.measure_schedules(
-            json.dumps(h.graph), self.name, [ptrs(s) for s in h.sets], [ptrs(r) for r in h.refs], ptrs(h.params),
-            self.db, [json.dumps(s) for _, s in labelled], h.strict_tolerance, f"torch {torch.__version__}",
+            *self.task, self.db, [json.dumps(s) for _, s in labelled], h.strict_tolerance, f"torch {torch.__version__}",
             h.baseline_ms("eager")))
         rows = [{**label, "schedule": s, "eval": r["eval"]} for (label, s), r in zip(labelled, out["results"])]
         self.rows += rows
@@ -132,9 +128,9 @@ def sweep_problem(path, budget: int, db: str, policy: str, seed: int) -> dict:
     hosted = host_task(path, compile_baseline=False)
     name = hosted.problem.path.stem
     eager = hosted.baseline_ms("eager")
-    result = json.loads(core.optimize(json.dumps(hosted.graph), name, [ptrs(s) for s in hosted.sets],
-                                      [ptrs(r) for r in hosted.refs], ptrs(hosted.params), budget, db, eager, 0.0, seed,
-                                      False, f"torch {torch.__version__}", policy, "", "", hosted.strict_tolerance))
+    task = (json.dumps(hosted.graph), name, *hosted.pointers())
+    result = json.loads(core.optimize(*task, budget, db, eager, 0.0, seed, False, f"torch {torch.__version__}", policy,
+                                      "", "", hosted.strict_tolerance))
     row = {"problem": name, "source": str(hosted.problem.path), "eager_ms": eager, "search_tier": result["tier"],
            "candidates": result["candidates"]}
     if "plan" not in result:
@@ -146,7 +142,7 @@ def sweep_problem(path, budget: int, db: str, policy: str, seed: int) -> dict:
         kinds = sorted({k.get("kind", "nvrtc") for k in result["plan"]["kernels"]})
         return {**row, "no_product": f"{len(result['plan']['kernels'])} kernel(s) of kind {', '.join(kinds)}",
                 "kforge_strict_ms": result["native"]["median_ms"] if result["tier"] == "strict" else None}
-    meter = Meter(hosted, name, db)
+    meter = Meter(hosted, name, db, task)
     # Batch 1: kforge's plans, then index 0 of every form per group (which also says how many the library offers).
     firsts = [({"label": "kforge strict"}, best), ({"label": "kforge relaxed"}, relaxed)]
     for g, family in groups.items():
@@ -162,9 +158,9 @@ def sweep_problem(path, budget: int, db: str, policy: str, seed: int) -> dict:
             break
         batch = meter.measure([({"label": "call", "group": r["group"], **form, "algo": a}, with_call(best, r["group"], form, a))
                                for r, form in walking])
-        clamped = [m for m in batch if used_index(m["eval"], m["group"]) < a]
-        meter.rows = [m for m in meter.rows if not any(m is c for c in clamped)]
-        walking = [(r, form) for (r, form), m in zip(walking, batch) if not any(m is c for c in clamped)]
+        clamped = {id(m) for m in batch if used_index(m["eval"], m["group"]) < a}
+        meter.rows = [m for m in meter.rows if id(m) not in clamped]
+        walking = [(r, form) for (r, form), m in zip(walking, batch) if id(m) not in clamped]
 
     ours = [measured[0]["eval"], measured[1]["eval"]]  # kforge's strict plan and its relaxed tier's fastest
     calls = [r for r in meter.rows if r["label"] == "call"]

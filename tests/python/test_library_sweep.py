@@ -23,7 +23,7 @@ def lower_with(graph_path, schedule, tmp_path):
 def test_sweeps_each_product_group_and_its_calls_lower(tmp_path):
     graph = graph_of(REPO / "bench" / "level2" / "06_linear_layernorm_relu.py")
     plan = lower_to_plan(graph, tmp_path)
-    groups = sweep.product_groups(plan)
+    groups = list(sweep.library_groups(plan))
     assert len(groups) == 1 and sweep.library_groups(plan) == {groups[0]: "product"}, "the layer norm is not swept"
     (tmp_path / "graph.json").write_text(json.dumps(graph))
     forms = sweep.forms_of("product", 4)
@@ -34,7 +34,7 @@ def test_sweeps_each_product_group_and_its_calls_lower(tmp_path):
         steps = [k for k in lowered["kernels"] if k.get("kind") == "cublaslt"]
         assert steps and all(k["library"]["precision"] == form["precision"] and k["library"]["algo"] == 5 for k in steps)
         assert len(steps) == form.get("chunks", 1), "an fp16x3 call in pieces is one cuBLASLt step a piece"
-        assert sweep.product_groups(lowered) == groups
+        assert sweep.library_groups(lowered) == {groups[0]: "product"}
     # The rest of the plan is kept: only the swept group's schedule changes.
     other = {"fuse_rows": False, "kernels": {"elsewhere": {"strategy": "block"}}}
     assert sweep.with_call(other, groups[0], {"precision": "fp32"}, 0)["kernels"]["elsewhere"] == {"strategy": "block"}
@@ -46,7 +46,7 @@ def test_sweeps_a_convolution_in_every_form_it_has(tmp_path):
     graph = graph_of(REPO / "bench" / "level1_conv" / "02_conv2d_square.py")
     plan = lower_to_plan(graph, tmp_path)
     groups = sweep.library_groups(plan)
-    assert list(groups.values()) == ["convolution"] and sweep.product_groups(plan) == []
+    assert list(groups.values()) == ["convolution"], "no product among them"
     (tmp_path / "graph.json").write_text(json.dumps(graph))
     group = next(iter(groups))
     for form in sweep.forms_of("convolution", 1):
@@ -61,7 +61,7 @@ def test_sweeps_a_convolution_in_every_form_it_has(tmp_path):
 def test_mma_groups_are_products_too():
     plan = {"kernels": [{"group": "matmul", "kind": "nvrtc"}, {"group": "row", "kind": "nvrtc"}],
             "schedule": {"kernels": {"matmul": {"strategy": "mma", "precision": "tf32x3"}, "row": {"strategy": "block"}}}}
-    assert sweep.product_groups(plan) == ["matmul"]
+    assert sweep.library_groups(plan) == {"matmul": "product"}
 
 
 def test_stops_where_cublaslt_offers_no_more():
@@ -123,7 +123,8 @@ def test_one_problem_end_to_end_on_a_fake_library(monkeypatch):
     import kforge._core as core
 
     hosted = types.SimpleNamespace(problem=types.SimpleNamespace(path=REPO / "p.py"), graph={}, sets=[], refs=[],
-                                   params=[], strict_tolerance=[], baseline_ms=lambda which: 5.0)
+                                   params=[], strict_tolerance=[], baseline_ms=lambda which: 5.0,
+                                   pointers=lambda: ([], [], []))
     monkeypatch.setattr(sweep, "host_task", lambda path, compile_baseline: hosted)
     best = {"kernels": {"mm": {"strategy": "library", "precision": "fp16x3", "algo": 0, "chunks": 2}}}
     plan = {"kernels": [{"group": "mm", "kind": "cublaslt"}, {"group": "mm", "kind": "cublaslt"}], "schedule": best}
