@@ -6,7 +6,8 @@
 #   e.g. run with carry [".deps"]: bash scripts/device_check.sh "bench/level1/0[1-9]_*.py" 8
 # Knobs (environment): RUN_GPU_TESTS, RUN_CPU_TESTS (1: run that ctest label), GPU_TEST_TIMEOUT (300 s),
 # GPU_TEST_ARGS (more ctest arguments, word-split, so no inner quotes: "-R GpuPlans.*(softmax|pool)"),
-# SUITE_TIMEOUT (400 s for the whole slice), SWEEP_PROBLEMS (globs: run python/kforge/library_sweep.py on them
+# SUITE_TIMEOUT (400 s for each GPU's share of the slice), GPUS (how many to use; default all: problems dealt
+# round-robin, one process per GPU), SWEEP_PROBLEMS (globs: run python/kforge/library_sweep.py on them
 # first, within SWEEP_TIMEOUT, 400 s). PROBLEM_GLOBS "none" skips the suite slice. The device tool stops a command
 # at 10 minutes: the build (~60 s cold) and the limits chosen must fit in it.
 #
@@ -36,32 +37,55 @@ if [ "${RUN_CPU_TESTS:-1}" = 1 ]; then
   echo "== CPU tests (ctest -L cpu)"
   (cd build-device && timeout 200 ctest -L cpu -j8 > /tmp/cpu_tests.txt 2>&1); tail -3 /tmp/cpu_tests.txt
 fi
+# Several GPUs: the problems are dealt round-robin, one process per GPU side by side (each problem's kforge and
+# baselines still measured in one process on one GPU), then merged into one table.
+NGPU=${GPUS:-$(nvidia-smi -L | wc -l)}
+share() { local i=$1 k=0 p; shift; for p in "$@"; do [ $((k++ % NGPU)) = "$i" ] && echo "$p"; done; return 0; }
+pids=()  # waited for by PID: a bare `wait` would also wait for the log's tee
 if [ -n "${SWEEP_PROBLEMS:-}" ]; then
   # Products and convolutions against their library's own algorithms / engines, same tier, same process
   # (python/kforge/library_sweep.py).
-  echo "== library sweep: problems $SWEEP_PROBLEMS, budget $BUDGET"
-  mkdir -p /tmp/suite/sweep
-  PYTHONPATH="$ROOT/python" PYTHONUNBUFFERED=1 timeout ${SWEEP_TIMEOUT:-400} python3 -m kforge.library_sweep $SWEEP_PROBLEMS \
-    --budget "$BUDGET" --db /tmp/suite/sweep/kforge.db --out /tmp/suite/sweep 2>&1 | grep -vE "^\s*$" | tail -60
+  echo "== library sweep: problems $SWEEP_PROBLEMS, budget $BUDGET, $NGPU GPU(s)"
+  all=$(ls $SWEEP_PROBLEMS)
+  for i in $(seq 0 $((NGPU - 1))); do
+    mine=$(share $i $all); [ -z "$mine" ] && continue
+    mkdir -p /tmp/suite/sweep/gpu$i
+    CUDA_VISIBLE_DEVICES=$i PYTHONPATH="$ROOT/python" PYTHONUNBUFFERED=1 timeout ${SWEEP_TIMEOUT:-400} \
+      python3 -m kforge.library_sweep $mine --budget "$BUDGET" --db /tmp/suite/sweep/gpu$i/kforge.db \
+      --out /tmp/suite/sweep/gpu$i > /tmp/suite/sweep/gpu$i.log 2>&1 &
+    pids+=($!)
+  done
+  wait "${pids[@]}"; pids=()
+  PYTHONPATH="$ROOT/python" python3 -m kforge.library_sweep --merge /tmp/suite/sweep/gpu*/library_sweep.json \
+    --out /tmp/suite/sweep | grep -vE "^\s*$" | tail -70
+  grep -hE "Error|error:" /tmp/suite/sweep/gpu*.log | head -20
   cp /tmp/suite/sweep/library_sweep.md "$OUT/" 2>/dev/null
 fi
 [ "$GLOB" = none ] && { tar czf "$OUT/suite_logs.tgz" -C /tmp/suite sweep 2>/dev/null; echo "== done"; exit 0; }
-echo "== benchmark slice: problems $GLOB, budget $BUDGET"
-rm -rf /dev/shm/kforge && mkdir -p /dev/shm/kforge
-# One session process for the slice (torch and inductor start once); the per-problem timeout is the
-# slice's time limit spread over its problems.
-n=$(ls $GLOB | wc -l)
-PYTHONUNBUFFERED=1 python3 bench/run_suite.py --kforge build-device/kforge --budget "$BUDGET" --in-process \
-  --out /tmp/suite --workdir /dev/shm/kforge --problems "$GLOB" --timeout $(( ${SUITE_TIMEOUT:-400} / n ))
-cat /tmp/suite/logs/session-*.log 2>/dev/null | grep -E "^\|" | tail -80 > "$OUT/session_rows.md"
+echo "== benchmark slice: problems $GLOB, budget $BUDGET, $NGPU GPU(s)"
+rm -rf /dev/shm/kforge; mkdir -p /tmp/suite
+# One session process per GPU for its share (torch and inductor start once); the per-problem timeout is the
+# slice's time limit spread over the share's problems.
+all=$(ls $GLOB)
+for i in $(seq 0 $((NGPU - 1))); do
+  mine=$(share $i $all); [ -z "$mine" ] && continue
+  mkdir -p /dev/shm/kforge/gpu$i
+  CUDA_VISIBLE_DEVICES=$i PYTHONUNBUFFERED=1 python3 bench/run_suite.py --kforge build-device/kforge --budget "$BUDGET" \
+    --in-process --out /tmp/suite/gpu$i --workdir /dev/shm/kforge/gpu$i --problems "$(echo $mine)" \
+    --timeout $(( ${SUITE_TIMEOUT:-400} / $(echo $mine | wc -w) )) > /tmp/suite/gpu$i.txt 2>&1 &
+  pids+=($!)
+done
+wait "${pids[@]}"
+python3 bench/merge_suites.py --partial --by-source $(ls -d /tmp/suite/gpu*/suite.json) -o /tmp/suite/suite.md --json /tmp/suite/suite.json
+cat /tmp/suite/gpu*/logs/session-*.log 2>/dev/null | grep -E "^\|" | tail -150 > "$OUT/session_rows.md"
 cp /tmp/suite/suite.json /tmp/suite/suite.md "$OUT/" 2>/dev/null
 # Every candidate's measurement per task, fastest first (schedule, tiers, native ms): what the table's choices
 # came from; the full rows stay in the database inside suite_logs.tgz.
 python3 - > "$OUT/candidates.md" <<'PY' 2>/dev/null || true
-import json, sqlite3
-db = sqlite3.connect("/tmp/suite/kforge.db")
-tasks = [r[0] for r in db.execute("SELECT DISTINCT task FROM measurements ORDER BY task")]
-for task in tasks:
+import glob, json, sqlite3
+for path in sorted(glob.glob("/tmp/suite/gpu*/kforge.db")):
+  db = sqlite3.connect(path)
+  for task in [r[0] for r in db.execute("SELECT DISTINCT task FROM measurements ORDER BY task")]:
     print(f"## {task}")
     rows = db.execute("SELECT schedule, compiled, strict, relaxed, median_ms, log FROM measurements WHERE task = ? "
                       "ORDER BY (median_ms IS NULL OR median_ms <= 0), median_ms", (task,)).fetchall()
@@ -74,6 +98,6 @@ for task in tasks:
         why = f"  [{' '.join((log or '').split())[:300]}]" if tier in ("wrong", "no build") else ""  # the check's reason
         print(f"- {ms if ms else 0:.4f} ms {tier:7} {flags}{kernels}{why}")
 PY
-cp /tmp/suite/kforge.db /tmp/suite/reports/ 2>/dev/null
-tar czf "$OUT/suite_logs.tgz" -C /tmp/suite logs reports $([ -d /tmp/suite/sweep ] && echo sweep) 2>/dev/null
+for d in /tmp/suite/gpu*/; do cp "$d/kforge.db" "$d/reports/" 2>/dev/null; done
+(cd /tmp/suite && tar czf "$OUT/suite_logs.tgz" gpu*.txt gpu*/logs gpu*/reports $([ -d sweep ] && echo sweep) 2>/dev/null)
 echo "== done"

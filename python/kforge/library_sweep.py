@@ -15,7 +15,11 @@ cuDNN engine? For each problem, in one process and on the same hidden sets:
 
 Every candidate is checked on every hidden set before it is timed; a call counts for a tier only where it passed
 that tier on every set. Each measurement also goes to the database. Writes OUT/NAME.json per problem and
-OUT/library_sweep.json (every row) and OUT/library_sweep.md (the table)."""
+OUT/library_sweep.json (every row) and OUT/library_sweep.md (the table).
+
+`python -m kforge.library_sweep --merge A/library_sweep.json B/library_sweep.json --out DIR` writes one table of
+sweeps that ran side by side (one process per GPU, scripts/device_check.sh): rows in the order given, the
+summary recomputed over all of them."""
 import argparse
 import copy
 import json
@@ -234,19 +238,24 @@ def summary(rows: list[dict]) -> list[str]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kforge.library_sweep", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("problems", nargs="+", help="KernelBench-format problem files with a matrix product or convolution")
+    parser.add_argument("problems", nargs="+", help="KernelBench-format problem files with a matrix product or convolution "
+                                                    "(with --merge: library_sweep.json files)")
+    parser.add_argument("--merge", action="store_true", help="merge the sweeps' library_sweep.json files into one table")
     parser.add_argument("--budget", type=int, default=7, help="candidates kforge's search measures first")
     parser.add_argument("--db", default="kforge.db")
     parser.add_argument("--out", required=True, help="folder for NAME.json, library_sweep.json and library_sweep.md")
     parser.add_argument("--policy", default="trained", help="the search's policy (kforge.session's)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
+    if args.merge:
+        return merge(args.problems, Path(args.out))
     if not torch.cuda.is_available():
         print("kforge: error: the sweep needs a CUDA GPU (none is visible to PyTorch)", file=sys.stderr)
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
+    meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "protocol": "native", "budget": args.budget}
     print(HEADER, flush=True)
     for path in args.problems:
         t0 = time.time()
@@ -259,15 +268,27 @@ def main(argv=None) -> int:
         (out / f"{r['problem']}.json").write_text(json.dumps(r, indent=1))
         rows.append(r)
         print(table_row(r), flush=True)
-        write_tables(out, rows, args.budget, complete=len(rows) == len(args.problems))  # kept whole if a limit cuts the run
+        write_tables(out, rows, meta, complete=len(rows) == len(args.problems))  # kept whole if a limit cuts the run
         torch.cuda.empty_cache()
     print("\n".join(summary(rows)))
     return 0
 
 
-def write_tables(out: Path, rows: list[dict], budget: int, complete: bool):
+def merge(paths: list[str], out: Path) -> int:
+    parts = [json.loads(Path(p).read_text()) for p in paths]
+    rows = [r for part in parts for r in part["rows"]]
+    names = [r["problem"] for r in rows]
+    if len(set(names)) != len(names):
+        raise SystemExit("library_sweep: a problem appears in more than one sweep")
+    meta = {**parts[0]["meta"], "merged_from": list(paths)}
+    out.mkdir(parents=True, exist_ok=True)
+    write_tables(out, rows, meta, complete=all(part.get("complete", False) for part in parts))
+    print((out / "library_sweep.md").read_text())
+    return 0
+
+
+def write_tables(out: Path, rows: list[dict], meta: dict, complete: bool):
     lines = summary(rows)
-    meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "protocol": "native", "budget": budget}
     (out / "library_sweep.json").write_text(json.dumps({"meta": meta, "rows": rows, "summary": lines, "complete": complete}, indent=1))
     (out / "library_sweep.md").write_text("\n".join([HEADER, *map(table_row, rows), "", *lines]) + "\n")
 

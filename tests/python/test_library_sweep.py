@@ -115,6 +115,26 @@ def test_summary_counts_the_target():
     assert sweep.call_name({"precision": "fp16", "layout": "nhwc", "algo": 1}) == "fp16 nhwc algo 1"
 
 
+def test_merge_joins_sweeps_run_side_by_side(tmp_path):
+    def part(name, rows, complete=True):
+        (tmp_path / name).mkdir()
+        path = tmp_path / name / "library_sweep.json"
+        path.write_text(json.dumps({"meta": {"gpu": "H200", "budget": 7}, "rows": rows, "complete": complete}))
+        return str(path)
+    a = part("gpu0", [{"problem": "a", "kforge_strict_ms": 1.0, "product": "library fp32 algo 0", "call_strict": {
+        "precision": "fp32", "algo": 0, "ms": 3.0}, "x_call_strict": 3.0, "kforge_relaxed_ms": 1.0, "call_relaxed": None,
+        "x_call_relaxed": None, "calls": 9}])
+    b = part("gpu1", [{"problem": "b", "error": "no correct plan"}], complete=False)
+    assert sweep.main(["--merge", a, b, "--out", str(tmp_path / "all")]) == 0
+    merged = json.loads((tmp_path / "all" / "library_sweep.json").read_text())
+    assert [r["problem"] for r in merged["rows"]] == ["a", "b"]
+    assert merged["complete"] is False and merged["meta"]["merged_from"] == [a, b]
+    assert "products, strict tier: kforge at >= 90% of the best cuBLASLt call's speed on 1 of 1" in \
+        (tmp_path / "all" / "library_sweep.md").read_text()
+    with pytest.raises(SystemExit, match="more than one sweep"):
+        sweep.main(["--merge", a, a, "--out", str(tmp_path / "twice")])
+
+
 def test_one_problem_end_to_end_on_a_fake_library(monkeypatch):
     """sweep_problem's orchestration with the GPU parts replaced: kforge's plans measured first, index 0 of every
     form, then the rest of each form's list as far as the library offered it; the tiers and ratios from that."""

@@ -1,5 +1,5 @@
 """bench/merge_suites.py: slices of one suite run become one table whose summary counts every row; a slice that did
-not finish, or a problem in two slices, is refused rather than counted twice or half."""
+not finish (unless asked to keep it, named), or a problem in two slices, is refused rather than counted twice or half."""
 import importlib.util
 import json
 
@@ -31,6 +31,8 @@ def test_slices_merge_into_one_summary(tmp_path):
     text = m.merge([slice_file(tmp_path, "a", ["p1", "p2"]), slice_file(tmp_path, "b", ["p3"])])
     assert "- problems: 3" in text
     assert text.index("| p1 |") < text.index("| p3 |")
+    rows, _ = m.collect([slice_file(tmp_path, "c", ["p3", "p1"]), slice_file(tmp_path, "d", ["p2"])], by_source=True)
+    assert [r["problem"] for r in rows] == ["p1", "p2", "p3"]  # dealt round-robin to GPUs, listed by file
     assert "merged from:" in text
 
 
@@ -38,6 +40,8 @@ def test_an_unfinished_slice_or_a_repeated_problem_is_refused(tmp_path):
     m = merger()
     with pytest.raises(SystemExit, match="not a complete"):
         m.merge([slice_file(tmp_path, "a", ["p1"]), slice_file(tmp_path, "b", ["p2"], complete=False)])
+    text = m.merge([slice_file(tmp_path, "a", ["p1"]), slice_file(tmp_path, "b", ["p2"], complete=False)], partial=True)
+    assert "- problems: 2" in text and "cut by a time limit" in text and "b.json" in text
     with pytest.raises(SystemExit, match="more than one slice"):
         m.merge([slice_file(tmp_path, "a", ["p1"]), slice_file(tmp_path, "b", ["p1"])])
 
