@@ -7,7 +7,9 @@
 # Knobs (environment): RUN_GPU_TESTS, RUN_CPU_TESTS (1: run that ctest label), GPU_TEST_TIMEOUT (300 s),
 # GPU_TEST_ARGS (more ctest arguments, word-split, so no inner quotes: "-R GpuPlans.*(softmax|pool)"),
 # SUITE_TIMEOUT (400 s for each GPU's share of the slice), GPUS (how many to use; default all: problems dealt
-# round-robin, one process per GPU), SWEEP_PROBLEMS (globs: run python/kforge/library_sweep.py on them
+# round-robin, one process per GPU), WARM (processes that first torch.compile the slice untimed, filling caches;
+# WARM_ALSO: globs to compile too), a budget per glob (GLOB@BUDGET),
+# INDUCTOR_CACHE (above), SWEEP_PROBLEMS (globs: run python/kforge/library_sweep.py on them
 # first, within SWEEP_TIMEOUT, 400 s). PROBLEM_GLOBS "none" skips the suite slice. The device tool stops a command
 # at 10 minutes: the build (~60 s cold) and the limits chosen must fit in it.
 #
@@ -24,7 +26,37 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 source "$ROOT/scripts/device_build.sh"
 export KFORGE_CACHE=/tmp/kforge-cache
+# torch.compile's caches (inductor's FX graphs, Triton's kernels): a cold compile takes most of a problem's ~30 s
+# in the suite. INDUCTOR_CACHE names a tarball in the repo (carried) from an earlier run to start from; the
+# caches are saved to $OUT/inductor_cache.tgz for the next (where under the device tool's 16 MB a file).
+export TORCHINDUCTOR_CACHE_DIR=/tmp/inductor-cache
+mkdir -p "$TORCHINDUCTOR_CACHE_DIR"
+[ -n "${INDUCTOR_CACHE:-}" ] && [ -f "$INDUCTOR_CACHE" ] && tar xzf "$INDUCTOR_CACHE" -C "$TORCHINDUCTOR_CACHE_DIR" \
+  && echo "inductor's caches from $INDUCTOR_CACHE: $(du -sh "$TORCHINDUCTOR_CACHE_DIR" | cut -f1)"
+save_inductor_cache() {
+  tar czf /tmp/inductor_cache.tgz -C "$TORCHINDUCTOR_CACHE_DIR" . 2>/dev/null
+  local size=$(stat -c %s /tmp/inductor_cache.tgz)
+  if [ "$size" -lt 16000000 ]; then cp /tmp/inductor_cache.tgz "$OUT/"; else echo "inductor's caches: $size bytes, not saved"; fi
+}
 echo "== machine"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; python3 -c 'import torch; print("torch", torch.__version__)'
+# The slice's problem files; a glob may carry its own budget (bench/level1_conv/*.py@7), the others take BUDGET.
+declare -A budget_of
+if [ "$GLOB" != none ]; then
+  for token in $GLOB; do
+    pattern=${token%@*}; b=$BUDGET; [ "$pattern" != "$token" ] && b=${token##*@}
+    for f in $(ls $pattern); do budget_of[$f]=$b; done
+  done
+fi
+all=$(printf "%s\n" "${!budget_of[@]}" | sort)
+if [ "${WARM:-0}" -gt 0 ]; then
+  # Untimed, while the build runs: torch.compile of every problem of the slice (and of WARM_ALSO's globs, for a
+  # later run on this machine or from the saved caches), WARM processes at once (python/kforge/warm_compile.py),
+  # so that the timed run finds inductor's caches full. Within WARM_TIMEOUT (400 s).
+  echo "== warm-up: torch.compile of the slice, $WARM processes, in the background"
+  PYTHONPATH="$ROOT/python" timeout ${WARM_TIMEOUT:-400} python3 -m kforge.warm_compile $all $(ls ${WARM_ALSO:-}) --jobs "$WARM" \
+    > /tmp/warm_compile.txt 2>&1 &
+  warm_pid=$!
+fi
 echo "== build"
 device_build || exit 1
 if [ "${RUN_GPU_TESTS:-1}" = 1 ]; then
@@ -40,15 +72,18 @@ fi
 # Several GPUs: the problems are dealt round-robin, one process per GPU side by side (each problem's kforge and
 # baselines still measured in one process on one GPU), then merged into one table.
 NGPU=${GPUS:-$(nvidia-smi -L | wc -l)}
-share() { local i=$1 k=0 p; shift; for p in "$@"; do [ $((k++ % NGPU)) = "$i" ] && echo "$p"; done; return 0; }
+# share I N FILES...: the I-th of N round-robin shares of FILES.
+share() { local i=$1 n=$2 k=0 p; shift 2; for p in "$@"; do [ $((k++ % n)) = "$i" ] && echo "$p"; done; return 0; }
 pids=()  # waited for by PID: a bare `wait` would also wait for the log's tee
+# Nothing is timed while the warm-up runs (the GPU tests ran beside it: they check results, they time nothing).
+[ -n "${warm_pid:-}" ] && { wait $warm_pid; tail -1 /tmp/warm_compile.txt; }
 if [ -n "${SWEEP_PROBLEMS:-}" ]; then
   # Products and convolutions against their library's own algorithms / engines, same tier, same process
   # (python/kforge/library_sweep.py).
   echo "== library sweep: problems $SWEEP_PROBLEMS, budget $BUDGET, $NGPU GPU(s)"
-  all=$(ls $SWEEP_PROBLEMS)
+  swept=$(ls $SWEEP_PROBLEMS)
   for i in $(seq 0 $((NGPU - 1))); do
-    mine=$(share $i $all); [ -z "$mine" ] && continue
+    mine=$(share $i $NGPU $swept); [ -z "$mine" ] && continue
     mkdir -p /tmp/suite/sweep/gpu$i
     CUDA_VISIBLE_DEVICES=$i PYTHONPATH="$ROOT/python" PYTHONUNBUFFERED=1 timeout ${SWEEP_TIMEOUT:-400} \
       python3 -m kforge.library_sweep $mine --budget "$BUDGET" --db /tmp/suite/sweep/gpu$i/kforge.db \
@@ -61,23 +96,26 @@ if [ -n "${SWEEP_PROBLEMS:-}" ]; then
   grep -hE "Error|error:" /tmp/suite/sweep/gpu*.log | head -20
   cp /tmp/suite/sweep/library_sweep.md "$OUT/" 2>/dev/null
 fi
-[ "$GLOB" = none ] && { tar czf "$OUT/suite_logs.tgz" -C /tmp/suite sweep 2>/dev/null; echo "== done"; exit 0; }
+[ "$GLOB" = none ] && { tar czf "$OUT/suite_logs.tgz" -C /tmp/suite sweep 2>/dev/null; save_inductor_cache; echo "== done"; exit 0; }
 echo "== benchmark slice: problems $GLOB, budget $BUDGET, $NGPU GPU(s)"
 rm -rf /dev/shm/kforge; mkdir -p /tmp/suite
-# One session process per GPU for its share (torch and inductor start once); the per-problem timeout is the
-# slice's time limit spread over the share's problems.
-all=$(ls $GLOB)
+# One session process per GPU and budget for its share (torch and inductor start once), the budgets one after
+# another; the per-problem timeout is the slice's time limit spread over the share's problems.
 for i in $(seq 0 $((NGPU - 1))); do
-  mine=$(share $i $all); [ -z "$mine" ] && continue
-  mkdir -p /dev/shm/kforge/gpu$i
-  CUDA_VISIBLE_DEVICES=$i PYTHONUNBUFFERED=1 python3 bench/run_suite.py --kforge build-device/kforge --budget "$BUDGET" \
-    --in-process --out /tmp/suite/gpu$i --workdir /dev/shm/kforge/gpu$i --problems "$(echo $mine)" \
-    --timeout $(( ${SUITE_TIMEOUT:-400} / $(echo $mine | wc -w) )) > /tmp/suite/gpu$i.txt 2>&1 &
+  mine=$(share $i $NGPU $all); [ -z "$mine" ] && continue
+  per_problem=$(( ${SUITE_TIMEOUT:-400} / $(echo $mine | wc -w) ))
+  (for b in $(for f in $mine; do echo ${budget_of[$f]}; done | sort -nu); do
+     files=$(for f in $mine; do [ "${budget_of[$f]}" = "$b" ] && echo $f; done)
+     mkdir -p /dev/shm/kforge/gpu$i-b$b
+     CUDA_VISIBLE_DEVICES=$i PYTHONUNBUFFERED=1 python3 bench/run_suite.py --kforge build-device/kforge --budget "$b" \
+       --in-process --out /tmp/suite/gpu$i-b$b --workdir /dev/shm/kforge/gpu$i-b$b --problems "$(echo $files)" \
+       --timeout $per_problem > /tmp/suite/gpu$i-b$b.txt 2>&1
+   done) &
   pids+=($!)
 done
 wait "${pids[@]}"
 python3 bench/merge_suites.py --partial --by-source $(ls -d /tmp/suite/gpu*/suite.json) -o /tmp/suite/suite.md --json /tmp/suite/suite.json
-cat /tmp/suite/gpu*/logs/session-*.log 2>/dev/null | grep -E "^\|" | tail -150 > "$OUT/session_rows.md"
+cat /tmp/suite/gpu*/logs/session-*.log 2>/dev/null | grep -E "^\|" > /tmp/suite/session_rows.md
 cp /tmp/suite/suite.json /tmp/suite/suite.md "$OUT/" 2>/dev/null
 # Every candidate's measurement per task, fastest first (schedule, tiers, native ms): what the table's choices
 # came from; the full rows stay in the database inside suite_logs.tgz.
@@ -99,5 +137,6 @@ for path in sorted(glob.glob("/tmp/suite/gpu*/kforge.db")):
         print(f"- {ms if ms else 0:.4f} ms {tier:7} {flags}{kernels}{why}")
 PY
 for d in /tmp/suite/gpu*/; do cp "$d/kforge.db" "$d/reports/" 2>/dev/null; done
-(cd /tmp/suite && tar czf "$OUT/suite_logs.tgz" gpu*.txt gpu*/logs gpu*/reports $([ -d sweep ] && echo sweep) 2>/dev/null)
+(cd /tmp/suite && tar czf "$OUT/suite_logs.tgz" session_rows.md gpu*.txt gpu*/logs gpu*/reports $([ -d sweep ] && echo sweep) 2>/dev/null)
+save_inductor_cache
 echo "== done"
