@@ -10,7 +10,7 @@
 # round-robin, one process per GPU), WARM (processes that first torch.compile the slice untimed, filling caches;
 # WARM_ALSO: globs to compile too), a budget per glob (GLOB@BUDGET),
 # INDUCTOR_CACHE (above), SWEEP_PROBLEMS (globs: run python/kforge/library_sweep.py on them
-# first, within SWEEP_TIMEOUT, 400 s). PROBLEM_GLOBS "none" skips the suite slice. The device tool stops a command
+# first, within SWEEP_TIMEOUT, 400 s, at SWEEP_BUDGET, default BUDGET). PROBLEM_GLOBS "none" skips the suite slice. The device tool stops a command
 # at 10 minutes: the build (~60 s cold) and the limits chosen must fit in it.
 #
 # The device image lacks sqlite3.h, cpp-httplib, XGBoost and bubblewrap: scripts/fetch_device_deps.sh unpacks
@@ -80,13 +80,13 @@ pids=()  # waited for by PID: a bare `wait` would also wait for the log's tee
 if [ -n "${SWEEP_PROBLEMS:-}" ]; then
   # Products and convolutions against their library's own algorithms / engines, same tier, same process
   # (python/kforge/library_sweep.py).
-  echo "== library sweep: problems $SWEEP_PROBLEMS, budget $BUDGET, $NGPU GPU(s)"
-  swept=$(ls $SWEEP_PROBLEMS)
+  echo "== library sweep: problems $SWEEP_PROBLEMS, budget ${SWEEP_BUDGET:-$BUDGET}, $NGPU GPU(s)"
+  rm -rf /tmp/suite/sweep; swept=$(ls $SWEEP_PROBLEMS)
   for i in $(seq 0 $((NGPU - 1))); do
     mine=$(share $i $NGPU $swept); [ -z "$mine" ] && continue
     mkdir -p /tmp/suite/sweep/gpu$i
     CUDA_VISIBLE_DEVICES=$i PYTHONPATH="$ROOT/python" PYTHONUNBUFFERED=1 timeout ${SWEEP_TIMEOUT:-400} \
-      python3 -m kforge.library_sweep $mine --budget "$BUDGET" --db /tmp/suite/sweep/gpu$i/kforge.db \
+      python3 -m kforge.library_sweep $mine --budget "${SWEEP_BUDGET:-$BUDGET}" --db /tmp/suite/sweep/gpu$i/kforge.db \
       --out /tmp/suite/sweep/gpu$i > /tmp/suite/sweep/gpu$i.log 2>&1 &
     pids+=($!)
   done
@@ -98,7 +98,7 @@ if [ -n "${SWEEP_PROBLEMS:-}" ]; then
 fi
 [ "$GLOB" = none ] && { tar czf "$OUT/suite_logs.tgz" -C /tmp/suite sweep 2>/dev/null; save_inductor_cache; echo "== done"; exit 0; }
 echo "== benchmark slice: problems $GLOB, budget $BUDGET, $NGPU GPU(s)"
-rm -rf /dev/shm/kforge; mkdir -p /tmp/suite
+rm -rf /dev/shm/kforge /tmp/suite/gpu*; mkdir -p /tmp/suite  # a warm machine keeps an earlier call's slices
 # One session process per GPU and budget for its share (torch and inductor start once), the budgets one after
 # another; the per-problem timeout is the slice's time limit spread over the share's problems.
 for i in $(seq 0 $((NGPU - 1))); do
