@@ -4,14 +4,17 @@
 #
 #   scripts/device_check.sh [PROBLEM_GLOBS (space-separated)] [BUDGET]
 #   e.g. run with carry [".deps"]: bash scripts/device_check.sh "bench/level1/0[1-9]_*.py" 8
-# Knobs (environment): RUN_GPU_TESTS, RUN_CPU_TESTS (1: run that ctest label), GPU_TEST_TIMEOUT (300 s),
-# GPU_TEST_ARGS (more ctest arguments, word-split, so no inner quotes: "-R GpuPlans.*(softmax|pool)"),
-# SUITE_TIMEOUT (400 s for each GPU's share of the slice), GPUS (how many to use; default all: problems dealt
-# round-robin, one process per GPU), WARM (processes that first torch.compile the slice untimed, filling caches;
-# WARM_ALSO: globs to compile too), a budget per glob (GLOB@BUDGET),
-# INDUCTOR_CACHE (above), SWEEP_PROBLEMS (globs: run python/kforge/library_sweep.py on them
-# first, within SWEEP_TIMEOUT, 400 s, at SWEEP_BUDGET, default BUDGET). PROBLEM_GLOBS "none" skips the suite slice. The device tool stops a command
-# at 10 minutes: the build (~60 s cold) and the limits chosen must fit in it.
+# Knobs (environment):
+# - RUN_GPU_TESTS, RUN_CPU_TESTS (1: run that ctest label), GPU_TEST_TIMEOUT (300 s), GPU_TEST_ARGS (more ctest
+#   arguments, word-split, so no inner quotes: "-R GpuPlans.*(softmax|pool)");
+# - SUITE_TIMEOUT (400 s for each GPU's share of the slice); a glob may carry its own budget (GLOB@BUDGET);
+# - GPUS (how many to use; default all: problems dealt round-robin, one process per GPU);
+# - WARM (processes that torch.compile the slice untimed beside the build, filling inductor's caches; WARM_ALSO:
+#   globs to compile too, for a later call), INDUCTOR_CACHE (below);
+# - SWEEP_PROBLEMS (globs: python/kforge/library_sweep.py on them first, within SWEEP_TIMEOUT, 400 s, at
+#   SWEEP_BUDGET, default BUDGET).
+# PROBLEM_GLOBS "none" skips the suite slice. The device tool stops a command at 10 minutes: the build (~60 s cold)
+# and the limits chosen must fit in it.
 #
 # The device image lacks sqlite3.h, cpp-httplib, XGBoost and bubblewrap: scripts/fetch_device_deps.sh unpacks
 # Debian's packages into .deps/root here; the run carries them (carry [".deps"]).
@@ -28,15 +31,16 @@ source "$ROOT/scripts/device_build.sh"
 export KFORGE_CACHE=/tmp/kforge-cache
 # torch.compile's caches (inductor's FX graphs, Triton's kernels): a cold compile takes most of a problem's ~30 s
 # in the suite. INDUCTOR_CACHE names a tarball in the repo (carried) from an earlier run to start from; the
-# caches are saved to $OUT/inductor_cache.tgz for the next (where under the device tool's 16 MB a file).
+# caches are saved to $OUT/inductor_cache.tar.xz for the next (where under the device tool's 16 MB a file; gzip
+# made 16.4 MB of issue 3's 66 problems).
 export TORCHINDUCTOR_CACHE_DIR=/tmp/inductor-cache
 mkdir -p "$TORCHINDUCTOR_CACHE_DIR"
-[ -n "${INDUCTOR_CACHE:-}" ] && [ -f "$INDUCTOR_CACHE" ] && tar xzf "$INDUCTOR_CACHE" -C "$TORCHINDUCTOR_CACHE_DIR" \
+[ -n "${INDUCTOR_CACHE:-}" ] && [ -f "$INDUCTOR_CACHE" ] && tar xf "$INDUCTOR_CACHE" -C "$TORCHINDUCTOR_CACHE_DIR" \
   && echo "inductor's caches from $INDUCTOR_CACHE: $(du -sh "$TORCHINDUCTOR_CACHE_DIR" | cut -f1)"
 save_inductor_cache() {
-  tar czf /tmp/inductor_cache.tgz -C "$TORCHINDUCTOR_CACHE_DIR" . 2>/dev/null
-  local size=$(stat -c %s /tmp/inductor_cache.tgz)
-  if [ "$size" -lt 16000000 ]; then cp /tmp/inductor_cache.tgz "$OUT/"; else echo "inductor's caches: $size bytes, not saved"; fi
+  XZ_OPT=-6T0 tar cJf /tmp/inductor_cache.tar.xz -C "$TORCHINDUCTOR_CACHE_DIR" . 2>/dev/null
+  local size=$(stat -c %s /tmp/inductor_cache.tar.xz)
+  if [ "$size" -lt 16000000 ]; then cp /tmp/inductor_cache.tar.xz "$OUT/"; else echo "inductor's caches: $size bytes, not saved"; fi
 }
 echo "== machine"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; python3 -c 'import torch; print("torch", torch.__version__)'
 # The slice's problem files; a glob may carry its own budget (bench/level1_conv/*.py@7), the others take BUDGET.
