@@ -98,6 +98,7 @@ nlohmann::json LoadedPlan::library_steps() const {
   auto add = [&](size_t i, const char* library, int algo, int offered) {
     const PlanKernel& k = plan_.kernels[i];
     out.push_back({{"step", k.name}, {"group", k.group}, {"library", library}, {"precision", k.library.value("precision", "fp32")},
+                   {"layout", k.schedule.value("layout", "")}, {"epilogue", k.schedule.value("epilogue", "")},
                    {"algo", algo}, {"offered", offered}});
   };
   for (size_t i = 0; i < plan_.kernels.size(); ++i) {

@@ -332,8 +332,10 @@ OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& d
     res.strict += r.strict;
     db.record(measurement_of(spec, graph_hash, s, r, res.gpu, opts.versions));
     for (auto& step : r.library)
-      if (step.value("library", "") == "cublaslt")
-        proposer.note_offered(step.value("group", ""), precision_from_string(step.value("precision", "fp32")), step.value("offered", 0));
+      proposer.note_offered(step.value("group", ""),
+                            {precision_from_string(step.value("precision", "fp32")), step.value("layout", ""),
+                             step.value("epilogue", "") == "library"},
+                            step.value("offered", 0));
     if (!r.relaxed) res.last_failure = r.log;
     // Prefer strict-tier plans: a relaxed-only plan wins only if no strict plan exists.
     bool better = r.relaxed && (!res.best || (r.strict && !res.best_eval.strict) ||

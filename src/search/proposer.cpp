@@ -58,26 +58,32 @@ std::optional<Schedule> ScheduleProposer::next(const Schedule& best) {
   return std::nullopt;
 }
 
-void ScheduleProposer::note_offered(const std::string& group, Precision precision, int offered) {
-  int& most = offered_[{group, precision}];
+void ScheduleProposer::note_offered(const std::string& group, const CallForm& form, int offered) {
+  int& most = offered_[{group, form}];
   most = std::max(most, offered);
 }
 
 std::optional<Schedule> ScheduleProposer::next_algorithm(const Schedule& best) {
   const auto& groups = best.fuse_rows ? fused_ : unfused_;
-  for (int algo = 0; algo < kMatmulAlgos; ++algo)
-    for (const KernelGroup& g : groups) {
-      KernelSchedule ks = schedule_for(best, g);
-      if (g.kind != GroupKind::matmul || ks.strategy != Strategy::library) continue;
-      // Past what cuBLASLt offered, an index is its last one (the library clamps it): that call, not a new one.
-      auto o = offered_.find({g.key, ks.precision});
-      const int listed = o == offered_.end() ? kMatmulAlgos : o->second;
-      if (algo >= listed || std::min(ks.algo, listed - 1) == algo) continue;
-      ks.algo = algo;
-      Schedule s = best;
-      s.kernels[g.key] = ks;
-      if (is_legal(g, ks) && mark(s)) return s;
-    }
+  // Products first: a cuBLASLt algorithm costs one call to try, a cuDNN engine may build for seconds at load.
+  for (GroupKind kind : {GroupKind::matmul, GroupKind::conv}) {
+    const int most = kind == GroupKind::matmul ? kMatmulAlgos : kConvEngines;
+    for (int algo = 0; algo < most; ++algo)
+      for (const KernelGroup& g : groups) {
+        KernelSchedule ks = schedule_for(best, g);
+        if (g.kind != kind || ks.strategy != Strategy::library) continue;
+        // Past what the library offered, an index is its last one (cuBLASLt and kforge's cuDNN step clamp it):
+        // that call, not a new one.
+        const bool conv = kind == GroupKind::conv;
+        auto o = offered_.find({g.key, {ks.precision, conv ? to_string(ks.layout) : "", conv && ks.library_epilogue}});
+        const int listed = o == offered_.end() ? most : o->second;
+        if (algo >= listed || std::min(ks.algo, listed - 1) == algo) continue;
+        ks.algo = algo;
+        Schedule s = best;
+        s.kernels[g.key] = ks;
+        if (is_legal(g, ks) && mark(s)) return s;
+      }
+  }
   return std::nullopt;
 }
 

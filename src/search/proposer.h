@@ -13,21 +13,33 @@
 
 namespace kforge {
 
+// A library call as its heuristic sees it: each form gets its own list of algorithms or engines. A product's is its
+// precision; a convolution's also its layout and whether cuDNN's graph applies the epilogue (the library step's
+// JSON: LoadedPlan::library_steps).
+struct CallForm {
+  Precision precision = Precision::fp32;
+  std::string layout;          // a convolution's: "nchw" or "nhwc"; "" for a product
+  bool library_epilogue = false;
+  auto operator<=>(const CallForm&) const = default;
+};
+
 class ScheduleProposer {
  public:
   ScheduleProposer(const Graph& graph, uint64_t seed, bool skip_starved = false);
   // Next untried schedule near `best`; std::nullopt when the space is exhausted.
   std::optional<Schedule> next(const Schedule& best);
-  // `best` with one cuBLASLt product's `algo` moved along the heuristic's list (ascending, up to kMatmulAlgos - 1)
-  // to an index not tried yet: the algorithm is chosen by the heuristic first, then measured. std::nullopt once
-  // every product group of `best` has had every index. Products only: a cuDNN engine may compile for seconds at load
-  // (runtime fusion), a cuBLASLt algorithm costs one call to try. Run 15.1 (python/kforge/library_sweep.py): the
-  // heuristic's first fp16 algorithm was 10-20% slower than its third on products in pieces.
+  // `best` with one library call's `algo` moved along its heuristic's list (ascending, up to kMatmulAlgos - 1 for a
+  // cuBLASLt product, kConvEngines - 1 for a cuDNN convolution) to an index not tried yet: the algorithm or engine
+  // is chosen by the heuristic first, then measured. Every product's indices come before any convolution's: a
+  // cuBLASLt algorithm costs one call to try, a cuDNN engine may build for seconds at load (runtime fusion).
+  // std::nullopt once every library group of `best` has had every index. Run 15.1: the heuristic's first fp16
+  // algorithm was 10-20% slower than its third on products in pieces; run 16.3: an fp16x3 engine 8-19% faster
+  // than the search's pick on three convolutions (python/kforge/library_sweep.py).
   std::optional<Schedule> next_algorithm(const Schedule& best);
-  // What a measured plan's library said (EvalResult::library, LoadedPlan::library_steps): a product group offered
-  // `offered` algorithms in `precision`, so next_algorithm skips the indices past them (cuBLASLt clamps those to
-  // its last: the same call measured again).
-  void note_offered(const std::string& group, Precision precision, int offered);
+  // What a measured plan's library said (EvalResult::library, LoadedPlan::library_steps): a library group offered
+  // `offered` algorithms or engines in `form`, so next_algorithm skips the indices past them (the library step
+  // clamps those to its last: the same call measured again).
+  void note_offered(const std::string& group, const CallForm& form, int offered);
   // Marks a schedule as tried (e.g. the default, or the database's best).
   bool mark(const Schedule& s);
   size_t space_size() const;
@@ -36,7 +48,7 @@ class ScheduleProposer {
   const Graph& graph_;
   std::mt19937_64 rng_;
   std::set<std::string> tried_;
-  std::map<std::pair<std::string, Precision>, int> offered_;  // note_offered: the most a group's steps offered
+  std::map<std::pair<std::string, CallForm>, int> offered_;  // note_offered: the most a group's steps offered
   std::vector<KernelGroup> fused_, unfused_;
   bool skip_starved_;
   // Each group's space (less what starves the memory, with skip_starved), parallel to fused_ / unfused_:

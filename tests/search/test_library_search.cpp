@@ -44,7 +44,7 @@ TEST(ConvSearch, ProposerReachesBothPrecisionsAndSeveralEngines) {
 
 // After the openings the local search walks the best plan's products along cuBLASLt's list: every other index
 // once, nothing else of the plan changed, and never a convolution's engine (cuDNN's may compile for seconds).
-TEST(MatmulSearch, BestPlansProductsTryEveryAlgorithmOnce) {
+TEST(LibrarySearch, BestPlansCallsTryEveryAlgorithmOnce) {
   Graph g = graph_from_json(testing::matmul_graph("linear_bias_relu"));
   ScheduleProposer p(g, 3, true);
   const std::string key = kernel_groups(g, true).front().key;
@@ -62,8 +62,8 @@ TEST(MatmulSearch, BestPlansProductsTryEveryAlgorithmOnce) {
   EXPECT_EQ(algos, (std::vector<int>{0, 1, 3, 4, 5, 6, 7}));
   // A new best (the default fp32 call) gets its own walk, as far as cuBLASLt's list goes once a measurement said
   // how long it is (indices past it are the last one again).
-  p.note_offered(key, Precision::fp32, 2);
-  p.note_offered(key, Precision::fp32, 3);  // a longer list from another step of the group
+  p.note_offered(key, {Precision::fp32}, 2);
+  p.note_offered(key, {Precision::fp32}, 3);  // a longer list from another step of the group
   std::vector<int> fp32_algos;
   while (auto s = p.next_algorithm(Schedule{})) fp32_algos.push_back(schedule_for(*s, kernel_groups(g, true).front()).algo);
   EXPECT_EQ(fp32_algos, (std::vector<int>{1, 2}));
@@ -74,12 +74,26 @@ TEST(MatmulSearch, BestPlansProductsTryEveryAlgorithmOnce) {
   while (auto s = p.next_algorithm(past)) from_past.push_back(s->kernels.at(key).algo);
   EXPECT_EQ(from_past, (std::vector<int>{0, 1}));
 
+  // A convolution walks cuDNN's engines the same way, after every product (none here), each form with its own list.
   Graph conv = graph_from_json(testing::conv_graph("conv2d_bias_relu"));
   ScheduleProposer q(conv, 3, true);
-  Schedule conv_best;
+  std::string conv_key;
   for (auto& grp : kernel_groups(conv, true))
-    if (grp.kind == GroupKind::conv) conv_best.kernels[grp.key] = {.strategy = Strategy::library, .precision = Precision::tf32};
-  EXPECT_FALSE(q.next_algorithm(conv_best).has_value()) << "convolutions keep the openings' engines";
+    if (grp.kind == GroupKind::conv) conv_key = grp.key;
+  ASSERT_FALSE(conv_key.empty());
+  Schedule conv_best;
+  conv_best.kernels[conv_key] = {.strategy = Strategy::library, .precision = Precision::fp16x3, .layout = Layout::nhwc,
+                                 .library_epilogue = true};
+  q.note_offered(conv_key, {Precision::fp16x3, "nhwc", false}, 2);  // another form's list: not this one's
+  q.note_offered(conv_key, {Precision::fp16x3, "nhwc", true}, 4);
+  std::vector<int> engines;
+  while (auto s = q.next_algorithm(conv_best)) {
+    Schedule back = *s;
+    back.kernels[conv_key].algo = 0;
+    EXPECT_EQ(back, conv_best) << "only the engine moves";
+    engines.push_back(s->kernels.at(conv_key).algo);
+  }
+  EXPECT_EQ(engines, (std::vector<int>{1, 2, 3}));
 }
 
 // Every sample's decisions: rows of the schema's width, and the library group's candidates distinct, one per
