@@ -31,8 +31,8 @@ source "$ROOT/scripts/device_build.sh"
 export KFORGE_CACHE=/tmp/kforge-cache
 # torch.compile's caches (inductor's FX graphs, Triton's kernels): a cold compile takes most of a problem's ~30 s
 # in the suite. INDUCTOR_CACHE names a tarball in the repo (carried) from an earlier run to start from; the
-# caches are saved to $OUT/inductor_cache.tar.xz for the next (where under the device tool's 16 MB a file; gzip
-# made 16.4 MB of issue 3's 66 problems).
+# caches are saved to $OUT/inductor_cache.tar.xz for the next, if under the 16 MB the device tool brings back of a
+# file (xz: 3.4 MB for issue 3's 66 problems, where gzip made 12.9).
 export TORCHINDUCTOR_CACHE_DIR=/tmp/inductor-cache
 mkdir -p "$TORCHINDUCTOR_CACHE_DIR"
 [ -n "${INDUCTOR_CACHE:-}" ] && [ -f "$INDUCTOR_CACHE" ] && tar xf "$INDUCTOR_CACHE" -C "$TORCHINDUCTOR_CACHE_DIR" \
@@ -57,9 +57,10 @@ if [ "${WARM:-0}" -gt 0 ]; then
   # later run on this machine or from the saved caches), WARM processes at once (python/kforge/warm_compile.py),
   # so that the timed run finds inductor's caches full. Within WARM_TIMEOUT (400 s).
   echo "== warm-up: torch.compile of the slice, $WARM processes, in the background"
-  PYTHONPATH="$ROOT/python" timeout ${WARM_TIMEOUT:-400} python3 -m kforge.warm_compile $all $(ls ${WARM_ALSO:-}) --jobs "$WARM" \
-    > /tmp/warm_compile.txt 2>&1 &
+  PYTHONPATH="$ROOT/python" timeout ${WARM_TIMEOUT:-400} python3 -m kforge.warm_compile $all ${WARM_ALSO:+$(ls $WARM_ALSO)} \
+    --jobs "$WARM" > /tmp/warm_compile.txt 2>&1 &
   warm_pid=$!
+  trap 'kill $warm_pid 2>/dev/null' EXIT  # a failed build must not leave it compiling into the next call's timing
 fi
 echo "== build"
 device_build || exit 1
@@ -75,17 +76,21 @@ if [ "${RUN_CPU_TESTS:-1}" = 1 ]; then
 fi
 # Several GPUs: the problems are dealt round-robin, one process per GPU side by side (each problem's kforge and
 # baselines still measured in one process on one GPU), then merged into one table.
-NGPU=${GPUS:-$(nvidia-smi -L | wc -l)}
+NGPU=${GPUS:-$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)}
 # share I N FILES...: the I-th of N round-robin shares of FILES.
 share() { local i=$1 n=$2 k=0 p; shift 2; for p in "$@"; do [ $((k++ % n)) = "$i" ] && echo "$p"; done; return 0; }
-pids=()  # waited for by PID: a bare `wait` would also wait for the log's tee
+pids=()  # waited for by PID: a bare `wait` (an empty list too) would also wait for the log's tee, forever
+wait_all() { ((${#pids[@]})) && wait "${pids[@]}"; pids=(); }
+# A share whose process wrote no table (died at start, cut before its first problem) is named, not merged away.
+report_missing() { local f; for f in "$@"; do [ -f "$f" ] || echo "== MISSING: $f was not written (its problems are not in the table)"; done; }
+rm -rf /tmp/suite; mkdir -p /tmp/suite  # a warm machine keeps an earlier call's slices and sweeps
 # Nothing is timed while the warm-up runs (the GPU tests ran beside it: they check results, they time nothing).
 [ -n "${warm_pid:-}" ] && { wait $warm_pid; tail -1 /tmp/warm_compile.txt; }
 if [ -n "${SWEEP_PROBLEMS:-}" ]; then
   # Products and convolutions against their library's own algorithms / engines, same tier, same process
   # (python/kforge/library_sweep.py).
   echo "== library sweep: problems $SWEEP_PROBLEMS, budget ${SWEEP_BUDGET:-$BUDGET}, $NGPU GPU(s)"
-  rm -rf /tmp/suite/sweep; swept=$(ls $SWEEP_PROBLEMS)
+  swept=$(ls $SWEEP_PROBLEMS) || { echo "== no problem matches SWEEP_PROBLEMS"; exit 2; }
   for i in $(seq 0 $((NGPU - 1))); do
     mine=$(share $i $NGPU $swept); [ -z "$mine" ] && continue
     mkdir -p /tmp/suite/sweep/gpu$i
@@ -94,15 +99,19 @@ if [ -n "${SWEEP_PROBLEMS:-}" ]; then
       --out /tmp/suite/sweep/gpu$i > /tmp/suite/sweep/gpu$i.log 2>&1 &
     pids+=($!)
   done
-  wait "${pids[@]}"; pids=()
+  wait_all
+  missing=$(report_missing $(for i in $(seq 0 $((NGPU - 1))); do
+    [ -n "$(share $i $NGPU $swept)" ] && echo /tmp/suite/sweep/gpu$i/library_sweep.json; done))
   PYTHONPATH="$ROOT/python" python3 -m kforge.library_sweep --merge /tmp/suite/sweep/gpu*/library_sweep.json \
     --out /tmp/suite/sweep | grep -vE "^\s*$" | tail -70
+  [ -n "$missing" ] && echo "$missing" | tee -a /tmp/suite/sweep/library_sweep.md
   grep -hE "Error|error:" /tmp/suite/sweep/gpu*.log | head -20
   cp /tmp/suite/sweep/library_sweep.md "$OUT/" 2>/dev/null
 fi
 [ "$GLOB" = none ] && { tar czf "$OUT/suite_logs.tgz" -C /tmp/suite sweep 2>/dev/null; save_inductor_cache; echo "== done"; exit 0; }
 echo "== benchmark slice: problems $GLOB, budget $BUDGET, $NGPU GPU(s)"
-rm -rf /dev/shm/kforge /tmp/suite/gpu*; mkdir -p /tmp/suite  # a warm machine keeps an earlier call's slices
+[ -n "$all" ] || { echo "== no problem matches $GLOB"; exit 2; }
+rm -rf /dev/shm/kforge
 # One session process per GPU and budget for its share (torch and inductor start once), the budgets one after
 # another; the per-problem timeout is the slice's time limit spread over the share's problems.
 for i in $(seq 0 $((NGPU - 1))); do
@@ -117,8 +126,12 @@ for i in $(seq 0 $((NGPU - 1))); do
    done) &
   pids+=($!)
 done
-wait "${pids[@]}"
+wait_all
+missing=$(report_missing $(for i in $(seq 0 $((NGPU - 1))); do
+  for b in $(for f in $(share $i $NGPU $all); do echo ${budget_of[$f]}; done | sort -nu); do echo /tmp/suite/gpu$i-b$b/suite.json; done
+done))
 python3 bench/merge_suites.py --partial --by-source $(ls -d /tmp/suite/gpu*/suite.json) -o /tmp/suite/suite.md --json /tmp/suite/suite.json
+[ -n "$missing" ] && echo "$missing" | tee -a /tmp/suite/suite.md
 cat /tmp/suite/gpu*/logs/session-*.log 2>/dev/null | grep -E "^\|" > /tmp/suite/session_rows.md
 cp /tmp/suite/suite.json /tmp/suite/suite.md "$OUT/" 2>/dev/null
 # Every candidate's measurement per task, fastest first (schedule, tiers, native ms): what the table's choices

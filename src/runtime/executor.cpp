@@ -99,7 +99,7 @@ nlohmann::json LoadedPlan::library_steps() const {
     const PlanKernel& k = plan_.kernels[i];
     out.push_back({{"step", k.name}, {"group", k.group}, {"library", library}, {"precision", k.library.value("precision", "fp32")},
                    {"layout", k.schedule.value("layout", "")}, {"epilogue", k.schedule.value("epilogue", "")},
-                   {"algo", algo}, {"offered", offered}});
+                   {"requested", k.library.value("algo", 0)}, {"algo", algo}, {"offered", offered}});
   };
   for (size_t i = 0; i < plan_.kernels.size(); ++i) {
     if (lt_steps_[i]) add(i, "cublaslt", lt_steps_[i]->algo_used(), lt_steps_[i]->candidates());

@@ -306,7 +306,7 @@ OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& d
       queue.erase(queue.begin());
       proposer.mark(s);  // the proposer need not offer it again; measured_plans drops repeats
     } else if (auto a = policy == Policy::local ? proposer.next_algorithm(best_schedule) : std::nullopt) {
-      s = *a;  // the best plan's products along cuBLASLt's list first, then edits anywhere
+      s = *a;  // the best plan's library calls along their lists (products', then convolutions'), then edits anywhere
     } else if (auto n = proposer.next(policy == Policy::local ? best_schedule : Schedule{})) {
       s = *n;
     } else {
@@ -335,7 +335,7 @@ OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& d
       proposer.note_offered(step.value("group", ""),
                             {precision_from_string(step.value("precision", "fp32")), step.value("layout", ""),
                              step.value("epilogue", "") == "library"},
-                            step.value("offered", 0));
+                            step.value("offered", 0), step.value("requested", 0), step.value("algo", 0));
     if (!r.relaxed) res.last_failure = r.log;
     // Prefer strict-tier plans: a relaxed-only plan wins only if no strict plan exists.
     bool better = r.relaxed && (!res.best || (r.strict && !res.best_eval.strict) ||

@@ -58,9 +58,10 @@ std::optional<Schedule> ScheduleProposer::next(const Schedule& best) {
   return std::nullopt;
 }
 
-void ScheduleProposer::note_offered(const std::string& group, const CallForm& form, int offered) {
-  int& most = offered_[{group, form}];
-  most = std::max(most, offered);
+void ScheduleProposer::note_offered(const std::string& group, const CallForm& form, int offered, int requested, int used) {
+  ListLength& l = lists_[{group, form}];
+  l.offered = std::max(l.offered, offered);
+  if (used < requested) l.usable = std::min(l.usable, used + 1);
 }
 
 std::optional<Schedule> ScheduleProposer::next_algorithm(const Schedule& best) {
@@ -72,11 +73,11 @@ std::optional<Schedule> ScheduleProposer::next_algorithm(const Schedule& best) {
       for (const KernelGroup& g : groups) {
         KernelSchedule ks = schedule_for(best, g);
         if (g.kind != kind || ks.strategy != Strategy::library) continue;
-        // Past what the library offered, an index is its last one (cuBLASLt and kforge's cuDNN step clamp it):
-        // that call, not a new one.
+        // Past what the library offered (or what the step could use of it), an index is its last usable one
+        // (cuBLASLt and kforge's cuDNN step clamp it): that call, not a new one.
         const bool conv = kind == GroupKind::conv;
-        auto o = offered_.find({g.key, {ks.precision, conv ? to_string(ks.layout) : "", conv && ks.library_epilogue}});
-        const int listed = o == offered_.end() ? most : o->second;
+        auto o = lists_.find({g.key, {ks.precision, conv ? to_string(ks.layout) : "", conv && ks.library_epilogue}});
+        const int listed = o == lists_.end() ? most : std::min(o->second.offered, o->second.usable);
         if (algo >= listed || std::min(ks.algo, listed - 1) == algo) continue;
         ks.algo = algo;
         Schedule s = best;

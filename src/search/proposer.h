@@ -36,10 +36,12 @@ class ScheduleProposer {
   // algorithm was 10-20% slower than its third on products in pieces; run 16.3: an fp16x3 engine 8-19% faster
   // than the search's pick on three convolutions (python/kforge/library_sweep.py).
   std::optional<Schedule> next_algorithm(const Schedule& best);
-  // What a measured plan's library said (EvalResult::library, LoadedPlan::library_steps): a library group offered
-  // `offered` algorithms or engines in `form`, so next_algorithm skips the indices past them (the library step
-  // clamps those to its last: the same call measured again).
-  void note_offered(const std::string& group, const CallForm& form, int offered);
+  // What a measured plan's library step said (EvalResult::library, LoadedPlan::library_steps) for a group's call in
+  // `form`: it offered `offered` entries, and index `requested` ran as `used`. next_algorithm skips the indices the
+  // step would clamp to its last usable entry (the same call measured again): those past the most any step offered,
+  // and past `used` where a request was clamped to it (cuDNN's offer counts engines the step may not use: a
+  // precision's or the workspace's limits drop some).
+  void note_offered(const std::string& group, const CallForm& form, int offered, int requested, int used);
   // Marks a schedule as tried (e.g. the default, or the database's best).
   bool mark(const Schedule& s);
   size_t space_size() const;
@@ -48,7 +50,11 @@ class ScheduleProposer {
   const Graph& graph_;
   std::mt19937_64 rng_;
   std::set<std::string> tried_;
-  std::map<std::pair<std::string, CallForm>, int> offered_;  // note_offered: the most a group's steps offered
+  struct ListLength {
+    int offered = 0;          // the most a step of the group offered
+    int usable = 1 << 30;     // a clamped request's index + 1
+  };
+  std::map<std::pair<std::string, CallForm>, ListLength> lists_;  // note_offered
   std::vector<KernelGroup> fused_, unfused_;
   bool skip_starved_;
   // Each group's space (less what starves the memory, with skip_starved), parallel to fused_ / unfused_:

@@ -111,6 +111,7 @@ TEST_P(GpuLibrary, MatchesInterpreterInBothPrecisions) {
       // The call's form, as the search keys the list's length (search/proposer.h: CallForm).
       const bool conv = st.at("library") == "cudnn";
       EXPECT_EQ(st.at("layout").get<std::string>().empty(), !conv) << st.dump();
+      EXPECT_LE(st.at("algo").get<int>(), st.at("requested").get<int>()) << "a request is clamped, never raised: " << st.dump();
     }
     for (bool graph : {false, true}) {
       dev.poison_outputs();

@@ -42,8 +42,9 @@ TEST(ConvSearch, ProposerReachesBothPrecisionsAndSeveralEngines) {
   expect_proposer_reaches_both_precisions(testing::conv_graph("conv2d_bias_relu"));
 }
 
-// After the openings the local search walks the best plan's products along cuBLASLt's list: every other index
-// once, nothing else of the plan changed, and never a convolution's engine (cuDNN's may compile for seconds).
+// After the openings the local search walks the best plan's library calls along their lists: every other index
+// once, nothing else of the plan changed; products first (a cuDNN engine may build for seconds), as far as each
+// call form's list goes.
 TEST(LibrarySearch, BestPlansCallsTryEveryAlgorithmOnce) {
   Graph g = graph_from_json(testing::matmul_graph("linear_bias_relu"));
   ScheduleProposer p(g, 3, true);
@@ -62,8 +63,8 @@ TEST(LibrarySearch, BestPlansCallsTryEveryAlgorithmOnce) {
   EXPECT_EQ(algos, (std::vector<int>{0, 1, 3, 4, 5, 6, 7}));
   // A new best (the default fp32 call) gets its own walk, as far as cuBLASLt's list goes once a measurement said
   // how long it is (indices past it are the last one again).
-  p.note_offered(key, {Precision::fp32}, 2);
-  p.note_offered(key, {Precision::fp32}, 3);  // a longer list from another step of the group
+  p.note_offered(key, {Precision::fp32}, 2, 0, 0);
+  p.note_offered(key, {Precision::fp32}, 3, 0, 0);  // a longer list from another step of the group
   std::vector<int> fp32_algos;
   while (auto s = p.next_algorithm(Schedule{})) fp32_algos.push_back(schedule_for(*s, kernel_groups(g, true).front()).algo);
   EXPECT_EQ(fp32_algos, (std::vector<int>{1, 2}));
@@ -84,8 +85,9 @@ TEST(LibrarySearch, BestPlansCallsTryEveryAlgorithmOnce) {
   Schedule conv_best;
   conv_best.kernels[conv_key] = {.strategy = Strategy::library, .precision = Precision::fp16x3, .layout = Layout::nhwc,
                                  .library_epilogue = true};
-  q.note_offered(conv_key, {Precision::fp16x3, "nhwc", false}, 2);  // another form's list: not this one's
-  q.note_offered(conv_key, {Precision::fp16x3, "nhwc", true}, 4);
+  q.note_offered(conv_key, {Precision::fp16x3, "nhwc", false}, 2, 0, 0);  // another form's list: not this one's
+  q.note_offered(conv_key, {Precision::fp16x3, "nhwc", true}, 6, 0, 0);
+  q.note_offered(conv_key, {Precision::fp16x3, "nhwc", true}, 6, 5, 3);  // offered 6, but index 5 ran as 3
   std::vector<int> engines;
   while (auto s = q.next_algorithm(conv_best)) {
     Schedule back = *s;
