@@ -37,7 +37,11 @@ def collect(paths: list[str], partial: bool = False, by_source: bool = False) ->
 
 
 def merge(paths: list[str], partial: bool = False, by_source: bool = False) -> str:
-    rows, cut = collect(paths, partial, by_source)
+    return render(*collect(paths, partial, by_source), paths)
+
+
+def render(rows: list[dict], cut: list[str], paths: list[str]) -> str:
+    """The merged table of collect's rows, naming the slices merged and those a time limit cut."""
     text = table(rows, summarise(rows)) + f"\n- merged from: {', '.join(paths)}\n"
     if cut:
         text += f"- cut by a time limit (problems not reached are failed rows): {', '.join(cut)}\n"
@@ -52,11 +56,11 @@ def main(argv=None) -> int:
     parser.add_argument("--partial", action="store_true", help="accept slices a time limit cut")
     parser.add_argument("--by-source", action="store_true", help="rows in the order of their problem files' paths")
     args = parser.parse_args(argv)
-    text = merge(args.suites, args.partial, args.by_source)
+    rows, cut = collect(args.suites, args.partial, args.by_source)
+    text = render(rows, cut, args.suites)
     if args.out:
         Path(args.out).write_text(text)
     if args.json:
-        rows, cut = collect(args.suites, args.partial, args.by_source)
         Path(args.json).write_text(json.dumps({"meta": {"merged_from": args.suites}, "rows": rows, "summary": summarise(rows),
                                                "complete": not cut}, indent=2) + "\n")
     print(text)

@@ -101,7 +101,7 @@ def timed_ms(result: dict) -> float | None:
 class Meter:
     """Measures schedules of one hosted task through kforge._core.measure_schedules, keeping every result."""
 
-    def __init__(self, hosted, name: str, db: str, task: tuple):
+    def __init__(self, hosted, db: str, task: tuple):
         import kforge._core as core
         self.core, self.hosted, self.db = core, hosted, db
         self.task = task  # (graph JSON, name, sets, refs, params): the task as both bindings take it
@@ -146,7 +146,7 @@ def sweep_problem(path, budget: int, db: str, policy: str, seed: int) -> dict:
         kinds = sorted({k.get("kind", "nvrtc") for k in result["plan"]["kernels"]})
         return {**row, "no_product": f"{len(result['plan']['kernels'])} kernel(s) of kind {', '.join(kinds)}",
                 "kforge_strict_ms": result["native"]["median_ms"] if result["tier"] == "strict" else None}
-    meter = Meter(hosted, name, db, task)
+    meter = Meter(hosted, db, task)
     # Batch 1: kforge's plans, then index 0 of every form per group (which also says how many the library offers).
     firsts = [({"label": "kforge strict"}, best), ({"label": "kforge relaxed"}, relaxed)]
     for g, family in groups.items():

@@ -26,9 +26,11 @@ class LoadedPlan : public Executable {
   void run(const Bindings& b, CUstream stream) override;
 
   const Plan& plan() const { return plan_; }
-  // Per library step, what the library made of the schedule's `algo`: [{"step", "group", "library": "cublaslt"|"cudnn", "precision",
-  // "algo": the index used (clamped to what it offered), "offered": how many it offered}] in launch order. Sweeps
-  // over algorithms stop where the index no longer moves (python/kforge/library_sweep.py).
+  // Per library step, what the library made of the schedule's `algo`, in launch order: [{"step", "group", "library":
+  // "cublaslt"|"cudnn", "precision", "layout" and "epilogue" (a convolution's; "" for a product), "requested": the
+  // schedule's index, "algo": the index used (clamped to the last usable one), "offered": how many it offered}].
+  // Sweeps over algorithms, and the search's walk along the list, stop where the index no longer moves
+  // (python/kforge/library_sweep.py, search/proposer.h).
   nlohmann::json library_steps() const;
   double compile_ms = 0;  // NVRTC time spent on this plan (0 when every kernel was cached)
   int cache_hits = 0;
