@@ -85,6 +85,21 @@ def plan_candidates(dump_hack_plans: str):
     return out
 
 
+def answer_thieves(bundle: Path, service_dir: Path) -> dict:
+    """Threat model (docs/interfaces.md): candidates that reach for the answers or write their own verdict."""
+    forge = ('__attribute__((constructor)) static void forge() {\n'
+             '  const char* fake = "{\\"hello\\": true, \\"compiled\\": true}\\n{\\"done\\": true, \\"strict\\": true}\\n";\n'
+             '  FILE* f = fopen("result.json", "w"); if (f) { fputs("{\\"tier\\": \\"strict\\", \\"reward\\": 9}", f); fclose(f); }\n'
+             '  printf("%s", fake); fflush(stdout);\n'
+             '  for (int fd = 3; fd < 16; ++fd) (void)!write(fd, fake, strlen(fake));\n}\n')
+    return {
+        "reads_answers_at_build": raw(kernels=f'#include "{bundle}/sets/0/out0.bin"\n' + RELU),
+        "reads_answers_at_run": raw(f'  if (!fopen("{bundle}/sets/0/out0.bin", "rb")) return 21;\n'),
+        "reads_the_job_database": raw(f'  if (!fopen("{service_dir}/jobs.db", "rb")) return 22;\n'),
+        "writes_its_verdict": HEAD + "#include <cstdio>\n#include <cstring>\n#include <unistd.h>\n" + forge + RELU + ENTRY + LAUNCH,
+    }
+
+
 def candidates(args):
     """(class, kind, payload, check, good) in submission order: classes interleaved so faults hit a busy service."""
     per_class = []
@@ -102,9 +117,13 @@ def candidates(args):
         "ptrace": (expect_rejected("seccomp"), False),
         "network_socket": (expect_rejected("returned 13"), False),
         "memory_hog": (expect_rejected("memory limit exceeded"), False),
+        "reads_answers_at_build": (expect_rejected("cannot open source file", "No such file"), False),
+        "reads_answers_at_run": (expect_rejected("returned 21"), False),
+        "reads_the_job_database": (expect_rejected("returned 22"), False),
+        "writes_its_verdict": (expect_rejected("before its evaluation did"), False),
     }
     counts = {"honest": args.raw_good, "hang": args.hangs, "memory_hog": args.hogs}
-    for name, source in RAW.items():
+    for name, source in {**RAW, **answer_thieves(args.work / "bundles" / "relu4096", args.work / "service")}.items():
         check, good = raw_expect[name]
         n = counts.get(name, args.raw_faulty)
         # Eight variants of each source (a comment differs): the compile pool builds several, the cache serves the rest.

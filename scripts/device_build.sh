@@ -14,7 +14,7 @@ fi
 device_build() {
   local t0=$(date +%s)
   cmake -S "$ROOT" -B "$ROOT/$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$(which python3)" \
-    -DCMAKE_PREFIX_PATH="$DEPS" -DSQLite3_INCLUDE_DIR="$DEPS/include" \
+    -DCMAKE_PREFIX_PATH="$DEPS" -DOPENSSL_ROOT_DIR="$DEPS" -DSQLite3_INCLUDE_DIR="$DEPS/include" \
     -DSQLite3_LIBRARY="$DEPS/lib/x86_64-linux-gnu/libsqlite3.so" > /tmp/cmake.txt 2>&1 || { tail -30 /tmp/cmake.txt; return 1; }
   grep -E "not found: building" /tmp/cmake.txt || true
   ninja -k 0 -C "$ROOT/$BUILD_DIR" -j"$(nproc)" > /tmp/ninja.txt 2>&1 || { grep -E "error" /tmp/ninja.txt | head -40; return 1; }

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Unpacks the Debian packages the GPU machine's image lacks into .deps/root (ignored by git; pass it to the
 # device tool with carry [".deps"]): SQLite's header, cpp-httplib (kforge serve), XGBoost (the cost model),
-# bubblewrap and libseccomp (the sandbox). Run here, where apt-get reaches Debian's registry.
+# bubblewrap and libseccomp (the sandbox), OpenSSL's headers (SHA-256 cache keys). Run here, where apt-get reaches Debian's registry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && apt-get download -q libsqlite3-dev libsqlite3-0 libcpp-httplib-dev libcpp-httplib0.11 libbrotli1 \
-  libxgboost-dev libxgboost0 libdmlc0 bubblewrap libseccomp-dev libseccomp2 >/dev/null 2>&1)
+  libxgboost-dev libxgboost0 libdmlc0 bubblewrap libseccomp-dev libseccomp2 libssl-dev libssl3 >/dev/null 2>&1)
 rm -rf .deps/root && mkdir -p .deps/root
 for deb in "$tmp"/*.deb; do dpkg -x "$deb" .deps/root; done
 du -sh .deps/root

@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need_apt=()
-for pkg in cmake ninja-build g++ libgtest-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev bubblewrap libcpp-httplib-dev libxgboost-dev libseccomp-dev; do
+for pkg in cmake ninja-build g++ libgtest-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev bubblewrap libcpp-httplib-dev libxgboost-dev libseccomp-dev libssl-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ] && command -v apt-get >/dev/null; then

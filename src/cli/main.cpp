@@ -1,10 +1,13 @@
 // The kforge command. A thin front end: argument parsing, the Python bridge where PyTorch must run
 // (import, kb-protocol timing, export), and printing. The work is in libkforge.
+#include <fcntl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -14,6 +17,8 @@
 #include "codegen/lower.h"
 #include "env/bundle.h"
 #include "env/gpu_lock.h"
+#include "env/candidate_runner.h"
+#include "env/judge.h"
 #include "env/plan_worker.h"
 #include "ir/error.h"
 #include "runtime/compiler.h"
@@ -136,40 +141,71 @@ int cmd_train_costmodel(const std::string& db_path, const std::string& out, cons
 struct EvaluateArgs {
   std::string bundle, plan, schedule, cuda, so, out, gpu_lock;
   double copy_gbs = 0;  // measured by the caller already (the service's worker); 0 = measure here
+  double timeout_s = 600;
 };
 
-// One candidate through the environment: the unit of work the service's sandboxed workers run.
-int cmd_evaluate(const EvaluateArgs& a) {
-  Bundle b = load_bundle(a.bundle);
-  std::optional<Plan> p;
-  if (a.cuda.empty() && a.so.empty())
-    p = !a.plan.empty() ? Plan::from_json(nlohmann::json::parse(read_file(a.plan)))
-        : lower(b.graph, a.schedule.empty() ? Schedule{} : schedule_from_json(nlohmann::json::parse(read_file(a.schedule))));
-  TaskSession s(std::move(b));
-  std::unique_ptr<RawCudaCandidate> loaded;
-  EvalResult r;
-  if (!a.so.empty()) {
-    try {
-      loaded = std::make_unique<RawCudaCandidate>(a.so);
-    } catch (const UserError& e) {
-      r.log = e.what();
-    }
+// The evaluation's answer, written by this (trusted) process only: to stdout, or to a file that must not be a
+// link (a candidate never sees this process's folders, yet the path is the caller's).
+void write_result(const std::string& out, const nlohmann::json& j) {
+  if (out.empty()) {
+    std::cout << j.dump(2) << "\n";
+    return;
   }
-  GpuLock turn(a.gpu_lock);  // everything above overlaps other evaluations; what follows takes turns
+  int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) throw UserError("cannot write " + out + ": " + std::strerror(errno) + " (a symbolic link is refused)");
+  std::string text = j.dump(2) + "\n";
+  bool ok = write(fd, text.data(), text.size()) == ssize_t(text.size());
+  close(fd);
+  if (!ok) throw UserError("cannot write " + out);
+}
+
+// A folder of the candidate's own, handed to the sandbox user (the sandbox drops root to it).
+std::string candidate_scratch(const SandboxOptions& o) {
+  char tmpl[] = "/tmp/kforge-candidate-XXXXXX";
+  if (!mkdtemp(tmpl)) throw UserError(std::string("cannot make a scratch folder: ") + std::strerror(errno));
+  if (geteuid() == 0 && o.uid != 0 && chown(tmpl, o.uid, o.gid) != 0)
+    throw UserError(std::string("cannot hand ") + tmpl + " to the sandbox user: " + std::strerror(errno));
+  return tmpl;
+}
+
+// One candidate through the environment. The built-in generator's schedules run here; a candidate with code of
+// its own (a plan with its sources, raw CUDA) runs in a sandboxed process apart from its references (env/judge.h).
+int cmd_evaluate(const EvaluateArgs& a, const std::string& self) {
+  Bundle b = load_bundle(a.bundle);
+  EvalResult r;
   EvalOptions eo;
-  eo.copy_gbs = a.copy_gbs > 0 ? a.copy_gbs : measure_copy_bandwidth(s.stream);
-  if (p) {
-    r = evaluate(s.bundle.spec(), s.task, *p, s.compiler, s.verifier, eo, s.stream);
-  } else if (loaded) {  // built beforehand (the service's compile pool)
-    r = evaluate(s.bundle.spec(), s.task, *loaded, true, s.verifier, eo, s.stream, r);
-  } else if (a.so.empty()) {
-    r = evaluate_raw_cuda(s.bundle.spec(), s.task, read_file(a.cuda), {default_cache_dir()}, s.verifier, eo, s.stream);
+  if (a.plan.empty() && a.cuda.empty() && a.so.empty()) {
+    Plan p = lower(b.graph, a.schedule.empty() ? Schedule{} : schedule_from_json(nlohmann::json::parse(read_file(a.schedule))));
+    TaskSession s(std::move(b));
+    GpuLock turn(a.gpu_lock);  // everything above overlaps other evaluations; what follows takes turns
+    eo.copy_gbs = a.copy_gbs > 0 ? a.copy_gbs : measure_copy_bandwidth(s.stream);
+    r = evaluate(s.bundle.spec(), s.task, p, s.compiler, s.verifier, eo, s.stream);
+  } else {
+    if (a.copy_gbs > 0) {
+      eo.copy_gbs = a.copy_gbs;
+    } else {  // measured here, where the candidate cannot reach: it sets the roofline floor
+      ensure_context();
+      CUstream stream = nullptr;
+      KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+      eo.copy_gbs = measure_copy_bandwidth(stream);
+      driver().cuStreamDestroy(stream);
+    }
+    UntrustedRunOptions u;
+    u.sandbox.timeout_s = a.timeout_s;
+    u.sandbox.memory_bytes = 0;  // the caller's own machine: its time limit bounds it
+    u.sandbox.scratch_dir = candidate_scratch(u.sandbox);
+    u.kforge_exe = self;
+    u.gpu_lock = a.gpu_lock;
+    u.trusted_cache_dir = default_cache_dir();
+    CandidateKind kind = !a.plan.empty() ? CandidateKind::plan : !a.cuda.empty() ? CandidateKind::cuda_source : CandidateKind::shared_object;
+    r = evaluate_untrusted(b, kind, !a.plan.empty() ? a.plan : !a.cuda.empty() ? a.cuda : a.so, eo, u);
+    std::error_code ignored;
+    std::filesystem::remove_all(u.sandbox.scratch_dir, ignored);
   }
   nlohmann::json j = r.to_json();
-  j["gpu"] = device_name();
+  j["gpu"] = driver_available() ? device_name() : "";
   j["copy_gbs"] = eo.copy_gbs;
-  if (a.out.empty()) std::cout << j.dump(2) << "\n";
-  else write_json(a.out, j);
+  write_result(a.out, j);
   // The answer is out; end here. Tearing down a context a candidate left behind can block (a kernel that
   // still spins after the run limit gave up on it), and nothing below needs to run.
   std::cout.flush();
@@ -277,6 +313,19 @@ int main(int argc, char** argv) {
   ev->add_option("--gpu-lock", ea.gpu_lock, "take turns on the GPU with other evaluations (flock on this file) for checks and timing");
   ev->add_option("--modelnew", modelnew_path, "a KernelBench-style ModelNew file (runs in Python: kforge.modelnew_eval)");
   ev->add_option("--rules", rules, "none, or cuda-agent: no torch operator inside a ModelNew's forward");
+  ev->add_option("--timeout", ea.timeout_s, "seconds the candidate's process may run (plan, cuda, so)");
+  RunCandidateArgs rc;
+  auto* run_cand = app.add_subcommand("run-candidate", "the untrusted end of an evaluation, inside the candidate's sandbox "
+                                                       "(started by `kforge evaluate` and `kforge serve`; protocol on stdin/stdout)");
+  run_cand->group("");  // internal
+  run_cand->add_option("--inputs", rc.inputs, "folder with params/<i>.bin and sets/<k>/in<i>.bin")->required();
+  run_cand->add_option("--plan", rc.plan);
+  run_cand->add_option("--cuda", rc.cuda);
+  run_cand->add_option("--so", rc.so);
+  run_cand->add_option("--trusted-cache", rc.trusted_cache);
+  run_cand->add_option("--gpu-lock", rc.gpu_lock);
+  auto* copy_bw = app.add_subcommand("copy-bandwidth", "print the GPU's name and device-to-device copy bandwidth as JSON");
+  copy_bw->group("");  // internal: the service's trusted measurement of the roofline's bandwidth
   auto* wk = app.add_subcommand("worker", "evaluate schedules for one task, one JSON job per line on stdin (the service's persistent worker)");
   wk->add_option("bundle", bundle, "bundle directory")->required();
   std::string worker_lock;
@@ -309,7 +358,15 @@ int main(int argc, char** argv) {
       if (!ea.gpu_lock.empty()) args.insert(args.end(), {"--gpu-lock", ea.gpu_lock});
       return python_status("modelnew_eval", args);  // 1: evaluated, not correct (the JSON says why)
     }
-    if (*ev) return cmd_evaluate(ea);
+    if (*ev) return cmd_evaluate(ea, std::filesystem::read_symlink("/proc/self/exe").string());
+    if (*run_cand) return run_candidate(rc);
+    if (*copy_bw) {
+      ensure_context();
+      CUstream stream = nullptr;
+      KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+      std::cout << nlohmann::json{{"gpu", device_name()}, {"copy_gbs", measure_copy_bandwidth(stream)}}.dump() << "\n";
+      return 0;
+    }
     if (*wk) return serve_plan_jobs(bundle, worker_lock, std::cin, std::cout);
     if (*abi) {
       std::cout << abi_header(load_graph(bundle));

@@ -10,16 +10,9 @@
 #include "codegen/reshape_sinking.h"
 #include "ir/decompose.h"
 #include "ir/error.h"
+#include "ir/hash.h"
 
 namespace kforge {
-
-std::string stable_hash(const std::string& s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
 
 namespace {
 

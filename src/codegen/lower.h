@@ -25,7 +25,4 @@ std::vector<KernelGroup> kernel_groups(const Graph& graph, bool fuse_rows);
 // that a later change of the hand-written defaults cannot relabel it. Throws UserError as schedule_for.
 Schedule explicit_schedule(const Graph& graph, const Schedule& s);
 
-// Stable 64-bit FNV-1a hash of a string, as 16 hex digits (graph and source keys).
-std::string stable_hash(const std::string& s);
-
 }  // namespace kforge

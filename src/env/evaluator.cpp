@@ -18,7 +18,7 @@ DeviceBuffer upload(const MappedFile& f) {
 }
 }  // namespace
 
-DeviceTask::DeviceTask(const Bundle& b) : tolerances_(b.tolerances) {
+DeviceTask::DeviceTask(const Bundle& b, bool references) : tolerances_(b.tolerances) {
   const Graph& g = b.graph;
   auto keep = [&](const MappedFile& f) {
     owned_.push_back(upload(f));
@@ -29,7 +29,8 @@ DeviceTask::DeviceTask(const Bundle& b) : tolerances_(b.tolerances) {
     inputs_.emplace_back();
     refs_.emplace_back();
     for (size_t i = 0; i < g.inputs.size(); ++i) inputs_.back().push_back(keep(b.input_file(s, int(i))));
-    for (size_t j = 0; j < g.outputs.size(); ++j) refs_.back().push_back(keep(b.output_file(s, int(j))));
+    if (references)
+      for (size_t j = 0; j < g.outputs.size(); ++j) refs_.back().push_back(keep(b.output_file(s, int(j))));
   }
   allocate_outputs(g);
 }
@@ -131,10 +132,13 @@ bool escapes_timed_stream(Executable& exe, const Bindings& b, CUstream stream, d
   return true;
 }
 
-// Runs the candidate on set `at`'s addresses and compares its outputs with set `s`'s references: `at` differs from
-// `s` only after timing (check_at_timed_addresses).
-bool check_set(const Graph& g, DeviceTask& task, Executable& lp, Verifier& v, const EvalOptions& o,
-               CUstream stream, int at, int s, double limit_ms, EvalResult& r, bool& strict) {
+// Runs the candidate on set `at`'s addresses and has the judge compare its outputs with set `s`'s references:
+// `at` differs from `s` only after timing (check_at_timed_addresses).
+// `run_ms`: the host clock from poisoning to the fingerprints after the run, the judge's comparison (a copy to another
+// process, for a remote one) left out.
+bool check_set(const Graph& g, DeviceTask& task, Executable& lp, Verifier& v, OutputJudge& judge, CUstream stream,
+               int at, int s, double limit_ms, EvalResult& r, bool& strict, double* run_ms = nullptr) {
+  auto t0 = std::chrono::steady_clock::now();
   for (int j = 0; j < task.num_outputs(); ++j) Verifier::poison(task.output(j), task.output_bytes(j), stream);
   Bindings b = task.bindings(at);
   auto before = fingerprints(g, b, v, stream);
@@ -145,16 +149,8 @@ bool check_set(const Graph& g, DeviceTask& task, Executable& lp, Verifier& v, co
     strict = false;
     return false;
   }
-  bool relaxed = true;
-  for (int j = 0; j < task.num_outputs(); ++j) {
-    const Node& out = g.at(g.outputs[j]);
-    CompareResult c = v.compare(task.output(j), task.reference(s, j), numel(out.type.shape), out.type.dtype,
-                                task.tolerance(s, j, o.tol), stream);
-    if (!c.strict()) r.log += "set " + std::to_string(s) + ": " + c.describe(out.name) + "\n";
-    strict = strict && c.strict();
-    relaxed = relaxed && c.relaxed();
-  }
-  return relaxed;
+  if (run_ms) *run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return judge.judge(task, s, at != s, stream, r.log, strict);
 }
 
 // Hack catalogue: correct while checked, wrong afterwards; results cached by address. After timing, the timed
@@ -162,7 +158,7 @@ bool check_set(const Graph& g, DeviceTask& task, Executable& lp, Verifier& v, co
 // (a task of one set has nothing to exchange: bundles have five). The exchange is undone on every path where the
 // stream is idle, so a persistent worker evaluates the next candidate on the same task; behind a candidate
 // still running (a hang) the undo would wait forever, so the task stays exchanged and refuses further use.
-bool check_at_timed_addresses(const Graph& g, DeviceTask& task, Executable& lp, Verifier& v, const EvalOptions& o,
+bool check_at_timed_addresses(const Graph& g, DeviceTask& task, Executable& lp, Verifier& v, OutputJudge& judge,
                               CUstream stream, double limit_ms, EvalResult& r, bool& strict) {
   const int last = task.num_sets() - 1;
   struct Exchanged {
@@ -179,12 +175,31 @@ bool check_at_timed_addresses(const Graph& g, DeviceTask& task, Executable& lp, 
   };
   task.exchange_inputs(0, last, stream);
   Exchanged undo{task, last, stream};
-  return check_set(g, task, lp, v, o, stream, 0, last, limit_ms, r, strict);
+  return check_set(g, task, lp, v, judge, stream, 0, last, limit_ms, r, strict);
 }
 }  // namespace
 
+bool LocalJudge::judge(DeviceTask& task, int s, bool, CUstream stream, std::string& log, bool& strict) {
+  bool relaxed = true;
+  for (int j = 0; j < task.num_outputs(); ++j) {
+    const Node& out = graph_.at(graph_.outputs[j]);
+    CompareResult c = verifier_.compare(task.output(j), task.reference(s, j), numel(out.type.shape), out.type.dtype,
+                                        task.tolerance(s, j, tol_), stream);
+    if (!c.strict()) log += "set " + std::to_string(s) + ": " + c.describe(out.name) + "\n";
+    strict = strict && c.strict();
+    relaxed = relaxed && c.relaxed();
+  }
+  return relaxed;
+}
+
 EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, Executable& exe, bool use_graph, Verifier& verifier,
                     const EvalOptions& o, CUstream stream, EvalResult r) {
+  LocalJudge judge(spec.graph, verifier, o.tol);
+  return evaluate(spec, task, exe, use_graph, verifier, judge, o, stream, std::move(r));
+}
+
+EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, Executable& exe, bool use_graph, Verifier& verifier,
+                    OutputJudge& judge, const EvalOptions& o, CUstream stream, EvalResult r) {
   r.compiled = true;
   if (!task.inputs_in_place())
     throw UserError("this task's inputs were left exchanged by an earlier candidate that hung in the check after "
@@ -193,9 +208,8 @@ EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, Executable& exe, boo
   double limit = o.run_limit_ms > 0 ? o.run_limit_ms : std::max(250.0, 50.0 * spec.eager_ms);
   try {
     for (int s = 0; s < task.num_sets() && relaxed; ++s) {
-      auto t0 = std::chrono::steady_clock::now();
-      relaxed = check_set(spec.graph, task, exe, verifier, o, stream, s, s, limit, r, strict);
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      double ms = 0;
+      relaxed = check_set(spec.graph, task, exe, verifier, judge, stream, s, s, limit, r, strict, &ms);
       if (ms > limit) {
         r.log += "too slow: " + std::to_string(ms) + " ms for one checked run (limit " + std::to_string(limit) + " ms)\n";
         return r;
@@ -208,8 +222,9 @@ EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, Executable& exe, boo
     TimingResult t = time_on_gpu([&](CUstream st) { graph ? exe.replay(st) : exe.run(b0, st); }, stream, o.timing);
     r.native = t.stats;
     r.wall_ms = t.wall_ms_per_trial;
+    judge.timed(r.native, r.wall_ms);
     bool strict_after = true;
-    if (!check_at_timed_addresses(spec.graph, task, exe, verifier, o, stream, limit, r, strict_after)) {
+    if (!check_at_timed_addresses(spec.graph, task, exe, verifier, judge, stream, limit, r, strict_after)) {
       r.log += "wrong after timing (the timed addresses holding set " + std::to_string(task.num_sets() - 1) +
                "'s inputs: results must be right once nobody is checking, and follow their inputs)\n";
       return r;
@@ -220,6 +235,7 @@ EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, Executable& exe, boo
       // context, synchronized, must not take much longer than the events say.
       double events_ms = r.native.median_ms, synced_ms = 0;
       if (escapes_timed_stream(exe, b0, stream, events_ms, synced_ms)) {
+        judge.escaped(events_ms, synced_ms);
         r.log += "work escaped the timed stream: events say " + std::to_string(events_ms) +
                  " ms, the fastest synchronized run " + std::to_string(synced_ms) + " ms, in each of 3 rounds\n";
         r.strict = false;
@@ -237,6 +253,7 @@ EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, Executable& exe, boo
                " ms: re-measured on set " + std::to_string(task.num_sets() - 1) + ", " +
                std::to_string(again.stats.median_ms) + " ms\n";
       r.native = again.stats;
+      judge.retimed(r.native);
       r.reward = compute_reward({true, r.native.median_ms, spec.eager_ms, spec.compile_ms, floor_ms});
       if (r.reward.suspect) r.log += "still under the floor: not paid (reward 0)\n";
     }

@@ -21,7 +21,9 @@ namespace kforge {
 // Python side hosts the search: no disk round trip for inputs of several GB).
 class DeviceTask {
  public:
-  explicit DeviceTask(const Bundle& b);
+  // `references` false: the inputs and params only (a candidate's process, whose outputs a trusted judge
+  // compares, env/judge.h); reference() is then out of range.
+  explicit DeviceTask(const Bundle& b, bool references = true);
   // Borrowed device pointers: sets[k] are the inputs of set k, refs[k] its reference outputs; `tolerances` the
   // strict tier of each (empty: the global one).
   DeviceTask(const Graph& g, std::vector<std::vector<CUdeviceptr>> sets, std::vector<std::vector<CUdeviceptr>> refs,
@@ -73,6 +75,34 @@ struct EvalResult {
   nlohmann::json to_json() const;
 };
 
+// Who compares a run's outputs with the references, and hears what the timing found. The evaluation's steps are
+// the same wherever the references are: in this process (LocalJudge: the trusted generator's plans), or in a
+// trusted process apart from the candidate's (env/candidate_runner.h sends every output there, env/judge.h), so
+// that a candidate never shares an address space, a file system view or a GPU context with its answers.
+class OutputJudge {
+ public:
+  virtual ~OutputJudge() = default;
+  // The task's outputs (just written by a run) judged as set `s`'s; `after_timing`: the check after timing at
+  // the timed addresses. Appends what failed to `log`; `strict` and-ed with the strict tier. Returns whether
+  // the relaxed tier holds.
+  virtual bool judge(DeviceTask& task, int s, bool after_timing, CUstream stream, std::string& log, bool& strict) = 0;
+  virtual void timed(const Stats&, double /*wall_ms_per_trial*/) {}
+  virtual void escaped(double /*events_ms*/, double /*synced_ms*/) {}  // work escaped the timed stream
+  virtual void retimed(const Stats&) {}
+};
+
+// The references on the device beside the outputs, compared with the Verifier's kernels.
+class LocalJudge : public OutputJudge {
+ public:
+  LocalJudge(const Graph& g, Verifier& v, const Tolerance& tol) : graph_(g), verifier_(v), tol_(tol) {}
+  bool judge(DeviceTask& task, int s, bool after_timing, CUstream stream, std::string& log, bool& strict) override;
+
+ private:
+  const Graph& graph_;
+  Verifier& verifier_;
+  Tolerance tol_;
+};
+
 EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, const Plan& plan, const Compiler& compiler,
                     Verifier& verifier, const EvalOptions& opts, CUstream stream);
 // An untrusted raw CUDA candidate (runtime/raw_cuda.h): built with nvcc, then checked and timed the same way.
@@ -81,6 +111,9 @@ EvalResult evaluate_raw_cuda(const TaskSpec& spec, DeviceTask& task, const std::
 // The checks and timing shared by every kind of candidate; `r` carries what compiling it found.
 EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, Executable& exe, bool use_graph, Verifier& verifier,
                     const EvalOptions& opts, CUstream stream, EvalResult r);
+// The same with another judge; `verifier` still poisons and fingerprints.
+EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, Executable& exe, bool use_graph, Verifier& verifier,
+                    OutputJudge& judge, const EvalOptions& opts, CUstream stream, EvalResult r);
 
 // What a process needs to evaluate candidates of one bundle: the task on the device (current context), the
 // compiler with the kernel cache, the verifier and a stream of its own. `kforge evaluate` and `kforge worker`.

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 
 #include "env/memory_cgroup.h"
 #include "env/process_tree.h"
@@ -36,21 +37,57 @@ namespace {
 constexpr int kSeccompFd = 3;  // where bwrap finds the filter in the child (`--seccomp 3`)
 
 std::vector<std::string> bwrap_argv(const std::vector<std::string>& argv, const SandboxOptions& o) {
-  std::vector<std::string> a = {o.bwrap, "--ro-bind", "/", "/", "--proc", "/proc", "--tmpfs", "/tmp",
-                                "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"};
+  std::vector<std::string> a = {o.bwrap};
+  if (o.minimal_root) {
+    for (const std::string& p : minimal_root_paths()) a.insert(a.end(), {"--ro-bind", p, p});
+    // The driver reads the GPU's PCI and NUMA facts there; nothing of the host's users lives in /sys.
+    if (o.gpu) a.insert(a.end(), {"--ro-bind", "/sys", "/sys"});
+  } else {
+    a.insert(a.end(), {"--ro-bind", "/", "/"});
+  }
+  a.insert(a.end(), {"--proc", "/proc", "--tmpfs", "/tmp", "--unshare-all", "--die-with-parent", "--new-session",
+                     "--cap-drop", "ALL", "--clearenv"});
   // The GPU's device nodes, but a private /dev/shm: the host's is writable shared memory (and may hold the
   // service's own folders); what a job must read there is bound read-only below.
   if (o.gpu) a.insert(a.end(), {"--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm"});
   else a.insert(a.end(), {"--dev", "/dev"});
   if (o.network) a.push_back("--share-net");
   if (o.seccomp) a.insert(a.end(), {"--seccomp", std::to_string(kSeccompFd)});
-  for (auto& [k, v] : o.env) a.insert(a.end(), {"--setenv", k, v});
+  for (const std::string& kv : sandbox_environment(o)) {
+    size_t eq = kv.find('=');
+    a.insert(a.end(), {"--setenv", kv.substr(0, eq), kv.substr(eq + 1)});
+  }
   for (auto& p : o.read_only) a.insert(a.end(), {"--ro-bind", p, p});
+  for (auto& [from, to] : o.read_only_at) a.insert(a.end(), {"--ro-bind", from, to});
   if (!o.scratch_dir.empty()) a.insert(a.end(), {"--bind", o.scratch_dir, o.scratch_dir, "--chdir", o.scratch_dir});
   a.push_back("--");
   a.insert(a.end(), argv.begin(), argv.end());
   return a;
 }
+
+}  // namespace
+
+std::vector<std::string> minimal_root_paths() {
+  std::vector<std::string> paths;
+  for (const char* p : {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/ld.so.cache",
+                        "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/passwd", "/etc/group",
+                        "/etc/nsswitch.conf", "/etc/localtime"})
+    if (access(p, F_OK) == 0) paths.push_back(p);
+  std::error_code ec;  // Debian's Python reads /etc/python3.X (sitecustomize)
+  for (const auto& e : std::filesystem::directory_iterator("/etc", ec))
+    if (e.path().filename().string().rfind("python3", 0) == 0) paths.push_back(e.path().string());
+  return paths;
+}
+
+std::vector<std::string> sandbox_environment(const SandboxOptions& o) {
+  std::vector<std::string> env;
+  for (const std::string& name : o.env_passed)
+    if (const char* v = getenv(name.c_str())) env.push_back(name + "=" + v);
+  for (auto& [k, v] : o.env) env.push_back(k + "=" + v);
+  return env;
+}
+
+namespace {
 
 [[noreturn]] void fail_in_child(const char* msg, int code) {
   (void)!write(2, msg, strlen(msg));
@@ -59,7 +96,8 @@ std::vector<std::string> bwrap_argv(const std::vector<std::string>& argv, const 
 
 // In the child, between fork and exec: only async-signal-safe calls (the service forks from many threads).
 [[noreturn]] void exec_child(const std::vector<std::string>& full, const SandboxOptions& o, const int fds[3],
-                             int seccomp_fd, const std::vector<sock_filter>& filter, const char* cgroup_procs) {
+                             int seccomp_fd, const std::vector<sock_filter>& filter, const char* cgroup_procs,
+                             char* const* envp) {
   setpgid(0, 0);
   if (cgroup_procs) {  // first, while still allowed to write there; bwrap and the command inherit it
     int fd = open(cgroup_procs, O_WRONLY | O_CLOEXEC);
@@ -89,7 +127,8 @@ std::vector<std::string> bwrap_argv(const std::vector<std::string>& argv, const 
   std::vector<char*> args;
   for (auto& s : full) args.push_back(const_cast<char*>(s.c_str()));
   args.push_back(nullptr);
-  execvp(args[0], args.data());
+  // bwrap clears the command's environment itself (--clearenv); it needs none of the caller's either.
+  execvpe(args[0], args.data(), envp);
   fail_in_child("sandbox: cannot run the command (is bubblewrap installed? Debian: bubblewrap)\n", 127);
 }
 
@@ -108,6 +147,14 @@ bool over_memory_limit(const SandboxedProcess& p, const SandboxOptions& o, Sandb
   kill_tree(p.pid);
   return true;
 }
+
+}  // namespace
+
+bool sandbox_over_limits(const SandboxedProcess& p, const SandboxOptions& o, SandboxResult& r) {
+  return over_memory_limit(p, o, r);
+}
+
+namespace {
 
 // Whether the child has exited, leaving it to be reaped.
 bool has_exited(pid_t pid) {
@@ -133,6 +180,12 @@ SandboxedProcess spawn_sandboxed(const std::vector<std::string>& argv, const San
     if (!cgroup) throw UserError("sandbox: memory cgroup: " + why);
   }
   int seccomp_fd = o.namespaces && o.seccomp ? sandbox_seccomp_fd(filter) : -1;
+  // Built here: the child may not allocate. Without bubblewrap this is the command's whole environment.
+  std::vector<std::string> env_strings = o.namespaces ? std::vector<std::string>{} : sandbox_environment(o);
+  if (o.namespaces && getenv("PATH")) env_strings.push_back(std::string("PATH=") + getenv("PATH"));  // to find bwrap
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
   int in_p[2], out_p[2], err_p[2];
   if (pipe2(in_p, O_CLOEXEC) || pipe2(out_p, O_CLOEXEC) || pipe2(err_p, O_CLOEXEC))
     throw UserError(std::string("sandbox: pipe failed: ") + strerror(errno));
@@ -140,7 +193,7 @@ SandboxedProcess spawn_sandboxed(const std::vector<std::string>& argv, const San
   if (pid < 0) throw UserError(std::string("sandbox: fork failed: ") + strerror(errno));
   if (pid == 0) {
     int fds[3] = {in_p[0], out_p[1], err_p[1]};
-    exec_child(full, o, fds, seccomp_fd, filter, cgroup ? cgroup->procs_file().c_str() : nullptr);
+    exec_child(full, o, fds, seccomp_fd, filter, cgroup ? cgroup->procs_file().c_str() : nullptr, envp.data());
   }
   setpgid(pid, pid);  // also here: no race with the child's own call
   if (seccomp_fd >= 0) close(seccomp_fd);

@@ -30,6 +30,13 @@ struct SandboxOptions {
   int64_t max_file_bytes = 1LL << 30;    // RLIMIT_FSIZE
   std::string scratch_dir;               // the one writable folder (also the working directory); "" = none
   std::vector<std::string> read_only;    // folders to show read-only even under the private /tmp
+  // Files or folders shown read-only at another path inside (source, destination): a candidate's inputs
+  // without the folder that holds them.
+  std::vector<std::pair<std::string, std::string>> read_only_at;
+  // What the file system shows. false: the host's whole root, read-only (trusted code: workers, imports).
+  // true: only the system's programs and libraries (minimal_root_paths()), the folders above and the scratch
+  // folder: what an untrusted candidate (its build included) may see. No home, no service folder, no bundle.
+  bool minimal_root = false;
   bool network = false;                  // share the host's network namespace (and allow sockets)
   bool gpu = false;                      // expose /dev (the GPU device nodes) instead of a minimal /dev
   bool seccomp = true;                   // the system-call filter of env/seccomp_filter.h
@@ -38,8 +45,14 @@ struct SandboxOptions {
   std::string bwrap = "bwrap";
   bool namespaces = true;                // false: seccomp, rlimits, memory, user and timeout only (no bubblewrap)
   size_t max_output_bytes = 1 << 20;     // per stream; the rest is dropped
-  std::vector<std::pair<std::string, std::string>> env;  // set inside the sandbox
+  // The environment inside is cleared: only these variables, and those of env_passed that are set outside.
+  std::vector<std::pair<std::string, std::string>> env;
+  std::vector<std::string> env_passed = {"PATH", "LD_LIBRARY_PATH", "LANG", "CUDA_VISIBLE_DEVICES"};
 };
+
+// The system folders a minimal root shows, those of them that exist (/usr, /lib*, /bin, /sbin, and the files
+// of /etc that the loader, Python and user lookups read).
+std::vector<std::string> minimal_root_paths();
 
 struct SandboxResult {
   int exit_code = -1;     // when it exited
@@ -55,6 +68,10 @@ struct SandboxResult {
   // "memory limit exceeded (2048 MiB > limit 256 MiB)", "killed by signal 31 (Bad system call): ...seccomp..."
   std::string cause() const;
 };
+
+// The environment a sandboxed command starts with, as NAME=VALUE strings (o.env_passed from this process's
+// environment, then o.env).
+std::vector<std::string> sandbox_environment(const SandboxOptions& o);
 
 // Throws UserError when the sandbox itself cannot start (no bwrap, fork failure); never for what the
 // command does.
@@ -76,6 +93,10 @@ SandboxedProcess spawn_sandboxed(const std::vector<std::string>& argv, const San
 enum class PumpStop { enough, closed, timed_out, memory };
 PumpStop pump_output(const SandboxedProcess& p, const SandboxOptions& o, double timeout_s, SandboxResult& r,
                      const std::function<bool(const std::string&)>& enough = {});
+
+// The memory watchdog's one look, for callers that read the process's pipes themselves: where no cgroup has
+// the kernel enforce the limit and the tree holds more, kills it, records the cause in r and returns true.
+bool sandbox_over_limits(const SandboxedProcess& p, const SandboxOptions& o, SandboxResult& r);
 
 // Kills the process tree, closes the pipes and reaps the process; fills r's exit code or signal.
 void end_sandboxed(SandboxedProcess& p, const SandboxOptions& o, SandboxResult& r);

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "codegen/lower.h"
+#include "ir/hash.h"
 
 namespace kforge {
 
@@ -38,15 +38,17 @@ std::string nvrtc_version() {
 std::string Compiler::cache_key(const std::string& source) const {
   std::string k = nvrtc_version();
   for (auto& f : flags(opts_)) k += "\n" + f;
-  return stable_hash(k + "\n" + source);
+  return content_hash(k + "\n" + source);
 }
 
 CompileResult Compiler::compile(const std::string& source, const std::string& name) const {
   CompileResult r;
   fs::path cached;
-  if (!opts_.cache_dir.empty()) {
-    cached = fs::path(opts_.cache_dir) / (cache_key(source) + ".cubin");
-    std::ifstream in(cached, std::ios::binary);
+  for (const std::string& dir : {opts_.read_only_cache_dir, opts_.cache_dir}) {
+    if (dir.empty()) continue;
+    fs::path path = fs::path(dir) / (cache_key(source) + ".cubin");
+    if (dir == opts_.cache_dir) cached = path;
+    std::ifstream in(path, std::ios::binary);
     if (in) {
       std::stringstream ss;
       ss << in.rdbuf();

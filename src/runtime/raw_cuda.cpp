@@ -9,8 +9,8 @@
 #include <fstream>
 #include <thread>
 
-#include "codegen/lower.h"
 #include "ir/error.h"
+#include "ir/hash.h"
 
 namespace kforge {
 
@@ -20,7 +20,7 @@ RawCudaBuild build_raw_cuda(const std::string& source, const RawCudaOptions& o) 
   RawCudaBuild b;
   std::string key = o.nvcc;
   for (auto& f : o.flags) key += " " + f;
-  fs::path dir = fs::path(o.cache_dir) / ("raw-" + stable_hash(key + "\n" + source));
+  fs::path dir = fs::path(o.cache_dir) / ("raw-" + content_hash(key + "\n" + source));
   b.so_path = (dir / "candidate.so").string();
   if (fs::exists(b.so_path)) {
     b.ok = b.cache_hit = true;

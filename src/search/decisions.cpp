@@ -6,6 +6,7 @@
 
 #include "codegen/lower.h"
 #include "ir/error.h"
+#include "ir/hash.h"
 #include "ir/types.h"
 
 namespace kforge {

@@ -6,6 +6,7 @@
 
 #include "codegen/lower.h"
 #include "ir/error.h"
+#include "ir/hash.h"
 #include "runtime/driver.h"
 
 namespace kforge {

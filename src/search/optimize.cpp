@@ -8,6 +8,7 @@
 
 #include "codegen/lower.h"
 #include "ir/error.h"
+#include "ir/hash.h"
 #include "ir/matmul.h"
 #include "runtime/driver.h"
 #include "search/cost_model.h"

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "env/bundle.h"
+#include "env/judge.h"
 #include "env/verify.h"
 #include "ir/error.h"
 #include "runtime/compiler.h"
@@ -61,6 +62,8 @@ Service::Service(ServiceOptions opts) : opts_(std::move(opts)), store_((scratch(
     build.timeout_s = opts_.compile_timeout_s;
     build.sandbox = opts_.sandbox;
     build.sandbox.gpu = false;  // nvcc needs no device
+    // nvcc of untrusted source: an #include of a bundle's reference or the job database must find nothing.
+    build.sandbox.minimal_root = true;
     compile_pool_ = std::make_unique<CompilePool>(store_, build, opts_.compile_workers, [this] { cv_.notify_one(); });
   }
 }
@@ -170,7 +173,8 @@ void Service::run_job(const Job& job, int gpu, PersistentWorker& worker) {
   if (job.kind != "schedule") {
     fs::path dir = scratch(fs::absolute(fs::path(opts_.work_dir) / "jobs" / std::to_string(job.id)));
     DeviceMemoryReservation reserved(memory, footprint());
-    run_fresh(job, *task, gpu, job_sandbox(dir, *task, gpu));
+    if (job.kind == "plan" || job.kind == "cuda") run_untrusted(job, *task, gpu, dir);
+    else run_fresh(job, *task, gpu, job_sandbox(dir, *task, gpu));
     return;
   }
   if (!worker.process || worker.task != task->id) {  // one task on the device at a time
@@ -189,22 +193,62 @@ void Service::run_job(const Job& job, int gpu, PersistentWorker& worker) {
   else store_.finish(job.id, false, "", "evaluation failed: " + a.error);
 }
 
+// The GPU's copy bandwidth sets the roofline floor below which a time is not paid: measured by trusted code (the
+// persistent worker, or this once), never by a candidate's process.
+double Service::trusted_copy_gbs(const TaskRecord& task, int gpu) {
+  std::lock_guard<std::mutex> lock(measure_mu_);
+  if (copy_gbs_ > 0 && !gpu_name_.empty()) return copy_gbs_;
+  SandboxOptions o = job_sandbox(cache_dir_ / "nvrtc", task, gpu);
+  o.timeout_s = 120;
+  SandboxResult r = run_sandboxed({opts_.kforge_exe, "copy-bandwidth"}, o);
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  if (r.ok() && j.is_object()) copy_gbs_ = j.value("copy_gbs", 0.0), gpu_name_ = j.value("gpu", std::string());
+  return copy_gbs_;
+}
+
+void Service::run_untrusted(const Job& job, const TaskRecord& task, int gpu, const fs::path& dir) {
+  std::string path;
+  CandidateKind kind;
+  if (job.kind == "plan") {
+    kind = CandidateKind::plan;
+    path = (dir / "plan.json").string();
+    std::ofstream(path) << job.payload;
+  } else {
+    kind = CandidateKind::shared_object;
+    path = job.artifact;
+    if (!fs::exists(path)) {  // the cache was cleared under a compiled job: build it again
+      store_.requeue(job.id);
+      return;
+    }
+  }
+  UntrustedRunOptions u;
+  u.sandbox = opts_.sandbox;
+  u.sandbox.scratch_dir = dir.string();
+  if (opts_.workers > 1) u.sandbox.env.push_back({"CUDA_VISIBLE_DEVICES", std::to_string(gpu)});
+  u.kforge_exe = opts_.kforge_exe;
+  u.gpu_lock = gpu_lock(gpu);
+  u.trusted_cache_dir = (cache_dir_ / "nvrtc").string();
+  EvalOptions eo;
+  eo.copy_gbs = trusted_copy_gbs(task, gpu);
+  std::string gpu_name;
+  {
+    std::lock_guard<std::mutex> lock(measure_mu_);
+    gpu_name = gpu_name_;
+  }
+  EvalResult r = evaluate_untrusted(load_bundle(task.bundle_dir), kind, path, eo, u);
+  nlohmann::json j = r.to_json();
+  j["gpu"] = gpu_name;
+  j["copy_gbs"] = eo.copy_gbs;
+  store_.finish(job.id, true, j.dump(), "");
+}
+
 void Service::run_fresh(const Job& job, const TaskRecord& task, int gpu, SandboxOptions o) {
   fs::path dir = o.scratch_dir;
   auto payload = nlohmann::json::parse(job.payload);
   fs::path result = dir / "result.json";
   fs::remove(result);
   std::vector<std::string> argv = {opts_.kforge_exe, "evaluate", task.bundle_dir, "-o", result.string(), "--gpu-lock", gpu_lock(gpu)};
-  if (job.kind == "plan") {
-    std::ofstream(dir / "plan.json") << job.payload;
-    argv.insert(argv.end(), {"--plan", (dir / "plan.json").string()});
-  } else if (job.kind == "cuda") {
-    if (!fs::exists(job.artifact)) {  // the cache was cleared under a compiled job: build it again
-      store_.requeue(job.id);
-      return;
-    }
-    argv.insert(argv.end(), {"--so", job.artifact});
-  } else if (job.kind == "modelnew") {
+  if (job.kind == "modelnew") {
     std::ofstream(dir / "candidate.py") << payload.value("source", "");
     argv.insert(argv.end(), {"--modelnew", (dir / "candidate.py").string(), "--rules", payload.value("rules", "none")});
     o.env.push_back({"TORCH_EXTENSIONS_DIR", (dir / "torch_extensions").string()});  // load_inline builds here
@@ -215,7 +259,6 @@ void Service::run_fresh(const Job& job, const TaskRecord& task, int gpu, Sandbox
     store_.finish(job.id, false, "", "unknown job kind '" + job.kind + "'");
     return;
   }
-  if (copy_gbs_ > 0 && job.kind != "modelnew") argv.insert(argv.end(), {"--copy-gbs", std::to_string(copy_gbs_.load())});
   SandboxResult r = run_sandboxed(argv, o);
   std::ifstream in(result);
   if ((!r.ok() && r.exit_code != 1) || !in) {  // exit 1: evaluated, not correct (the result says why)
@@ -229,7 +272,6 @@ void Service::run_fresh(const Job& job, const TaskRecord& task, int gpu, Sandbox
     store_.finish(job.id, false, "", "evaluation wrote an unreadable result (" + r.cause() + ")");
     return;
   }
-  if (copy_gbs_ == 0) copy_gbs_ = parsed.value("copy_gbs", 0.0);
   store_.finish(job.id, true, parsed.dump(), "");
 }
 

@@ -68,7 +68,11 @@ class Service {
     int64_t device_bytes = 0;  // held in the GPU's ledger while the process lives
   };
   void run_job(const Job& job, int gpu, PersistentWorker& worker);
-  // `kforge evaluate` for one job in a fresh sandboxed process; finishes the job.
+  // A plan with its own sources or a built raw CUDA candidate: its code in a sandboxed process of its own, judged
+  // here (env/judge.h); finishes the job.
+  void run_untrusted(const Job& job, const TaskRecord& task, int gpu, const std::filesystem::path& dir);
+  double trusted_copy_gbs(const TaskRecord& task, int gpu);
+  // A ModelNew: `kforge evaluate --modelnew` in a fresh sandboxed process; finishes the job.
   void run_fresh(const Job& job, const TaskRecord& task, int gpu, SandboxOptions o);
   void add_python_env(SandboxOptions& o) const;  // after o.scratch_dir is set
   SandboxOptions job_sandbox(const std::filesystem::path& dir, const TaskRecord& task, int gpu) const;
@@ -82,7 +86,9 @@ class Service {
   std::mutex mu_;
   std::condition_variable cv_;
   std::filesystem::path cache_dir_;
-  std::atomic<double> copy_gbs_{0};  // measured once by a worker; passed to the fresh processes
+  std::atomic<double> copy_gbs_{0};  // measured once by trusted code (a worker, or trusted_copy_gbs)
+  std::mutex measure_mu_;
+  std::string gpu_name_;  // with copy_gbs_, under measure_mu_
   std::unique_ptr<CompilePool> compile_pool_;
   std::vector<std::unique_ptr<DeviceMemoryLedger>> device_memory_;  // per GPU
 };

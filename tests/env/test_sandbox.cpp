@@ -37,6 +37,45 @@ TEST(Sandbox, RunsACommandAndReturnsItsOutput) {
   EXPECT_TRUE(sh("true").ok());
 }
 
+// Threat model (docs/interfaces.md): an untrusted candidate's sandbox shows the system's programs and libraries,
+// what it was given, and nothing else of the host: not the folder the service or a bundle lives in.
+TEST(Sandbox, AMinimalRootShowsOnlyTheSystemAndWhatItIsGiven) {
+  // Outside /tmp, which every sandbox replaces with its own.
+  fs::path dir = fs::current_path() / ("kforge-minimal-root-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::string secret = (dir / "secret.bin").string(), given = (dir / "given.bin").string();
+  std::ofstream(secret) << "the answers";
+  std::ofstream(given) << "an input";
+  fs::permissions(dir, fs::perms::all);
+  for (const std::string& f : {secret, given}) fs::permissions(f, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  SandboxOptions o = quick();
+  EXPECT_TRUE(sh("cat " + secret, o).ok()) << "the test's premise: the whole root shows the file";
+  o.minimal_root = true;
+  o.read_only_at.push_back({given, "/task/in0.bin"});
+  auto r = sh("cat /task/in0.bin; cat " + secret + "; ls /work /root /home " + dir.string() + " 2>&1; ls /", o);
+  EXPECT_NE(r.out.find("an input"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.out.find("the answers"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("No such file"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("\nwork\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("usr"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
+TEST(Sandbox, ClearsTheEnvironmentButForWhatItPasses) {
+  setenv("KFORGE_TEST_SECRET", "token-123", 1);
+  SandboxOptions o = quick();
+  o.env.push_back({"GIVEN", "yes"});
+  for (bool namespaces : {true, false}) {
+    o.namespaces = namespaces;
+    auto r = sh("env", o);
+    EXPECT_TRUE(r.ok()) << r.cause() << r.err;
+    EXPECT_EQ(r.out.find("token-123"), std::string::npos) << "namespaces " << namespaces << ":\n" << r.out;
+    EXPECT_NE(r.out.find("GIVEN=yes"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("PATH="), std::string::npos) << r.out;
+  }
+  unsetenv("KFORGE_TEST_SECRET");
+}
+
 TEST(Sandbox, ReportsACrashBySignal) {
   auto r = sh("kill -SEGV $$");
   EXPECT_EQ(r.signal, SIGSEGV);

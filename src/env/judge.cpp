@@ -1,0 +1,259 @@
+#include "env/judge.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "ir/error.h"
+
+namespace kforge {
+
+namespace fs = std::filesystem;
+
+CompareResult compare_on_host(const void* out_p, const void* ref_p, int64_t n, DType dtype, const Tolerance& tol) {
+  CompareResult c;
+  c.count = n;
+  c.tol = tol;
+  int64_t first = n;
+  if (dtype == DType::f32) {
+    const float* out = static_cast<const float*>(out_p);
+    const float* ref = static_cast<const float*>(ref_p);
+    const float ts = float(tol.strict), tr = float(tol.relaxed);
+    float max_err = 0.f;
+    for (int64_t i = 0; i < n; ++i) {
+      float o = out[i], r = ref[i];
+      if (!std::isfinite(o) || !std::isfinite(r)) {
+        if (!(std::isinf(o) && std::isinf(r) && o == r)) {
+          ++c.nonfinite;
+          first = std::min(first, i);
+        }
+        continue;
+      }
+      float err = std::fabs(o - r);
+      max_err = std::max(max_err, err);
+      if (err > ts + ts * std::fabs(r)) ++c.bad_strict, first = std::min(first, i);
+      if (err > tr + tr * std::fabs(r)) ++c.bad_relaxed;
+    }
+    c.max_abs_err = max_err;
+    if (first < n) c.first_bad = first, c.got = out[first], c.expected = ref[first];
+    return c;
+  }
+  const size_t eb = dtype_size(dtype);
+  const auto* out = static_cast<const unsigned char*>(out_p);
+  const auto* ref = static_cast<const unsigned char*>(ref_p);
+  for (int64_t i = 0; i < n; ++i)
+    if (std::memcmp(out + i * eb, ref + i * eb, eb) != 0) ++c.bad_strict, ++c.bad_relaxed, first = std::min(first, i);
+  if (first < n) c.first_bad = first;
+  return c;
+}
+
+TrustedJudge::TrustedJudge(const Bundle& b, const EvalOptions& eo) : bundle_(b), eo_(eo) {}
+
+nlohmann::json TrustedJudge::task_header() const {
+  TaskSpec spec = bundle_.spec();
+  return {{"task", {{"name", spec.name}, {"graph", graph_to_json(spec.graph)}, {"eager_ms", spec.eager_ms},
+                    {"compile_ms", spec.compile_ms}}},
+          {"num_sets", bundle_.num_sets()},
+          {"copy_gbs", eo_.copy_gbs},
+          {"run_limit_ms", eo_.run_limit_ms},
+          {"timing", {{"warmup", eo_.timing.warmup}, {"trials", eo_.timing.trials}, {"flush_bytes", eo_.timing.flush_bytes}}}};
+}
+
+bool TrustedJudge::judge_set(int s, const std::string& payload, EvalResult& r, bool& strict) {
+  const Graph& g = bundle_.graph;
+  size_t expected = 0;
+  for (int id : g.outputs) expected += size_t(nbytes(g.at(id).type));
+  if (payload.size() != expected) {
+    r.log += "set " + std::to_string(s) + ": the candidate's process sent " + std::to_string(payload.size()) +
+             " bytes of outputs; the task's outputs hold " + std::to_string(expected) + "\n";
+    strict = false;
+    return false;
+  }
+  bool relaxed = true;
+  size_t at = 0;
+  for (size_t j = 0; j < g.outputs.size(); ++j) {
+    const Node& out = g.at(g.outputs[j]);
+    MappedFile ref = bundle_.output_file(s, int(j));
+    CompareResult c = compare_on_host(payload.data() + at, ref.data(), numel(out.type.shape), out.type.dtype,
+                                      bundle_.tolerances.at(eo_.tol, s, int(j)));
+    at += ref.size();
+    if (!c.strict()) r.log += "set " + std::to_string(s) + ": " + c.describe(out.name) + "\n";
+    strict = strict && c.strict();
+    relaxed = relaxed && c.relaxed();
+  }
+  return relaxed;
+}
+
+namespace {
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Hack catalogue, patching timers: the candidate's process measures its own trials (a raw CUDA candidate shares
+// that process); its trials cannot add up to more than the time this side saw pass while they ran.
+Stats credible_stats(const nlohmann::json& h, const char* key, double wall_ms, int trials) {
+  Stats s = stats_from_json(h.at(key));
+  if (s.trials < trials)
+    throw UserError(std::string("'") + key + "' reports " + std::to_string(s.trials) + " trials; " + std::to_string(trials) + " were asked for");
+  if (!(s.median_ms > 0) || !(s.mean_ms > 0) || s.trials < 1 || !std::isfinite(s.median_ms) || !std::isfinite(s.mean_ms))
+    throw UserError(std::string("'") + key + "' holds no usable timing: " + h.at(key).dump().substr(0, 200));
+  double reported = s.mean_ms * s.trials;
+  if (reported > 1.02 * wall_ms + 1.0)
+    throw UserError("timing not credible: the candidate's process reports " + std::to_string(s.trials) + " trials of " +
+                    std::to_string(s.mean_ms) + " ms on average, " + std::to_string(reported) + " ms, in " +
+                    std::to_string(wall_ms) + " ms of the judge's clock");
+  return s;
+}
+}  // namespace
+
+EvalResult TrustedJudge::run(FrameReader& in, int out_fd, double timeout_s, const std::function<void()>& tick) {
+  EvalResult r;
+  const int last = bundle_.num_sets() - 1;
+  int next_set = 0;
+  bool strict = true, relaxed = true, timed = false, after_timing = false, retimed = false, done = false;
+  std::string candidate_log;
+  auto step_start = std::chrono::steady_clock::now();
+  try {
+    std::optional<Frame> f = in.next(timeout_s, tick);
+    if (!f || !f->header.value("hello", false)) throw UserError("the candidate's process ended before it said hello");
+    r.compiled = f->header.value("compiled", false);
+    r.compile_ms = f->header.value("compile_ms", 0.0);
+    if (f->header.contains("library") && f->header["library"].is_array()) r.library = f->header["library"];
+    if (!r.compiled) {
+      r.log = f->header.value("log", std::string());
+      return r;
+    }
+    while (relaxed && !done && (f = in.next(timeout_s, tick))) {
+      const nlohmann::json& h = f->header;
+      if (h.contains("judge")) {
+        int s = h.at("set").get<int>();
+        bool after = h.value("after_timing", false);
+        bool due = timed ? after && !after_timing && s == last : !after && s == next_set && s <= last;
+        if (!due)
+          throw UserError("outputs of set " + std::to_string(s) + (after ? " after timing" : "") + " came where " +
+                          (timed ? "the check after timing on set " + std::to_string(last) : "set " + std::to_string(next_set)) +
+                          " was due");
+        relaxed = judge_set(s, f->payload, r, strict);
+        if (after) after_timing = true;
+        else ++next_set;
+        write_frame(out_fd, {{"relaxed", relaxed}, {"strict", strict}});
+        step_start = std::chrono::steady_clock::now();
+      } else if (h.contains("timed")) {
+        if (timed || next_set != last + 1) throw UserError("a timing came before every set was judged");
+        r.native = credible_stats(h, "timed", ms_since(step_start), eo_.timing.trials);
+        r.wall_ms = h.value("wall_ms", 0.0);
+        timed = true;
+      } else if (h.contains("escaped")) {
+        r.log += "work escaped the timed stream: events say " + std::to_string(h["escaped"].value("events_ms", 0.0)) +
+                 " ms, the fastest synchronized run " + std::to_string(h["escaped"].value("synced_ms", 0.0)) +
+                 " ms, in each of 3 rounds\n";
+        relaxed = false;
+      } else if (h.contains("retimed")) {
+        if (!after_timing || retimed) throw UserError("a second timing came where none was due");
+        Stats again = credible_stats(h, "retimed", ms_since(step_start), eo_.timing.trials);
+        r.log += "under the roofline floor at " + std::to_string(r.native.median_ms) + " ms: re-measured, " +
+                 std::to_string(again.median_ms) + " ms\n";
+        r.native = again;
+        retimed = true;
+      } else if (h.contains("rejected")) {  // the candidate's process failed its own run (hang, launch error)
+        r.log += h["rejected"].is_string() ? h["rejected"].get<std::string>() : h["rejected"].dump();
+        relaxed = false;
+      } else if (h.contains("done")) {
+        if (h.contains("log") && h["log"].is_string()) candidate_log = h["log"].get<std::string>();
+        done = true;
+      } else {
+        throw UserError("unexpected frame " + h.dump().substr(0, 200));
+      }
+    }
+  } catch (const std::exception& e) {  // UserError or a malformed header's json exception: the candidate's fault
+    r.log += std::string("rejected: ") + e.what() + "\n";
+    relaxed = false;
+  }
+  if (!candidate_log.empty()) r.log += "candidate's process: " + candidate_log.substr(0, 4000);
+  if (!relaxed || !timed || !after_timing) {
+    if (relaxed)
+      r.log += std::string("the candidate's process ") + (done ? "said it was done" : "ended") + " before its evaluation did (" +
+               std::to_string(next_set) + " of " + std::to_string(last + 1) + " sets judged" +
+               (timed ? ", timed" : ", not timed") + (after_timing ? ", checked after timing" : "") + ")\n";
+    r.strict = r.relaxed = false;
+    return r;
+  }
+  r.relaxed = true;
+  r.strict = strict;
+  double floor_ms = eo_.copy_gbs > 0 ? double(min_bytes(bundle_.graph)) / (eo_.copy_gbs * 1e9) * 1e3 : 0;
+  TaskSpec spec = bundle_.spec();
+  r.reward = compute_reward({true, r.native.median_ms, spec.eager_ms, spec.compile_ms, floor_ms});
+  if (r.reward.suspect) r.log += "under the roofline floor of " + std::to_string(floor_ms) + " ms: not paid (reward 0)\n";
+  return r;
+}
+
+namespace {
+const char* kInputs = "/task";         // where the candidate's process finds params/ and sets/<k>/in<i>.bin
+const char* kCandidateDir = "/candidate";
+const char* kExe = "/kforge/kforge";
+const char* kTrustedCache = "/cache";
+}  // namespace
+
+EvalResult evaluate_untrusted(const Bundle& b, CandidateKind kind, const std::string& path, const EvalOptions& eo,
+                              const UntrustedRunOptions& opts) {
+  SandboxOptions o = opts.sandbox;
+  if (o.scratch_dir.empty()) throw UserError("an untrusted candidate needs a scratch folder of its own");
+  if (!o.namespaces) throw UserError("an untrusted candidate runs only in the bubblewrap sandbox (namespaces)");
+  o.minimal_root = true;
+  o.gpu = true;
+  // The candidate's view: the task's params and inputs at kInputs, never the bundle's folder (its references).
+  for (size_t i = 0; i < b.graph.params.size(); ++i)
+    o.read_only_at.push_back({b.dir + "/params/" + std::to_string(i) + ".bin", std::string(kInputs) + "/params/" + std::to_string(i) + ".bin"});
+  for (int s = 0; s < b.num_sets(); ++s)
+    for (size_t i = 0; i < b.graph.inputs.size(); ++i) {
+      std::string rel = "/sets/" + std::to_string(s) + "/in" + std::to_string(i) + ".bin";
+      o.read_only_at.push_back({b.dir + rel, kInputs + rel});
+    }
+  const char* file = kind == CandidateKind::plan ? "plan.json" : kind == CandidateKind::cuda_source ? "candidate.cu" : "candidate.so";
+  std::string inside = std::string(kCandidateDir) + "/" + file;
+  o.read_only_at.push_back({fs::absolute(path).string(), inside});
+  o.read_only_at.push_back({fs::absolute(opts.kforge_exe).string(), kExe});
+  std::vector<std::string> argv = {kExe, "run-candidate", "--inputs", kInputs,
+                                   kind == CandidateKind::plan ? "--plan" : kind == CandidateKind::cuda_source ? "--cuda" : "--so", inside};
+  if (!opts.trusted_cache_dir.empty() && fs::is_directory(opts.trusted_cache_dir)) {
+    o.read_only_at.push_back({fs::absolute(opts.trusted_cache_dir).string(), kTrustedCache});
+    argv.insert(argv.end(), {"--trusted-cache", kTrustedCache});
+  }
+  if (!opts.gpu_lock.empty()) {
+    o.read_only.push_back(opts.gpu_lock);
+    argv.insert(argv.end(), {"--gpu-lock", opts.gpu_lock});
+  }
+  o.env.push_back({"HOME", o.scratch_dir});
+  o.env.push_back({"KFORGE_CACHE", o.scratch_dir + "/nvrtc"});
+
+  TrustedJudge judge(b, eo);
+  SandboxResult sr;
+  SandboxedProcess p = spawn_sandboxed(argv, o);
+  EvalResult r;
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    write_frame(p.in, judge.task_header());
+    size_t max_payload = 0;
+    for (int id : b.graph.outputs) max_payload += size_t(nbytes(b.graph.at(id).type));
+    FrameReader reader(p.out, max_payload, p.err, &sr.err, o.max_output_bytes);
+    auto tick = [&] {
+      if (ms_since(t0) > o.timeout_s * 1e3) {
+        sr.timed_out = true;
+        throw UserError("the candidate's process ran past its " + std::to_string(int(o.timeout_s)) + " s");
+      }
+      if (sandbox_over_limits(p, o, sr)) throw UserError("the candidate's process " + sr.cause());
+    };
+    r = judge.run(reader, p.in, o.timeout_s, tick);
+  } catch (const std::exception& e) {  // the link broke before the judge ran: the candidate's process is gone
+    r.log += std::string("rejected: ") + e.what() + "\n";
+  }
+  end_sandboxed(p, o, sr);
+  if (!r.relaxed && !sr.ok() && !sr.timed_out)
+    r.log += "candidate's process " + sr.cause() + (sr.err.empty() ? "" : ":\n" + sr.err.substr(sr.err.size() > 2000 ? sr.err.size() - 2000 : 0)) + "\n";
+  return r;
+}
+
+}  // namespace kforge

@@ -1,0 +1,57 @@
+// The trusted end of an untrusted candidate's evaluation. The candidate (a plan with its own source, a raw CUDA
+// file or its built object) runs in `kforge run-candidate` (env/candidate_runner.h) inside a sandbox with a minimal
+// root: it sees the task's graph, params and inputs, never a reference, a tolerance, the bundle's folder, the
+// database or the service. Each run's outputs come back over a pipe and are compared here, on the host; the
+// verdict and the reward are computed here from what this side saw, and nothing the candidate writes to a file
+// is ever read as a result. docs/interfaces.md ("Threat model") says what the candidate can and cannot reach.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <string>
+
+#include "env/bundle.h"
+#include "env/candidate_link.h"
+#include "env/evaluator.h"
+#include "env/sandbox.h"
+
+namespace kforge {
+
+// The Verifier's comparison (env/verify.h) on host memory, element for element the same rule: float32 compared
+// in float32 with atol = rtol per tier, NaN/Inf a failure unless both are the same infinity; other dtypes exact.
+CompareResult compare_on_host(const void* out, const void* ref, int64_t n, DType dtype, const Tolerance& tol);
+
+// The protocol's trusted end. The candidate's process is told the task (task_header()), then drives the
+// evaluation's steps (env/evaluator.cpp) and reports each: every output set for judging in the expected order
+// (sets 0..K-1, then the check after timing on set K-1), the timing, and the rest. This side checks the order,
+// compares every output, bounds the reported time by its own clock, and pays.
+class TrustedJudge {
+ public:
+  TrustedJudge(const Bundle& b, const EvalOptions& eo);
+  nlohmann::json task_header() const;
+  // Reads the candidate's frames from `in`, answers on `out_fd`; ends at its "done" frame, at the end of the
+  // stream, or at a protocol violation (named in the log). `timeout_s` bounds each wait.
+  EvalResult run(FrameReader& in, int out_fd, double timeout_s, const std::function<void()>& tick = {});
+
+ private:
+  bool judge_set(int s, const std::string& payload, EvalResult& r, bool& strict);
+  const Bundle& bundle_;
+  EvalOptions eo_;
+};
+
+enum class CandidateKind { plan, cuda_source, shared_object };
+
+struct UntrustedRunOptions {
+  // The candidate's sandbox. Forced: minimal_root, gpu. scratch_dir (required) is its only writable folder.
+  SandboxOptions sandbox;
+  std::string kforge_exe;          // the binary whose `run-candidate` runs inside
+  std::string gpu_lock;            // "" = none
+  std::string trusted_cache_dir;   // NVRTC kernels written by trusted code (the verifier's): shown read-only
+};
+
+// One untrusted candidate (the file at `path`) evaluated with its code in a process of its own. `eo.copy_gbs`
+// must come from a trusted measurement (the roofline floor). Never throws for what the candidate does.
+EvalResult evaluate_untrusted(const Bundle& b, CandidateKind kind, const std::string& path, const EvalOptions& eo,
+                              const UntrustedRunOptions& o);
+
+}  // namespace kforge

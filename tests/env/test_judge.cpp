@@ -1,0 +1,233 @@
+// The trusted end of an untrusted candidate's evaluation (env/judge.h), against a stand-in for the candidate's
+// process: it accepts only outputs that match the references, in the order the evaluation takes them, and
+// computes the verdict itself; whatever else a candidate sends (its own verdict, an early "done", a timing its
+// clock could not have seen, a malformed frame) is rejected with the reason named. GPU-free.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "common/sample_graphs.h"
+#include "common/scratch_path.h"
+#include "env/judge.h"
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int kSets = 3, kN = 1000;
+
+std::vector<float> input_of(int set) {
+  std::vector<float> x(kN);
+  for (int i = 0; i < kN; ++i) x[i] = std::sin(0.37f * float(i) + float(set)) * float(set + 1);
+  return x;
+}
+std::vector<float> relu_of(std::vector<float> x) {
+  for (float& v : x) v = std::max(v, 0.f);
+  return x;
+}
+
+// A bundle of y = relu(x) over kN floats, kSets hidden sets.
+Bundle relu_bundle() {
+  fs::path dir = testing::scratch_path("judge-bundle");
+  fs::create_directories(dir);
+  nlohmann::json task = {{"name", "relu"}, {"graph", testing::unary_graph("relu", {kN})}, {"num_sets", kSets},
+                         {"baselines", {{"eager", {{"median_ms", 1.0}, {"mean_ms", 1.0}, {"trials", 20}}},
+                                        {"compile", {{"median_ms", 1.0}, {"mean_ms", 1.0}, {"trials", 20}}}}}};
+  std::ofstream(dir / "task.json") << task.dump();
+  for (int s = 0; s < kSets; ++s) {
+    fs::create_directories(dir / "sets" / std::to_string(s));
+    auto x = input_of(s), y = relu_of(x);
+    std::ofstream(dir / "sets" / std::to_string(s) / "in0.bin", std::ios::binary).write((const char*)x.data(), kN * 4);
+    std::ofstream(dir / "sets" / std::to_string(s) / "out0.bin", std::ios::binary).write((const char*)y.data(), kN * 4);
+  }
+  return load_bundle(dir.string());
+}
+
+// Runs the judge against `candidate`, which gets the judge's task header and its two pipe ends.
+EvalResult judged(const std::function<void(const nlohmann::json& task, FrameReader& answers, int out)>& candidate) {
+  Bundle b = relu_bundle();
+  EvalOptions eo;
+  eo.copy_gbs = 1000;
+  TrustedJudge judge(b, eo);
+  int to_judge[2], to_candidate[2];
+  EXPECT_EQ(pipe(to_judge), 0);
+  EXPECT_EQ(pipe(to_candidate), 0);
+  std::thread t([&] {
+    FrameReader answers(to_candidate[0], 0);
+    try {
+      candidate(judge.task_header(), answers, to_judge[1]);
+    } catch (const std::exception&) {  // the judge stopped listening
+    }
+    close(to_judge[1]);
+  });
+  FrameReader in(to_judge[0], 1 << 20);
+  EvalResult r = judge.run(in, to_candidate[1], 10);
+  close(to_candidate[1]);
+  t.join();
+  close(to_judge[0]);
+  close(to_candidate[0]);
+  return r;
+}
+
+void send_set(int out, int s, const std::vector<float>& y, bool after_timing = false) {
+  write_frame(out, {{"judge", true}, {"set", s}, {"after_timing", after_timing}}, {{y.data(), y.size() * 4}});
+}
+
+nlohmann::json stats(double ms, int trials = 20) {
+  return {{"median_ms", ms}, {"mean_ms", ms}, {"min_ms", ms}, {"trials", trials}};
+}
+
+// An honest candidate, but for `wrong_set` (-1: none), whose outputs are off.
+void honest(FrameReader& answers, int out, int wrong_set = -1) {
+  write_frame(out, {{"hello", true}, {"compiled", true}});
+  for (int s = 0; s < kSets; ++s) {
+    auto y = relu_of(input_of(s));
+    if (s == wrong_set) y[7] += 1.f;
+    send_set(out, s, y);
+    if (!answers.next(5)->header.value("relaxed", false)) return write_frame(out, {{"done", true}});
+  }
+  write_frame(out, {{"timed", stats(0.01)}});
+  send_set(out, kSets - 1, relu_of(input_of(kSets - 1)), true);
+  answers.next(5);
+  write_frame(out, {{"done", true}, {"log", "ok"}});
+}
+
+TEST(TrustedJudge, TellsTheCandidateTheTaskAndNothingOfItsAnswers) {
+  Bundle b = relu_bundle();
+  nlohmann::json h = TrustedJudge(b, {}).task_header();
+  EXPECT_EQ(h["num_sets"], kSets);
+  EXPECT_TRUE(h["task"].contains("graph"));
+  for (const char* secret : {"tolerance", "strict_tolerance", "source", "sets"}) EXPECT_FALSE(h.contains(secret)) << secret;
+  EXPECT_EQ(h.dump().find(b.dir), std::string::npos) << "the bundle's folder is not the candidate's business";
+}
+
+TEST(TrustedJudge, AcceptsMatchingOutputsAndPays) {
+  EvalResult r = judged([](const nlohmann::json&, FrameReader& a, int out) { honest(a, out); });
+  EXPECT_TRUE(r.strict) << r.log;
+  EXPECT_TRUE(r.relaxed);
+  EXPECT_GT(r.reward.reward, 0) << r.log;
+  EXPECT_NEAR(r.native.median_ms, 0.01, 1e-9);
+}
+
+TEST(TrustedJudge, RejectsWrongOutputsNamingTheSetAndElement) {
+  EvalResult r = judged([](const nlohmann::json&, FrameReader& a, int out) { honest(a, out, 1); });
+  EXPECT_FALSE(r.relaxed);
+  EXPECT_EQ(r.reward.reward, -1);
+  EXPECT_NE(r.log.find("set 1: y: 1 of 1000 elements"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("first at index 7"), std::string::npos) << r.log;
+}
+
+// Hack catalogue, writing its own verdict: nothing a candidate says about itself is a verdict.
+TEST(TrustedJudge, RejectsACandidateThatWritesItsOwnVerdict) {
+  EvalResult r = judged([](const nlohmann::json&, FrameReader&, int out) {
+    write_frame(out, {{"hello", true}, {"compiled", true}});
+    write_frame(out, {{"done", true}, {"strict", true}, {"relaxed", true}, {"reward", 10.0}, {"tier", "strict"}});
+  });
+  EXPECT_FALSE(r.relaxed);
+  EXPECT_EQ(r.reward.reward, -1);
+  EXPECT_NE(r.log.find("said it was done before its evaluation did (0 of 3 sets judged"), std::string::npos) << r.log;
+  r = judged([](const nlohmann::json&, FrameReader&, int out) {
+    write_frame(out, {{"hello", true}, {"compiled", true}});
+    write_frame(out, {{"result", {{"strict", true}, {"reward", 10.0}}}});
+  });
+  EXPECT_FALSE(r.relaxed);
+  EXPECT_NE(r.log.find("unexpected frame"), std::string::npos) << r.log;
+}
+
+TEST(TrustedJudge, RejectsStepsOutOfOrder) {
+  EvalResult r = judged([](const nlohmann::json&, FrameReader&, int out) {  // the timing before any check
+    write_frame(out, {{"hello", true}, {"compiled", true}});
+    write_frame(out, {{"timed", stats(0.01)}});
+  });
+  EXPECT_FALSE(r.relaxed);
+  EXPECT_NE(r.log.find("a timing came before every set was judged"), std::string::npos) << r.log;
+  r = judged([](const nlohmann::json&, FrameReader& a, int out) {  // set 0 twice, skipping set 1
+    write_frame(out, {{"hello", true}, {"compiled", true}});
+    send_set(out, 0, relu_of(input_of(0)));
+    a.next(5);
+    send_set(out, 0, relu_of(input_of(0)));
+  });
+  EXPECT_FALSE(r.relaxed);
+  EXPECT_NE(r.log.find("outputs of set 0 came where set 1 was due"), std::string::npos) << r.log;
+}
+
+TEST(TrustedJudge, RejectsOutputsOfTheWrongSize) {
+  EvalResult r = judged([](const nlohmann::json&, FrameReader&, int out) {
+    write_frame(out, {{"hello", true}, {"compiled", true}});
+    send_set(out, 0, std::vector<float>(10, 0.f));
+  });
+  EXPECT_FALSE(r.relaxed);
+  EXPECT_NE(r.log.find("sent 40 bytes of outputs; the task's outputs hold 4000"), std::string::npos) << r.log;
+}
+
+// Hack catalogue, patching timers: trials that add up to more than the judge's clock saw, or fewer than asked.
+TEST(TrustedJudge, RejectsATimingItsClockCouldNotHaveSeen) {
+  auto lying = [](nlohmann::json timed) {
+    return judged([timed](const nlohmann::json&, FrameReader& a, int out) {
+      write_frame(out, {{"hello", true}, {"compiled", true}});
+      for (int s = 0; s < kSets; ++s) send_set(out, s, relu_of(input_of(s))), a.next(5);
+      write_frame(out, {{"timed", timed}});
+    });
+  };
+  EvalResult r = lying(stats(500.0));
+  EXPECT_FALSE(r.relaxed);
+  EXPECT_NE(r.log.find("timing not credible"), std::string::npos) << r.log;
+  r = lying(stats(0.01, 1));
+  EXPECT_NE(r.log.find("reports 1 trials; 20 were asked for"), std::string::npos) << r.log;
+  r = lying(stats(-1.0));
+  EXPECT_NE(r.log.find("no usable timing"), std::string::npos) << r.log;
+}
+
+TEST(TrustedJudge, RejectsMalformedFramesWithoutCrashing) {
+  EvalResult r = judged([](const nlohmann::json&, FrameReader&, int out) {
+    write_frame(out, {{"hello", true}, {"compiled", true}});
+    std::string junk = "{not json\n";
+    (void)!write(out, junk.data(), junk.size());
+  });
+  EXPECT_NE(r.log.find("not a JSON object"), std::string::npos) << r.log;
+  r = judged([](const nlohmann::json&, FrameReader&, int out) {
+    write_frame(out, {{"hello", true}, {"compiled", true}});
+    write_frame(out, {{"judge", true}, {"set", "zero"}});
+  });
+  EXPECT_FALSE(r.relaxed);
+  EXPECT_NE(r.log.find("rejected"), std::string::npos) << r.log;
+  r = judged([](const nlohmann::json&, FrameReader&, int out) {
+    write_frame(out, {{"hello", true}, {"compiled", true}});
+    write_frame(out, {{"judge", true}, {"set", 0}, {"bytes", 1ull << 40}});
+  });
+  EXPECT_NE(r.log.find("at most 1048576 are expected"), std::string::npos) << r.log;
+}
+
+TEST(TrustedJudge, PassesOnACompileFailure) {
+  EvalResult r = judged([](const nlohmann::json&, FrameReader&, int out) {
+    write_frame(out, {{"hello", true}, {"compiled", false}, {"log", "error: expected a ';'"}});
+  });
+  EXPECT_FALSE(r.compiled);
+  EXPECT_EQ(r.log, "error: expected a ';'");
+}
+
+// The host comparison is the Verifier's rule (env/verify.cpp's kf_compare_f32), element for element.
+TEST(CompareOnHost, FollowsTheVerifiersRule) {
+  const float inf = INFINITY, nan = NAN;
+  std::vector<float> ref = {1.f, 2.f, 0.f, inf, -inf, 5.f, 100.f};
+  std::vector<float> out = {1.f, 2.0004f, 0.0005f, inf, inf, nan, 100.02f};
+  CompareResult c = compare_on_host(out.data(), ref.data(), 7, DType::f32, {});
+  EXPECT_EQ(c.bad_strict, 3) << c.describe("y");  // 2.0004 (> 1e-4 + 2e-4), 0.0005, 100.02 (> 1e-4 + 1e-2)
+  EXPECT_EQ(c.bad_relaxed, 0);
+  EXPECT_EQ(c.nonfinite, 2);  // +inf for -inf, NaN for 5
+  EXPECT_EQ(c.first_bad, 1);
+  EXPECT_FLOAT_EQ(float(c.got), 2.0004f);
+  EXPECT_FALSE(c.strict());
+  std::vector<int64_t> a = {1, 2, 3}, b = {1, 5, 3};
+  c = compare_on_host(a.data(), b.data(), 3, DType::i64, {});
+  EXPECT_EQ(c.bad_strict, 1);
+  EXPECT_EQ(c.first_bad, 1);
+  EXPECT_TRUE(compare_on_host(a.data(), a.data(), 3, DType::i64, {}).strict());
+}
+
+}  // namespace
+}  // namespace kforge
