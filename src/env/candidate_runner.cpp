@@ -89,6 +89,7 @@ int run_candidate(const RunCandidateArgs& a) {
   Verifier verifier(compiler);
   CUstream stream = nullptr;
   KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  write_frame(link_out, {{"ready", true}});
 
   // The candidate's code starts here (a raw CUDA object's constructors run when it loads).
   EvalResult r;

@@ -116,6 +116,13 @@ EvalResult TrustedJudge::run(FrameReader& in, int out_fd, double timeout_s, cons
   bool strict = true, relaxed = true, timed = false, after_timing = false, retimed = false, done = false;
   std::string candidate_log;
   auto step_start = std::chrono::steady_clock::now();
+  std::optional<Frame> ready;
+  try {
+    ready = in.next(timeout_s, tick);
+  } catch (const std::exception& e) {
+    throw NotEvaluated(e.what());
+  }
+  if (!ready || !ready->header.value("ready", false)) throw NotEvaluated("the evaluation's process could not start");
   try {
     std::optional<Frame> f = in.next(timeout_s, tick);
     if (!f || !f->header.value("hello", false)) throw UserError("the candidate's process ended before it said hello");
@@ -247,6 +254,10 @@ EvalResult evaluate_untrusted(const Bundle& b, CandidateKind kind, const std::st
       if (sandbox_over_limits(p, o, sr)) throw UserError("the candidate's process " + sr.cause());
     };
     r = judge.run(reader, p.in, o.timeout_s, tick);
+  } catch (const NotEvaluated& e) {
+    end_sandboxed(p, o, sr);
+    std::string err = sr.err.substr(sr.err.size() > 2000 ? sr.err.size() - 2000 : 0);
+    throw NotEvaluated(std::string(e.what()) + " (" + sr.cause() + ")" + (err.empty() ? "" : ":\n" + err));
   } catch (const std::exception& e) {  // the link broke before the judge ran: the candidate's process is gone
     r.log += std::string("rejected: ") + e.what() + "\n";
   }

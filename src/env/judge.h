@@ -14,6 +14,7 @@
 #include "env/candidate_link.h"
 #include "env/evaluator.h"
 #include "env/sandbox.h"
+#include "ir/error.h"
 
 namespace kforge {
 
@@ -25,12 +26,18 @@ CompareResult compare_on_host(const void* out, const void* ref, int64_t n, DType
 // evaluation's steps (env/evaluator.cpp) and reports each: every output set for judging in the expected order
 // (sets 0..K-1, then the check after timing on set K-1), the timing, and the rest. This side checks the order,
 // compares every output, bounds the reported time by its own clock, and pays.
+struct NotEvaluated : UserError {
+  using UserError::UserError;
+};
+
 class TrustedJudge {
  public:
   TrustedJudge(const Bundle& b, const EvalOptions& eo);
   nlohmann::json task_header() const;
   // Reads the candidate's frames from `in`, answers on `out_fd`; ends at its "done" frame, at the end of the
-  // stream, or at a protocol violation (named in the log). `timeout_s` bounds each wait.
+  // stream, or at a protocol violation (named in the log). `timeout_s` bounds each wait. Throws NotEvaluated
+  // when the process fails before it says "ready", which it does before the candidate's code loads: a missing
+  // driver or a task that does not fit is the environment's failure, not the candidate's.
   EvalResult run(FrameReader& in, int out_fd, double timeout_s, const std::function<void()>& tick = {});
 
  private:

@@ -65,11 +65,18 @@ EvalResult judged(const std::function<void(const nlohmann::json& task, FrameRead
     close(to_judge[1]);
   });
   FrameReader in(to_judge[0], 1 << 20);
-  EvalResult r = judge.run(in, to_candidate[1], 10);
+  EvalResult r;
+  std::exception_ptr thrown;
+  try {
+    r = judge.run(in, to_candidate[1], 10);
+  } catch (...) {
+    thrown = std::current_exception();
+  }
   close(to_candidate[1]);
   t.join();
   close(to_judge[0]);
   close(to_candidate[0]);
+  if (thrown) std::rethrow_exception(thrown);
   return r;
 }
 
@@ -83,6 +90,7 @@ nlohmann::json stats(double ms, int trials = 20) {
 
 // An honest candidate, but for `wrong_set` (-1: none), whose outputs are off.
 void honest(FrameReader& answers, int out, int wrong_set = -1) {
+  write_frame(out, {{"ready", true}});
   write_frame(out, {{"hello", true}, {"compiled", true}});
   for (int s = 0; s < kSets; ++s) {
     auto y = relu_of(input_of(s));
@@ -124,6 +132,7 @@ TEST(TrustedJudge, RejectsWrongOutputsNamingTheSetAndElement) {
 // Hack catalogue, writing its own verdict: nothing a candidate says about itself is a verdict.
 TEST(TrustedJudge, RejectsACandidateThatWritesItsOwnVerdict) {
   EvalResult r = judged([](const nlohmann::json&, FrameReader&, int out) {
+    write_frame(out, {{"ready", true}});
     write_frame(out, {{"hello", true}, {"compiled", true}});
     write_frame(out, {{"done", true}, {"strict", true}, {"relaxed", true}, {"reward", 10.0}, {"tier", "strict"}});
   });
@@ -131,6 +140,7 @@ TEST(TrustedJudge, RejectsACandidateThatWritesItsOwnVerdict) {
   EXPECT_EQ(r.reward.reward, -1);
   EXPECT_NE(r.log.find("said it was done before its evaluation did (0 of 3 sets judged"), std::string::npos) << r.log;
   r = judged([](const nlohmann::json&, FrameReader&, int out) {
+    write_frame(out, {{"ready", true}});
     write_frame(out, {{"hello", true}, {"compiled", true}});
     write_frame(out, {{"result", {{"strict", true}, {"reward", 10.0}}}});
   });
@@ -140,12 +150,14 @@ TEST(TrustedJudge, RejectsACandidateThatWritesItsOwnVerdict) {
 
 TEST(TrustedJudge, RejectsStepsOutOfOrder) {
   EvalResult r = judged([](const nlohmann::json&, FrameReader&, int out) {  // the timing before any check
+    write_frame(out, {{"ready", true}});
     write_frame(out, {{"hello", true}, {"compiled", true}});
     write_frame(out, {{"timed", stats(0.01)}});
   });
   EXPECT_FALSE(r.relaxed);
   EXPECT_NE(r.log.find("a timing came before every set was judged"), std::string::npos) << r.log;
   r = judged([](const nlohmann::json&, FrameReader& a, int out) {  // set 0 twice, skipping set 1
+    write_frame(out, {{"ready", true}});
     write_frame(out, {{"hello", true}, {"compiled", true}});
     send_set(out, 0, relu_of(input_of(0)));
     a.next(5);
@@ -157,6 +169,7 @@ TEST(TrustedJudge, RejectsStepsOutOfOrder) {
 
 TEST(TrustedJudge, RejectsOutputsOfTheWrongSize) {
   EvalResult r = judged([](const nlohmann::json&, FrameReader&, int out) {
+    write_frame(out, {{"ready", true}});
     write_frame(out, {{"hello", true}, {"compiled", true}});
     send_set(out, 0, std::vector<float>(10, 0.f));
   });
@@ -168,7 +181,8 @@ TEST(TrustedJudge, RejectsOutputsOfTheWrongSize) {
 TEST(TrustedJudge, RejectsATimingItsClockCouldNotHaveSeen) {
   auto lying = [](nlohmann::json timed) {
     return judged([timed](const nlohmann::json&, FrameReader& a, int out) {
-      write_frame(out, {{"hello", true}, {"compiled", true}});
+      write_frame(out, {{"ready", true}});
+    write_frame(out, {{"hello", true}, {"compiled", true}});
       for (int s = 0; s < kSets; ++s) send_set(out, s, relu_of(input_of(s))), a.next(5);
       write_frame(out, {{"timed", timed}});
     });
@@ -184,26 +198,39 @@ TEST(TrustedJudge, RejectsATimingItsClockCouldNotHaveSeen) {
 
 TEST(TrustedJudge, RejectsMalformedFramesWithoutCrashing) {
   EvalResult r = judged([](const nlohmann::json&, FrameReader&, int out) {
+    write_frame(out, {{"ready", true}});
     write_frame(out, {{"hello", true}, {"compiled", true}});
     std::string junk = "{not json\n";
     (void)!write(out, junk.data(), junk.size());
   });
   EXPECT_NE(r.log.find("not a JSON object"), std::string::npos) << r.log;
   r = judged([](const nlohmann::json&, FrameReader&, int out) {
+    write_frame(out, {{"ready", true}});
     write_frame(out, {{"hello", true}, {"compiled", true}});
     write_frame(out, {{"judge", true}, {"set", "zero"}});
   });
   EXPECT_FALSE(r.relaxed);
   EXPECT_NE(r.log.find("rejected"), std::string::npos) << r.log;
   r = judged([](const nlohmann::json&, FrameReader&, int out) {
+    write_frame(out, {{"ready", true}});
     write_frame(out, {{"hello", true}, {"compiled", true}});
     write_frame(out, {{"judge", true}, {"set", 0}, {"bytes", 1ull << 40}});
   });
   EXPECT_NE(r.log.find("at most 1048576 are expected"), std::string::npos) << r.log;
 }
 
+TEST(TrustedJudge, AProcessThatFailsBeforeTheCandidateLoadsIsNotAVerdict) {
+  try {
+    judged([](const nlohmann::json&, FrameReader&, int) {});
+    FAIL() << "judged a candidate whose process never started";
+  } catch (const NotEvaluated& e) {
+    EXPECT_NE(std::string(e.what()).find("could not start"), std::string::npos) << e.what();
+  }
+}
+
 TEST(TrustedJudge, PassesOnACompileFailure) {
   EvalResult r = judged([](const nlohmann::json&, FrameReader&, int out) {
+    write_frame(out, {{"ready", true}});
     write_frame(out, {{"hello", true}, {"compiled", false}, {"log", "error: expected a ';'"}});
   });
   EXPECT_FALSE(r.compiled);
