@@ -10,10 +10,10 @@ namespace kforge {
 struct CompileOptions {
   std::string arch = "sm_90";       // real architecture: the CUBIN runs with no JIT at load time
   std::string cache_dir;            // empty = no cache; default_cache_dir() is the usual choice
-  // Looked up after cache_dir and never written: kernels trusted code compiled (a candidate's process reads the
+  std::vector<std::string> extra;   // more NVRTC flags
+  // Looked up before cache_dir and never written: kernels trusted code compiled (a candidate's process reads the
   // verifier's there). Keys are SHA-256 of source and flags, so no source can be made to find another's binary.
   std::string read_only_cache_dir;
-  std::vector<std::string> extra;   // more NVRTC flags
 };
 
 struct CompileResult {
