@@ -168,6 +168,16 @@ std::string candidate_scratch(const SandboxOptions& o) {
   return tmpl;
 }
 
+// The device-to-device copy bandwidth, measured in this (trusted) process on a stream of its own.
+double copy_bandwidth_here() {
+  ensure_context();
+  CUstream stream = nullptr;
+  KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  double gbs = measure_copy_bandwidth(stream);
+  driver().cuStreamDestroy(stream);
+  return gbs;
+}
+
 // One candidate through the environment. The built-in generator's schedules run here; a candidate with code of
 // its own (a plan with its sources, raw CUDA) runs in a sandboxed process apart from its references (env/judge.h).
 int cmd_evaluate(const EvaluateArgs& a, const std::string& self) {
@@ -181,15 +191,8 @@ int cmd_evaluate(const EvaluateArgs& a, const std::string& self) {
     eo.copy_gbs = a.copy_gbs > 0 ? a.copy_gbs : measure_copy_bandwidth(s.stream);
     r = evaluate(s.bundle.spec(), s.task, p, s.compiler, s.verifier, eo, s.stream);
   } else {
-    if (a.copy_gbs > 0) {
-      eo.copy_gbs = a.copy_gbs;
-    } else {  // measured here, where the candidate cannot reach: it sets the roofline floor
-      ensure_context();
-      CUstream stream = nullptr;
-      KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-      eo.copy_gbs = measure_copy_bandwidth(stream);
-      driver().cuStreamDestroy(stream);
-    }
+    // Measured here, where the candidate cannot reach: it sets the roofline floor.
+    eo.copy_gbs = a.copy_gbs > 0 ? a.copy_gbs : copy_bandwidth_here();
     UntrustedRunOptions u;
     u.sandbox.timeout_s = a.timeout_s;
     u.sandbox.memory_bytes = 0;  // the caller's own machine: its time limit bounds it
@@ -361,10 +364,8 @@ int main(int argc, char** argv) {
     if (*ev) return cmd_evaluate(ea, std::filesystem::read_symlink("/proc/self/exe").string());
     if (*run_cand) return run_candidate(rc);
     if (*copy_bw) {
-      ensure_context();
-      CUstream stream = nullptr;
-      KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-      std::cout << nlohmann::json{{"gpu", device_name()}, {"copy_gbs", measure_copy_bandwidth(stream)}}.dump() << "\n";
+      double gbs = copy_bandwidth_here();
+      std::cout << nlohmann::json{{"gpu", device_name()}, {"copy_gbs", gbs}}.dump() << "\n";
       return 0;
     }
     if (*wk) return serve_plan_jobs(bundle, worker_lock, std::cin, std::cout);

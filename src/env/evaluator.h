@@ -105,7 +105,8 @@ class LocalJudge : public OutputJudge {
 
 EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, const Plan& plan, const Compiler& compiler,
                     Verifier& verifier, const EvalOptions& opts, CUstream stream);
-// An untrusted raw CUDA candidate (runtime/raw_cuda.h): built with nvcc, then checked and timed the same way.
+// A raw CUDA candidate (runtime/raw_cuda.h) built with nvcc, then checked and timed the same way, in this process
+// beside its references: for tests of the evaluation's steps. Untrusted candidates go through env/judge.h.
 EvalResult evaluate_raw_cuda(const TaskSpec& spec, DeviceTask& task, const std::string& source,
                              const RawCudaOptions& build, Verifier& verifier, const EvalOptions& opts, CUstream stream);
 // The checks and timing shared by every kind of candidate; `r` carries what compiling it found.

@@ -202,6 +202,17 @@ const char* kInputs = "/task";         // where the candidate's process finds pa
 const char* kCandidateDir = "/candidate";
 const char* kExe = "/kforge/kforge";
 const char* kTrustedCache = "/cache";
+
+// Whether any user may list `dir` and every folder above it: the sandbox user binds it (a cache under root's
+// private home is not such a folder, and binding it would stop the sandbox from starting).
+bool open_to_all(const fs::path& dir) {
+  for (fs::path p = fs::absolute(dir); ; p = p.parent_path()) {
+    std::error_code ec;
+    fs::perms perms = fs::status(p, ec).permissions();
+    if (ec || (perms & fs::perms::others_exec) == fs::perms::none) return false;
+    if (p == p.root_path()) return true;
+  }
+}
 }  // namespace
 
 EvalResult evaluate_untrusted(const Bundle& b, CandidateKind kind, const std::string& path, const EvalOptions& eo,
@@ -225,7 +236,9 @@ EvalResult evaluate_untrusted(const Bundle& b, CandidateKind kind, const std::st
   o.read_only_at.push_back({fs::absolute(opts.kforge_exe).string(), kExe});
   std::vector<std::string> argv = {kExe, "run-candidate", "--inputs", kInputs,
                                    kind == CandidateKind::plan ? "--plan" : kind == CandidateKind::cuda_source ? "--cuda" : "--so", inside};
-  if (!opts.trusted_cache_dir.empty() && fs::is_directory(opts.trusted_cache_dir)) {
+  // A speed-up only (the verifier's kernels compiled once): left out where the sandbox user cannot reach it.
+  if (!opts.trusted_cache_dir.empty() && fs::is_directory(opts.trusted_cache_dir) &&
+      (o.uid == 0 || geteuid() != 0 || open_to_all(opts.trusted_cache_dir))) {
     o.read_only_at.push_back({fs::absolute(opts.trusted_cache_dir).string(), kTrustedCache});
     argv.insert(argv.end(), {"--trusted-cache", kTrustedCache});
   }
