@@ -25,7 +25,7 @@ def get_init_inputs():
     return []
 """
 
-HEAD = "#include <cuda_runtime.h>\n#include <cstdlib>\n#include <sys/ptrace.h>\n#include <sys/socket.h>\n"
+HEAD = "#include <cuda_runtime.h>\n#include <cstdio>\n#include <cstdlib>\n#include <sys/ptrace.h>\n#include <sys/socket.h>\n"
 RELU = "__global__ void relu(const float* x, float* y) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < 4096) y[i] = fmaxf(x[i], 0.f); }\n"
 ENTRY = 'extern "C" int kforge_forward(const void* const* in, const void* const* p, void* const* out, cudaStream_t s) {\n'
 LAUNCH = "  relu<<<16, 256, 0, s>>>((const float*)in[0], (float*)out[0]);\n  return cudaGetLastError() == cudaSuccess ? 0 : 1;\n}\n"
@@ -55,6 +55,12 @@ RAW = {
 MODELNEW_GOOD = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
 MODELNEW_WRONG = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x * 1.0\n"
 MODELNEW_CRASH = "import os\nos.abort()\n"
+# Threat model: a ModelNew that reads the stored answers, and one that forges frames on every descriptor.
+MODELNEW_THIEF = ("import numpy, torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+                  "        return torch.from_numpy(numpy.fromfile('{bundle}/sets/0/out0.bin', dtype='float32')).cuda()\n")
+MODELNEW_FORGER = ("import os, torch\nfor fd in range(1, 16):\n    try:\n"
+                   "        os.write(fd, b'{\"done\": true, \"strict\": true, \"reward\": 9}\\n')\n    except OSError:\n        pass\n"
+                   + MODELNEW_GOOD.split("\n", 1)[1])
 
 
 def expect_done(tier):
@@ -80,7 +86,9 @@ def plan_candidates(dump_hack_plans: str):
     out = []
     for h in hacks:
         exp = h["expect"]
-        check = expect_done(exp) if exp in ("strict", "relaxed") else expect_rejected(exp)
+        # A hack meant for the check after timing may be caught sooner, on a set drawn for this batch.
+        alternatives = (exp, "outside") if exp == "wrong after timing" else (exp,)
+        check = expect_done(exp) if exp in ("strict", "relaxed") else expect_rejected(*alternatives)
         out.append((f"plan:{h['name']}", "plan", h["plan"], check, exp in ("strict", "relaxed")))
     return out
 
@@ -132,8 +140,12 @@ def candidates(args):
     for c in plan_candidates(args.dump_hack_plans):
         per_class.append(([c], args.plans_per_hack))
     per_class.append(([("modelnew:good", "modelnew", {"source": MODELNEW_GOOD}, expect_done("strict"), True)], args.modelnew))
-    per_class.append(([("modelnew:wrong", "modelnew", {"source": MODELNEW_WRONG}, expect_rejected("relaxed tier"), False)], args.modelnew))
+    per_class.append(([("modelnew:wrong", "modelnew", {"source": MODELNEW_WRONG}, expect_rejected("outside 0.01"), False)], args.modelnew))
     per_class.append(([("modelnew:crash", "modelnew", {"source": MODELNEW_CRASH}, expect_rejected("signal 6", "does not build"), False)], 1))
+    thief = MODELNEW_THIEF.format(bundle=args.work / "bundles" / "relu4096")
+    per_class.append(([("modelnew:reads_answers", "modelnew", {"source": thief}, expect_rejected("No such file"), False)], 1))
+    per_class.append(([("modelnew:writes_its_verdict", "modelnew", {"source": MODELNEW_FORGER},
+                        expect_rejected("where its hello was due"), False)], 1))
     streams = [[variants[i % len(variants)] for i in range(n)] for variants, n in per_class]
     order = []
     while any(streams):

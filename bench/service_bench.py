@@ -5,6 +5,7 @@ ModelNew built with torch's load_inline, all on one task of KernelBench level-1 
 Each kind: submit N jobs at once, wait for all; the rate is N over the time from the first submission to the
 last answer. Writes service_bench.json and service_bench.md under --out."""
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -81,6 +82,11 @@ def main() -> int:
     ap.add_argument("--raw", type=int, default=60)
     ap.add_argument("--modelnew", type=int, default=3)
     ap.add_argument("--slots", type=int, default=3)
+    ap.add_argument("--plans", type=int, default=60, help="plan jobs (the generator's default plan, its sources inside)")
+    ap.add_argument("--load-inline", type=int, default=1, help="1: one load_inline ModelNew too")
+    ap.add_argument("--fresh-every", type=int, default=128,
+                    help="kforge serve --fresh-every: evaluations per draw of fresh sets (0: the stored sets only)")
+    ap.add_argument("--tag", default="", help="suffix of the output files' names")
     args = ap.parse_args()
     name = Path(args.problem).stem
     bundle = args.work / "bundles" / name
@@ -95,7 +101,7 @@ def main() -> int:
     print(f"imported {name} ({numel} elements per input, {import_s:.0f} s)", flush=True)
     svc = Service(args.kforge, args.work / "service", args.out / "serve.log", "--workers", "1", "--slots-per-gpu", str(args.slots),
                   "--compile-workers", "8", "--max-queue", "1000", "--job-timeout", "300", "--memory-limit", "65536",
-                  "--sandbox-user", args.sandbox_user)
+                  "--sandbox-user", args.sandbox_user, "--fresh-every", str(args.fresh_every))
     rows = []
     try:
         task = svc.add_task(bundle)
@@ -104,18 +110,29 @@ def main() -> int:
         # Every raw candidate differs (a comment): each is built by the compile pool, overlapping the GPU work.
         rows.append(measure(svc, task, "cuda", [{"source": RAW.format(variant=i, numel=numel)} for i in range(args.raw)], 400))
         print(rows[-1], flush=True)
-        rows.append(measure(svc, task, "modelnew", [{"source": MODELNEW}] * args.modelnew, 400))
-        print(rows[-1], flush=True)
-        rows.append(measure(svc, task, "modelnew", [{"source": LOAD_INLINE}], 400))
-        rows[-1]["kind"] = "modelnew (load_inline, once)"
-        print(rows[-1], flush=True)
+        if args.plans:
+            plan_path = args.work / "plan.json"
+            subprocess.run([args.kforge, "lower", str(bundle), "-o", str(plan_path)], check=True, capture_output=True)
+            rows.append(measure(svc, task, "plan", [json.loads(plan_path.read_text())] * args.plans, 400))
+            print(rows[-1], flush=True)
+        if args.modelnew:
+            rows.append(measure(svc, task, "modelnew", [{"source": MODELNEW}] * args.modelnew, 400))
+            print(rows[-1], flush=True)
+        if args.load_inline:
+            rows.append(measure(svc, task, "modelnew", [{"source": LOAD_INLINE}], 400))
+            rows[-1]["kind"] = "modelnew (load_inline, once)"
+            print(rows[-1], flush=True)
         health = svc.get("/health")[1]
     finally:
         svc.stop()
     summary = {"problem": args.problem, "numel": numel, "import_s": round(import_s, 1), "slots_per_gpu": args.slots,
-               "rows": rows, "health": health}
-    (args.out / "service_bench.json").write_text(json.dumps(summary, indent=1))
-    lines = [f"# kforge serve throughput on {name} (one GPU, {args.slots} evaluation slots, protocol native/kb as each kind reports)", "",
+               "fresh_every": args.fresh_every, "rows": rows, "health": health}
+    tag = f"_{args.tag}" if args.tag else ""
+    (args.out / f"service_bench{tag}.json").write_text(json.dumps(summary, indent=1))
+    fresh = (f"fresh sets drawn every {args.fresh_every} evaluations of the task" if args.fresh_every
+             else "the stored sets only, no fresh draws")
+    lines = [f"# kforge serve throughput on {name} (one GPU, {args.slots} evaluation slots, {fresh}; protocol native/kb "
+             "as each kind reports)", "",
              "| kind | jobs | wall s | evaluations per GPU-minute | s per job | tiers | median kernel ms | median compile ms |",
              "|---|---|---|---|---|---|---|---|"]
     for row in rows:
@@ -129,7 +146,7 @@ def main() -> int:
     errors = [e for row in rows for e in row["errors"]]
     if errors:
         lines += ["", "First errors:", *["    " + e.replace("\n", "\n    ") for e in errors[:4]]]
-    (args.out / "service_bench.md").write_text("\n".join(lines) + "\n")
+    (args.out / f"service_bench{tag}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 

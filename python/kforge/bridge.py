@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import copy
 import math
+import shutil
 import sys
 import traceback
 from datetime import datetime, timezone
@@ -217,6 +218,9 @@ def import_problem(path, out, num_sets: int, device: str, with_baselines: bool) 
                 bundle.write_tensor(f"sets/{k}/out{j}.bin", t)
             ranges = output_ranges(outputs_k, ranges if k else None)
         task_flags = flags(ranges)
+        # The problem as imported, for sets drawn later (kforge.drawn_sets): an edit to the file after import
+        # must not change what those sets' references are.
+        shutil.copyfile(problem.path, bundle.tmp / "problem.py")
         bundle.write_json("task.json", {
             "name": problem.path.stem, "source": str(problem.path), "graph": graph,
             "gpu": torch.cuda.get_device_name() if device == "cuda" else "cpu",

@@ -72,8 +72,9 @@ def read_inputs(bundle, set_index: int, graph: dict, device) -> list[torch.Tenso
 
 
 def output_specs(graph: dict) -> list[dict]:
-    """dtype and shape of each graph output (an output may name an input or param as well as a node)."""
-    specs = {v["name"]: v for v in graph["inputs"] + graph["params"] + graph["nodes"]}
+    """dtype and shape of each graph output (an output may name an input or param as well as a node). A node
+    carries them itself (the bridge's graph) or under "type" (the C++ side's graph_to_json)."""
+    specs = {v["name"]: v.get("type", v) for v in graph["inputs"] + graph["params"] + graph["nodes"]}
     return [specs[name] for name in graph["outputs"]]
 
 

@@ -1,6 +1,8 @@
 // The kforge command. A thin front end: argument parsing, the Python bridge where PyTorch must run
 // (import, kb-protocol timing, export), and printing. The work is in libkforge.
 #include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "codegen/lower.h"
@@ -139,7 +142,9 @@ int cmd_train_costmodel(const std::string& db_path, const std::string& out, cons
 }
 
 struct EvaluateArgs {
-  std::string bundle, plan, schedule, cuda, so, out, gpu_lock;
+  std::string bundle, plan, schedule, cuda, so, modelnew, out, gpu_lock, drawn;
+  std::string rules = "none", device = "cuda", sandbox_user = "nobody";
+  bool no_fresh = false;
   double copy_gbs = 0;  // measured by the caller already (the service's worker); 0 = measure here
   double timeout_s = 600;
 };
@@ -178,13 +183,39 @@ double copy_bandwidth_here() {
   return gbs;
 }
 
+// Sets drawn for this evaluation (python/kforge/drawn_sets.py) into a folder of this process's own: inputs
+// readable by the sandbox user, references by this user only. Removed when it goes out of scope.
+struct DrawnHere {
+  std::string dir;
+  DrawnHere(const std::string& bundle, const std::string& device) {
+    char tmpl[] = "/tmp/kforge-drawn-XXXXXX";
+    if (!mkdtemp(tmpl)) throw UserError(std::string("cannot make a folder for the drawn sets: ") + std::strerror(errno));
+    dir = tmpl;
+    chmod(tmpl, 0711);  // searchable: the candidate's sandbox binds the inputs from here
+    run_python("drawn_sets", {bundle, dir + "/sets", "--device", device, "--quiet"});
+  }
+  ~DrawnHere() {
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+  }
+};
+
 // One candidate through the environment. The built-in generator's schedules run here; a candidate with code of
-// its own (a plan with its sources, raw CUDA) runs in a sandboxed process apart from its references (env/judge.h).
+// its own (a plan with its sources, raw CUDA, a ModelNew) runs in a sandboxed process apart from its references
+// (env/judge.h).
+// Besides the stored sets, sets drawn for this call (or --drawn's, drawn once for a batch) are checked.
 int cmd_evaluate(const EvaluateArgs& a, const std::string& self) {
+  const bool cpu = a.device == "cpu";
+  if (a.device != "cpu" && a.device != "cuda") throw UserError("--device is cuda or cpu, not '" + a.device + "'");
+  if (cpu && a.modelnew.empty()) throw UserError("--device cpu checks a ModelNew only (--modelnew): kforge's kernels need a GPU");
+  if (a.rules != "none" && a.rules != "cuda-agent") throw UserError("--rules is none or cuda-agent, not '" + a.rules + "'");
   Bundle b = load_bundle(a.bundle);
+  std::optional<DrawnHere> drawn_here;
+  if (!a.drawn.empty()) add_drawn_sets(b, a.drawn);
+  else if (!a.no_fresh) drawn_here.emplace(a.bundle, a.device), add_drawn_sets(b, drawn_here->dir + "/sets");
   EvalResult r;
   EvalOptions eo;
-  if (a.plan.empty() && a.cuda.empty() && a.so.empty()) {
+  if (a.plan.empty() && a.cuda.empty() && a.so.empty() && a.modelnew.empty()) {
     Plan p = lower(b.graph, a.schedule.empty() ? Schedule{} : schedule_from_json(nlohmann::json::parse(read_file(a.schedule))));
     TaskSession s(std::move(b));
     GpuLock turn(a.gpu_lock);  // everything above overlaps other evaluations; what follows takes turns
@@ -192,23 +223,35 @@ int cmd_evaluate(const EvaluateArgs& a, const std::string& self) {
     r = evaluate(s.bundle.spec(), s.task, p, s.compiler, s.verifier, eo, s.stream);
   } else {
     // Measured here, where the candidate cannot reach: it sets the roofline floor.
-    eo.copy_gbs = a.copy_gbs > 0 ? a.copy_gbs : copy_bandwidth_here();
+    eo.copy_gbs = cpu ? 0 : a.copy_gbs > 0 ? a.copy_gbs : copy_bandwidth_here();
+    if (cpu) eo.timing.trials = 0;  // checked only
     UntrustedRunOptions u;
     u.sandbox.timeout_s = a.timeout_s;
     u.sandbox.memory_bytes = 0;  // the caller's own machine: its time limit bounds it
+    passwd* pw = getpwnam(a.sandbox_user.c_str());
+    if (!pw) throw UserError("no user '" + a.sandbox_user + "' for the sandbox");
+    u.sandbox.uid = pw->pw_uid, u.sandbox.gid = pw->pw_gid;
     u.sandbox.scratch_dir = candidate_scratch(u.sandbox);
     u.kforge_exe = self;
     u.gpu_lock = a.gpu_lock;
     u.trusted_cache_dir = default_cache_dir();
-    CandidateKind kind = !a.plan.empty() ? CandidateKind::plan : !a.cuda.empty() ? CandidateKind::cuda_source : CandidateKind::shared_object;
-    r = evaluate_untrusted(b, kind, !a.plan.empty() ? a.plan : !a.cuda.empty() ? a.cuda : a.so, eo, u);
+    u.rules = a.rules;
+    u.cpu = cpu;
+    CandidateKind kind = !a.plan.empty()       ? CandidateKind::plan
+                         : !a.cuda.empty()     ? CandidateKind::cuda_source
+                         : !a.modelnew.empty() ? CandidateKind::modelnew
+                                               : CandidateKind::shared_object;
+    if (kind == CandidateKind::modelnew) u.python = find_python(KFORGE_PYTHON_DIR);
+    const std::string& path = !a.plan.empty() ? a.plan : !a.cuda.empty() ? a.cuda : !a.modelnew.empty() ? a.modelnew : a.so;
+    r = evaluate_untrusted(b, kind, path, eo, u);
     std::error_code ignored;
     std::filesystem::remove_all(u.sandbox.scratch_dir, ignored);
   }
   nlohmann::json j = r.to_json();
-  j["gpu"] = driver_available() ? device_name() : "";
+  j["gpu"] = !cpu && driver_available() ? device_name() : "";
   j["copy_gbs"] = eo.copy_gbs;
   write_result(a.out, j);
+  drawn_here.reset();  // _Exit below runs no destructor
   // The answer is out; end here. Tearing down a context a candidate left behind can block (a kernel that
   // still spins after the run limit gave up on it), and nothing below needs to run.
   std::cout.flush();
@@ -309,14 +352,28 @@ int main(int argc, char** argv) {
   ev->add_option("--plan", ea.plan, "plan JSON (a candidate's kernels)");
   ev->add_option("--schedule", ea.schedule, "schedule JSON for the built-in generator (default: its default)");
   ev->add_option("-o,--out", ea.out, "result JSON (default: stdout)");
-  std::string modelnew_path, rules = "none";
   ev->add_option("--cuda", ea.cuda, "a raw CUDA candidate exporting kforge_forward (see `kforge abi`)");
   ev->add_option("--so", ea.so, "a raw CUDA candidate already built into a shared object");
   ev->add_option("--copy-gbs", ea.copy_gbs, "device copy bandwidth (GB/s) measured before; default: measure it");
   ev->add_option("--gpu-lock", ea.gpu_lock, "take turns on the GPU with other evaluations (flock on this file) for checks and timing");
-  ev->add_option("--modelnew", modelnew_path, "a KernelBench-style ModelNew file (runs in Python: kforge.modelnew_eval)");
-  ev->add_option("--rules", rules, "none, or cuda-agent: no torch operator inside a ModelNew's forward");
-  ev->add_option("--timeout", ea.timeout_s, "seconds the candidate's process may run (plan, cuda, so)");
+  ev->add_option("--modelnew", ea.modelnew, "a KernelBench-style ModelNew file (runs in Python, kb protocol)");
+  ev->add_option("--rules", ea.rules, "none, or cuda-agent: no torch operator inside a ModelNew's forward");
+  ev->add_option("--device", ea.device, "cuda, or cpu: a ModelNew checked on the CPU, not timed");
+  ev->add_option("--sandbox-user", ea.sandbox_user, "user the candidate runs as when kforge runs as root (default nobody)");
+  ev->add_option("--timeout", ea.timeout_s, "seconds the candidate's process may run");
+  ev->add_option("--drawn", ea.drawn, "sets drawn before by `kforge draw-sets` for a batch of evaluations (default: "
+                 "draw a fresh set and the sets beyond get_inputs' distribution for this evaluation)");
+  ev->add_flag("--no-fresh", ea.no_fresh, "the stored sets only (no Python at evaluation time; a policy can learn them)");
+  std::string drawn_out;
+  int fresh = 1;
+  bool no_beyond = false;
+  auto* draw = app.add_subcommand("draw-sets", "draw input sets for a batch of evaluations: fresh from get_inputs under a "
+                                  "seed nobody stores, and beyond get_inputs' distribution (python -m kforge.drawn_sets)");
+  draw->add_option("bundle", bundle, "bundle directory")->required();
+  draw->add_option("-o,--out", drawn_out, "folder to write (replaced); keep it from candidates: it holds references")->required();
+  draw->add_option("--fresh", fresh, "fresh draws of get_inputs (default 1)");
+  draw->add_flag("--no-beyond", no_beyond, "no sets beyond get_inputs' distribution");
+  draw->add_option("--device", device, "cuda or cpu");
   RunCandidateArgs rc;
   auto* run_cand = app.add_subcommand("run-candidate", "the untrusted end of an evaluation, inside the candidate's sandbox "
                                                        "(started by `kforge evaluate` and `kforge serve`; protocol on stdin/stdout)");
@@ -326,12 +383,12 @@ int main(int argc, char** argv) {
   run_cand->add_option("--cuda", rc.cuda);
   run_cand->add_option("--so", rc.so);
   run_cand->add_option("--trusted-cache", rc.trusted_cache);
-  run_cand->add_option("--gpu-lock", rc.gpu_lock);
   auto* copy_bw = app.add_subcommand("copy-bandwidth", "print the GPU's name and device-to-device copy bandwidth as JSON");
   copy_bw->group("");  // internal: the service's trusted measurement of the roofline's bandwidth
   auto* wk = app.add_subcommand("worker", "evaluate schedules for one task, one JSON job per line on stdin (the service's persistent worker)");
   wk->add_option("bundle", bundle, "bundle directory")->required();
-  std::string worker_lock;
+  std::string worker_lock, worker_drawn;
+  wk->add_option("--drawn", worker_drawn, "sets of `kforge draw-sets` checked beside the stored ones");
   wk->add_option("--gpu-lock", worker_lock, "take turns on the GPU with other evaluations (flock on this file) for each job");
   auto* abi = app.add_subcommand("abi", "print the C ABI a raw CUDA candidate for this task must export");
   abi->add_option("bundle", bundle, "bundle directory or graph JSON")->required();
@@ -355,20 +412,20 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*low) return cmd_lower(graph_path, schedule_path, out, compile);
-    if (*ev && !modelnew_path.empty()) {
-      std::vector<std::string> args = {ea.bundle, modelnew_path, "--rules", rules};
-      if (!ea.out.empty()) args.insert(args.end(), {"-o", ea.out});
-      if (!ea.gpu_lock.empty()) args.insert(args.end(), {"--gpu-lock", ea.gpu_lock});
-      return python_status("modelnew_eval", args);  // 1: evaluated, not correct (the JSON says why)
-    }
     if (*ev) return cmd_evaluate(ea, std::filesystem::read_symlink("/proc/self/exe").string());
+    if (*draw) {
+      std::vector<std::string> args = {bundle, drawn_out, "--fresh", std::to_string(fresh), "--device", device};
+      if (no_beyond) args.push_back("--no-beyond");
+      run_python("drawn_sets", args);
+      return 0;
+    }
     if (*run_cand) return run_candidate(rc);
     if (*copy_bw) {
       double gbs = copy_bandwidth_here();
       std::cout << nlohmann::json{{"gpu", device_name()}, {"copy_gbs", gbs}}.dump() << "\n";
       return 0;
     }
-    if (*wk) return serve_plan_jobs(bundle, worker_lock, std::cin, std::cout);
+    if (*wk) return serve_plan_jobs(bundle, worker_drawn, worker_lock, std::cin, std::cout);
     if (*abi) {
       std::cout << abi_header(load_graph(bundle));
       return 0;

@@ -68,11 +68,55 @@ MappedFile::~MappedFile() {
 MappedFile Bundle::param_file(int i) const {
   return {dir + "/params/" + std::to_string(i) + ".bin", nbytes(graph.at(graph.params.at(i)).type)};
 }
+int Bundle::declared_sets() const {
+  int n = stored_sets();
+  for (const DrawnSet& d : drawn) n += d.beyond ? 0 : 1;
+  return n;
+}
+std::string Bundle::set_dir(int set) const {
+  if (set >= stored_sets()) return drawn.at(size_t(set - stored_sets())).dir;
+  return dir + "/sets/" + std::to_string(set);
+}
 MappedFile Bundle::input_file(int set, int i) const {
-  return {dir + "/sets/" + std::to_string(set) + "/in" + std::to_string(i) + ".bin", nbytes(graph.at(graph.inputs.at(i)).type)};
+  return {set_dir(set) + "/in" + std::to_string(i) + ".bin", nbytes(graph.at(graph.inputs.at(i)).type)};
 }
 MappedFile Bundle::output_file(int set, int j) const {
-  return {dir + "/sets/" + std::to_string(set) + "/out" + std::to_string(j) + ".bin", nbytes(graph.at(graph.outputs.at(j)).type)};
+  return {set_dir(set) + "/out" + std::to_string(j) + ".bin", nbytes(graph.at(graph.outputs.at(j)).type)};
+}
+
+void add_drawn_sets(Bundle& b, const std::string& dir) {
+  std::string path = dir + "/sets.json";
+  nlohmann::json listing;
+  try {
+    listing = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(path + " is not valid JSON: " + e.what());
+  }
+  const int outputs = int(b.graph.outputs.size());
+  Tolerance global;
+  std::vector<std::vector<double>> strict = b.tolerances.rows(b.num_sets(), outputs, global);
+  std::vector<DrawnSet> fresh, beyond;
+  std::vector<std::vector<double>> fresh_strict, beyond_strict;
+  try {
+    for (const auto& s : listing.at("sets")) {
+      DrawnSet d{dir + "/" + s.at("dir").get<std::string>(), s.value("beyond", false), s.value("how", std::string())};
+      if (d.dir.find("..") != std::string::npos) throw UserError(path + ": a set's folder leaves " + dir);
+      (d.beyond ? beyond : fresh).push_back(d);
+      (d.beyond ? beyond_strict : fresh_strict).push_back(s.at("strict").get<std::vector<double>>());
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(path + ": each of 'sets' needs 'dir' and 'strict' (one number per output): " + e.what());
+  }
+  if (fresh.empty()) throw UserError(path + " holds no fresh set (draw at least one)");
+  for (auto* group : {&fresh, &beyond}) b.drawn.insert(b.drawn.end(), group->begin(), group->end());
+  for (auto* group : {&fresh_strict, &beyond_strict}) strict.insert(strict.end(), group->begin(), group->end());
+  try {
+    b.tolerances = SetTolerances(std::move(strict), b.num_sets(), outputs, global);
+  } catch (const UserError& e) {
+    throw UserError(path + ": " + e.what());
+  }
+  for (int s = b.stored_sets(); s < b.num_sets(); ++s)  // every file there and of the graph's size, before any upload
+    for (size_t i = 0; i < b.graph.inputs.size(); ++i) b.input_file(s, int(i));
 }
 
 Bundle load_bundle(const std::string& dir) {

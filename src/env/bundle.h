@@ -43,12 +43,26 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// An input set drawn for one batch of evaluations (python/kforge/drawn_sets.py), beside the stored ones: fresh
+// from get_inputs under a seed nobody stored, or `beyond` get_inputs' distribution (a verdict of its own).
+struct DrawnSet {
+  std::string dir;  // in<i>.bin, and out<j>.bin where the references are this process's to see
+  bool beyond = false;
+  std::string how;  // what was drawn, for the log
+};
+
 struct Bundle {
   std::string dir;
   nlohmann::json task;  // task.json as written by the bridge
   Graph graph;
   std::string name() const { return task.value("name", "task"); }
-  int num_sets() const { return task.value("num_sets", 0); }
+  // Sets are numbered stored first (sets/<k>/), then the drawn fresh ones, then the drawn beyond ones: the
+  // first declared_sets() are get_inputs' distribution (the KernelBench-compatible verdict), the rest beyond it.
+  std::vector<DrawnSet> drawn;
+  int stored_sets() const { return task.value("num_sets", 0); }
+  int num_sets() const { return stored_sets() + int(drawn.size()); }
+  int declared_sets() const;
+  std::string set_dir(int set) const;
   Stats eager, compile;  // kb protocol, from import
   bool constant_output = false, near_zero_output = false;
   SetTolerances tolerances;  // task.json "strict_tolerance"; empty in bundles written before it
@@ -61,6 +75,9 @@ struct Bundle {
 
 // Throws UserError naming the file and what is wrong.
 Bundle load_bundle(const std::string& dir);
+// Adds the sets `kforge draw-sets` wrote into `dir` (sets.json: fresh ones first, then beyond), with their strict
+// tiers. Throws UserError naming what is wrong.
+void add_drawn_sets(Bundle& b, const std::string& dir);
 std::string read_file(const std::string& path);
 
 }  // namespace kforge

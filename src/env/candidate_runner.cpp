@@ -8,7 +8,6 @@
 
 #include "env/candidate_link.h"
 #include "env/evaluator.h"
-#include "env/gpu_lock.h"
 #include "ir/error.h"
 #include "runtime/driver.h"
 #include "runtime/executor.h"
@@ -73,6 +72,8 @@ int run_candidate(const RunCandidateArgs& a) {
   b.dir = a.inputs;
   b.task = {{"num_sets", h.at("num_sets")}};
   b.graph = graph_from_json(h.at("task").at("graph"));
+  for (const auto& d : h.value("drawn", nlohmann::json::array()))  // the judge bound their inputs after the stored sets'
+    b.drawn.push_back({a.inputs + "/sets/" + std::to_string(b.num_sets()), d.value("beyond", false), ""});
   TaskSpec spec{h["task"].value("name", "task"), b.graph, h["task"].value("eager_ms", 0.0), h["task"].value("compile_ms", 0.0)};
   EvalOptions eo;
   eo.copy_gbs = h.value("copy_gbs", 0.0);
@@ -91,12 +92,14 @@ int run_candidate(const RunCandidateArgs& a) {
   KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   write_frame(link_out, {{"ready", true}});
 
-  // The candidate's code starts here (a raw CUDA object's constructors run when it loads).
+  // Building overlaps other evaluations; the checks and timing take turns on the GPU. A raw CUDA object is
+  // loaded (its constructors run: candidate code) only in its turn, so it cannot disturb another's timing.
   EvalResult r;
   std::unique_ptr<Executable> exe;
+  std::string so_path = a.so;
   bool use_graph = true;
   try {
-    if (!a.plan.empty()) {
+    if (!a.plan.empty()) {  // NVRTC and the driver load the plan's kernels: none of its code runs yet
       Plan p = Plan::from_json(nlohmann::json::parse(read_file(a.plan)));
       use_graph = p.schedule.cuda_graph;
       auto lp = std::make_unique<LoadedPlan>(std::move(p), compiler);
@@ -108,20 +111,22 @@ int run_candidate(const RunCandidateArgs& a) {
       build.cache_dir = "raw";  // in the working directory: the sandbox's scratch folder
       RawCudaBuild built = build_raw_cuda(read_file(a.cuda), build);
       r.compile_ms = built.millis;
-      if (built.ok) exe = std::make_unique<RawCudaCandidate>(built.so_path);
+      if (built.ok) so_path = built.so_path;
       else r.log = built.log;
-    } else {
-      exe = std::make_unique<RawCudaCandidate>(a.so);
     }
   } catch (const std::exception& e) {
     r.log += e.what();
   }
-  write_frame(link_out, {{"hello", true}, {"compiled", exe != nullptr}, {"log", r.log}, {"compile_ms", r.compile_ms},
+  bool compiled = exe != nullptr || !so_path.empty();
+  write_frame(link_out, {{"hello", true}, {"compiled", compiled}, {"log", r.log}, {"compile_ms", r.compile_ms},
                          {"library", r.library}});
-  if (!exe) std::_Exit(0);
-  GpuLock turn(a.gpu_lock);  // loading and compiling overlap other evaluations; the checks and timing take turns
+  if (!compiled) std::_Exit(0);
+  write_frame(link_out, {{"turn", true}});
+  std::optional<Frame> turn = in.next(24 * 3600);  // the judge answers once the GPU is this evaluation's
+  if (!turn || !turn->header.value("turn", false)) std::_Exit(0);
   RemoteJudge judge(in, link_out);
   try {
+    if (!exe) exe = std::make_unique<RawCudaCandidate>(so_path);
     r = evaluate(spec, task, *exe, use_graph, verifier, judge, eo, stream, r);
   } catch (const std::exception& e) {
     write_frame(link_out, {{"rejected", std::string("run failed: ") + e.what() + "\n"}});

@@ -13,7 +13,6 @@ struct RunCandidateArgs {
   std::string inputs;  // a folder with params/<i>.bin and sets/<k>/in<i>.bin
   std::string plan, cuda, so;  // exactly one: a plan JSON with its sources, a raw CUDA file, a built object
   std::string trusted_cache;   // NVRTC kernels of trusted code, read-only ("" = none)
-  std::string gpu_lock;
 };
 
 // Returns the process's exit code; never returns for the candidate's failures (they are reported as frames).

@@ -35,6 +35,8 @@ class DeviceTask {
   CUdeviceptr output(int j) const { return outputs_.at(j).get(); }
   size_t output_bytes(int j) const { return outputs_.at(j).bytes(); }
   int num_sets() const { return int(inputs_.size()); }
+  // Sets [0, declared_sets()) are get_inputs' distribution, the rest beyond it (Bundle::declared_sets).
+  int declared_sets() const { return declared_; }
   int num_outputs() const { return int(outputs_.size()); }
   // Exchanges the input values of sets a and b (each keeps its addresses), through one scratch buffer allocated
   // with the task; an address a set passes twice is exchanged once.
@@ -52,6 +54,7 @@ class DeviceTask {
   std::vector<CUdeviceptr> params_;
   std::vector<std::vector<CUdeviceptr>> inputs_, refs_;
   SetTolerances tolerances_;
+  int declared_ = 0;
 };
 
 struct EvalOptions {
@@ -66,12 +69,18 @@ struct EvalOptions {
 struct EvalResult {
   bool compiled = false, strict = false, relaxed = false;
   std::string log;      // compile errors or the first verification failures
-  Stats native;         // native protocol, valid when relaxed
+  Stats native;         // the time paid for, valid when relaxed: native protocol, or kb for a ModelNew
+  std::string protocol = "native";
   double wall_ms = 0;   // host clock per trial
   double compile_ms = 0;
   RewardResult reward;
   nlohmann::json library = nlohmann::json::array();  // LoadedPlan::library_steps() of a plan's library calls
+  // The sets beyond get_inputs' distribution: how many were checked, and the tiers over them (a verdict beside
+  // the KernelBench-compatible one, which they never change).
+  int beyond_sets = 0;
+  bool beyond_strict = true, beyond_relaxed = true;
   std::string tier() const { return strict ? "strict" : relaxed ? "relaxed" : "failed"; }
+  std::string distribution_verdict() const;
   nlohmann::json to_json() const;
 };
 

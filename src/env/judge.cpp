@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
+#include "env/gpu_lock.h"
 #include "ir/error.h"
 
 namespace kforge {
@@ -56,10 +58,17 @@ nlohmann::json TrustedJudge::task_header() const {
   TaskSpec spec = bundle_.spec();
   return {{"task", {{"name", spec.name}, {"graph", graph_to_json(spec.graph)}, {"eager_ms", spec.eager_ms},
                     {"compile_ms", spec.compile_ms}}},
-          {"num_sets", bundle_.num_sets()},
+          {"num_sets", bundle_.stored_sets()},
+          {"drawn", drawn_header()},
           {"copy_gbs", eo_.copy_gbs},
           {"run_limit_ms", eo_.run_limit_ms},
           {"timing", {{"warmup", eo_.timing.warmup}, {"trials", eo_.timing.trials}, {"flush_bytes", eo_.timing.flush_bytes}}}};
+}
+
+nlohmann::json TrustedJudge::drawn_header() const {
+  nlohmann::json d = nlohmann::json::array();
+  for (const DrawnSet& set : bundle_.drawn) d.push_back({{"beyond", set.beyond}});
+  return d;
 }
 
 bool TrustedJudge::judge_set(int s, const std::string& payload, EvalResult& r, bool& strict) {
@@ -109,9 +118,11 @@ Stats credible_stats(const nlohmann::json& h, const char* key, double wall_ms, i
 }
 }  // namespace
 
-EvalResult TrustedJudge::run(FrameReader& in, int out_fd, double timeout_s, const std::function<void()>& tick) {
+EvalResult TrustedJudge::run(FrameReader& in, int out_fd, double timeout_s, const std::function<void()>& tick,
+                             const std::string& gpu_lock) {
   EvalResult r;
-  const int last = bundle_.num_sets() - 1;
+  const int last = bundle_.declared_sets() - 1, sets = bundle_.num_sets();
+  const bool check_only = eo_.timing.trials == 0;  // no timing is due: the check after timing follows the sets
   int next_set = 0;
   bool strict = true, relaxed = true, timed = false, after_timing = false, retimed = false, done = false;
   std::string candidate_log;
@@ -125,7 +136,9 @@ EvalResult TrustedJudge::run(FrameReader& in, int out_fd, double timeout_s, cons
   if (!ready || !ready->header.value("ready", false)) throw NotEvaluated("the evaluation's process could not start");
   try {
     std::optional<Frame> f = in.next(timeout_s, tick);
-    if (!f || !f->header.value("hello", false)) throw UserError("the candidate's process ended before it said hello");
+    if (!f) throw UserError("the candidate's process ended before it said hello");
+    if (!f->header.value("hello", false))
+      throw UserError("the candidate's process sent " + f->header.dump().substr(0, 200) + " where its hello was due");
     r.compiled = f->header.value("compiled", false);
     r.compile_ms = f->header.value("compile_ms", 0.0);
     if (f->header.contains("library") && f->header["library"].is_array()) r.library = f->header["library"];
@@ -133,23 +146,42 @@ EvalResult TrustedJudge::run(FrameReader& in, int out_fd, double timeout_s, cons
       r.log = f->header.value("log", std::string());
       return r;
     }
+    std::optional<GpuLock> turn;  // released when the evaluation ends, whichever way
     while (relaxed && !done && (f = in.next(timeout_s, tick))) {
       const nlohmann::json& h = f->header;
-      if (h.contains("judge")) {
+      if (h.contains("turn")) {
+        if (turn) throw UserError("a second turn on the GPU was asked for");
+        turn.emplace(gpu_lock, tick);
+        write_frame(out_fd, {{"turn", true}});
+      } else if (h.contains("judge")) {
+        if (!turn) throw UserError("outputs came before the candidate's turn on the GPU");
         int s = h.at("set").get<int>();
         bool after = h.value("after_timing", false);
-        bool due = timed ? after && !after_timing && s == last : !after && s == next_set && s <= last;
+        bool due = timed ? after && !after_timing && s == last : !after && s == next_set && s < sets;
         if (!due)
           throw UserError("outputs of set " + std::to_string(s) + (after ? " after timing" : "") + " came where " +
                           (timed ? "the check after timing on set " + std::to_string(last) : "set " + std::to_string(next_set)) +
                           " was due");
-        relaxed = judge_set(s, f->payload, r, strict);
+        if (!after && s > last) {
+          // Beyond get_inputs' distribution: its own verdict. The candidate's process is not told how it did.
+          ++r.beyond_sets;
+          size_t from = r.log.size();
+          r.beyond_relaxed &= judge_set(s, f->payload, r, r.beyond_strict);
+          if (r.log.size() > from) r.log.insert(from, "beyond get_inputs' distribution (" + bundle_.drawn.at(size_t(s - bundle_.stored_sets())).how + "): ");
+        } else {
+          relaxed = judge_set(s, f->payload, r, strict);
+        }
         if (after) after_timing = true;
         else ++next_set;
+        if (after && !relaxed)
+          r.log += "wrong after timing (the timed inputs holding set " + std::to_string(last) + "'s values: results must "
+                   "be right once nobody is checking, and follow their inputs)\n";
+        if (check_only && next_set == sets) timed = true;
         write_frame(out_fd, {{"relaxed", relaxed}, {"strict", strict}});
         step_start = std::chrono::steady_clock::now();
       } else if (h.contains("timed")) {
-        if (timed || next_set != last + 1) throw UserError("a timing came before every set was judged");
+        if (check_only) throw UserError("a timing came where none was asked for");
+        if (timed || next_set != sets) throw UserError("a timing came before every set was judged");
         r.native = credible_stats(h, "timed", ms_since(step_start), eo_.timing.trials);
         r.wall_ms = h.value("wall_ms", 0.0);
         timed = true;
@@ -183,13 +215,19 @@ EvalResult TrustedJudge::run(FrameReader& in, int out_fd, double timeout_s, cons
   if (!relaxed || !timed || !after_timing) {
     if (relaxed)
       r.log += std::string("the candidate's process ") + (done ? "said it was done" : "ended") + " before its evaluation did (" +
-               std::to_string(next_set) + " of " + std::to_string(last + 1) + " sets judged" +
+               std::to_string(next_set) + " of " + std::to_string(sets) + " sets judged" +
                (timed ? ", timed" : ", not timed") + (after_timing ? ", checked after timing" : "") + ")\n";
     r.strict = r.relaxed = false;
     return r;
   }
   r.relaxed = true;
   r.strict = strict;
+  if (check_only) {
+    r.reward = {};
+    r.reward.reward = 0;
+    r.log += "checked only (not timed): no speed-up measured, reward 0\n";
+    return r;
+  }
   double floor_ms = eo_.copy_gbs > 0 ? double(min_bytes(bundle_.graph)) / (eo_.copy_gbs * 1e9) * 1e3 : 0;
   TaskSpec spec = bundle_.spec();
   r.reward = compute_reward({true, r.native.median_ms, spec.eager_ms, spec.compile_ms, floor_ms});
@@ -202,16 +240,49 @@ const char* kInputs = "/task";         // where the candidate's process finds pa
 const char* kCandidateDir = "/candidate";
 const char* kExe = "/kforge/kforge";
 const char* kTrustedCache = "/cache";
+const char* kPython = "/kforge/python";  // the kforge package, for a ModelNew's process
 
-// Whether any user may list `dir` and every folder above it: the sandbox user binds it (a cache under root's
-// private home is not such a folder, and binding it would stop the sandbox from starting).
-bool open_to_all(const fs::path& dir) {
-  for (fs::path p = fs::absolute(dir); ; p = p.parent_path()) {
-    std::error_code ec;
-    fs::perms perms = fs::status(p, ec).permissions();
-    if (ec || (perms & fs::perms::others_exec) == fs::perms::none) return false;
-    if (p == p.root_path()) return true;
+}  // namespace
+
+namespace {
+// The command that runs the candidate at `path` inside its sandbox, and what `o` must show it for that.
+std::vector<std::string> candidate_command(CandidateKind kind, const std::string& path, const UntrustedRunOptions& opts,
+                                           SandboxOptions& o) {
+  const char* file = kind == CandidateKind::plan          ? "plan.json"
+                     : kind == CandidateKind::cuda_source ? "candidate.cu"
+                     : kind == CandidateKind::modelnew    ? "model_new.py"
+                                                          : "candidate.so";
+  std::string inside = std::string(kCandidateDir) + "/" + file;
+  o.read_only_at.push_back({fs::absolute(path).string(), inside});
+  std::vector<std::string> argv;
+  if (kind == CandidateKind::modelnew) {
+    const PythonRuntime& py = opts.python;
+    for (const std::string& root : py.roots) {
+      if (!reachable_by(o.uid, root))
+        throw NotEvaluated("Python's folder " + root + " is not readable by the sandbox user (uid " + std::to_string(o.uid) +
+                           "): install Python and torch where every user may read them, or choose another sandbox user");
+      o.read_only.push_back(root);
+    }
+    o.read_only_at.push_back({py.kforge_dir, kPython});
+    o.env.push_back({"PYTHONPATH", kPython});
+    // load_inline builds under the scratch folder; torch.compile's caches too.
+    o.env.push_back({"TORCH_EXTENSIONS_DIR", o.scratch_dir + "/torch_extensions"});
+    o.env.push_back({"TRITON_CACHE_DIR", o.scratch_dir + "/.triton"});
+    o.env.push_back({"TORCHINDUCTOR_CACHE_DIR", o.scratch_dir + "/.inductor"});
+    argv = {py.exe, "-m", "kforge.modelnew_candidate", "--inputs", kInputs, "--candidate", inside, "--problem",
+            std::string(kInputs) + "/problem.py", "--rules", opts.rules, "--device", opts.cpu ? "cpu" : "cuda"};
+  } else {
+    o.read_only_at.push_back({fs::absolute(opts.kforge_exe).string(), kExe});
+    argv = {kExe, "run-candidate", "--inputs", kInputs,
+            kind == CandidateKind::plan ? "--plan" : kind == CandidateKind::cuda_source ? "--cuda" : "--so", inside};
+    // A speed-up only (the verifier's kernels compiled once): left out where the sandbox user cannot reach it.
+    if (!opts.trusted_cache_dir.empty() && fs::is_directory(opts.trusted_cache_dir) &&
+        reachable_by(o.uid, opts.trusted_cache_dir)) {  // a copy for each candidate would cost more than it saves
+      o.read_only_at.push_back({fs::absolute(opts.trusted_cache_dir).string(), kTrustedCache});
+      argv.insert(argv.end(), {"--trusted-cache", kTrustedCache});
+    }
   }
+  return argv;
 }
 }  // namespace
 
@@ -220,32 +291,26 @@ EvalResult evaluate_untrusted(const Bundle& b, CandidateKind kind, const std::st
   SandboxOptions o = opts.sandbox;
   if (o.scratch_dir.empty()) throw UserError("an untrusted candidate needs a scratch folder of its own");
   if (!o.namespaces) throw UserError("an untrusted candidate runs only in the bubblewrap sandbox (namespaces)");
+  if (opts.cpu && eo.timing.trials != 0) throw UserError("a candidate on the CPU is checked only: no timing trials");
   o.minimal_root = true;
-  o.gpu = true;
+  o.gpu = !opts.cpu;
   // The candidate's view: the task's params and inputs at kInputs, never the bundle's folder (its references).
   for (size_t i = 0; i < b.graph.params.size(); ++i)
     o.read_only_at.push_back({b.dir + "/params/" + std::to_string(i) + ".bin", std::string(kInputs) + "/params/" + std::to_string(i) + ".bin"});
-  for (int s = 0; s < b.num_sets(); ++s)
+  for (int s = 0; s < b.num_sets(); ++s)  // stored and drawn sets alike at /task/sets/<k>: their inputs only
     for (size_t i = 0; i < b.graph.inputs.size(); ++i) {
-      std::string rel = "/sets/" + std::to_string(s) + "/in" + std::to_string(i) + ".bin";
-      o.read_only_at.push_back({b.dir + rel, kInputs + rel});
+      std::string file = "/in" + std::to_string(i) + ".bin";
+      o.read_only_at.push_back({b.set_dir(s) + file, kInputs + std::string("/sets/") + std::to_string(s) + file});
     }
-  const char* file = kind == CandidateKind::plan ? "plan.json" : kind == CandidateKind::cuda_source ? "candidate.cu" : "candidate.so";
-  std::string inside = std::string(kCandidateDir) + "/" + file;
-  o.read_only_at.push_back({fs::absolute(path).string(), inside});
-  o.read_only_at.push_back({fs::absolute(opts.kforge_exe).string(), kExe});
-  std::vector<std::string> argv = {kExe, "run-candidate", "--inputs", kInputs,
-                                   kind == CandidateKind::plan ? "--plan" : kind == CandidateKind::cuda_source ? "--cuda" : "--so", inside};
-  // A speed-up only (the verifier's kernels compiled once): left out where the sandbox user cannot reach it.
-  if (!opts.trusted_cache_dir.empty() && fs::is_directory(opts.trusted_cache_dir) &&
-      (o.uid == 0 || geteuid() != 0 || open_to_all(opts.trusted_cache_dir))) {
-    o.read_only_at.push_back({fs::absolute(opts.trusted_cache_dir).string(), kTrustedCache});
-    argv.insert(argv.end(), {"--trusted-cache", kTrustedCache});
+  if (kind == CandidateKind::modelnew) {  // the task's own code: Model and get_init_inputs build ModelNew
+    fs::path problem = fs::path(b.dir) / "problem.py";
+    if (!fs::exists(problem)) problem = b.task.value("source", std::string());
+    if (problem.empty() || !fs::exists(problem))
+      throw UserError("the bundle keeps no problem file (problem.py) and its source " + problem.string() +
+                      " is gone: import the problem again to evaluate a ModelNew");
+    o.read_only_at.push_back({problem.string(), std::string(kInputs) + "/problem.py"});
   }
-  if (!opts.gpu_lock.empty()) {
-    o.read_only.push_back(opts.gpu_lock);
-    argv.insert(argv.end(), {"--gpu-lock", opts.gpu_lock});
-  }
+  std::vector<std::string> argv = candidate_command(kind, path, opts, o);
   o.env.push_back({"HOME", o.scratch_dir});
   o.env.push_back({"KFORGE_CACHE", o.scratch_dir + "/nvrtc"});
 
@@ -266,7 +331,7 @@ EvalResult evaluate_untrusted(const Bundle& b, CandidateKind kind, const std::st
       }
       if (sandbox_over_limits(p, o, sr)) throw UserError("the candidate's process " + sr.cause());
     };
-    r = judge.run(reader, p.in, o.timeout_s, tick);
+    r = judge.run(reader, p.in, o.timeout_s, tick, opts.gpu_lock);
   } catch (const NotEvaluated& e) {
     end_sandboxed(p, o, sr);
     std::string err = sr.err.substr(sr.err.size() > 2000 ? sr.err.size() - 2000 : 0);
@@ -275,6 +340,7 @@ EvalResult evaluate_untrusted(const Bundle& b, CandidateKind kind, const std::st
     r.log += std::string("rejected: ") + e.what() + "\n";
   }
   end_sandboxed(p, o, sr);
+  if (kind == CandidateKind::modelnew) r.protocol = "kb";  // CUDA events around the Python call, as the baselines
   if (!r.relaxed && !sr.ok() && !sr.timed_out)
     r.log += "candidate's process " + sr.cause() + (sr.err.empty() ? "" : ":\n" + sr.err.substr(sr.err.size() > 2000 ? sr.err.size() - 2000 : 0)) + "\n";
   return r;

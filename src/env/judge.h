@@ -13,6 +13,7 @@
 #include "env/bundle.h"
 #include "env/candidate_link.h"
 #include "env/evaluator.h"
+#include "env/python_runtime.h"
 #include "env/sandbox.h"
 #include "ir/error.h"
 
@@ -24,7 +25,8 @@ CompareResult compare_on_host(const void* out, const void* ref, int64_t n, DType
 
 // The protocol's trusted end. The candidate's process is told the task (task_header()), then drives the
 // evaluation's steps (env/evaluator.cpp) and reports each: every output set for judging in the expected order
-// (sets 0..K-1, then the check after timing on set K-1), the timing, and the rest. This side checks the order,
+// (sets 0..N-1: the stored, the fresh, those beyond get_inputs' distribution; then the check after timing on
+// the last of get_inputs' distribution), the timing, and the rest. This side checks the order,
 // compares every output, bounds the reported time by its own clock, and pays.
 struct NotEvaluated : UserError {
   using UserError::UserError;
@@ -38,22 +40,33 @@ class TrustedJudge {
   // stream, or at a protocol violation (named in the log). `timeout_s` bounds each wait. Throws NotEvaluated
   // when the process fails before it says "ready", which it does before the candidate's code loads: a missing
   // driver or a task that does not fit is the environment's failure, not the candidate's.
-  EvalResult run(FrameReader& in, int out_fd, double timeout_s, const std::function<void()>& tick = {});
+  // The candidate's process asks for its turn on the GPU ("turn") before its checks; this side takes `gpu_lock`
+  // for it (flock, "" = none) and holds it until the end: the lock file never enters the candidate's sandbox.
+  EvalResult run(FrameReader& in, int out_fd, double timeout_s, const std::function<void()>& tick = {},
+                 const std::string& gpu_lock = "");
 
  private:
   bool judge_set(int s, const std::string& payload, EvalResult& r, bool& strict);
+  nlohmann::json drawn_header() const;  // which drawn sets lie beyond get_inputs' distribution, not how
   const Bundle& bundle_;
   EvalOptions eo_;
 };
 
-enum class CandidateKind { plan, cuda_source, shared_object };
+// A ModelNew runs in Python (python/kforge/modelnew_candidate.py), the others in `kforge run-candidate`.
+enum class CandidateKind { plan, cuda_source, shared_object, modelnew };
 
 struct UntrustedRunOptions {
-  // The candidate's sandbox. Forced: minimal_root, gpu. scratch_dir (required) is its only writable folder.
+  // The candidate's sandbox. Forced: minimal_root (and gpu unless `cpu`). scratch_dir (required) is its only
+  // writable folder.
   SandboxOptions sandbox;
   std::string kforge_exe;          // the binary whose `run-candidate` runs inside
-  std::string gpu_lock;            // "" = none
+  std::string gpu_lock;            // taken by the judge for the candidate's turn; "" = none
   std::string trusted_cache_dir;   // NVRTC kernels written by trusted code (the verifier's): shown read-only
+  // A ModelNew only: its Python, CUDA-Agent's rules ("cuda-agent": no torch operator inside forward), and the
+  // CPU (checked only, never timed: eo.timing.trials is 0 there).
+  PythonRuntime python;
+  std::string rules = "none";
+  bool cpu = false;
 };
 
 // One untrusted candidate (the file at `path`) evaluated with its code in a process of its own. `eo.copy_gbs`

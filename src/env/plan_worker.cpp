@@ -32,8 +32,11 @@ std::vector<std::pair<uint64_t, uint64_t>> task_fingerprints(const Graph& g, con
 
 }  // namespace
 
-int serve_plan_jobs(const std::string& bundle_dir, const std::string& gpu_lock, std::istream& in, std::ostream& out) {
-  TaskSession s(load_bundle(bundle_dir));
+int serve_plan_jobs(const std::string& bundle_dir, const std::string& drawn, const std::string& gpu_lock, std::istream& in,
+                    std::ostream& out) {
+  Bundle loaded = load_bundle(bundle_dir);
+  if (!drawn.empty()) add_drawn_sets(loaded, drawn);
+  TaskSession s(std::move(loaded));
   const Bundle& b = s.bundle;
   EvalOptions eo;
   {

@@ -21,6 +21,8 @@ namespace kforge {
 
 // Returns the exit code: 0 at end of input, 3 after a job that spoiled the process.
 // `gpu_lock` (env/gpu_lock.h; "" = none) is held during each job.
-int serve_plan_jobs(const std::string& bundle_dir, const std::string& gpu_lock, std::istream& in, std::ostream& out);
+// `drawn`: a folder of `kforge draw-sets` whose sets are checked beside the stored ones ("": none).
+int serve_plan_jobs(const std::string& bundle_dir, const std::string& drawn, const std::string& gpu_lock, std::istream& in,
+                    std::ostream& out);
 
 }  // namespace kforge

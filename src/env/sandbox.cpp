@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,7 +37,9 @@ namespace {
 
 constexpr int kSeccompFd = 3;  // where bwrap finds the filter in the child (`--seccomp 3`)
 
-std::vector<std::string> bwrap_argv(const std::vector<std::string>& argv, const SandboxOptions& o) {
+// `sources[i]`: where read_only_at[i] is bound from (its source, or a staged copy: stage_unreachable).
+std::vector<std::string> bwrap_argv(const std::vector<std::string>& argv, const SandboxOptions& o,
+                                    const std::vector<std::string>& sources) {
   std::vector<std::string> a = {o.bwrap};
   if (o.minimal_root) {
     for (const std::string& p : minimal_root_paths()) a.insert(a.end(), {"--ro-bind", p, p});
@@ -58,7 +61,7 @@ std::vector<std::string> bwrap_argv(const std::vector<std::string>& argv, const 
     a.insert(a.end(), {"--setenv", kv.substr(0, eq), kv.substr(eq + 1)});
   }
   for (auto& p : o.read_only) a.insert(a.end(), {"--ro-bind", p, p});
-  for (auto& [from, to] : o.read_only_at) a.insert(a.end(), {"--ro-bind", from, to});
+  for (size_t i = 0; i < o.read_only_at.size(); ++i) a.insert(a.end(), {"--ro-bind", sources.at(i), o.read_only_at[i].second});
   if (!o.scratch_dir.empty()) a.insert(a.end(), {"--bind", o.scratch_dir, o.scratch_dir, "--chdir", o.scratch_dir});
   a.push_back("--");
   a.insert(a.end(), argv.begin(), argv.end());
@@ -76,6 +79,17 @@ std::vector<std::string> minimal_root_paths() {
   std::error_code ec;  // Debian's Python reads /etc/python3.X (sitecustomize)
   for (const auto& e : std::filesystem::directory_iterator("/etc", ec))
     if (e.path().filename().string().rfind("python3", 0) == 0) paths.push_back(e.path().string());
+  // The loader's path, passed to the sandbox (env_passed): libraries installed outside /usr (a CUDA toolkit, or
+  // dependencies unpacked into a folder of their own) must be found where it says.
+  if (const char* ld = getenv("LD_LIBRARY_PATH")) {
+    std::string list = ld;
+    for (size_t at = 0; at <= list.size();) {
+      size_t end = std::min(list.find(':', at), list.size());
+      std::string dir = list.substr(at, end - at);
+      if (!dir.empty() && dir[0] == '/' && std::filesystem::is_directory(dir, ec)) paths.push_back(dir);
+      at = end + 1;
+    }
+  }
   return paths;
 }
 
@@ -169,9 +183,76 @@ void close_fd(int& fd) {
 
 }  // namespace
 
+bool reachable_by(uid_t uid, const std::string& path) {
+  if (geteuid() != 0 || uid == 0) return true;  // the sandbox runs as this user
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  fs::perms own = fs::status(p, ec).permissions();
+  if (ec || (own & fs::perms::others_read) == fs::perms::none) return false;
+  if (fs::is_directory(p, ec) && (own & fs::perms::others_exec) == fs::perms::none) return false;
+  for (p = p.parent_path();; p = p.parent_path()) {
+    if ((fs::status(p, ec).permissions() & fs::perms::others_exec) == fs::perms::none || ec) return false;
+    if (p == p.root_path()) return true;
+  }
+}
+
+namespace {
+// Sources of read_only_at the sandbox user cannot reach (bubblewrap binds as that user): hard-linked, or copied
+// where the link cannot be made, into a folder of this process's own under /tmp that it can reach. The links
+// are shown read-only like the rest; the folder goes with the process (end_sandboxed).
+std::vector<std::string> stage_unreachable(const SandboxOptions& o, std::string& staged) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> sources;
+  for (size_t i = 0; i < o.read_only_at.size(); ++i) {
+    const std::string& from = o.read_only_at[i].first;
+    if (reachable_by(o.uid, from)) {
+      sources.push_back(from);
+      continue;
+    }
+    if (staged.empty()) {
+      char tmpl[] = "/tmp/kforge-stage-XXXXXX";
+      if (!mkdtemp(tmpl)) throw UserError(std::string("sandbox: cannot make a staging folder: ") + strerror(errno));
+      staged = tmpl;
+      chmod(tmpl, 0711);
+    }
+    fs::path to = fs::path(staged) / (std::to_string(i) + "-" + fs::path(from).filename().string());
+    std::error_code ec;
+    fs::file_status st = fs::status(from, ec);
+    if (ec) throw UserError("sandbox: cannot show " + from + " at " + o.read_only_at[i].second + ": " + ec.message());
+    // A link shares the file's own permissions: only a file anyone may read is linked (large inputs cost
+    // nothing); others are copied, and the copy made readable.
+    bool linked = fs::is_regular_file(st) && (st.permissions() & fs::perms::others_read) != fs::perms::none &&
+                  link(from.c_str(), to.c_str()) == 0;
+    if (!linked) {
+      fs::copy(from, to, fs::copy_options::recursive, ec);
+      if (ec) throw UserError("sandbox: cannot stage " + from + " for the sandbox user: " + ec.message());
+      auto readable = [&](const fs::path& p) {
+        fs::permissions(p, fs::is_directory(p) ? fs::perms(0755) : fs::perms::others_read, fs::perm_options::add, ec);
+      };
+      readable(to);
+      if (fs::is_directory(to))
+        for (const auto& e : fs::recursive_directory_iterator(to, ec)) readable(e.path());
+    }
+    sources.push_back(to.string());
+  }
+  return sources;
+}
+}  // namespace
+
 SandboxedProcess spawn_sandboxed(const std::vector<std::string>& argv, const SandboxOptions& o) {
   if (argv.empty()) throw UserError("sandbox: empty command");
-  auto full = o.namespaces ? bwrap_argv(argv, o) : argv;
+  std::string staged;
+  struct StageGuard {  // removes what was staged unless the process got it
+    std::string& dir;
+    bool kept = false;
+    ~StageGuard() {
+      std::error_code ignored;
+      if (!kept && !dir.empty()) std::filesystem::remove_all(dir, ignored);
+    }
+  } stage_guard{staged};
+  std::vector<std::string> sources = o.namespaces ? stage_unreachable(o, staged) : std::vector<std::string>{};
+  auto full = o.namespaces ? bwrap_argv(argv, o, sources) : argv;
   const auto& filter = sandbox_seccomp_program(o.network);  // built here: the child may not allocate
   std::shared_ptr<MemoryCgroup> cgroup;
   if (!o.cgroup_parent.empty() && o.memory_bytes > 0) {
@@ -200,7 +281,8 @@ SandboxedProcess spawn_sandboxed(const std::vector<std::string>& argv, const San
   close(in_p[0]);
   close(out_p[1]);
   close(err_p[1]);
-  return {pid, in_p[1], out_p[0], err_p[0], cgroup};
+  stage_guard.kept = true;
+  return {pid, in_p[1], out_p[0], err_p[0], cgroup, staged};
 }
 
 PumpStop pump_output(const SandboxedProcess& p, const SandboxOptions& o, double timeout_s, SandboxResult& r,
@@ -251,6 +333,11 @@ void end_sandboxed(SandboxedProcess& p, const SandboxOptions& o, SandboxResult& 
     waitpid(p.pid, &status, 0);
   }
   p.pid = -1;
+  if (!p.staged.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(p.staged, ignored);
+    p.staged.clear();
+  }
   if (p.cgroup && p.cgroup->oom_killed()) {  // the kernel enforced the limit
     r.memory_exceeded = p.cgroup->peak_bytes();
     r.memory_limit = o.memory_bytes;

@@ -84,7 +84,11 @@ struct SandboxedProcess {
   pid_t pid = -1;
   int in = -1, out = -1, err = -1;
   std::shared_ptr<MemoryCgroup> cgroup;  // when the kernel enforces the memory limit
+  std::string staged;                    // copies of what the sandbox user could not reach; removed at the end
 };
+// Whether the sandbox, run as `uid` (from root; as this process's user otherwise), can read `path`: every folder
+// above it searchable by others, the file readable by them.
+bool reachable_by(uid_t uid, const std::string& path);
 SandboxedProcess spawn_sandboxed(const std::vector<std::string>& argv, const SandboxOptions& opts);
 
 // Reads the process's stdout and stderr into r.out and r.err (bounded by max_output_bytes) until

@@ -100,6 +100,11 @@ Tolerance SetTolerances::at(const Tolerance& global, int set, int output) const 
   return {strict_.at(set).at(output), global.relaxed};
 }
 
+std::vector<std::vector<double>> SetTolerances::rows(int num_sets, int num_outputs, const Tolerance& global) const {
+  if (!strict_.empty()) return strict_;
+  return std::vector<std::vector<double>>(size_t(num_sets), std::vector<double>(size_t(num_outputs), global.strict));
+}
+
 std::string CompareResult::describe(const std::string& name) const {
   if (strict()) return name + ": all " + std::to_string(count) + " elements match (max abs err " + std::to_string(max_abs_err) + ")";
   std::string s = name + ": " + std::to_string(bad_strict) + " of " + std::to_string(count) + " elements outside " +

@@ -28,6 +28,8 @@ class SetTolerances {
   SetTolerances(std::vector<std::vector<double>> strict, int num_sets, int num_outputs, const Tolerance& global);
   Tolerance at(const Tolerance& global, int set, int output) const;
   bool empty() const { return strict_.empty(); }
+  // strict[set][output] written out, the global strict tier where none is stored.
+  std::vector<std::vector<double>> rows(int num_sets, int num_outputs, const Tolerance& global) const;
 
  private:
   std::vector<std::vector<double>> strict_;

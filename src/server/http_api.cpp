@@ -101,7 +101,9 @@ void serve_http(Service& svc, const std::string& host, int port) {
     }
   });
   srv.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (res.body.empty()) error(res, res.status, res.status == 413 ? "request body too large" : "no such endpoint");
+    // cpp-httplib caps form-urlencoded bodies (a client's default type) at 8 KiB, whatever max_body says.
+    if (res.body.empty())
+      error(res, res.status, res.status == 413 ? "request body too large (send it as Content-Type: application/json)" : "no such endpoint");
   });
   if (!srv.listen(host, port)) throw UserError("cannot listen on " + host + ":" + std::to_string(port));
 }

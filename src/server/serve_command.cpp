@@ -22,6 +22,8 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   s->add_option("--job-timeout", a.job_timeout_s, "seconds a job may run");
   s->add_option("--slots-per-gpu", a.slots_per_gpu, "evaluation processes per GPU (one is checked and timed while the others load)");
   s->add_option("--compile-workers", a.compile_workers, "parallel nvcc builds of raw CUDA candidates (on the CPU cores)");
+  s->add_option("--fresh-every", a.drawn_every, "evaluations of a task checked on one draw of fresh sets (and sets beyond "
+                "get_inputs' distribution) before the next is drawn; 0: the stored sets only, which a policy can learn");
   s->add_option("--memory-limit", a.memory_mib, "resident memory (MiB) a job's processes may hold together");
   s->add_option("--memory-cgroup", a.memory_cgroup, "a delegated cgroup v2 folder (memory controller enabled for its children): "
                 "the kernel enforces --memory-limit; default: a watchdog polls the processes' resident memory");
@@ -58,6 +60,7 @@ int run_serve(const ServeArgs& a, const char* argv0) {
   o.sandbox.cgroup_parent = a.memory_cgroup;
   o.compile_workers = a.compile_workers;
   o.slots_per_gpu = a.slots_per_gpu;
+  o.drawn_every = a.drawn_every;
   o.gpu_memory_bytes = a.gpu_memory_gib > 0 ? int64_t(a.gpu_memory_gib * double(1 << 30)) : default_gpu_memory(a.workers);
   passwd* pw = getpwnam(a.sandbox_user.c_str());
   if (!pw) throw UserError("no user '" + a.sandbox_user + "' for the sandbox");

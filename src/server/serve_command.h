@@ -7,7 +7,7 @@ namespace kforge {
 
 struct ServeArgs {
   std::string host = "127.0.0.1", work_dir = "kforge_service";
-  int port = 8080, workers = 1, slots_per_gpu = 2, compile_workers = 2;
+  int port = 8080, workers = 1, slots_per_gpu = 2, compile_workers = 2, drawn_every = 128;
   double gpu_memory_gib = 0;  // 0: 90% of the GPU's
   int64_t memory_mib = 32768;
   int64_t max_queue = 256;

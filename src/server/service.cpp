@@ -161,6 +161,42 @@ SandboxOptions Service::job_sandbox(const fs::path& dir, const TaskRecord& task,
   return o;
 }
 
+Service::DrawnSets::~DrawnSets() {
+  std::error_code ignored;
+  fs::remove_all(folder, ignored);
+}
+
+std::shared_ptr<const Service::DrawnSets> Service::drawn_sets(const TaskRecord& task, int gpu) {
+  if (opts_.drawn_every <= 0) return nullptr;
+  TaskDraws* draws;
+  {
+    std::lock_guard<std::mutex> lock(draws_mu_);
+    auto& d = draws_[task.id];
+    if (!d) d = std::make_unique<TaskDraws>();
+    draws = d.get();
+  }
+  std::lock_guard<std::mutex> lock(draws->mu);  // one draw at a time per task; other tasks go on
+  if (draws->current && draws->uses < opts_.drawn_every) {
+    ++draws->uses;
+    return draws->current;
+  }
+  // The problem's code draws and computes the references: user code, so sandboxed like an import, writing into
+  // a folder of its own. No candidate's sandbox shows it (they bind the inputs alone); the persistent worker,
+  // trusted code running as the sandbox user, reads the references.
+  auto fresh = std::make_shared<DrawnSets>();
+  fresh->folder = scratch(fs::absolute(fs::path(opts_.work_dir) / "drawn" /
+                                       (std::to_string(task.id) + "-" + std::to_string(++draws->generation))));
+  SandboxOptions o = job_sandbox(fresh->folder, task, gpu);
+  o.timeout_s = std::max(o.timeout_s, 600.0);
+  DeviceMemoryReservation reserved(*device_memory_.at(gpu), task_device_bytes(load_bundle(task.bundle_dir)));
+  SandboxResult r = run_sandboxed({"python3", "-m", "kforge.drawn_sets", task.bundle_dir, fresh->sets()}, o);
+  if (!r.ok()) throw UserError("drawing fresh input sets for task " + std::to_string(task.id) + " failed (" + r.cause() + "):\n" + tail(r.err));
+  fs::permissions(fresh->folder, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  draws->current = fresh;
+  draws->uses = 1;
+  return fresh;
+}
+
 void Service::run_job(const Job& job, int gpu, PersistentWorker& worker) {
   auto task = store_.task(job.task_id);
   if (!task) {
@@ -169,22 +205,27 @@ void Service::run_job(const Job& job, int gpu, PersistentWorker& worker) {
   }
   DeviceMemoryLedger& memory = *device_memory_.at(gpu);
   // Read from the bundle only where a process is about to upload it: not on a persistent worker's every job.
-  auto footprint = [&] { return task_device_bytes(load_bundle(task->bundle_dir)); };
   if (job.kind != "schedule") {
     fs::path dir = scratch(fs::absolute(fs::path(opts_.work_dir) / "jobs" / std::to_string(job.id)));
-    DeviceMemoryReservation reserved(memory, footprint());
-    if (job.kind == "plan" || job.kind == "cuda") run_untrusted(job, *task, gpu, dir);
-    else run_fresh(job, *task, gpu, job_sandbox(dir, *task, gpu));
-    return;
+    return run_untrusted(job, *task, gpu, dir);
   }
-  if (!worker.process || worker.task != task->id) {  // one task on the device at a time
+  std::shared_ptr<const DrawnSets> drawn = drawn_sets(*task, gpu);
+  // One task on the device at a time, with one draw of its sets: a new draw reloads it.
+  if (!worker.process || worker.task != task->id || worker.drawn != drawn) {
     worker.process.reset();
     memory.let_go(worker.device_bytes);
-    worker.device_bytes = footprint();
+    worker.drawn = drawn;
+    Bundle b = load_bundle(task->bundle_dir);
+    if (drawn) add_drawn_sets(b, drawn->sets());
+    worker.device_bytes = task_device_bytes(b);
     memory.hold(worker.device_bytes);  // before the process starts uploading
     SandboxOptions o = job_sandbox(cache_dir_ / "nvrtc", *task, gpu);  // trusted: may fill the kernel cache
-    worker.process = std::make_unique<PlanWorkerProcess>(
-        std::vector<std::string>{opts_.kforge_exe, "worker", task->bundle_dir, "--gpu-lock", gpu_lock(gpu)}, o);
+    std::vector<std::string> argv{opts_.kforge_exe, "worker", task->bundle_dir, "--gpu-lock", gpu_lock(gpu)};
+    if (drawn) {
+      o.read_only.push_back(drawn->folder.string());
+      argv.insert(argv.end(), {"--drawn", drawn->sets()});
+    }
+    worker.process = std::make_unique<PlanWorkerProcess>(argv, o);
     worker.task = task->id;
   }
   PlanWorkerProcess::Answer a = worker.process->evaluate({{"schedule", nlohmann::json::parse(job.payload)}});
@@ -213,15 +254,28 @@ void Service::run_untrusted(const Job& job, const TaskRecord& task, int gpu, con
     kind = CandidateKind::plan;
     path = (dir / "plan.json").string();
     std::ofstream(path) << job.payload;
-  } else {
+  } else if (job.kind == "cuda") {
     kind = CandidateKind::shared_object;
     path = job.artifact;
     if (!fs::exists(path)) {  // the cache was cleared under a compiled job: build it again
       store_.requeue(job.id);
       return;
     }
+  } else if (job.kind == "modelnew") {
+    kind = CandidateKind::modelnew;
+    path = (dir / "model_new.py").string();
+    std::ofstream(path) << nlohmann::json::parse(job.payload).value("source", "");
+  } else {
+    store_.finish(job.id, false, "", "unknown job kind '" + job.kind + "'");
+    return;
   }
   UntrustedRunOptions u;
+  if (kind == CandidateKind::modelnew) {
+    u.rules = nlohmann::json::parse(job.payload).value("rules", "none");
+    std::lock_guard<std::mutex> lock(measure_mu_);
+    if (python_.kforge_dir.empty()) python_ = find_python(opts_.python_dir);  // once: it runs the interpreter
+    u.python = python_;
+  }
   u.sandbox = opts_.sandbox;
   u.sandbox.scratch_dir = dir.string();
   if (opts_.workers > 1) u.sandbox.env.push_back({"CUDA_VISIBLE_DEVICES", std::to_string(gpu)});
@@ -235,44 +289,15 @@ void Service::run_untrusted(const Job& job, const TaskRecord& task, int gpu, con
     std::lock_guard<std::mutex> lock(measure_mu_);
     gpu_name = gpu_name_;
   }
-  EvalResult r = evaluate_untrusted(load_bundle(task.bundle_dir), kind, path, eo, u);
+  std::shared_ptr<const DrawnSets> drawn = drawn_sets(task, gpu);
+  Bundle b = load_bundle(task.bundle_dir);
+  if (drawn) add_drawn_sets(b, drawn->sets());
+  DeviceMemoryReservation reserved(*device_memory_.at(gpu), task_device_bytes(b));
+  EvalResult r = evaluate_untrusted(b, kind, path, eo, u);
   nlohmann::json j = r.to_json();
   j["gpu"] = gpu_name;
   j["copy_gbs"] = eo.copy_gbs;
   store_.finish(job.id, true, j.dump(), "");
-}
-
-void Service::run_fresh(const Job& job, const TaskRecord& task, int gpu, SandboxOptions o) {
-  fs::path dir = o.scratch_dir;
-  auto payload = nlohmann::json::parse(job.payload);
-  fs::path result = dir / "result.json";
-  fs::remove(result);
-  std::vector<std::string> argv = {opts_.kforge_exe, "evaluate", task.bundle_dir, "-o", result.string(), "--gpu-lock", gpu_lock(gpu)};
-  if (job.kind == "modelnew") {
-    std::ofstream(dir / "candidate.py") << payload.value("source", "");
-    argv.insert(argv.end(), {"--modelnew", (dir / "candidate.py").string(), "--rules", payload.value("rules", "none")});
-    o.env.push_back({"TORCH_EXTENSIONS_DIR", (dir / "torch_extensions").string()});  // load_inline builds here
-    // The reference model comes from the problem file the bundle was imported from: show its folder.
-    fs::path source = load_bundle(task.bundle_dir).task.value("source", "");
-    if (!source.empty() && fs::exists(source)) o.read_only.push_back(fs::absolute(source).parent_path().string());
-  } else {
-    store_.finish(job.id, false, "", "unknown job kind '" + job.kind + "'");
-    return;
-  }
-  SandboxResult r = run_sandboxed(argv, o);
-  std::ifstream in(result);
-  if ((!r.ok() && r.exit_code != 1) || !in) {  // exit 1: evaluated, not correct (the result says why)
-    store_.finish(job.id, false, "", "evaluation " + r.cause() + (r.err.empty() ? "" : ":\n" + tail(r.err)));
-    return;
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto parsed = nlohmann::json::parse(ss.str(), nullptr, false);
-  if (parsed.is_discarded()) {
-    store_.finish(job.id, false, "", "evaluation wrote an unreadable result (" + r.cause() + ")");
-    return;
-  }
-  store_.finish(job.id, true, parsed.dump(), "");
 }
 
 }  // namespace kforge

@@ -4,19 +4,23 @@
 //   schedule  the built-in generator's plans are trusted: a persistent `kforge worker` per GPU
 //             (plan_worker_process.h) keeps the task on the device, so a job costs milliseconds of overhead;
 //   cuda      built by the compile pool (compile_pool.h) on the CPU cores while the GPU is busy with
-//             earlier jobs, then `kforge evaluate --so` in a fresh sandboxed process;
-//   plan, modelnew  untrusted code: `kforge evaluate` in a fresh sandboxed process.
-// Untrusted code never shares a process with a later job: it could tamper with what that job is checked
-// against.
+//             earlier jobs, then run like a plan;
+//   plan, modelnew  untrusted code: a fresh process in a minimal-root sandbox (`kforge run-candidate`, or
+//             kforge.modelnew_candidate), its outputs judged here (env/judge.h).
+// Untrusted code never shares a process with a later job (it could tamper with what that job is checked
+// against) nor with its references. Every job of a task is also checked on sets drawn for its batch
+// (drawn_sets: fresh from get_inputs, and beyond get_inputs' distribution).
 #pragma once
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "env/python_runtime.h"
 #include "env/sandbox.h"
 #include "server/compile_pool.h"
 #include "server/device_memory.h"
@@ -41,6 +45,9 @@ struct ServiceOptions {
   // Device memory the evaluation processes of one GPU may hold together (server/device_memory.h); 0: no
   // limit. `kforge serve` sets 90% of the GPU's memory.
   int64_t gpu_memory_bytes = 0;
+  // Evaluations of a task checked against one draw of fresh sets (and sets beyond get_inputs' distribution,
+  // python/kforge/drawn_sets.py) before the next is drawn; 0: the stored sets only.
+  int drawn_every = 128;
 };
 
 class Service {
@@ -61,19 +68,31 @@ class Service {
 
  private:
   void worker_loop(int gpu, int slot);
+  // One draw of a task's sets (a folder under drawn/), removed when the last job checked against it is done.
+  struct DrawnSets {
+    std::filesystem::path folder;  // sets/ inside
+    ~DrawnSets();
+    std::string sets() const { return (folder / "sets").string(); }
+  };
+  // The task's current draw, drawn anew after opts_.drawn_every evaluations; nullptr when drawing is off.
+  std::shared_ptr<const DrawnSets> drawn_sets(const TaskRecord& task, int gpu);
+  struct TaskDraws {
+    std::mutex mu;
+    std::shared_ptr<const DrawnSets> current;
+    int uses = 0, generation = 0;
+  };
   // Slot 0's persistent worker, which keeps one task on the device between schedule jobs.
   struct PersistentWorker {
     std::unique_ptr<PlanWorkerProcess> process;
     int64_t task = -1;
     int64_t device_bytes = 0;  // held in the GPU's ledger while the process lives
+    std::shared_ptr<const DrawnSets> drawn;  // the sets it checks beside the stored ones
   };
   void run_job(const Job& job, int gpu, PersistentWorker& worker);
-  // A plan with its own sources or a built raw CUDA candidate: its code in a sandboxed process of its own, judged
-  // here (env/judge.h); finishes the job.
+  // A plan with its own sources, a built raw CUDA candidate or a ModelNew: its code in a sandboxed process of its
+  // own, judged here (env/judge.h); finishes the job.
   void run_untrusted(const Job& job, const TaskRecord& task, int gpu, const std::filesystem::path& dir);
   double trusted_copy_gbs(const TaskRecord& task, int gpu);
-  // A ModelNew: `kforge evaluate --modelnew` in a fresh sandboxed process; finishes the job.
-  void run_fresh(const Job& job, const TaskRecord& task, int gpu, SandboxOptions o);
   void add_python_env(SandboxOptions& o) const;  // after o.scratch_dir is set
   SandboxOptions job_sandbox(const std::filesystem::path& dir, const TaskRecord& task, int gpu) const;
   std::string gpu_lock(int gpu) const;
@@ -89,8 +108,11 @@ class Service {
   std::atomic<double> copy_gbs_{0};  // measured once by trusted code (a worker, or trusted_copy_gbs)
   std::mutex measure_mu_;
   std::string gpu_name_;  // with copy_gbs_, under measure_mu_
+  PythonRuntime python_;  // a ModelNew's interpreter, found at the first such job (under measure_mu_)
   std::unique_ptr<CompilePool> compile_pool_;
   std::vector<std::unique_ptr<DeviceMemoryLedger>> device_memory_;  // per GPU
+  std::mutex draws_mu_;
+  std::map<int64_t, std::unique_ptr<TaskDraws>> draws_;  // per task id
 };
 
 }  // namespace kforge

@@ -37,6 +37,24 @@ TEST(GpuLock, SecondHolderWaitsForTheFirst) {
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count(), 0.1);
 }
 
+// The judge waits for a candidate's turn with its limits still watched: the tick runs while the lock is held
+// elsewhere, and its throw ends the wait.
+TEST(GpuLock, AWaitWithATickCanBeStopped) {
+  std::string path = testing::scratch_path("kforge-gpu1.lock");
+  std::ofstream(path).flush();
+  GpuLock held(path);
+  int ticks = 0;
+  try {
+    GpuLock waiting(path, [&] {
+      if (++ticks == 3) throw UserError("past the job's time");
+    });
+    FAIL() << "took a lock held elsewhere";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()), "past the job's time");
+  }
+  EXPECT_EQ(ticks, 3);
+}
+
 TEST(GpuLock, NoPathMeansNoLockAndAMissingFileIsNamed) {
   EXPECT_NO_THROW(GpuLock none(""));
   try {

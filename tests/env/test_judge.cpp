@@ -47,9 +47,33 @@ Bundle relu_bundle() {
   return load_bundle(dir.string());
 }
 
-// Runs the judge against `candidate`, which gets the judge's task header and its two pipe ends.
-EvalResult judged(const std::function<void(const nlohmann::json& task, FrameReader& answers, int out)>& candidate) {
+void write_floats(const fs::path& path, const std::vector<float>& v) {
+  std::ofstream(path, std::ios::binary).write((const char*)v.data(), std::streamsize(v.size() * 4));
+}
+
+// The relu bundle with drawn sets (`kforge draw-sets`' layout): set kSets fresh, set kSets + 1 beyond get_inputs'
+// distribution. `edit` may change sets.json before it is read.
+Bundle relu_bundle_with_drawn(const std::function<void(nlohmann::json&)>& edit = {}) {
   Bundle b = relu_bundle();
+  fs::path dir = testing::scratch_path("judge-drawn");
+  fs::remove_all(dir);
+  nlohmann::json sets = nlohmann::json::array();
+  for (int k = 0; k < 2; ++k) {
+    fs::create_directories(dir / std::to_string(k));
+    write_floats(dir / std::to_string(k) / "in0.bin", input_of(kSets + k));
+    write_floats(dir / std::to_string(k) / "out0.bin", relu_of(input_of(kSets + k)));
+    sets.push_back({{"dir", std::to_string(k)}, {"beyond", k == 1}, {"how", k ? "signs flipped" : "fresh"}, {"strict", {1e-4}}});
+  }
+  nlohmann::json listing = {{"sets", sets}};
+  if (edit) edit(listing);
+  std::ofstream(dir / "sets.json") << listing.dump();
+  add_drawn_sets(b, dir.string());
+  return b;
+}
+
+// Runs the judge against `candidate`, which gets the judge's task header and its two pipe ends.
+EvalResult judged(const std::function<void(const nlohmann::json& task, FrameReader& answers, int out)>& candidate,
+                  Bundle b = relu_bundle()) {
   EvalOptions eo;
   eo.copy_gbs = 1000;
   TrustedJudge judge(b, eo);
@@ -84,22 +108,30 @@ void send_set(int out, int s, const std::vector<float>& y, bool after_timing = f
   write_frame(out, {{"judge", true}, {"set", s}, {"after_timing", after_timing}}, {{y.data(), y.size() * 4}});
 }
 
+// The candidate's process up to its turn on the GPU: ready, hello, the turn asked for (and, with `answers`, granted).
+void begin(int out, FrameReader* answers = nullptr) {
+  write_frame(out, {{"ready", true}});
+  write_frame(out, {{"hello", true}, {"compiled", true}});
+  write_frame(out, {{"turn", true}});
+  if (answers) answers->next(5);
+}
+
 nlohmann::json stats(double ms, int trials = 20) {
   return {{"median_ms", ms}, {"mean_ms", ms}, {"min_ms", ms}, {"trials", trials}};
 }
 
-// An honest candidate, but for `wrong_set` (-1: none), whose outputs are off.
-void honest(FrameReader& answers, int out, int wrong_set = -1) {
-  write_frame(out, {{"ready", true}});
-  write_frame(out, {{"hello", true}, {"compiled", true}});
-  for (int s = 0; s < kSets; ++s) {
+// An honest candidate, but for `wrong_set` (-1: none), whose outputs are off; `sets` sets, the check after timing
+// on `last`.
+void honest(FrameReader& answers, int out, int wrong_set = -1, int sets = kSets, int last = kSets - 1) {
+  begin(out, &answers);
+  for (int s = 0; s < sets; ++s) {
     auto y = relu_of(input_of(s));
     if (s == wrong_set) y[7] += 1.f;
     send_set(out, s, y);
     if (!answers.next(5)->header.value("relaxed", false)) return write_frame(out, {{"done", true}});
   }
   write_frame(out, {{"timed", stats(0.01)}});
-  send_set(out, kSets - 1, relu_of(input_of(kSets - 1)), true);
+  send_set(out, last, relu_of(input_of(last)), true);
   answers.next(5);
   write_frame(out, {{"done", true}, {"log", "ok"}});
 }
@@ -157,8 +189,7 @@ TEST(TrustedJudge, RejectsStepsOutOfOrder) {
   EXPECT_FALSE(r.relaxed);
   EXPECT_NE(r.log.find("a timing came before every set was judged"), std::string::npos) << r.log;
   r = judged([](const nlohmann::json&, FrameReader& a, int out) {  // set 0 twice, skipping set 1
-    write_frame(out, {{"ready", true}});
-    write_frame(out, {{"hello", true}, {"compiled", true}});
+    begin(out, &a);
     send_set(out, 0, relu_of(input_of(0)));
     a.next(5);
     send_set(out, 0, relu_of(input_of(0)));
@@ -167,10 +198,26 @@ TEST(TrustedJudge, RejectsStepsOutOfOrder) {
   EXPECT_NE(r.log.find("outputs of set 0 came where set 1 was due"), std::string::npos) << r.log;
 }
 
-TEST(TrustedJudge, RejectsOutputsOfTheWrongSize) {
+// Hack catalogue, holding or skipping the GPU's turn: the judge takes the lock for the candidate, once, and no
+// output is judged before it.
+TEST(TrustedJudge, JudgesNothingBeforeTheCandidatesTurnOnTheGpu) {
   EvalResult r = judged([](const nlohmann::json&, FrameReader&, int out) {
     write_frame(out, {{"ready", true}});
     write_frame(out, {{"hello", true}, {"compiled", true}});
+    send_set(out, 0, relu_of(input_of(0)));
+  });
+  EXPECT_FALSE(r.relaxed);
+  EXPECT_NE(r.log.find("outputs came before the candidate's turn on the GPU"), std::string::npos) << r.log;
+  r = judged([](const nlohmann::json&, FrameReader& a, int out) {
+    begin(out, &a);
+    write_frame(out, {{"turn", true}});
+  });
+  EXPECT_NE(r.log.find("a second turn on the GPU was asked for"), std::string::npos) << r.log;
+}
+
+TEST(TrustedJudge, RejectsOutputsOfTheWrongSize) {
+  EvalResult r = judged([](const nlohmann::json&, FrameReader&, int out) {
+    begin(out);
     send_set(out, 0, std::vector<float>(10, 0.f));
   });
   EXPECT_FALSE(r.relaxed);
@@ -181,8 +228,7 @@ TEST(TrustedJudge, RejectsOutputsOfTheWrongSize) {
 TEST(TrustedJudge, RejectsATimingItsClockCouldNotHaveSeen) {
   auto lying = [](nlohmann::json timed) {
     return judged([timed](const nlohmann::json&, FrameReader& a, int out) {
-      write_frame(out, {{"ready", true}});
-    write_frame(out, {{"hello", true}, {"compiled", true}});
+      begin(out, &a);
       for (int s = 0; s < kSets; ++s) send_set(out, s, relu_of(input_of(s))), a.next(5);
       write_frame(out, {{"timed", timed}});
     });
@@ -205,15 +251,13 @@ TEST(TrustedJudge, RejectsMalformedFramesWithoutCrashing) {
   });
   EXPECT_NE(r.log.find("not a JSON object"), std::string::npos) << r.log;
   r = judged([](const nlohmann::json&, FrameReader&, int out) {
-    write_frame(out, {{"ready", true}});
-    write_frame(out, {{"hello", true}, {"compiled", true}});
+    begin(out);
     write_frame(out, {{"judge", true}, {"set", "zero"}});
   });
   EXPECT_FALSE(r.relaxed);
   EXPECT_NE(r.log.find("rejected"), std::string::npos) << r.log;
   r = judged([](const nlohmann::json&, FrameReader&, int out) {
-    write_frame(out, {{"ready", true}});
-    write_frame(out, {{"hello", true}, {"compiled", true}});
+    begin(out);
     write_frame(out, {{"judge", true}, {"set", 0}, {"bytes", 1ull << 40}});
   });
   EXPECT_NE(r.log.find("at most 1048576 are expected"), std::string::npos) << r.log;
@@ -235,6 +279,53 @@ TEST(TrustedJudge, PassesOnACompileFailure) {
   });
   EXPECT_FALSE(r.compiled);
   EXPECT_EQ(r.log, "error: expected a ';'");
+}
+
+// Fresh sets count for the KernelBench-compatible verdict; a set beyond get_inputs' distribution has its own, and
+// the candidate's process is not told how it did there.
+TEST(TrustedJudge, JudgesDrawnSetsAndGivesSetsBeyondTheDistributionAVerdictOfTheirOwn) {
+  const int fresh = kSets, beyond = kSets + 1, sets = kSets + 2;
+  EvalResult r = judged([&](const nlohmann::json&, FrameReader& a, int out) { honest(a, out, -1, sets, fresh); },
+                        relu_bundle_with_drawn());
+  EXPECT_TRUE(r.strict) << r.log;
+  EXPECT_EQ(r.beyond_sets, 1);
+  EXPECT_EQ(r.distribution_verdict(), "correct beyond get_inputs' distribution");
+  r = judged([&](const nlohmann::json&, FrameReader& a, int out) { honest(a, out, beyond, sets, fresh); }, relu_bundle_with_drawn());
+  EXPECT_TRUE(r.strict) << r.log;  // the KernelBench-compatible verdict stands
+  EXPECT_GT(r.reward.reward, 0);
+  EXPECT_FALSE(r.beyond_relaxed);
+  EXPECT_EQ(r.distribution_verdict(), "correct only on get_inputs' distribution");
+  EXPECT_EQ(r.to_json()["distribution"]["verdict"], "correct only on get_inputs' distribution");
+  EXPECT_NE(r.log.find("beyond get_inputs' distribution (signs flipped): set 4: y: 1 of 1000"), std::string::npos) << r.log;
+  r = judged([&](const nlohmann::json&, FrameReader& a, int out) { honest(a, out, fresh, sets, fresh); }, relu_bundle_with_drawn());
+  EXPECT_FALSE(r.relaxed) << "a fresh set is one of get_inputs' distribution";
+  EXPECT_NE(r.log.find("set 3: y: 1 of 1000"), std::string::npos) << r.log;
+  r = judged([&](const nlohmann::json&, FrameReader& a, int out) { honest(a, out, -1, sets, beyond); }, relu_bundle_with_drawn());
+  EXPECT_FALSE(r.relaxed);
+  EXPECT_NE(r.log.find("where the check after timing on set 3 was due"), std::string::npos) << r.log;
+  nlohmann::json h = TrustedJudge(relu_bundle_with_drawn(), {}).task_header();
+  EXPECT_EQ(h["num_sets"], kSets);
+  EXPECT_EQ(h["drawn"], nlohmann::json::parse(R"([{"beyond": false}, {"beyond": true}])"));
+}
+
+TEST(DrawnSets, ANamedCauseForEveryMalformedListing) {
+  auto error_of = [](const std::function<void(nlohmann::json&)>& edit) -> std::string {
+    try {
+      relu_bundle_with_drawn(edit);
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(error_of([](nlohmann::json& l) { l["sets"][0]["beyond"] = true; }).find("holds no fresh set"), std::string::npos);
+  EXPECT_NE(error_of([](nlohmann::json& l) { l["sets"][1]["dir"] = "../sets/0"; }).find("leaves"), std::string::npos);
+  EXPECT_NE(error_of([](nlohmann::json& l) { l["sets"][1].erase("strict"); }).find("'strict'"), std::string::npos);
+  EXPECT_NE(error_of([](nlohmann::json& l) { l["sets"][1]["strict"] = {0.5}; }).find("outside"), std::string::npos);
+  EXPECT_NE(error_of([](nlohmann::json& l) { l["sets"][1]["dir"] = "7"; }).find("cannot read"), std::string::npos);
+  Bundle b = relu_bundle_with_drawn();
+  EXPECT_EQ(b.num_sets(), kSets + 2);
+  EXPECT_EQ(b.declared_sets(), kSets + 1);
+  EXPECT_EQ(b.stored_sets(), kSets);
 }
 
 // The host comparison is the Verifier's rule (env/verify.cpp's kf_compare_f32), element for element.

@@ -61,6 +61,34 @@ TEST(Sandbox, AMinimalRootShowsOnlyTheSystemAndWhatItIsGiven) {
   fs::remove_all(dir);
 }
 
+// A file given to the sandbox is opened by the caller: a private folder above it (a 0700 clone, mkdtemp's
+// folders) does not hide it from a sandbox that runs as another user, and shows nothing else of that folder.
+TEST(Sandbox, GivesAFileFromAFolderTheSandboxUserMayNotEnter) {
+  fs::path dir = fs::current_path() / ("kforge-private-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "given.bin") << "an input";
+  std::ofstream(dir / "other.bin") << "the answers";
+  fs::permissions(dir / "given.bin", fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(dir, fs::perms::owner_all);
+  SandboxOptions o = quick();
+  o.minimal_root = true;
+  o.read_only_at.push_back({(dir / "given.bin").string(), "/task/in0.bin"});
+  auto r = sh("cat /task/in0.bin; ls /task", o);
+  EXPECT_TRUE(r.ok()) << r.cause() << r.err;
+  EXPECT_NE(r.out.find("an input"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.out.find("other.bin"), std::string::npos) << r.out;
+  EXPECT_EQ(fs::status(dir / "given.bin").permissions() & fs::perms::others_read, fs::perms::others_read)
+      << "the file's own permissions are left as they were";
+  o.read_only_at = {{(dir / "missing.bin").string(), "/task/in1.bin"}};
+  try {
+    sh("true", o);
+    ADD_FAILURE() << "a missing file was given";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot show " + (dir / "missing.bin").string()), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
 TEST(Sandbox, ClearsTheEnvironmentButForWhatItPasses) {
   setenv("KFORGE_TEST_SECRET", "token-123", 1);
   SandboxOptions o = quick();

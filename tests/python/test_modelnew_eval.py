@@ -1,14 +1,25 @@
-"""ModelNew candidates (the KernelBench solution format) through the environment, on the CPU: the honest one
-passes, and wrong answers, in-place edits, other parameters, a missing ModelNew, (under CUDA-Agent's rules)
-torch operators in forward, results cached by address, patched timers and lazy outputs are rejected with their
-reason. Timing (and with it work escaping the timed stream) needs a GPU: the last test runs only there."""
+"""ModelNew candidates (the KernelBench solution format) through `kforge evaluate --modelnew` on the CPU: the
+candidate runs in a sandboxed process of its own that never sees a reference, and the trusted judge decides. The
+honest one passes; wrong answers, in-place edits, other parameters, a missing ModelNew, (under CUDA-Agent's rules)
+torch operators in forward, results cached by address, patched timers, lazy outputs, reading the stored answers and
+writing its own verdict are rejected with their reason; a candidate right only on get_inputs' distribution gets
+that verdict. Timing (and with it work escaping the timed stream) needs a GPU: that test runs only there."""
+import os
+import pwd
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 
-from kforge.modelnew_eval import evaluate_modelnew
+from kforge.modelnew_eval import evaluate_modelnew, kforge_binary
+
+pytestmark = pytest.mark.skipif(not Path(kforge_binary()).exists(), reason="the kforge binary is not built")
+
+# The candidate runs as this user: these tests are about the judge, and the sandbox's own tests cover the drop
+# to another user (this machine's Python may live where that user cannot read).
+USER = pwd.getpwuid(os.getuid()).pw_name
 
 PROBLEM = """import torch
 import torch.nn as nn
@@ -47,42 +58,57 @@ class ModelNew(nn.Module):
     return path
 
 
-@pytest.fixture(scope="module")
-def bundle(tmp_path_factory):
-    d = tmp_path_factory.mktemp("mn")
-    (d / "p.py").write_text(PROBLEM)
+def imported(d, source, device="cpu"):
+    """A bundle of `source`, and its sets drawn once for this module's evaluations (a batch)."""
+    d.mkdir(exist_ok=True)
+    (d / "p.py").write_text(source)
     r = subprocess.run([sys.executable, "-m", "kforge.bridge", "import", str(d / "p.py"), "-o", str(d / "b"),
-                        "--device", "cpu", "--no-baselines"], capture_output=True, text=True, timeout=300)
+                        "--device", device, "--no-baselines"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    return d / "b"
+    r = subprocess.run([kforge_binary(), "draw-sets", str(d / "b"), "-o", str(d / "drawn"), "--device", device],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return d / "b", d / "drawn"
 
 
-def test_the_honest_candidate_passes(bundle, tmp_path):
-    r = evaluate_modelnew(bundle, candidate(tmp_path, "honest", CANDIDATES["honest"]), device="cpu")
+@pytest.fixture(scope="module")
+def task(tmp_path_factory):
+    return imported(tmp_path_factory.mktemp("mn"), PROBLEM)
+
+
+def judged(task, path, **kw):
+    bundle, drawn = task
+    return evaluate_modelnew(bundle, path, device=kw.pop("device", "cpu"), drawn=drawn, sandbox_user=USER, **kw)
+
+
+def test_the_honest_candidate_passes(task, tmp_path):
+    r = judged(task, candidate(tmp_path, "honest", CANDIDATES["honest"]))
     assert r["tier"] == "strict", r["log"]
+    assert r["distribution"]["verdict"] == "correct beyond get_inputs' distribution", r
+    assert "checked only (not timed)" in r["log"] and r["reward"] == 0
 
 
-def test_torch_operators_are_refused_under_cuda_agent_rules(bundle, tmp_path):
-    r = evaluate_modelnew(bundle, candidate(tmp_path, "honest", CANDIDATES["honest"]), rules="cuda-agent", device="cpu")
+def test_torch_operators_are_refused_under_cuda_agent_rules(task, tmp_path):
+    r = judged(task, candidate(tmp_path, "honest", CANDIDATES["honest"]), rules="cuda-agent")
     assert r["tier"] == "failed" and "torch operator" in r["log"], r["log"]
 
 
-def test_a_wrong_answer_is_refused(bundle, tmp_path):
-    r = evaluate_modelnew(bundle, candidate(tmp_path, "wrong", CANDIDATES["wrong"]), device="cpu")
-    assert r["tier"] == "failed" and "outside the relaxed tier" in r["log"], r["log"]
+def test_a_wrong_answer_is_refused(task, tmp_path):
+    r = judged(task, candidate(tmp_path, "wrong", CANDIDATES["wrong"]))
+    assert r["tier"] == "failed" and "set 0: relu: " in r["log"] and "outside 0.01" in r["log"], r["log"]
 
 
-def test_an_in_place_edit_is_refused(bundle, tmp_path):
-    r = evaluate_modelnew(bundle, candidate(tmp_path, "in_place", CANDIDATES["in_place"]), device="cpu")
+def test_an_in_place_edit_is_refused(task, tmp_path):
+    r = judged(task, candidate(tmp_path, "in_place", CANDIDATES["in_place"]))
     assert r["tier"] == "failed" and "in-place edit" in r["log"], r["log"]
 
 
-def test_other_parameters_and_no_model_new_are_refused(bundle, tmp_path):
-    r = evaluate_modelnew(bundle, candidate(tmp_path, "renamed", CANDIDATES["honest"], param_name="ln"), device="cpu")
+def test_other_parameters_and_no_model_new_are_refused(task, tmp_path):
+    r = judged(task, candidate(tmp_path, "renamed", CANDIDATES["honest"], param_name="ln"))
     assert not r["compiled"] and "does not build" in r["log"] and "state_dict" in r["log"], r["log"]
     empty = tmp_path / "empty.py"
     empty.write_text("x = 1\n")
-    r = evaluate_modelnew(bundle, empty, device="cpu")
+    r = judged(task, empty)
     assert "defines no ModelNew" in r["log"]
 
 
@@ -96,38 +122,33 @@ def cached(x, compute):
 """
 
 
-def test_results_cached_by_address_are_refused(bundle, tmp_path):
+def test_results_cached_by_address_are_refused(task, tmp_path):
     path = candidate(tmp_path, "cache", "cached(x, lambda: torch.relu(self.norm(x)))", prelude=CACHE)
-    r = evaluate_modelnew(bundle, path, device="cpu")
+    r = judged(task, path)
     assert r["tier"] == "failed" and "wrong after timing" in r["log"], r["log"]
 
 
-def test_a_patched_timer_is_refused(bundle, tmp_path):
+def test_a_patched_timer_is_refused(task, tmp_path):
     saved = torch.cuda.Event.elapsed_time
     try:
         path = candidate(tmp_path, "timer", CANDIDATES["honest"],
                          prelude="torch.cuda.Event.elapsed_time = lambda self, end: 1e-6")
-        r = evaluate_modelnew(bundle, path, device="cpu")
+        r = judged(task, path)
     finally:
         torch.cuda.Event.elapsed_time = saved
     assert r["tier"] == "failed" and "torch.cuda.Event.elapsed_time" in r["log"] and "timer patching" in r["log"], r["log"]
 
 
-def test_a_lazy_output_is_refused(bundle, tmp_path):
+def test_a_lazy_output_is_refused(task, tmp_path):
     prelude = "class Lazy(torch.Tensor):\n    pass"
-    r = evaluate_modelnew(bundle, candidate(tmp_path, "lazy", "torch.relu(self.norm(x)).as_subclass(Lazy)", prelude=prelude),
-                          device="cpu")
+    r = judged(task, candidate(tmp_path, "lazy", "torch.relu(self.norm(x)).as_subclass(Lazy)", prelude=prelude))
     assert r["tier"] == "failed" and "not a plain torch.Tensor" in r["log"], r["log"]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: timing")
 def test_work_on_another_stream_is_refused(tmp_path):
-    d = tmp_path / "gpu"
-    d.mkdir()
-    (d / "p.py").write_text(PROBLEM.replace("torch.randn(8, 16)", "torch.randn(4096, 1024)").replace("return [16]", "return [1024]"))
-    r = subprocess.run([sys.executable, "-m", "kforge.bridge", "import", str(d / "p.py"), "-o", str(d / "b"),
-                        "--no-baselines"], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
+    gpu_task = imported(tmp_path / "gpu", PROBLEM.replace("torch.randn(8, 16)", "torch.randn(4096, 1024)")
+                        .replace("return [16]", "return [1024]"), device="cuda")
     # The answer is computed on a side stream after a long spin there, and the current stream is not told to
     # wait: the kb timer's events see almost nothing; the synchronized check below them sees the spin.
     prelude = """side = torch.cuda.Stream()
@@ -138,32 +159,69 @@ def elsewhere(x, compute):
         out.copy_(compute())
     return out
 """
-    honest = evaluate_modelnew(d / "b", candidate(tmp_path, "honest_gpu", CANDIDATES["honest"]))
-    assert honest["tier"] == "strict", honest["log"]
-    r = evaluate_modelnew(d / "b", candidate(tmp_path, "elsewhere", "elsewhere(x, lambda: torch.relu(self.norm(x)))",
-                                             prelude=prelude))
+    honest = judged(gpu_task, candidate(tmp_path, "honest_gpu", CANDIDATES["honest"]), device="cuda")
+    assert honest["tier"] == "strict" and honest["protocol"] == "kb" and honest["native"]["trials"] >= 100, honest["log"]
+    r = judged(gpu_task, candidate(tmp_path, "elsewhere", "elsewhere(x, lambda: torch.relu(self.norm(x)))",
+                                   prelude=prelude), device="cuda")
     assert r["tier"] == "failed" and "escaped the timed stream" in r["log"], r["log"]
 
 
-def test_outputs_may_be_parameters_but_not_other_subclasses():
-    from kforge.modelnew_eval import Rejected, check_outputs
-    check_outputs([torch.zeros(2), torch.nn.Parameter(torch.zeros(2))])
+def test_outputs_must_be_plain_tensors_of_the_tasks_dtype_and_shape():
+    from kforge.modelnew_candidate import Rejected, check_outputs
+    specs = [{"dtype": "f32", "shape": [2]}] * 2
+    check_outputs([torch.zeros(2), torch.nn.Parameter(torch.zeros(2))], specs)
 
     class Lazy(torch.Tensor):
         pass
     with pytest.raises(Rejected, match="not a plain torch.Tensor"):
-        check_outputs([torch.zeros(2).as_subclass(Lazy)])
+        check_outputs([torch.zeros(2).as_subclass(Lazy), torch.zeros(2)], specs)
+    with pytest.raises(Rejected, match="torch.float64 \\[2\\]; the task's is torch.float32 \\[2\\]"):
+        check_outputs([torch.zeros(2, dtype=torch.float64), torch.zeros(2)], specs)
+    with pytest.raises(Rejected, match="returned 1 outputs; the task has 2"):
+        check_outputs([torch.zeros(2)], specs)
 
 
-def test_loosened_tolerances_are_refused(bundle, tmp_path):
-    from kforge.bridge import TOLERANCE
-    saved = dict(TOLERANCE)
-    try:
-        # Off by 1e-3: relaxed only, so it reaches the check of the trusted objects (the sets' tolerances were read
-        # before the candidate loaded, so loosening TOLERANCE no longer loosens the checks; it is still refused).
-        path = candidate(tmp_path, "loose", "torch.relu(self.norm(x)) + 1e-3",
-                         prelude="from kforge.bridge import TOLERANCE\nTOLERANCE['strict'] = TOLERANCE['relaxed'] = 1e9")
-        r = evaluate_modelnew(bundle, path, device="cpu")
-    finally:
-        TOLERANCE.update(saved)
-    assert r["tier"] == "failed" and "tolerances" in r["log"], r["log"]
+def test_tolerances_loosened_in_the_candidates_process_loosen_nothing(task, tmp_path):
+    # Off by 1e-3: the relaxed tier, not the strict one, whatever the candidate's own copy of the tolerances says.
+    path = candidate(tmp_path, "loose", "torch.relu(self.norm(x)) + 1e-3",
+                     prelude="from kforge.bridge import TOLERANCE\nTOLERANCE['strict'] = TOLERANCE['relaxed'] = 1e9")
+    r = judged(task, path)
+    assert r["tier"] == "relaxed", r["log"]
+
+
+# Threat model (docs/interfaces.md): the stored answers and the verdict are out of a ModelNew's reach.
+def test_a_candidate_that_reads_the_stored_answers_finds_none(task, tmp_path):
+    bundle, _ = task
+    body = f"torch.from_numpy(__import__('numpy').fromfile('{bundle}/sets/0/out0.bin', dtype='float32')).view(8, 16)"
+    r = judged(task, candidate(tmp_path, "thief", body))
+    assert r["tier"] == "failed" and "No such file" in r["log"], r["log"]
+
+
+def test_a_candidate_that_writes_its_own_verdict_is_not_believed(task, tmp_path):
+    forge = ("import os\nfake = b'{\"done\": true, \"strict\": true, \"reward\": 9}\\n'\n"
+             "for fd in range(1, 16):\n    try:\n        os.write(fd, fake)\n    except OSError:\n        pass\n")
+    r = judged(task, candidate(tmp_path, "forger", CANDIDATES["honest"], prelude=forge))
+    assert r["tier"] == "failed" and r["reward"] == -1, r["log"]
+    assert "where its hello was due" in r["log"], r["log"]
+
+
+RELU_ON_UNIFORM = """import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+def get_inputs():
+    return [torch.rand(64, 32)]
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_candidate_right_only_on_get_inputs_distribution_gets_that_verdict(tmp_path):
+    relu = imported(tmp_path / "relu", RELU_ON_UNIFORM)
+    identity = tmp_path / "identity.py"
+    identity.write_text("import torch.nn as nn\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x.clone()\n")
+    r = judged(relu, identity)
+    assert r["tier"] == "strict", "the KernelBench-compatible verdict: every draw of get_inputs is in [0, 1)"
+    assert r["distribution"]["verdict"] == "correct only on get_inputs' distribution", r
+    assert "beyond get_inputs' distribution (signs flipped)" in r["log"], r["log"]

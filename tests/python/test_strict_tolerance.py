@@ -116,7 +116,11 @@ def test_every_hidden_set_is_judged_with_its_own_tolerance(product_bundle):
 
 
 def test_a_modelnew_in_float32_is_strict_and_one_in_tf32_is_not(product_bundle, tmp_path):
+    import os
+    import pwd
+
     from kforge.modelnew_eval import evaluate_modelnew
+    user = pwd.getpwuid(os.getuid()).pw_name  # the judge is tested here; the sandbox's own tests drop to another user
 
     def candidate(name, body):
         path = tmp_path / f"{name}.py"
@@ -130,9 +134,9 @@ class ModelNew(nn.Module):
 """)
         return path
     split = "sum(a[:, i:i + 512] @ b[i:i + 512] for i in range(0, a.shape[1], 512))"
-    r = evaluate_modelnew(product_bundle, candidate("split", split), device="cpu")
+    r = evaluate_modelnew(product_bundle, candidate("split", split), device="cpu", sandbox_user=user)
     assert r["tier"] == "strict", r["log"]
-    r = evaluate_modelnew(product_bundle, candidate("downcast", "tf32(a) @ tf32(b)"), device="cpu")
+    r = evaluate_modelnew(product_bundle, candidate("downcast", "tf32(a) @ tf32(b)"), device="cpu", sandbox_user=user)
     assert r["tier"] != "strict", r["log"]
 
 

@@ -1,0 +1,19 @@
+// The Python a ModelNew's process runs in (env/judge.h): its interpreter, and the folders it needs shown beyond a
+// sandbox's minimal root.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace kforge {
+
+struct PythonRuntime {
+  std::string exe = "python3";
+  std::vector<std::string> roots;  // its prefix and site folders outside /usr (a virtual environment, pyenv)
+  std::string kforge_dir;          // the folder holding the kforge package
+};
+
+// Asks the interpreter that the CLI and the service run ($KFORGE_PYTHON, else python3 on PATH) where it lives.
+// Throws UserError naming the cause when it cannot be run.
+PythonRuntime find_python(const std::string& kforge_dir);
+
+}  // namespace kforge
