@@ -174,7 +174,8 @@ def main() -> int:
     bundle = args.work / "bundles" / "relu4096"
     print(f"imported in {import_bundle(args, args.work / 'relu4096.py', bundle):.0f} s", flush=True)
     svc = Service(args.kforge, args.work / "service", args.out / "serve.log", "--workers", "1", "--max-queue", "2000",
-                  "--job-timeout", "60", "--memory-limit", "16384", "--compile-workers", "8", "--slots-per-gpu", "3", "--sandbox-user", args.sandbox_user)
+                  "--job-timeout", "60", "--memory-limit", "16384", "--compile-workers", "8", "--slots-per-gpu", "3", "--sandbox-user", args.sandbox_user,
+                  "--unsafe-shared")  # a machine of its own: no delegated cgroup needed
     try:
         task = svc.add_task(bundle)
         todo = candidates(args)

@@ -101,7 +101,8 @@ def main() -> int:
     print(f"imported {name} ({numel} elements per input, {import_s:.0f} s)", flush=True)
     svc = Service(args.kforge, args.work / "service", args.out / "serve.log", "--workers", "1", "--slots-per-gpu", str(args.slots),
                   "--compile-workers", "8", "--max-queue", "1000", "--job-timeout", "300", "--memory-limit", "65536",
-                  "--sandbox-user", args.sandbox_user, "--fresh-every", str(args.fresh_every))
+                  "--sandbox-user", args.sandbox_user, "--fresh-every", str(args.fresh_every),
+                  "--unsafe-shared")  # a machine of its own: no delegated cgroup needed
     rows = []
     try:
         task = svc.add_task(bundle)

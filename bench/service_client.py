@@ -53,11 +53,15 @@ class Service:
                 time.sleep(0.1)
         raise RuntimeError(f"kforge serve did not answer: see {log}")
 
-    def request(self, method: str, path: str, body=None, raw: bytes | None = None):
+    token: str | None = None  # sent as `Authorization: Bearer` when set (kforge serve --tokens)
+
+    def request(self, method: str, path: str, body=None, raw: bytes | None = None, token: str | None = None):
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
         # A JSON body says so: cpp-httplib caps bodies of the default form-urlencoded type at 8 KiB (a 413).
-        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+        headers = {"Content-Type": "application/json"}
+        if token or self.token:
+            headers["Authorization"] = f"Bearer {token or self.token}"
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=60) as r:
                 return r.status, json.loads(r.read())

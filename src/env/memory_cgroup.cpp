@@ -30,7 +30,8 @@ std::string read_text(const fs::path& p) {
 }
 }  // namespace
 
-std::unique_ptr<MemoryCgroup> MemoryCgroup::create(const std::string& parent, int64_t limit, std::string& why) {
+std::unique_ptr<MemoryCgroup> MemoryCgroup::create(const std::string& parent, int64_t limit, int64_t max_processes,
+                                                   std::string& why) {
   static std::atomic<int> counter{0};
   if (read_text(fs::path(parent) / "cgroup.subtree_control").find("memory") == std::string::npos) {
     why = parent + " is not a cgroup v2 folder with the memory controller enabled for its children";
@@ -52,6 +53,11 @@ std::unique_ptr<MemoryCgroup> MemoryCgroup::create(const std::string& parent, in
   }
   write_file(fs::path(cg->dir_) / "memory.swap.max", "0");  // absent without swap accounting: fine
   write_file(fs::path(cg->dir_) / "memory.oom.group", "1");
+  if (max_processes > 0 && fs::exists(fs::path(cg->dir_) / "pids.max") &&
+      !write_file(fs::path(cg->dir_) / "pids.max", std::to_string(max_processes))) {
+    why = "cannot set pids.max in " + cg->dir_;
+    return nullptr;
+  }
   return cg;
 }
 

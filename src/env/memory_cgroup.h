@@ -13,8 +13,10 @@ namespace kforge {
 class MemoryCgroup {
  public:
   // Creates PARENT/kforge-<pid>-<n> with memory.max = limit and memory.oom.group = 1 (an OOM kill takes
-  // the whole command). Returns null, with `why`, when the parent cannot hold it.
-  static std::unique_ptr<MemoryCgroup> create(const std::string& parent, int64_t limit_bytes, std::string& why);
+  // the whole command), and pids.max = max_processes where the parent enables the pids controller. Returns
+  // null, with `why`, when the parent cannot hold it.
+  static std::unique_ptr<MemoryCgroup> create(const std::string& parent, int64_t limit_bytes, int64_t max_processes,
+                                              std::string& why);
   ~MemoryCgroup();  // kills what is left in it and removes it
 
   // The file a forked child writes "0" into to join (before exec, while it may still write there).

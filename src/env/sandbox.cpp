@@ -48,11 +48,12 @@ std::vector<std::string> bwrap_argv(const std::vector<std::string>& argv, const 
   } else {
     a.insert(a.end(), {"--ro-bind", "/", "/"});
   }
-  a.insert(a.end(), {"--proc", "/proc", "--tmpfs", "/tmp", "--unshare-all", "--die-with-parent", "--new-session",
+  const std::string tmpfs_size = std::to_string(o.tmpfs_bytes);
+  a.insert(a.end(), {"--proc", "/proc", "--size", tmpfs_size, "--tmpfs", "/tmp", "--unshare-all", "--die-with-parent", "--new-session",
                      "--cap-drop", "ALL", "--clearenv"});
   // The GPU's device nodes, but a private /dev/shm: the host's is writable shared memory (and may hold the
   // service's own folders); what a job must read there is bound read-only below.
-  if (o.gpu) a.insert(a.end(), {"--dev-bind", "/dev", "/dev", "--tmpfs", "/dev/shm"});
+  if (o.gpu) a.insert(a.end(), {"--dev-bind", "/dev", "/dev", "--size", tmpfs_size, "--tmpfs", "/dev/shm"});
   else a.insert(a.end(), {"--dev", "/dev"});
   if (o.network) a.push_back("--share-net");
   if (o.seccomp) a.insert(a.end(), {"--seccomp", std::to_string(kSeccompFd)});
@@ -257,7 +258,7 @@ SandboxedProcess spawn_sandboxed(const std::vector<std::string>& argv, const San
   std::shared_ptr<MemoryCgroup> cgroup;
   if (!o.cgroup_parent.empty() && o.memory_bytes > 0) {
     std::string why;
-    cgroup = MemoryCgroup::create(o.cgroup_parent, o.memory_bytes, why);
+    cgroup = MemoryCgroup::create(o.cgroup_parent, o.memory_bytes, o.max_processes, why);
     if (!cgroup) throw UserError("sandbox: memory cgroup: " + why);
   }
   int seccomp_fd = o.namespaces && o.seccomp ? sandbox_seccomp_fd(filter) : -1;

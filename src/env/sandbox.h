@@ -26,7 +26,11 @@ struct SandboxOptions {
   // counting every page. "" = the watchdog. A folder that cannot hold it is an error, not a silent fallback.
   std::string cgroup_parent;
   int64_t address_space_bytes = 0;       // RLIMIT_AS, a hard bound for commands that never load CUDA; 0 = none
-  int64_t max_processes = 128;           // RLIMIT_NPROC of the sandbox user: fork bombs stop here
+  // RLIMIT_NPROC of the sandbox user (shared by every sandbox of that user), and pids.max of the command's own
+  // cgroup where there is one (this command alone): fork bombs stop here.
+  int64_t max_processes = 128;
+  // Size of the private /tmp and /dev/shm (tmpfs: memory the resident-memory watchdog does not see).
+  int64_t tmpfs_bytes = 1LL << 30;
   int64_t max_file_bytes = 1LL << 30;    // RLIMIT_FSIZE
   std::string scratch_dir;               // the one writable folder (also the working directory); "" = none
   std::vector<std::string> read_only;    // folders to show read-only even under the private /tmp

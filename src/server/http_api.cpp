@@ -30,35 +30,59 @@ std::optional<json> body_object(const httplib::Request& req, httplib::Response& 
   return j;
 }
 
-void post_task(Service& svc, const httplib::Request& req, httplib::Response& res) {
+// The caller's name from its token ("" with authentication off), or a 401 and nullopt.
+std::optional<std::string> caller(const Tokens& tokens, const httplib::Request& req, httplib::Response& res) {
+  if (!tokens.enabled()) return std::string();
+  std::optional<std::string> who = tokens.who(req.get_header_value("Authorization"));
+  if (!who) error(res, 401, "give a valid token: Authorization: Bearer TOKEN");
+  return who;
+}
+
+// A task or job of another caller reads as missing: its existence is not this caller's business.
+bool visible(const std::string& owner, const std::string& caller) { return owner == caller; }
+
+void post_task(Service& svc, const Tokens& tokens, const httplib::Request& req, httplib::Response& res) {
+  auto who = caller(tokens, req, res);
+  if (!who) return;
   auto j = body_object(req, res);
   if (!j) return;
   try {
     TaskRecord t;
-    if (j->contains("bundle") && (*j)["bundle"].is_string()) t = svc.register_bundle((*j)["bundle"]);
-    else if (j->contains("problem") && (*j)["problem"].is_string()) t = svc.import_problem((*j)["problem"]);
-    else return error(res, 400, "give \"bundle\" (a task bundle folder) or \"problem\" (a KernelBench file) as a string");
+    if (j->contains("bundle") && (*j)["bundle"].is_string()) t = svc.register_bundle((*j)["bundle"], *who);
+    else if (j->contains("problem") && (*j)["problem"].is_string()) t = svc.import_problem((*j)["problem"], *who);
+    else if (j->contains("problem_source") && (*j)["problem_source"].is_string())
+      t = svc.import_source(j->value("name", "problem"), (*j)["problem_source"], *who);
+    else
+      return error(res, 400, "give \"problem_source\" (a KernelBench file's text, with \"name\"), \"bundle\" (a task bundle "
+                             "folder) or \"problem\" (a KernelBench file) as a string");
     reply(res, 201, {{"task_id", t.id}, {"name", t.name}, {"bundle", t.bundle_dir}});
   } catch (const UserError& e) {
     error(res, 400, e.what());
   }
 }
 
-void post_job(Service& svc, const httplib::Request& req, httplib::Response& res) {
+void post_job(Service& svc, const Tokens& tokens, const httplib::Request& req, httplib::Response& res) {
+  auto who = caller(tokens, req, res);
+  if (!who) return;
   auto j = body_object(req, res);
   if (!j) return;
   if (!j->contains("task_id") || !(*j)["task_id"].is_number_integer()) return error(res, 400, "\"task_id\" (an integer) is required");
   int64_t task = (*j)["task_id"];
-  if (!svc.store().task(task)) return error(res, 404, "no task " + std::to_string(task));
+  auto record = svc.store().task(task);
+  if (!record || !visible(record->owner, *who)) return error(res, 404, "no task " + std::to_string(task));
   std::string kind = j->value("kind", "");
   if (kind != "plan" && kind != "schedule" && kind != "cuda" && kind != "modelnew")
     return error(res, 400, "\"kind\" must be \"plan\", \"schedule\", \"cuda\" or \"modelnew\"");
   if (!j->contains(kind) || !(*j)[kind].is_object()) return error(res, 400, "\"" + kind + "\" (an object) is required");
+  if (kind != "schedule" && !svc.options().untrusted_allowed)
+    return error(res, 403, "this service takes no untrusted candidates (plan, cuda, modelnew): it has no delegated cgroup "
+                           "(--memory-cgroup) to keep one job's processes and memory from another's; its operator may "
+                           "start it with --unsafe-shared");
   if ((kind == "cuda" || kind == "modelnew") && !(*j)[kind].value("source", nlohmann::json()).is_string())
     return error(res, 400, "\"" + kind + "\" needs \"source\": the " +
                                (kind == "cuda" ? ".cu text exporting kforge_forward" : "Python text defining ModelNew"));
   try {
-    int64_t id = svc.submit(task, kind, (*j)[kind].dump());
+    int64_t id = svc.submit(task, kind, (*j)[kind].dump(), *who);
     reply(res, 202, {{"job_id", id}, {"status", "queued"}});
   } catch (const Service::QueueFull& e) {
     error(res, 429, e.what());
@@ -67,18 +91,31 @@ void post_job(Service& svc, const httplib::Request& req, httplib::Response& res)
 
 }  // namespace
 
-void serve_http(Service& svc, const std::string& host, int port) {
+void serve_http(Service& svc, const Tokens& tokens, const std::string& host, int port) {
   httplib::Server srv;
   srv.set_payload_max_length(svc.options().max_body);
   srv.Get("/health", [&](const httplib::Request&, httplib::Response& res) { reply(res, 200, svc.health()); });
-  srv.Post("/tasks", [&](const httplib::Request& req, httplib::Response& res) { post_task(svc, req, res); });
-  srv.Post("/jobs", [&](const httplib::Request& req, httplib::Response& res) { post_job(svc, req, res); });
+  srv.Post("/tasks", [&](const httplib::Request& req, httplib::Response& res) { post_task(svc, tokens, req, res); });
+  srv.Post("/jobs", [&](const httplib::Request& req, httplib::Response& res) { post_job(svc, tokens, req, res); });
   srv.Get(R"(/jobs/(\d+))", [&](const httplib::Request& req, httplib::Response& res) {
+    auto who = caller(tokens, req, res);
+    if (!who) return;
     auto job = svc.store().job(std::stoll(req.matches[1]));
-    if (!job) return error(res, 404, "no job " + std::string(req.matches[1]));
+    if (!job || !visible(job->owner, *who)) return error(res, 404, "no job " + std::string(req.matches[1]));
     reply(res, 200, job->to_json());
   });
+  srv.Delete(R"(/jobs/(\d+))", [&](const httplib::Request& req, httplib::Response& res) {
+    auto who = caller(tokens, req, res);
+    if (!who) return;
+    int64_t id = std::stoll(req.matches[1]);
+    auto job = svc.store().job(id);
+    if (!job || !visible(job->owner, *who)) return error(res, 404, "no job " + std::string(req.matches[1]));
+    if (!svc.store().cancel(id)) return error(res, 409, "job " + std::to_string(id) + " is " + job->status + ": only a job not yet running is cancelled");
+    reply(res, 200, {{"job_id", id}, {"status", "cancelled"}});
+  });
   srv.Get("/jobs", [&](const httplib::Request& req, httplib::Response& res) {
+    auto who = caller(tokens, req, res);
+    if (!who) return;
     int limit = 100;
     if (req.has_param("limit")) {
       try {
@@ -88,7 +125,8 @@ void serve_http(Service& svc, const std::string& host, int port) {
       }
     }
     json out = json::array();
-    for (auto& job : svc.store().list(req.get_param_value("status"), limit)) out.push_back(job.to_json());
+    auto mine = tokens.enabled() ? std::optional<std::string>(*who) : std::nullopt;
+    for (auto& job : svc.store().list(req.get_param_value("status"), limit, mine)) out.push_back(job.to_json());
     reply(res, 200, {{"jobs", out}});
   });
   srv.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {

@@ -8,7 +8,7 @@ namespace kforge {
 namespace {
 using Stmt = SqlStatement;
 
-constexpr const char* kJobColumns = "id, task_id, kind, payload, status, result, error, created, started, finished, artifact";
+constexpr const char* kJobColumns = "id, task_id, kind, payload, status, result, error, created, started, finished, artifact, owner";
 
 Job read_job(Stmt& st) {
   Job j;
@@ -23,6 +23,7 @@ Job read_job(Stmt& st) {
   j.started = st.col_text(8);
   j.finished = st.col_text(9);
   j.artifact = st.col_text(10);
+  j.owner = st.col_text(11);
   return j;
 }
 }  // namespace
@@ -41,10 +42,17 @@ JobStore::JobStore(const std::string& path) : path_(path) {
   exec("CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, task_id INTEGER, kind TEXT, payload TEXT, "
        "status TEXT, result TEXT, error TEXT, created TEXT DEFAULT (datetime('now')), started TEXT, finished TEXT)");
   exec("CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs(status, id)");
-  sqlite3_stmt* probe = nullptr;  // job databases from before the compile stage lack the column
-  if (sqlite3_prepare_v2(db_, "SELECT artifact FROM jobs LIMIT 0", -1, &probe, nullptr) != SQLITE_OK)
-    exec("ALTER TABLE jobs ADD COLUMN artifact TEXT");
-  sqlite3_finalize(probe);
+  // Job databases from before the compile stage, or before owners, lack their columns.
+  auto add_column = [&](const char* table, const char* column) {
+    sqlite3_stmt* probe = nullptr;
+    std::string select = std::string("SELECT ") + column + " FROM " + table + " LIMIT 0";
+    if (sqlite3_prepare_v2(db_, select.c_str(), -1, &probe, nullptr) != SQLITE_OK)
+      exec(std::string("ALTER TABLE ") + table + " ADD COLUMN " + column + " TEXT");
+    sqlite3_finalize(probe);
+  };
+  add_column("jobs", "artifact");
+  add_column("jobs", "owner");
+  add_column("tasks", "owner");
   // A job that was compiling or running when the service died never finished: run it again (a built
   // candidate keeps its shared object).
   exec("UPDATE jobs SET status = CASE WHEN artifact IS NOT NULL AND artifact != '' THEN 'compiled' ELSE 'queued' END, "
@@ -56,26 +64,26 @@ JobStore::~JobStore() { sqlite3_close(db_); }
 
 void JobStore::exec(const std::string& sql) { exec_sql(db_, sql, "job database " + path_); }
 
-int64_t JobStore::add_task(const std::string& name, const std::string& bundle_dir) {
+int64_t JobStore::add_task(const std::string& name, const std::string& bundle_dir, const std::string& owner) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt st(db_, "INSERT INTO tasks (name, bundle_dir) VALUES (?, ?)");
-  st.text(1, name).text(2, bundle_dir);
+  Stmt st(db_, "INSERT INTO tasks (name, bundle_dir, owner) VALUES (?, ?, ?)");
+  st.text(1, name).text(2, bundle_dir).text(3, owner);
   sqlite3_step(st.s);
   return sqlite3_last_insert_rowid(db_);
 }
 
 std::optional<TaskRecord> JobStore::task(int64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt st(db_, "SELECT id, name, bundle_dir FROM tasks WHERE id = ?");
+  Stmt st(db_, "SELECT id, name, bundle_dir, COALESCE(owner, '') FROM tasks WHERE id = ?");
   st.integer(1, id);
   if (sqlite3_step(st.s) != SQLITE_ROW) return std::nullopt;
-  return TaskRecord{sqlite3_column_int64(st.s, 0), st.col_text(1), st.col_text(2)};
+  return TaskRecord{sqlite3_column_int64(st.s, 0), st.col_text(1), st.col_text(2), st.col_text(3)};
 }
 
-int64_t JobStore::submit(int64_t task_id, const std::string& kind, const std::string& payload) {
+int64_t JobStore::submit(int64_t task_id, const std::string& kind, const std::string& payload, const std::string& owner) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt st(db_, "INSERT INTO jobs (task_id, kind, payload, status) VALUES (?, ?, ?, 'queued')");
-  st.integer(1, task_id).text(2, kind).text(3, payload);
+  Stmt st(db_, "INSERT INTO jobs (task_id, kind, payload, status, owner) VALUES (?, ?, ?, 'queued', ?)");
+  st.integer(1, task_id).text(2, kind).text(3, payload).text(4, owner);
   if (sqlite3_step(st.s) != SQLITE_DONE) throw UserError(std::string("job database insert failed: ") + sqlite3_errmsg(db_));
   return sqlite3_last_insert_rowid(db_);
 }
@@ -128,17 +136,34 @@ std::optional<Job> JobStore::job(int64_t id) {
   return read_job(st);
 }
 
-std::vector<Job> JobStore::list(const std::string& status, int limit) {
+std::vector<Job> JobStore::list(const std::string& status, int limit, const std::optional<std::string>& owner) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs" + (status.empty() ? "" : " WHERE status = ?") +
-                    " ORDER BY id DESC LIMIT ?";
+  std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs WHERE 1" + (status.empty() ? "" : " AND status = ?") +
+                    (owner ? " AND COALESCE(owner, '') = ?" : "") + " ORDER BY id DESC LIMIT ?";
   Stmt st(db_, sql);
   int i = 1;
   if (!status.empty()) st.text(i++, status);
+  if (owner) st.text(i++, *owner);
   st.integer(i, limit);
   std::vector<Job> out;
   while (sqlite3_step(st.s) == SQLITE_ROW) out.push_back(read_job(st));
   return out;
+}
+
+int64_t JobStore::waiting(const std::string& owner) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt st(db_, "SELECT COUNT(*) FROM jobs WHERE status IN ('queued', 'compiling', 'compiled') AND COALESCE(owner, '') = ?");
+  st.text(1, owner);
+  sqlite3_step(st.s);
+  return sqlite3_column_int64(st.s, 0);
+}
+
+bool JobStore::cancel(int64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt st(db_, "UPDATE jobs SET status = 'cancelled', finished = datetime('now') WHERE id = ? AND status IN ('queued', 'compiled')");
+  st.integer(1, id);
+  sqlite3_step(st.s);
+  return sqlite3_changes(db_) > 0;
 }
 
 int64_t JobStore::count(const std::string& status) {

@@ -30,6 +30,13 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   s->add_option("--gpu-memory-gib", a.gpu_memory_gib, "device memory one GPU's evaluations may hold together (default: 90% of the GPU's)");
   s->add_option("--max-body", a.max_body, "largest request body in bytes (413 beyond)");
   s->add_option("--sandbox-user", a.sandbox_user, "user the sandboxed jobs run as (needs read access to python and torch)");
+  s->add_option("--tokens", a.tokens, "file of 'NAME TOKEN' lines: every request needs Authorization: Bearer TOKEN, and a "
+                "caller sees only its own tasks and jobs (required with a --host beyond loopback)");
+  s->add_option("--data-root", a.data_root, "the folder bundle and problem paths must lie in (otherwise: any path without "
+                "--tokens, none with them; problems can always be uploaded as text)");
+  s->add_option("--max-queue-per-token", a.max_queue_per_token, "jobs one caller may have waiting (0: only --max-queue)");
+  s->add_flag("--unsafe-shared", a.unsafe_shared, "take untrusted candidates without --memory-cgroup: their jobs then share "
+              "the sandbox user's process limit and the memory watchdog's polling gaps");
   return s;
 }
 
@@ -61,6 +68,18 @@ int run_serve(const ServeArgs& a, const char* argv0) {
   o.compile_workers = a.compile_workers;
   o.slots_per_gpu = a.slots_per_gpu;
   o.drawn_every = a.drawn_every;
+  Tokens tokens = a.tokens.empty() ? Tokens() : Tokens::load(a.tokens);
+  if (!tokens.enabled() && !is_loopback(a.host))
+    throw UserError("--host " + a.host + " listens beyond this machine: give --tokens FILE (the API would be open to anyone)");
+  o.data_root = a.data_root;
+  o.paths_anywhere = !tokens.enabled();
+  o.max_queue_per_owner = a.max_queue_per_token;
+  o.untrusted_allowed = !a.memory_cgroup.empty() || a.unsafe_shared;
+  if (a.memory_cgroup.empty())
+    std::cerr << "kforge serve: no delegated cgroup (--memory-cgroup): "
+              << (a.unsafe_shared ? "untrusted jobs share the sandbox user's limits (--unsafe-shared)"
+                                  : "untrusted kinds (plan, cuda, modelnew) are refused; --unsafe-shared takes them")
+              << std::endl;
   o.gpu_memory_bytes = a.gpu_memory_gib > 0 ? int64_t(a.gpu_memory_gib * double(1 << 30)) : default_gpu_memory(a.workers);
   passwd* pw = getpwnam(a.sandbox_user.c_str());
   if (!pw) throw UserError("no user '" + a.sandbox_user + "' for the sandbox");
@@ -69,7 +88,7 @@ int run_serve(const ServeArgs& a, const char* argv0) {
   Service service(o);
   std::cerr << "kforge serve: http://" << a.host << ":" << a.port << " (" << a.workers << " worker(s), "
             << service.health()["queued"] << " queued job(s))" << std::endl;
-  serve_http(service, a.host, a.port);
+  serve_http(service, tokens, a.host, a.port);
   return 0;
 }
 

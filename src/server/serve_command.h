@@ -14,6 +14,9 @@ struct ServeArgs {
   double job_timeout_s = 300;
   size_t max_body = 8 << 20;
   std::string sandbox_user = "nobody", memory_cgroup;
+  std::string tokens, data_root;
+  int64_t max_queue_per_token = 0;
+  bool unsafe_shared = false;
 };
 
 CLI::App* add_serve_command(CLI::App& app, ServeArgs& a);

@@ -11,6 +11,7 @@
 #include "env/verify.h"
 #include "ir/error.h"
 #include "runtime/compiler.h"
+#include "server/access.h"
 
 namespace kforge {
 
@@ -82,21 +83,35 @@ nlohmann::json Service::health() {
           {"max_queue", opts_.max_queue}, {"requeued_on_start", store_.requeued_on_open()}};
 }
 
-TaskRecord Service::register_bundle(const std::string& bundle_dir) {
-  Bundle b = load_bundle(bundle_dir);  // throws UserError naming what is wrong
-  std::string dir = fs::absolute(bundle_dir).string();
-  // Jobs read the bundle as the sandbox user: refuse now what every job would fail on later.
-  SandboxOptions o = opts_.sandbox;
-  o.timeout_s = 30;
-  o.read_only.push_back(dir);
-  SandboxResult r = run_sandboxed({"test", "-r", dir + "/task.json"}, o);
-  if (!r.ok())
-    throw UserError("bundle " + dir + " is not readable by the sandbox user (uid " + std::to_string(o.uid) +
-                    "): make it and the folders above it readable and searchable" + (r.err.empty() ? "" : " (" + tail(r.err, 300) + ")"));
-  return {store_.add_task(b.name(), dir), b.name(), dir};
+std::string Service::allowed_path(const std::string& path) const {
+  if (opts_.data_root.empty() && !opts_.paths_anywhere)
+    throw UserError("this service takes no paths on its disk (no --data-root): upload the problem as \"problem_source\"");
+  return resolved_within(opts_.data_root, path);
 }
 
-TaskRecord Service::import_problem(const std::string& problem_path) {
+TaskRecord Service::register_bundle(const std::string& bundle_path, const std::string& owner) {
+  return register_imported(allowed_path(bundle_path), owner);
+}
+
+TaskRecord Service::import_source(const std::string& name, const std::string& source, const std::string& owner) {
+  bool plain = !name.empty() && name.size() <= 100 &&
+               name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == std::string::npos;
+  if (!plain) throw UserError("\"name\" must be 1-100 letters, digits, '_' or '-'");
+  char tmpl[] = "upload-XXXXXX";
+  fs::path uploads = scratch(fs::absolute(fs::path(opts_.work_dir) / "uploads"));
+  std::string dir = (uploads / tmpl).string();
+  if (!mkdtemp(dir.data())) throw UserError("cannot make a folder for the upload");
+  fs::permissions(dir, fs::perms(0755));
+  fs::path file = fs::path(dir) / (name + ".py");
+  std::ofstream(file) << source;
+  return import_file(file.string(), owner);
+}
+
+TaskRecord Service::import_problem(const std::string& problem_path, const std::string& owner) {
+  return import_file(allowed_path(problem_path), owner);
+}
+
+TaskRecord Service::import_file(const std::string& problem_path, const std::string& owner) {
   if (!fs::is_regular_file(problem_path)) throw UserError("problem file " + problem_path + " does not exist");
   std::string name = fs::path(problem_path).stem().string();
   fs::path dir = scratch(fs::path(opts_.work_dir) / "imports" / (name + "-" + std::to_string(std::hash<std::string>{}(problem_path) % 100000)));
@@ -109,13 +124,30 @@ TaskRecord Service::import_problem(const std::string& problem_path) {
   SandboxResult r = run_sandboxed({"python3", "-m", "kforge.bridge", "import", fs::absolute(problem_path).string(),
                                    "-o", (fs::absolute(out)).string()}, o);
   if (!r.ok()) throw UserError("importing " + problem_path + " failed (" + r.cause() + "):\n" + tail(r.err));
-  return register_bundle(out.string());
+  return register_imported(out.string(), owner);
 }
 
-int64_t Service::submit(int64_t task_id, const std::string& kind, const std::string& payload) {
+TaskRecord Service::register_imported(const std::string& bundle_dir, const std::string& owner) {
+  Bundle b = load_bundle(bundle_dir);  // throws UserError naming what is wrong
+  std::string dir = fs::absolute(bundle_dir).string();
+  // Jobs read the bundle as the sandbox user: refuse now what every job would fail on later.
+  SandboxOptions o = opts_.sandbox;
+  o.timeout_s = 30;
+  o.read_only.push_back(dir);
+  SandboxResult r = run_sandboxed({"test", "-r", dir + "/task.json"}, o);
+  if (!r.ok())
+    throw UserError("bundle " + dir + " is not readable by the sandbox user (uid " + std::to_string(o.uid) +
+                    "): make it and the folders above it readable and searchable" + (r.err.empty() ? "" : " (" + tail(r.err, 300) + ")"));
+  return {store_.add_task(b.name(), dir, owner), b.name(), dir, owner};
+}
+
+int64_t Service::submit(int64_t task_id, const std::string& kind, const std::string& payload, const std::string& owner) {
   if (store_.count("queued") + store_.count("compiling") + store_.count("compiled") >= opts_.max_queue)
     throw QueueFull("the queue holds " + std::to_string(opts_.max_queue) + " jobs; retry later");
-  int64_t id = store_.submit(task_id, kind, payload);
+  if (opts_.max_queue_per_owner > 0 && store_.waiting(owner) >= opts_.max_queue_per_owner)
+    throw QueueFull("your jobs waiting in the queue are at this service's bound (" + std::to_string(opts_.max_queue_per_owner) +
+                    "); retry later");
+  int64_t id = store_.submit(task_id, kind, payload, owner);
   cv_.notify_one();
   return id;
 }

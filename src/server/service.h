@@ -48,6 +48,14 @@ struct ServiceOptions {
   // Evaluations of a task checked against one draw of fresh sets (and sets beyond get_inputs' distribution,
   // python/kforge/drawn_sets.py) before the next is drawn; 0: the stored sets only.
   int drawn_every = 128;
+  // Bundle and problem paths a request may name: inside this folder ("" and `paths_anywhere`: any path, a
+  // service on one's own machine; "" otherwise: none, problems are uploaded as text).
+  std::string data_root;
+  bool paths_anywhere = true;
+  int64_t max_queue_per_owner = 0;  // jobs waiting per caller (token) beyond which its new ones get 429; 0: none
+  // Untrusted kinds (plan, cuda, modelnew) share the machine's limits with each other unless every job has a cgroup
+  // of its own (sandbox.cgroup_parent): without one they are taken only when the operator says so.
+  bool untrusted_allowed = true;
 };
 
 class Service {
@@ -57,11 +65,13 @@ class Service {
   JobStore& store() { return store_; }
   const ServiceOptions& options() const { return opts_; }
   nlohmann::json health();
-  // Imports a problem file (sandboxed: it is user code) into tasks/<n>/ and registers it.
-  TaskRecord import_problem(const std::string& problem_path);
-  TaskRecord register_bundle(const std::string& bundle_dir);
-  // Queues a job; throws QueueFull when the queue is at its bound.
-  int64_t submit(int64_t task_id, const std::string& kind, const std::string& payload);
+  // Imports a problem file (sandboxed: it is user code) into imports/ and registers it for `owner`.
+  TaskRecord import_problem(const std::string& problem_path, const std::string& owner = "");
+  // The same for a problem uploaded as text (`name`: its file's stem).
+  TaskRecord import_source(const std::string& name, const std::string& source, const std::string& owner = "");
+  TaskRecord register_bundle(const std::string& bundle_dir, const std::string& owner = "");
+  // Queues a job; throws QueueFull when the queue, or `owner`'s share of it, is at its bound.
+  int64_t submit(int64_t task_id, const std::string& kind, const std::string& payload, const std::string& owner = "");
   struct QueueFull : std::runtime_error {
     using std::runtime_error::runtime_error;
   };
@@ -96,6 +106,9 @@ class Service {
   void add_python_env(SandboxOptions& o) const;  // after o.scratch_dir is set
   SandboxOptions job_sandbox(const std::filesystem::path& dir, const TaskRecord& task, int gpu) const;
   std::string gpu_lock(int gpu) const;
+  std::string allowed_path(const std::string& path) const;  // resolved, and inside the data root; or UserError
+  TaskRecord import_file(const std::string& problem_path, const std::string& owner);
+  TaskRecord register_imported(const std::string& bundle_dir, const std::string& owner);
 
   ServiceOptions opts_;
   JobStore store_;

@@ -89,6 +89,16 @@ TEST(Sandbox, GivesAFileFromAFolderTheSandboxUserMayNotEnter) {
   fs::remove_all(dir);
 }
 
+// Hack catalogue, filling memory through tmpfs: the resident-memory watchdog does not see a file in /tmp or
+// /dev/shm, so their size is bounded.
+TEST(Sandbox, BoundsTheSizeOfItsPrivateTmp) {
+  SandboxOptions o = quick();
+  o.tmpfs_bytes = 1 << 20;
+  auto r = sh("head -c 4194304 /dev/zero > /tmp/fill; echo status $?; ls -l /tmp/fill", o);
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.out.find("4194304"), std::string::npos) << r.out;
+}
+
 TEST(Sandbox, ClearsTheEnvironmentButForWhatItPasses) {
   setenv("KFORGE_TEST_SECRET", "token-123", 1);
   SandboxOptions o = quick();

@@ -59,7 +59,7 @@ def workdir():
 
 @pytest.fixture()
 def server(workdir):
-    s = Server(workdir, "--workers", "1", "--max-body", "100000")
+    s = Server(workdir, "--workers", "1", "--max-body", "100000", "--unsafe-shared")
     yield s
     s.kill()
 
@@ -68,6 +68,18 @@ def test_unreachable_service_folder_is_refused_at_start(tmp_path):
     r = subprocess.run([str(KFORGE), "serve", "--port", str(free_port()), "--dir", str(tmp_path / "private")],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "not reachable by the sandbox user" in r.stderr, r.stderr
+
+
+def test_untrusted_kinds_need_a_cgroup_per_job_or_the_operators_word(workdir, bundle):
+    s = Server(workdir, "--workers", "0")
+    try:
+        task = s.post("/tasks", {"bundle": str(bundle)})[1]["task_id"]
+        for kind in ("plan", "cuda", "modelnew"):
+            got, body = s.post("/jobs", {"task_id": task, "kind": kind, kind: {"source": "x"}})
+            assert got == 403 and "--unsafe-shared" in body["error"], body
+        assert s.post("/jobs", {"task_id": task, "kind": "schedule", "schedule": {}})[0] == 202
+    finally:
+        s.kill()
 
 
 def test_health(server):
@@ -94,7 +106,7 @@ def test_bad_task_requests(server, tmp_path, bundle):
     got, body = server.post("/tasks", {"bundle": str(private)})
     assert got == 400 and "not readable by the sandbox user" in body["error"], body
     got, body = server.post("/tasks", {"nothing": 1})
-    assert got == 400 and "give \"bundle\"" in body["error"]
+    assert got == 400 and "give \"problem_source\"" in body["error"]
     got, body = server.post("/tasks", {"problem": str(tmp_path / "missing.py")})
     assert got == 400 and "does not exist" in body["error"]
 
@@ -203,7 +215,7 @@ def test_a_modelnew_job_sees_the_problem_it_is_checked_against(workdir, bundle):
     # As root inside the sandbox: the job's Python must import torch, which this machine may keep in a
     # folder the user nobody cannot read. What is tested is the sandbox's view of the problem file.
     # Without a GPU nothing can be drawn for the job (--fresh-every 0), and its process fails for want of a driver.
-    s = Server(workdir, "--workers", "1", "--sandbox-user", "root", *([] if os.path.exists("/dev/nvidia0") else ["--fresh-every", "0"]))
+    s = Server(workdir, "--workers", "1", "--sandbox-user", "root", "--unsafe-shared", *([] if os.path.exists("/dev/nvidia0") else ["--fresh-every", "0"]))
     try:
         task = s.post("/tasks", {"bundle": str(bundle)})[1]["task_id"]
         source = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.softmax(x, dim=1)\n"
