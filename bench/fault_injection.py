@@ -175,7 +175,10 @@ def main() -> int:
     print(f"imported in {import_bundle(args, args.work / 'relu4096.py', bundle):.0f} s", flush=True)
     svc = Service(args.kforge, args.work / "service", args.out / "serve.log", "--workers", "1", "--max-queue", "2000",
                   "--job-timeout", "60", "--memory-limit", "16384", "--compile-workers", "8", "--slots-per-gpu", "3", "--sandbox-user", args.sandbox_user,
-                  "--unsafe-shared")  # a machine of its own: no delegated cgroup needed
+                  "--unsafe-shared",  # a machine of its own: no delegated cgroup needed
+                  # each slot's untrusted jobs as a user id of their own (where the sandbox drops to nobody, any
+                  # unused id reads what nobody reads)
+                  *(["--sandbox-uid-base", "200000"] if args.sandbox_user == "nobody" else []))
     try:
         task = svc.add_task(bundle)
         todo = candidates(args)

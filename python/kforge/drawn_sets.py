@@ -4,7 +4,7 @@ Input sets drawn for one batch of evaluations, beside a bundle's stored ones (do
 - fresh: get_inputs() under a seed from the OS's CSPRNG (problem.random_seed), used once and written nowhere, so
   no candidate can have met these inputs or their answers before it runs: stored answers, learned or stolen, do
   not help on them;
-- beyond: the fresh draw moved past get_inputs' distribution (signs flipped; shifted and scaled; a few zeros),
+- beyond: the fresh draw moved past get_inputs' distribution (signs flipped; shifted and scaled with a few zeros),
   each kept only where the reference stays finite and the model accepts it. A candidate right on get_inputs'
   draws and wrong here gets a verdict of its own ("correct only on get_inputs' distribution") beside the
   KernelBench-compatible one: uniform [0, 1) inputs make ReLU the identity, and only these sets tell them apart.
@@ -46,8 +46,13 @@ def a_few_zeros(t: torch.Tensor, g: torch.Generator) -> torch.Tensor:
     return t * keep
 
 
-BEYOND = [("signs flipped", signs_flipped), ("shifted and scaled (3x - 1)", shifted_and_scaled),
-          ("a few zeros", a_few_zeros)]
+def shifted_scaled_with_zeros(t: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    return a_few_zeros(shifted_and_scaled(t, g), g)
+
+
+# Two sets, not one per transform: every set is held on the device beside the stored ones, and the largest tasks
+# are the ones that come near the GPU's memory.
+BEYOND = [("signs flipped", signs_flipped), ("shifted and scaled (3x - 1), a few zeros", shifted_scaled_with_zeros)]
 
 
 def model_with_bundle_params(problem, task: dict, bundle, device: str) -> torch.nn.Module:

@@ -1,6 +1,7 @@
 #include "server/serve_command.h"
 
 #include <pwd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -35,6 +36,8 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   s->add_option("--data-root", a.data_root, "the folder bundle and problem paths must lie in (otherwise: any path without "
                 "--tokens, none with them; problems can always be uploaded as text)");
   s->add_option("--max-queue-per-token", a.max_queue_per_token, "jobs one caller may have waiting (0: only --max-queue)");
+  s->add_option("--sandbox-uid-base", a.sandbox_uid_base, "untrusted jobs of evaluation slot i run as user id N + i (ids "
+                "no one else uses; files they write are theirs): one job's processes never count against another's limit");
   s->add_flag("--unsafe-shared", a.unsafe_shared, "take untrusted candidates without --memory-cgroup: their jobs then share "
               "the sandbox user's process limit and the memory watchdog's polling gaps");
   return s;
@@ -75,6 +78,8 @@ int run_serve(const ServeArgs& a, const char* argv0) {
   o.paths_anywhere = !tokens.enabled();
   o.max_queue_per_owner = a.max_queue_per_token;
   o.untrusted_allowed = !a.memory_cgroup.empty() || a.unsafe_shared;
+  o.sandbox_uid_base = a.sandbox_uid_base;
+  if (a.sandbox_uid_base > 0 && getuid() != 0) throw UserError("--sandbox-uid-base needs the service to run as root (it switches users)");
   if (a.memory_cgroup.empty())
     std::cerr << "kforge serve: no delegated cgroup (--memory-cgroup): "
               << (a.unsafe_shared ? "untrusted jobs share the sandbox user's limits (--unsafe-shared)"

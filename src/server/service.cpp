@@ -174,7 +174,7 @@ void Service::worker_loop(int gpu, int slot) {
     }
     ++busy_;
     try {
-      run_job(*job, gpu, worker);
+      run_job(*job, gpu, slot, worker);
     } catch (const std::exception& e) {  // the service outlives any job
       store_.finish(job->id, false, "", std::string("worker error: ") + e.what());
     }
@@ -229,7 +229,7 @@ std::shared_ptr<const Service::DrawnSets> Service::drawn_sets(const TaskRecord& 
   return fresh;
 }
 
-void Service::run_job(const Job& job, int gpu, PersistentWorker& worker) {
+void Service::run_job(const Job& job, int gpu, int slot, PersistentWorker& worker) {
   auto task = store_.task(job.task_id);
   if (!task) {
     store_.finish(job.id, false, "", "task " + std::to_string(job.task_id) + " no longer exists");
@@ -239,7 +239,7 @@ void Service::run_job(const Job& job, int gpu, PersistentWorker& worker) {
   // Read from the bundle only where a process is about to upload it: not on a persistent worker's every job.
   if (job.kind != "schedule") {
     fs::path dir = scratch(fs::absolute(fs::path(opts_.work_dir) / "jobs" / std::to_string(job.id)));
-    return run_untrusted(job, *task, gpu, dir);
+    return run_untrusted(job, *task, gpu, slot, dir);
   }
   std::shared_ptr<const DrawnSets> drawn = drawn_sets(*task, gpu);
   // One task on the device at a time, with one draw of its sets: a new draw reloads it.
@@ -279,7 +279,7 @@ double Service::trusted_copy_gbs(const TaskRecord& task, int gpu) {
   return copy_gbs_;
 }
 
-void Service::run_untrusted(const Job& job, const TaskRecord& task, int gpu, const fs::path& dir) {
+void Service::run_untrusted(const Job& job, const TaskRecord& task, int gpu, int slot, const fs::path& dir) {
   std::string path;
   CandidateKind kind;
   if (job.kind == "plan") {
@@ -302,13 +302,14 @@ void Service::run_untrusted(const Job& job, const TaskRecord& task, int gpu, con
     return;
   }
   UntrustedRunOptions u;
+  u.sandbox = opts_.sandbox;
+  if (opts_.sandbox_uid_base > 0) u.sandbox.uid = opts_.sandbox_uid_base + uint32_t(gpu * std::max(1, opts_.slots_per_gpu) + slot);
   if (kind == CandidateKind::modelnew) {
     u.rules = nlohmann::json::parse(job.payload).value("rules", "none");
     std::lock_guard<std::mutex> lock(measure_mu_);
     if (python_.kforge_dir.empty()) python_ = find_python(opts_.python_dir);  // once: it runs the interpreter
     u.python = python_;
   }
-  u.sandbox = opts_.sandbox;
   u.sandbox.scratch_dir = dir.string();
   if (opts_.workers > 1) u.sandbox.env.push_back({"CUDA_VISIBLE_DEVICES", std::to_string(gpu)});
   u.kforge_exe = opts_.kforge_exe;

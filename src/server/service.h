@@ -56,6 +56,10 @@ struct ServiceOptions {
   // Untrusted kinds (plan, cuda, modelnew) share the machine's limits with each other unless every job has a cgroup
   // of its own (sandbox.cgroup_parent): without one they are taken only when the operator says so.
   bool untrusted_allowed = true;
+  // Untrusted jobs of evaluation slot i (over all GPUs) run as user id base + i, so that one job's processes do
+  // not count against another's process limit (RLIMIT_NPROC is per user). 0: every job runs as sandbox.uid.
+  // The persistent worker, the draws of fresh sets and the compile pool stay sandbox.uid.
+  uint32_t sandbox_uid_base = 0;
 };
 
 class Service {
@@ -98,10 +102,10 @@ class Service {
     int64_t device_bytes = 0;  // held in the GPU's ledger while the process lives
     std::shared_ptr<const DrawnSets> drawn;  // the sets it checks beside the stored ones
   };
-  void run_job(const Job& job, int gpu, PersistentWorker& worker);
+  void run_job(const Job& job, int gpu, int slot, PersistentWorker& worker);
   // A plan with its own sources, a built raw CUDA candidate or a ModelNew: its code in a sandboxed process of its
   // own, judged here (env/judge.h); finishes the job.
-  void run_untrusted(const Job& job, const TaskRecord& task, int gpu, const std::filesystem::path& dir);
+  void run_untrusted(const Job& job, const TaskRecord& task, int gpu, int slot, const std::filesystem::path& dir);
   double trusted_copy_gbs(const TaskRecord& task, int gpu);
   void add_python_env(SandboxOptions& o) const;  // after o.scratch_dir is set
   SandboxOptions job_sandbox(const std::filesystem::path& dir, const TaskRecord& task, int gpu) const;

@@ -99,6 +99,17 @@ TEST(Sandbox, BoundsTheSizeOfItsPrivateTmp) {
   EXPECT_EQ(r.out.find("4194304"), std::string::npos) << r.out;
 }
 
+// The service's evaluation slots run as user ids of their own (--sandbox-uid-base): no account is needed, and the
+// process limit, which counts per user, is then each slot's own.
+TEST(Sandbox, RunsAsAUserIdWithoutAnAccount) {
+  if (geteuid() != 0) GTEST_SKIP() << "not root: the sandbox runs as this user";
+  SandboxOptions o = quick();
+  o.uid = 300123;
+  auto r = sh("id -u", o);
+  EXPECT_TRUE(r.ok()) << r.cause() << r.err;
+  EXPECT_EQ(r.out, "300123\n");
+}
+
 TEST(Sandbox, ClearsTheEnvironmentButForWhatItPasses) {
   setenv("KFORGE_TEST_SECRET", "token-123", 1);
   SandboxOptions o = quick();
