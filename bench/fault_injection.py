@@ -128,7 +128,8 @@ def candidates(args):
         "reads_answers_at_build": (expect_rejected("cannot open source file", "No such file"), False),
         "reads_answers_at_run": (expect_rejected("returned 21"), False),
         "reads_the_job_database": (expect_rejected("returned 22"), False),
-        "writes_its_verdict": (expect_rejected("before its evaluation did"), False),
+        # Its forged frames come where the judge waits for the next step: "unexpected frame" once it loads in its turn.
+        "writes_its_verdict": (expect_rejected("before its evaluation did", "unexpected frame"), False),
     }
     counts = {"honest": args.raw_good, "hang": args.hangs, "memory_hog": args.hogs}
     for name, source in {**RAW, **answer_thieves(args.work / "bundles" / "relu4096", args.work / "service")}.items():

@@ -43,6 +43,8 @@ class FrameReader {
   std::string* side_;
   size_t side_max_;
   std::string buf_;
+  std::vector<char> chunk_;  // one read's bytes
+  double last_tick_s_ = 0;
   bool eof_ = false;
 };
 

@@ -26,10 +26,38 @@ fs::path scratch(const fs::path& p) {
   fs::permissions(p, fs::perms::all);
   return p;
 }
+
+// Copies of the kforge binary and Python package into the service folder where the sandbox user cannot reach
+// them: a clone in a private folder (mode 0700, as `mktemp -d` or a home directory gives) keeps its build from
+// that user, and the service folder is one it must reach anyway.
+void stage_runtime(ServiceOptions& o) {
+  fs::path runtime = fs::absolute(fs::path(o.work_dir) / "runtime");
+  auto readable = [](const fs::path& p) {  // read by all; searched or run by all where its owner may
+    std::error_code ec;
+    bool runs = fs::is_directory(p) || (fs::status(p).permissions() & fs::perms::owner_exec) != fs::perms::none;
+    fs::permissions(p, runs ? fs::perms(0755) : fs::perms(0644), ec);
+  };
+  if (!o.kforge_exe.empty() && !reachable_by(o.sandbox.uid, o.kforge_exe)) {
+    scratch(runtime);
+    fs::copy_file(o.kforge_exe, runtime / "kforge", fs::copy_options::overwrite_existing);
+    readable(runtime / "kforge");
+    o.kforge_exe = (runtime / "kforge").string();
+  }
+  if (!o.python_dir.empty() && fs::is_directory(fs::path(o.python_dir) / "kforge") && !reachable_by(o.sandbox.uid, o.python_dir)) {
+    fs::path to = runtime / "python";
+    fs::remove_all(to);
+    fs::create_directories(to);
+    fs::copy(fs::path(o.python_dir) / "kforge", to / "kforge", fs::copy_options::recursive);
+    readable(to);
+    for (const auto& e : fs::recursive_directory_iterator(to)) readable(e.path());
+    o.python_dir = to.string();
+  }
+}
 }  // namespace
 
 Service::Service(ServiceOptions opts) : opts_(std::move(opts)), store_((scratch(opts_.work_dir) / "jobs.db").string()) {
   signal(SIGPIPE, SIG_IGN);  // a worker that died mid-job is a failed write, not the service's end
+  stage_runtime(opts_);
   // The sandbox's /tmp is private: the kforge binary and the Python bridge stay visible wherever they live.
   for (const std::string& p : {fs::path(opts_.kforge_exe).parent_path().string(), opts_.python_dir})
     if (!p.empty() && fs::exists(p)) opts_.sandbox.read_only.push_back(p);

@@ -229,3 +229,24 @@ def test_a_modelnew_job_sees_the_problem_it_is_checked_against(workdir, bundle):
             assert j["status"] == "failed" and "NVIDIA driver" in j["error"], text
     finally:
         s.kill()
+
+
+def test_a_build_in_a_private_folder_is_staged_where_the_sandbox_user_reads_it(workdir, bundle, tmp_path):
+    private = tmp_path / "clone" / "build"  # pytest's folders are 0700, as `mktemp -d` and home folders are
+    private.mkdir(parents=True)
+    os.chmod(tmp_path / "clone", 0o700)
+    shutil.copy2(KFORGE, private / "kforge")
+    workdir.parent.mkdir(parents=True, exist_ok=True)
+    s = Service(str(private / "kforge"), workdir, workdir.parent / "serve-private.log", "--workers", "1", "--fresh-every", "0")
+    try:
+        assert (workdir / "runtime" / "kforge").exists()
+        task = s.post("/tasks", {"bundle": str(bundle)})[1]["task_id"]
+        j = wait_for(s, s.post("/jobs", {"task_id": task, "kind": "schedule", "schedule": {}})[1]["job_id"])
+        text = json.dumps(j)
+        assert str(private) not in text, text
+        if not os.path.exists("/dev/nvidia0"):  # the staged binary ran as the sandbox user, and found no driver
+            assert j["status"] == "failed" and "kforge: error: no CUDA driver" in j["error"], text
+        else:
+            assert j["status"] == "done", text
+    finally:
+        s.kill()
