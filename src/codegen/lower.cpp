@@ -71,6 +71,11 @@ Schedule explicit_schedule(const Graph& graph, const Schedule& s) {
 }
 
 Plan lower(const Graph& graph, const Schedule& schedule, const LowerOptions& opts) {
+  for (const Node& n : graph.nodes)
+    if (n.op == "opaque")
+      throw UserError("this task's model is kept whole: kforge's importer could not follow it (" +
+                      n.attrs.value("why", std::string("no reason given")) +
+                      "), so kforge's generator has nothing to lower; ModelNew and raw CUDA candidates are judged against it");
   Graph prim = primitive_graph(graph);
   Partition part = partition(prim, schedule.fuse_rows);
   if (opts.dump_ir) std::cerr << graph_to_json(prim).dump(1) << "\n";

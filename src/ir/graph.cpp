@@ -66,7 +66,6 @@ std::vector<int> Graph::use_counts() const {
   return uses;
 }
 
-namespace {
 TensorType type_from_json(const json& j, const std::string& what) {
   if (!j.contains("shape") || !j["shape"].is_array())
     throw UserError(what + ": needs a 'shape' list");
@@ -79,6 +78,7 @@ TensorType type_from_json(const json& j, const std::string& what) {
   }
   return t;
 }
+namespace {
 json type_to_json(const TensorType& t) { return {{"dtype", to_string(t.dtype)}, {"shape", t.shape}}; }
 }  // namespace
 

@@ -44,6 +44,8 @@ struct Graph {
 };
 
 Graph graph_from_json(const json& j);  // checks names and argument order, then infers types
+// {"dtype", "shape"} of a value; throws UserError naming `what` where it is malformed.
+TensorType type_from_json(const json& j, const std::string& what);
 json graph_to_json(const Graph& g);
 
 }  // namespace kforge

@@ -160,6 +160,10 @@ int64_t pooled_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int
 
 TensorType infer_type(const Graph& g, const Node& n) {
   const std::string& op = n.op;
+  if (op == "opaque") {  // one output of a model kept whole (python/kforge/opaque.py): its type is stated
+    if (!n.attrs.contains("shape") || !n.attrs["shape"].is_array()) fail(n, "an opaque output states its shape");
+    return type_from_json(n.attrs, "opaque output '" + n.name + "'");
+  }
   if (op == "const") {
     need_args(n, 0, 0);
     n.attr_f("value");

@@ -39,6 +39,19 @@ std::optional<std::string> Tokens::who(const std::string& authorization) const {
   return it->second;
 }
 
+bool RateLimiter::allow(const std::string& who) {
+  if (rate_ <= 0) return true;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto now = std::chrono::steady_clock::now();
+  auto [it, fresh] = buckets_.try_emplace(who, Bucket{burst_, now});
+  Bucket& b = it->second;
+  if (!fresh) b.tokens = std::min(burst_, b.tokens + rate_ * std::chrono::duration<double>(now - b.at).count());
+  b.at = now;
+  if (b.tokens < 1) return false;
+  b.tokens -= 1;
+  return true;
+}
+
 bool is_loopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }

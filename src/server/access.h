@@ -4,7 +4,10 @@
 // - Paths: with a data root, a bundle or problem path is resolved (symlinks and `..` included) and must lie
 //   inside it; a problem can always be uploaded as text instead.
 #pragma once
+#include <algorithm>
+#include <chrono>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -21,6 +24,22 @@ class Tokens {
 
  private:
   std::map<std::string, std::string> by_hash_;  // SHA-256 of the token -> name: no token kept in memory
+};
+
+// Requests per caller: a token bucket each, refilled at `per_second` up to `burst`. 0 per second: no limit.
+class RateLimiter {
+ public:
+  RateLimiter(double per_second = 0, double burst = 0) : rate_(per_second), burst_(std::max(1.0, burst)) {}
+  bool allow(const std::string& who);  // false: over the rate (429)
+
+ private:
+  struct Bucket {
+    double tokens = 0;
+    std::chrono::steady_clock::time_point at;
+  };
+  double rate_, burst_;
+  std::mutex mu_;
+  std::map<std::string, Bucket> buckets_;
 };
 
 // Whether `host` listens on this machine only.

@@ -30,19 +30,31 @@ std::optional<json> body_object(const httplib::Request& req, httplib::Response& 
   return j;
 }
 
-// The caller's name from its token ("" with authentication off), or a 401 and nullopt.
-std::optional<std::string> caller(const Tokens& tokens, const httplib::Request& req, httplib::Response& res) {
-  if (!tokens.enabled()) return std::string();
-  std::optional<std::string> who = tokens.who(req.get_header_value("Authorization"));
-  if (!who) error(res, 401, "give a valid token: Authorization: Bearer TOKEN");
+// Who may call, and how often (server/access.h).
+struct Access {
+  const Tokens& tokens;
+  RateLimiter& rate;
+};
+
+// The caller's name from its token ("" with authentication off), or a 401 (no valid token) or 429 (over its rate)
+// and nullopt.
+std::optional<std::string> caller(Access& access, const httplib::Request& req, httplib::Response& res) {
+  std::optional<std::string> who = std::string();
+  if (access.tokens.enabled()) who = access.tokens.who(req.get_header_value("Authorization"));
+  if (!who) {
+    error(res, 401, "give a valid token: Authorization: Bearer TOKEN");
+  } else if (!access.rate.allow(*who)) {
+    error(res, 429, "over this service's request rate for you; retry later");
+    who.reset();
+  }
   return who;
 }
 
 // A task or job of another caller reads as missing: its existence is not this caller's business.
 bool visible(const std::string& owner, const std::string& caller) { return owner == caller; }
 
-void post_task(Service& svc, const Tokens& tokens, const httplib::Request& req, httplib::Response& res) {
-  auto who = caller(tokens, req, res);
+void post_task(Service& svc, Access& access, const httplib::Request& req, httplib::Response& res) {
+  auto who = caller(access, req, res);
   if (!who) return;
   auto j = body_object(req, res);
   if (!j) return;
@@ -61,8 +73,8 @@ void post_task(Service& svc, const Tokens& tokens, const httplib::Request& req, 
   }
 }
 
-void post_job(Service& svc, const Tokens& tokens, const httplib::Request& req, httplib::Response& res) {
-  auto who = caller(tokens, req, res);
+void post_job(Service& svc, Access& access, const httplib::Request& req, httplib::Response& res) {
+  auto who = caller(access, req, res);
   if (!who) return;
   auto j = body_object(req, res);
   if (!j) return;
@@ -91,21 +103,23 @@ void post_job(Service& svc, const Tokens& tokens, const httplib::Request& req, h
 
 }  // namespace
 
-void serve_http(Service& svc, const Tokens& tokens, const std::string& host, int port) {
+void serve_http(Service& svc, const Tokens& tokens, double requests_per_second, const std::string& host, int port) {
   httplib::Server srv;
+  RateLimiter rate(requests_per_second, 2 * requests_per_second);
+  Access access{tokens, rate};
   srv.set_payload_max_length(svc.options().max_body);
   srv.Get("/health", [&](const httplib::Request&, httplib::Response& res) { reply(res, 200, svc.health()); });
-  srv.Post("/tasks", [&](const httplib::Request& req, httplib::Response& res) { post_task(svc, tokens, req, res); });
-  srv.Post("/jobs", [&](const httplib::Request& req, httplib::Response& res) { post_job(svc, tokens, req, res); });
+  srv.Post("/tasks", [&](const httplib::Request& req, httplib::Response& res) { post_task(svc, access, req, res); });
+  srv.Post("/jobs", [&](const httplib::Request& req, httplib::Response& res) { post_job(svc, access, req, res); });
   srv.Get(R"(/jobs/(\d+))", [&](const httplib::Request& req, httplib::Response& res) {
-    auto who = caller(tokens, req, res);
+    auto who = caller(access, req, res);
     if (!who) return;
     auto job = svc.store().job(std::stoll(req.matches[1]));
     if (!job || !visible(job->owner, *who)) return error(res, 404, "no job " + std::string(req.matches[1]));
     reply(res, 200, job->to_json());
   });
   srv.Delete(R"(/jobs/(\d+))", [&](const httplib::Request& req, httplib::Response& res) {
-    auto who = caller(tokens, req, res);
+    auto who = caller(access, req, res);
     if (!who) return;
     int64_t id = std::stoll(req.matches[1]);
     auto job = svc.store().job(id);
@@ -114,7 +128,7 @@ void serve_http(Service& svc, const Tokens& tokens, const std::string& host, int
     reply(res, 200, {{"job_id", id}, {"status", "cancelled"}});
   });
   srv.Get("/jobs", [&](const httplib::Request& req, httplib::Response& res) {
-    auto who = caller(tokens, req, res);
+    auto who = caller(access, req, res);
     if (!who) return;
     int limit = 100;
     if (req.has_param("limit")) {

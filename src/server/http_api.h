@@ -9,7 +9,7 @@
 //   DELETE /jobs/ID                 cancels a job not yet running (409 otherwise)
 //   GET  /jobs?status=S&limit=N     recent jobs
 // With tokens (server/access.h) every request but /health needs `Authorization: Bearer TOKEN` (401), and a caller
-// sees only its own tasks and jobs (others' read as 404). Bad requests get 4xx with {"error": "..."} naming the
+// sees only its own tasks and jobs (others' read as 404); a caller over its request rate gets 429. Bad requests get 4xx with {"error": "..."} naming the
 // field; a full queue, or a caller's full share of it, gets 429; bodies over the limit get 413.
 #pragma once
 #include <string>
@@ -20,6 +20,7 @@
 namespace kforge {
 
 // Serves until the process is stopped. Throws UserError when the port cannot be bound.
-void serve_http(Service& service, const Tokens& tokens, const std::string& host, int port);
+// `requests_per_second`: each caller's rate (0: none).
+void serve_http(Service& service, const Tokens& tokens, double requests_per_second, const std::string& host, int port);
 
 }  // namespace kforge

@@ -36,6 +36,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   s->add_option("--data-root", a.data_root, "the folder bundle and problem paths must lie in (otherwise: any path without "
                 "--tokens, none with them; problems can always be uploaded as text)");
   s->add_option("--max-queue-per-token", a.max_queue_per_token, "jobs one caller may have waiting (0: only --max-queue)");
+  s->add_option("--rate-per-token", a.rate_per_token, "requests per second one caller may make (bursts of twice that; 0: no limit)");
   s->add_option("--sandbox-uid-base", a.sandbox_uid_base, "untrusted jobs of evaluation slot i run as user id N + i (ids "
                 "no one else uses; files they write are theirs): one job's processes never count against another's limit");
   s->add_flag("--unsafe-shared", a.unsafe_shared, "take untrusted candidates without --memory-cgroup: their jobs then share "
@@ -93,7 +94,7 @@ int run_serve(const ServeArgs& a, const char* argv0) {
   Service service(o);
   std::cerr << "kforge serve: http://" << a.host << ":" << a.port << " (" << a.workers << " worker(s), "
             << service.health()["queued"] << " queued job(s))" << std::endl;
-  serve_http(service, tokens, a.host, a.port);
+  serve_http(service, tokens, a.rate_per_token, a.host, a.port);
   return 0;
 }
 

@@ -18,6 +18,7 @@ struct ServeArgs {
   int64_t max_queue_per_token = 0;
   bool unsafe_shared = false;
   uint32_t sandbox_uid_base = 0;
+  double rate_per_token = 0;
 };
 
 CLI::App* add_serve_command(CLI::App& app, ServeArgs& a);

@@ -4,6 +4,7 @@ honest one passes; wrong answers, in-place edits, other parameters, a missing Mo
 torch operators in forward, results cached by address, patched timers, lazy outputs, reading the stored answers and
 writing its own verdict are rejected with their reason; a candidate right only on get_inputs' distribution gets
 that verdict. Timing (and with it work escaping the timed stream) needs a GPU: that test runs only there."""
+import json
 import os
 import pwd
 import subprocess
@@ -225,3 +226,31 @@ def test_a_candidate_right_only_on_get_inputs_distribution_gets_that_verdict(tmp
     assert r["tier"] == "strict", "the KernelBench-compatible verdict: every draw of get_inputs is in [0, 1)"
     assert r["distribution"]["verdict"] == "correct only on get_inputs' distribution", r
     assert "beyond get_inputs' distribution (signs flipped)" in r["log"], r["log"]
+
+
+# A problem kforge's importer cannot follow (control flow on data, an op outside its IR) is still a task: kept whole,
+# its candidates judged against PyTorch's references.
+UNTRACEABLE = """import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        y = torch.fft.rfft(x).abs()
+        return y if y.sum() > 0 else -y
+def get_inputs():
+    return [torch.randn(16, 64)]
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_problem_kept_whole_judges_its_candidates(tmp_path):
+    task = imported(tmp_path / "whole", UNTRACEABLE)
+    assert json.loads((task[0] / "task.json").read_text())["importer"]["opaque"]
+    honest = tmp_path / "fft.py"
+    honest.write_text("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+                      "        return torch.fft.rfft(x).abs()\n")
+    r = judged(task, honest)
+    assert r["tier"] == "strict", r["log"]
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+                     "        return torch.fft.rfft(x).real\n")
+    assert judged(task, wrong)["tier"] == "failed"

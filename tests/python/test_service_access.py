@@ -130,3 +130,20 @@ def test_without_tokens_or_a_data_root_a_local_service_takes_any_path(tmp_path, 
     finally:
         s.kill()
         shutil.rmtree(work)
+
+
+def test_a_caller_over_its_request_rate_waits_and_others_do_not(root):
+    work = Path(tempfile.mkdtemp(prefix="kforge-rate-"))
+    work.chmod(0o755)
+    tokens = work / "tokens"
+    tokens.write_text(f"alice {ALICE}\nbob {BOB}\n")
+    s = Server(work / "service", "--workers", "0", "--tokens", str(tokens), "--rate-per-token", "1")
+    try:
+        s.token = ALICE
+        statuses = [s.get("/jobs")[0] for _ in range(4)]  # a burst of two, then one a second
+        assert statuses[:2] == [200, 200] and 429 in statuses[2:], statuses
+        s.token = BOB
+        assert s.get("/jobs")[0] == 200, "another caller's bucket is its own"
+    finally:
+        s.kill()
+        shutil.rmtree(work)
