@@ -48,9 +48,11 @@ std::string quote(const std::string& s) {
 }
 
 // Runs `python3 -m kforge.<module> args...` with the repository's python/ on PYTHONPATH; returns its exit code.
-int python_status(const std::string& module, const std::vector<std::string>& args) {
+// `timeout_s` > 0: killed after that many seconds (a problem's code that hangs), exit 137.
+int python_status(const std::string& module, const std::vector<std::string>& args, double timeout_s = 0) {
   const char* py = std::getenv("KFORGE_PYTHON");
   std::string cmd = "PYTHONPATH=" + quote(std::string(KFORGE_PYTHON_DIR)) + "${PYTHONPATH:+:$PYTHONPATH} " +
+                    (timeout_s > 0 ? "timeout --signal=KILL " + std::to_string(int(timeout_s)) + " " : "") +
                     (py ? std::string(py) : "python3") + " -m kforge." + module;
   for (auto& a : args) cmd += " " + quote(a);
   int rc = std::system(cmd.c_str());
@@ -59,8 +61,11 @@ int python_status(const std::string& module, const std::vector<std::string>& arg
 }
 
 // The same, for steps that must succeed.
-void run_python(const std::string& module, const std::vector<std::string>& args) {
-  int rc = python_status(module, args);
+void run_python(const std::string& module, const std::vector<std::string>& args, double timeout_s = 0) {
+  int rc = python_status(module, args, timeout_s);
+  if (timeout_s > 0 && rc == 137)
+    throw UserError("kforge." + module + " did not finish within " + std::to_string(int(timeout_s)) +
+                    " s (the problem's code hangs, or --timeout is too short for it)");
   if (rc != 0) throw UserError("kforge." + module + " failed (exit " + std::to_string(rc) + "); see its message above");
 }
 
@@ -192,7 +197,13 @@ struct DrawnHere {
     if (!mkdtemp(tmpl)) throw UserError(std::string("cannot make a folder for the drawn sets: ") + std::strerror(errno));
     dir = tmpl;
     chmod(tmpl, 0711);  // searchable: the candidate's sandbox binds the inputs from here
-    run_python("drawn_sets", {bundle, dir + "/sets", "--device", device, "--quiet"});
+    try {
+      run_python("drawn_sets", {bundle, dir + "/sets", "--device", device, "--quiet"}, 1800);  // the problem's code runs
+    } catch (...) {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+      throw;
+    }
   }
   ~DrawnHere() {
     std::error_code ignored;
@@ -296,6 +307,8 @@ int main(int argc, char** argv) {
   imp->add_option("--sets", sets, "hidden input sets (at least 5 for the reward)");
   imp->add_option("--device", device, "cuda or cpu (cpu: no baselines, for tests)");
   imp->add_flag("--no-baselines", no_baselines, "skip eager / torch.compile timing");
+  double import_timeout_s = 1800;
+  imp->add_option("--timeout", import_timeout_s, "seconds the import may take (the problem's code runs in it; 0: no limit)");
 
   OptimizeArgs oa;
   auto* opt = app.add_subcommand("optimize", "search schedules on the GPU, verify, time against eager and torch.compile");
@@ -403,7 +416,15 @@ int main(int argc, char** argv) {
     if (*imp) {
       std::vector<std::string> args = {"import", problem, "-o", out, "--sets", std::to_string(sets), "--device", device};
       if (no_baselines) args.push_back("--no-baselines");
-      run_python("bridge", args);
+      try {
+        run_python("bridge", args, import_timeout_s);
+      } catch (const UserError&) {  // a killed import leaves its half-written folder (BundleWriter's BUNDLE.tmp-*)
+        fs::path target = fs::absolute(out);
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(target.parent_path(), ec))
+          if (e.path().filename().string().rfind(target.filename().string() + ".tmp-", 0) == 0) fs::remove_all(e.path(), ec);
+        throw;
+      }
       return 0;
     }
     if (*opt) return cmd_optimize(oa);

@@ -105,3 +105,12 @@ def test_train_costmodel_from_a_measurement_database(tmp_path):
     assert meta["kind"] == "xgboost-pairwise" and meta["objective"] == "rank:pairwise" and "plan.mean_block" in meta["features"]
     r = kforge("train-costmodel", "--db", db, "-o", tmp_path / "model.json", "--objective", "mse")
     assert r.returncode == 2 and "--objective must be pairwise or regression" in r.stderr
+
+
+def test_an_import_whose_problem_hangs_is_stopped_and_named(tmp_path):
+    p = tmp_path / "hang.py"
+    p.write_text("import time, torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+                 "def get_inputs():\n    time.sleep(600)\n    return [torch.randn(4)]\ndef get_init_inputs():\n    return []\n")
+    r = kforge("import", p, "-o", tmp_path / "b", "--device", "cpu", "--no-baselines", "--timeout", "3")
+    assert r.returncode == 2 and "did not finish within 3 s" in r.stderr, r.stderr
+    assert not any(x.name.startswith("b") for x in tmp_path.iterdir())
