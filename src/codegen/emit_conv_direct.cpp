@@ -1,7 +1,7 @@
 // kforge's direct depthwise convolution (a conv group under strategy tile; KernelGroup::depthwise): each output
 // channel reads one input channel through its own small kernel, so the work is a stencil over each (image,
 // channel) plane, bound by memory, where cuDNN's fp32 engines reach a fraction of the bandwidth (run 6.6 of
-// docs/NOTES.md: 07_conv2d_depthwise 6.1 ms against a 0.5 ms floor). A block stages the input window of a tile of
+// docs/results/README.md: 07_conv2d_depthwise 6.1 ms against a 0.5 ms floor). A block stages the input window of a tile of
 // outputs (schedule.h, DirectConvTile) in shared memory, zero outside the image (the padding); each thread then
 // walks `items` consecutive output rows of one column: per kernel column it loads the input column the rows
 // share into registers once and accumulates every (row, tap) product with fmaf, the weights held in registers.

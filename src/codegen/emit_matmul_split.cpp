@@ -13,7 +13,7 @@
 //                  the pieces of a cut reduction that add to the result (device pointers; emit_matmul.cpp).
 // The library step then reads the copies ("dtype" f16 operands), sums in fp32 and writes the fp32 result with its
 // epilogue (alpha applies before the bias: cuBLASLt's D = act(alpha A B + bias)).
-// Accuracy, measured (runs 11.1-11.5 of docs/NOTES.md): within 1e-4 of the exact result on the level-2 linear
+// Accuracy, measured (runs 11.1-11.5 of docs/results/README.md): within 1e-4 of the exact result on the level-2 linear
 // chains (K 1024-4096 at unit scale), but ~1% of the elements of a K = 3077 product lie outside 1e-4, and a few
 // outside 1e-2 on inputs four times larger: the tensor cores' sums truncate. Summing the corrections in a second
 // step (K additions long instead of 3K) changed neither count and cost a pass over the result (12_tall_skinny

@@ -357,7 +357,7 @@ KernelSchedule default_schedule(const KernelGroup& g) {
     case GroupKind::scan: {
       // Lines along a strided axis go one thread each: neighbouring threads read neighbouring addresses. A line
       // along the contiguous axis is read coalesced only by a block walking it together; one thread per such
-      // line strides by the line's length (held-out run 6.2 of docs/NOTES.md, 18672 lines of 301: a thread per
+      // line strides by the line's length (held-out run 6.2 of docs/results/README.md, 18672 lines of 301: a thread per
       // line 0.164 ms, a 512-thread block per line 0.064 ms). Only lines of a few elements share their sectors
       // between neighbouring threads. Lines up to 1024 get a 128-thread block and enough items to cover them
       // (not yet measured: run 6.2 measured 512 x 2 on its 301-long lines).

@@ -212,7 +212,7 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
   const std::vector<KernelGroup> fused = partition(prim, true).groups;
   if (partition(prim, false).groups.size() != fused.size()) queue.push_back(unfused);
   // Third, where the graph has library steps: each library's first heuristic choice in TF32, the relaxed tier's
-  // natural opening (PyTorch's convolutions run TF32 by default: device run 4.1 of docs/NOTES.md). The search
+  // natural opening (PyTorch's convolutions run TF32 by default: device run 4.1 of docs/results/README.md). The search
   // still prefers any strict plan; the report gives the fastest relaxed plan beside it.
   // Fourth: split precision on fp16 tensor cores (fp16x3: hi/lo copies, three products per pair, ~fp32's
   // accuracy) through cuBLASLt for products and cuDNN in channels last for convolutions, the way to strict-tier
@@ -222,7 +222,7 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
   // after the convolutions' openings, the products on one rounded fp16 copy (the check decides its tier, as for
   // every plan: relaxed, or strict where a sum after the product averages the roundings out).
   // Fifth, where the graph has convolutions: the TF32 opening in channels-last (cuDNN's tensor-core kernels are
-  // NHWC kernels; on NCHW tensors it may pick none, run 5.3 of docs/NOTES.md), paying the generated transposes.
+  // NHWC kernels; on NCHW tensors it may pick none, run 5.3 of docs/results/README.md), paying the generated transposes.
   // Then, for convolutions, the same in fp16 (16-bit copies made by those transposes, fp32 sums): tensor cores
   // at twice TF32's rate, where PyTorch's own convolutions run TF32; relaxed where every input set passes 1e-2,
   // strict where every set passes that tier (run 12.6: a sum, mean or logsumexp after the convolution).
