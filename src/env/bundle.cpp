@@ -68,6 +68,17 @@ MappedFile::~MappedFile() {
 MappedFile Bundle::param_file(int i) const {
   return {dir + "/params/" + std::to_string(i) + ".bin", nbytes(graph.at(graph.params.at(i)).type)};
 }
+namespace {
+// A bundle or a draw is plain files: a symbolic link inside would have a process that runs as root (staging what
+// a sandboxed candidate is shown, env/sandbox.cpp) read wherever it points.
+void refuse_links(const std::string& dir, const std::string& what) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+    if (it->is_symlink()) throw UserError(what + " " + dir + " holds a symbolic link (" + it->path().string() + "): refused");
+  if (ec) throw UserError("cannot read " + what + " " + dir + ": " + ec.message());
+}
+}  // namespace
+
 int Bundle::declared_sets() const {
   int n = stored_sets();
   for (const DrawnSet& d : drawn) n += d.beyond ? 0 : 1;
@@ -86,6 +97,7 @@ MappedFile Bundle::output_file(int set, int j) const {
 
 void add_drawn_sets(Bundle& b, const std::string& dir) {
   std::string path = dir + "/sets.json";
+  refuse_links(dir, "drawn sets");
   nlohmann::json listing;
   try {
     listing = nlohmann::json::parse(read_file(path));
@@ -99,8 +111,10 @@ void add_drawn_sets(Bundle& b, const std::string& dir) {
   std::vector<std::vector<double>> fresh_strict, beyond_strict;
   try {
     for (const auto& s : listing.at("sets")) {
-      DrawnSet d{dir + "/" + s.at("dir").get<std::string>(), s.value("beyond", false), s.value("how", std::string())};
-      if (d.dir.find("..") != std::string::npos) throw UserError(path + ": a set's folder leaves " + dir);
+      std::string name = s.at("dir").get<std::string>();
+      if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+        throw UserError(path + ": a set's folder is a plain name inside " + dir + ", not '" + name + "'");
+      DrawnSet d{dir + "/" + name, s.value("beyond", false), s.value("how", std::string())};
       (d.beyond ? beyond : fresh).push_back(d);
       (d.beyond ? beyond_strict : fresh_strict).push_back(s.at("strict").get<std::vector<double>>());
     }
@@ -119,11 +133,13 @@ void add_drawn_sets(Bundle& b, const std::string& dir) {
     for (size_t i = 0; i < b.graph.inputs.size(); ++i) b.input_file(s, int(i));
 }
 
+
 Bundle load_bundle(const std::string& dir) {
   Bundle b;
   b.dir = dir;
   std::string path = dir + "/task.json";
   if (!fs::exists(path)) throw UserError(dir + " is not a task bundle: it has no task.json (run `kforge import` first)");
+  refuse_links(dir, "bundle");
   try {
     b.task = nlohmann::json::parse(read_file(path));
   } catch (const nlohmann::json::exception& e) {

@@ -118,8 +118,7 @@ Stats credible_stats(const nlohmann::json& h, const char* key, double wall_ms, i
 }
 }  // namespace
 
-EvalResult TrustedJudge::run(FrameReader& in, int out_fd, double timeout_s, const std::function<void()>& tick,
-                             const std::string& gpu_lock) {
+EvalResult TrustedJudge::run(FrameReader& in, int out_fd, double timeout_s, const std::function<void()>& tick, Turn& turn) {
   EvalResult r;
   const int last = bundle_.declared_sets() - 1, sets = bundle_.num_sets();
   const bool check_only = eo_.timing.trials == 0;  // no timing is due: the check after timing follows the sets
@@ -146,23 +145,29 @@ EvalResult TrustedJudge::run(FrameReader& in, int out_fd, double timeout_s, cons
       r.log = f->header.value("log", std::string());
       return r;
     }
-    std::optional<GpuLock> turn;  // released when the evaluation ends, whichever way
-    while (relaxed && !done && (f = in.next(timeout_s, tick))) {
+    while (relaxed && !done && (f = in.next(turn.held ? std::min(timeout_s, kStepInTurnS) : timeout_s, tick))) {
       const nlohmann::json& h = f->header;
       if (h.contains("turn")) {
-        if (turn) throw UserError("a second turn on the GPU was asked for");
-        turn.emplace(gpu_lock, tick);
+        if (turn.held) throw UserError("a second turn on the GPU was asked for");
+        turn.held.emplace(turn.lock_path, turn.waiting_tick ? turn.waiting_tick : tick);
+        if (turn.started) turn.started();
         write_frame(out_fd, {{"turn", true}});
       } else if (h.contains("judge")) {
-        if (!turn) throw UserError("outputs came before the candidate's turn on the GPU");
+        if (!turn.held) throw UserError("outputs came before the candidate's turn on the GPU");
         int s = h.at("set").get<int>();
         bool after = h.value("after_timing", false);
-        bool due = timed ? after && !after_timing && s == last : !after && s == next_set && s < sets;
+        // Order: the sets of get_inputs' distribution (0..last), the timing, the check after timing on `last`,
+        // then the sets beyond it (last+1..sets-1).
+        bool due = !timed       ? !after && s == next_set && s <= last
+                   : !after_timing ? after && s == last
+                                   : !after && s == next_set && s < sets;
         if (!due)
           throw UserError("outputs of set " + std::to_string(s) + (after ? " after timing" : "") + " came where " +
-                          (timed ? "the check after timing on set " + std::to_string(last) : "set " + std::to_string(next_set)) +
+                          (!timed ? (next_set <= last ? "set " + std::to_string(next_set) : std::string("the timing"))
+                                  : !after_timing ? "the check after timing on set " + std::to_string(last)
+                                                  : next_set < sets ? "set " + std::to_string(next_set) : "no more outputs") +
                           " was due");
-        if (!after && s > last) {
+        if (s > last) {
           // Beyond get_inputs' distribution: its own verdict. The candidate's process is not told how it did.
           ++r.beyond_sets;
           size_t from = r.log.size();
@@ -176,12 +181,12 @@ EvalResult TrustedJudge::run(FrameReader& in, int out_fd, double timeout_s, cons
         if (after && !relaxed)
           r.log += "wrong after timing (the timed inputs holding set " + std::to_string(last) + "'s values: results must "
                    "be right once nobody is checking, and follow their inputs)\n";
-        if (check_only && next_set == sets) timed = true;
+        if (check_only && next_set == last + 1) timed = true;
         write_frame(out_fd, {{"relaxed", relaxed}, {"strict", strict}});
         step_start = std::chrono::steady_clock::now();
       } else if (h.contains("timed")) {
         if (check_only) throw UserError("a timing came where none was asked for");
-        if (timed || next_set != sets) throw UserError("a timing came before every set was judged");
+        if (timed || next_set != last + 1) throw UserError("a timing came before every set was judged");
         r.native = credible_stats(h, "timed", ms_since(step_start), eo_.timing.trials);
         r.wall_ms = h.value("wall_ms", 0.0);
         timed = true;
@@ -198,8 +203,14 @@ EvalResult TrustedJudge::run(FrameReader& in, int out_fd, double timeout_s, cons
         r.native = again;
         retimed = true;
       } else if (h.contains("rejected")) {  // the candidate's process failed its own run (hang, launch error)
-        r.log += h["rejected"].is_string() ? h["rejected"].get<std::string>() : h["rejected"].dump();
-        relaxed = false;
+        std::string why = h["rejected"].is_string() ? h["rejected"].get<std::string>() : h["rejected"].dump();
+        if (after_timing) {  // on a set beyond the distribution: that verdict only
+          r.beyond_relaxed = r.beyond_strict = false;
+          r.log += "beyond get_inputs' distribution: " + why;
+        } else {
+          r.log += why;
+          relaxed = false;
+        }
       } else if (h.contains("done")) {
         if (h.contains("log") && h["log"].is_string()) candidate_log = h["log"].get<std::string>();
         done = true;
@@ -212,6 +223,11 @@ EvalResult TrustedJudge::run(FrameReader& in, int out_fd, double timeout_s, cons
     relaxed = false;
   }
   if (!candidate_log.empty()) r.log += "candidate's process: " + candidate_log.substr(0, 4000);
+  if (relaxed && after_timing && next_set < sets && r.beyond_relaxed) {  // ended (crashed?) among the sets beyond
+    r.beyond_relaxed = r.beyond_strict = false;
+    r.log += "the candidate's process ended before the sets beyond get_inputs' distribution were judged (" +
+             std::to_string(next_set - last - 1) + " of " + std::to_string(sets - last - 1) + ")\n";
+  }
   if (!relaxed || !timed || !after_timing) {
     if (relaxed)
       r.log += std::string("the candidate's process ") + (done ? "said it was done" : "ended") + " before its evaluation did (" +
@@ -294,6 +310,9 @@ EvalResult evaluate_untrusted(const Bundle& b, CandidateKind kind, const std::st
   if (opts.cpu && eo.timing.trials != 0) throw UserError("a candidate on the CPU is checked only: no timing trials");
   o.minimal_root = true;
   o.gpu = !opts.cpu;
+  // Folders the caller shows its trusted processes (the kforge binary's, the Python package's, a service folder
+  // that may lie beside them) are not the candidate's: it sees only what is bound below.
+  o.read_only.clear();
   // The candidate's view: the task's params and inputs at kInputs, never the bundle's folder (its references).
   for (size_t i = 0; i < b.graph.params.size(); ++i)
     o.read_only_at.push_back({b.dir + "/params/" + std::to_string(i) + ".bin", std::string(kInputs) + "/params/" + std::to_string(i) + ".bin"});
@@ -303,11 +322,10 @@ EvalResult evaluate_untrusted(const Bundle& b, CandidateKind kind, const std::st
       o.read_only_at.push_back({b.set_dir(s) + file, kInputs + std::string("/sets/") + std::to_string(s) + file});
     }
   if (kind == CandidateKind::modelnew) {  // the task's own code: Model and get_init_inputs build ModelNew
-    fs::path problem = fs::path(b.dir) / "problem.py";
-    if (!fs::exists(problem)) problem = b.task.value("source", std::string());
-    if (problem.empty() || !fs::exists(problem))
-      throw UserError("the bundle keeps no problem file (problem.py) and its source " + problem.string() +
-                      " is gone: import the problem again to evaluate a ModelNew");
+    fs::path problem = fs::path(b.dir) / "problem.py";  // never task.json's "source": a path anyone could have written
+    if (!fs::exists(problem))
+      throw UserError("the bundle keeps no problem file (problem.py; bundles imported before it lack one): import the "
+                      "problem again to evaluate a ModelNew");
     o.read_only_at.push_back({problem.string(), std::string(kInputs) + "/problem.py"});
   }
   std::vector<std::string> argv = candidate_command(kind, path, opts, o);
@@ -316,9 +334,16 @@ EvalResult evaluate_untrusted(const Bundle& b, CandidateKind kind, const std::st
 
   TrustedJudge judge(b, eo);
   SandboxResult sr;
+  TrustedJudge::Turn turn;  // held until the candidate's process is gone (declared before it, released after)
+  turn.lock_path = opts.gpu_lock;
   SandboxedProcess p = spawn_sandboxed(argv, o);
   EvalResult r;
   auto t0 = std::chrono::steady_clock::now();
+  // Waiting while another evaluation holds the GPU is not the candidate's time: its clock restarts with its turn.
+  turn.waiting_tick = [&] {
+    if (sandbox_over_limits(p, o, sr)) throw UserError("the candidate's process " + sr.cause());
+  };
+  turn.started = [&] { t0 = std::chrono::steady_clock::now(); };
   try {
     write_frame(p.in, judge.task_header());
     size_t max_payload = 0;
@@ -331,7 +356,7 @@ EvalResult evaluate_untrusted(const Bundle& b, CandidateKind kind, const std::st
       }
       if (sandbox_over_limits(p, o, sr)) throw UserError("the candidate's process " + sr.cause());
     };
-    r = judge.run(reader, p.in, o.timeout_s, tick, opts.gpu_lock);
+    r = judge.run(reader, p.in, o.timeout_s, tick, turn);
   } catch (const NotEvaluated& e) {
     end_sandboxed(p, o, sr);
     std::string err = sr.err.substr(sr.err.size() > 2000 ? sr.err.size() - 2000 : 0);

@@ -8,11 +8,13 @@
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "env/bundle.h"
 #include "env/candidate_link.h"
 #include "env/evaluator.h"
+#include "env/gpu_lock.h"
 #include "env/python_runtime.h"
 #include "env/sandbox.h"
 #include "ir/error.h"
@@ -40,10 +42,21 @@ class TrustedJudge {
   // stream, or at a protocol violation (named in the log). `timeout_s` bounds each wait. Throws NotEvaluated
   // when the process fails before it says "ready", which it does before the candidate's code loads: a missing
   // driver or a task that does not fit is the environment's failure, not the candidate's.
-  // The candidate's process asks for its turn on the GPU ("turn") before its checks; this side takes `gpu_lock`
-  // for it (flock, "" = none) and holds it until the end: the lock file never enters the candidate's sandbox.
-  EvalResult run(FrameReader& in, int out_fd, double timeout_s, const std::function<void()>& tick = {},
-                 const std::string& gpu_lock = "");
+  // The candidate's process asks for its turn on the GPU ("turn") before its checks; this side takes the lock
+  // for it (the lock file never enters the candidate's sandbox) and leaves it in `turn.held`, for the caller to
+  // keep until the candidate's process is gone. Within its turn each step must come within kStepInTurnS.
+  struct Turn {
+    std::string lock_path;                // flock; "" = none
+    std::optional<GpuLock> held;
+    std::function<void()> waiting_tick;   // while another holds the GPU: limits, but not the candidate's clock
+    std::function<void()> started;        // once held
+  };
+  static constexpr double kStepInTurnS = 120;
+  EvalResult run(FrameReader& in, int out_fd, double timeout_s, const std::function<void()>& tick, Turn& turn);
+  EvalResult run(FrameReader& in, int out_fd, double timeout_s, const std::function<void()>& tick = {}) {
+    Turn none;
+    return run(in, out_fd, timeout_s, tick, none);
+  }
 
  private:
   bool judge_set(int s, const std::string& payload, EvalResult& r, bool& strict);

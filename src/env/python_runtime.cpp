@@ -13,9 +13,10 @@ namespace kforge {
 PythonRuntime find_python(const std::string& kforge_dir) {
   const char* configured = std::getenv("KFORGE_PYTHON");
   std::string python = configured ? configured : "python3";
-  // No torch import here (seconds): the interpreter's own folders are where its packages live.
+  // No torch import here (seconds): the interpreter's own folders are where its packages live. Not the user's
+  // site-packages: a folder of somebody's home is no candidate's business.
   std::string cmd = python + " -c 'import json, site, sys; print(json.dumps({\"exe\": sys.executable, \"roots\": "
-                             "[sys.prefix, sys.base_prefix] + site.getsitepackages() + [site.getusersitepackages()]}))' 2>&1";
+                             "[sys.prefix, sys.base_prefix] + site.getsitepackages()}))' 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) throw UserError("cannot run " + python + " to find its folders");
   std::string out;

@@ -219,6 +219,9 @@ std::vector<std::string> stage_unreachable(const SandboxOptions& o, std::string&
     }
     fs::path to = fs::path(staged) / (std::to_string(i) + "-" + fs::path(from).filename().string());
     std::error_code ec;
+    // This process may be root: it copies only what lies where it is named, never what a link points to.
+    if (fs::is_symlink(fs::symlink_status(from, ec)))
+      throw UserError("sandbox: " + from + " is a symbolic link: refused (shown at " + o.read_only_at[i].second + ")");
     fs::file_status st = fs::status(from, ec);
     if (ec) throw UserError("sandbox: cannot show " + from + " at " + o.read_only_at[i].second + ": " + ec.message());
     // A link shares the file's own permissions: only a file anyone may read is linked (large inputs cost
@@ -226,7 +229,7 @@ std::vector<std::string> stage_unreachable(const SandboxOptions& o, std::string&
     bool linked = fs::is_regular_file(st) && (st.permissions() & fs::perms::others_read) != fs::perms::none &&
                   link(from.c_str(), to.c_str()) == 0;
     if (!linked) {
-      fs::copy(from, to, fs::copy_options::recursive, ec);
+      fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
       if (ec) throw UserError("sandbox: cannot stage " + from + " for the sandbox user: " + ec.message());
       auto readable = [&](const fs::path& p) {
         fs::permissions(p, fs::is_directory(p) ? fs::perms(0755) : fs::perms::others_read, fs::perm_options::add, ec);

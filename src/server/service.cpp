@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "env/bundle.h"
+#include "env/gpu_lock.h"
 #include "env/judge.h"
 #include "env/verify.h"
 #include "ir/error.h"
@@ -37,14 +38,19 @@ void stage_runtime(ServiceOptions& o) {
     bool runs = fs::is_directory(p) || (fs::status(p).permissions() & fs::perms::owner_exec) != fs::perms::none;
     fs::permissions(p, runs ? fs::perms(0755) : fs::perms(0644), ec);
   };
+  auto private_to_service = [&] {  // searchable by all, written by the service alone: trusted processes run from it
+    fs::create_directories(runtime);
+    fs::permissions(runtime, fs::perms(0755));
+  };
   if (!o.kforge_exe.empty() && !reachable_by(o.sandbox.uid, o.kforge_exe)) {
-    scratch(runtime);
+    private_to_service();
     fs::copy_file(o.kforge_exe, runtime / "kforge", fs::copy_options::overwrite_existing);
     readable(runtime / "kforge");
     o.kforge_exe = (runtime / "kforge").string();
   }
   if (!o.python_dir.empty() && fs::is_directory(fs::path(o.python_dir) / "kforge") && !reachable_by(o.sandbox.uid, o.python_dir)) {
     fs::path to = runtime / "python";
+    private_to_service();
     fs::remove_all(to);
     fs::create_directories(to);
     fs::copy(fs::path(o.python_dir) / "kforge", to / "kforge", fs::copy_options::recursive);
@@ -142,14 +148,14 @@ TaskRecord Service::import_problem(const std::string& problem_path, const std::s
 TaskRecord Service::import_file(const std::string& problem_path, const std::string& owner) {
   if (!fs::is_regular_file(problem_path)) throw UserError("problem file " + problem_path + " does not exist");
   std::string name = fs::path(problem_path).stem().string();
-  fs::path dir = scratch(fs::path(opts_.work_dir) / "imports" / (name + "-" + std::to_string(std::hash<std::string>{}(problem_path) % 100000)));
+  // A folder of this import's own: a task's bundle is never replaced by a later import of the same name.
+  std::string made = (scratch(fs::absolute(fs::path(opts_.work_dir) / "imports")) / (name + "-XXXXXX")).string();
+  if (!mkdtemp(made.data())) throw UserError("cannot make a folder for importing " + problem_path);
+  fs::path dir = scratch(made);
   fs::path out = dir / name;
-  fs::remove_all(out);
-  SandboxOptions o = opts_.sandbox;
-  o.scratch_dir = fs::absolute(dir).string();
-  o.read_only.push_back(fs::absolute(fs::path(problem_path).parent_path()).string());
-  add_python_env(o);
-  SandboxResult r = run_sandboxed({"python3", "-m", "kforge.bridge", "import", fs::absolute(problem_path).string(),
+  SandboxOptions o = problem_sandbox(fs::absolute(dir), {fs::absolute(fs::path(problem_path).parent_path()).string()}, 0);
+  GpuLock turn(opts_.workers > 0 ? gpu_lock(0) : "");  // it times the baselines: not beside another's timing
+  SandboxResult r = run_sandboxed({python_runtime().exe, "-m", "kforge.bridge", "import", fs::absolute(problem_path).string(),
                                    "-o", (fs::absolute(out)).string()}, o);
   if (!r.ok()) throw UserError("importing " + problem_path + " failed (" + r.cause() + "):\n" + tail(r.err));
   return register_imported(out.string(), owner);
@@ -210,6 +216,26 @@ void Service::worker_loop(int gpu, int slot) {
   }
 }
 
+PythonRuntime Service::python_runtime() {
+  std::lock_guard<std::mutex> lock(measure_mu_);
+  if (python_.kforge_dir.empty()) python_ = find_python(opts_.python_dir);  // once: it runs the interpreter
+  return python_;
+}
+
+SandboxOptions Service::problem_sandbox(const fs::path& scratch_dir, const std::vector<std::string>& shown, int gpu) {
+  SandboxOptions o = opts_.sandbox;
+  o.read_only.clear();
+  o.minimal_root = true;
+  o.scratch_dir = scratch_dir.string();
+  PythonRuntime py = python_runtime();
+  o.read_only.insert(o.read_only.end(), py.roots.begin(), py.roots.end());
+  o.read_only.push_back(opts_.python_dir);
+  o.read_only.insert(o.read_only.end(), shown.begin(), shown.end());
+  add_python_env(o);
+  if (opts_.workers > 1) o.env.push_back({"CUDA_VISIBLE_DEVICES", std::to_string(gpu)});
+  return o;
+}
+
 SandboxOptions Service::job_sandbox(const fs::path& dir, const TaskRecord& task, int gpu) const {
   SandboxOptions o = opts_.sandbox;
   o.scratch_dir = dir.string();
@@ -240,17 +266,28 @@ std::shared_ptr<const Service::DrawnSets> Service::drawn_sets(const TaskRecord& 
     ++draws->uses;
     return draws->current;
   }
+  if (!draws->failed.empty() && std::chrono::steady_clock::now() - draws->failed_at < std::chrono::minutes(1))
+    throw UserError(draws->failed);
   // The problem's code draws and computes the references: user code, so sandboxed like an import, writing into
   // a folder of its own. No candidate's sandbox shows it (they bind the inputs alone); the persistent worker,
   // trusted code running as the sandbox user, reads the references.
   auto fresh = std::make_shared<DrawnSets>();
   fresh->folder = scratch(fs::absolute(fs::path(opts_.work_dir) / "drawn" /
                                        (std::to_string(task.id) + "-" + std::to_string(++draws->generation))));
-  SandboxOptions o = job_sandbox(fresh->folder, task, gpu);
+  SandboxOptions o = problem_sandbox(fresh->folder, {task.bundle_dir}, gpu);
   o.timeout_s = std::max(o.timeout_s, 600.0);
   DeviceMemoryReservation reserved(*device_memory_.at(gpu), task_device_bytes(load_bundle(task.bundle_dir)));
-  SandboxResult r = run_sandboxed({"python3", "-m", "kforge.drawn_sets", task.bundle_dir, fresh->sets()}, o);
-  if (!r.ok()) throw UserError("drawing fresh input sets for task " + std::to_string(task.id) + " failed (" + r.cause() + "):\n" + tail(r.err));
+  SandboxResult r;
+  {
+    GpuLock turn(gpu_lock(gpu));  // its references run on the GPU: not beside another's timing
+    r = run_sandboxed({python_runtime().exe, "-m", "kforge.drawn_sets", task.bundle_dir, fresh->sets()}, o);
+  }
+  if (!r.ok()) {
+    draws->failed = "drawing fresh input sets for task " + std::to_string(task.id) + " failed (" + r.cause() + "):\n" + tail(r.err);
+    draws->failed_at = std::chrono::steady_clock::now();
+    throw UserError(draws->failed);
+  }
+  draws->failed.clear();
   fs::permissions(fresh->folder, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   draws->current = fresh;
   draws->uses = 1;
@@ -334,9 +371,7 @@ void Service::run_untrusted(const Job& job, const TaskRecord& task, int gpu, int
   if (opts_.sandbox_uid_base > 0) u.sandbox.uid = opts_.sandbox_uid_base + uint32_t(gpu * std::max(1, opts_.slots_per_gpu) + slot);
   if (kind == CandidateKind::modelnew) {
     u.rules = nlohmann::json::parse(job.payload).value("rules", "none");
-    std::lock_guard<std::mutex> lock(measure_mu_);
-    if (python_.kforge_dir.empty()) python_ = find_python(opts_.python_dir);  // once: it runs the interpreter
-    u.python = python_;
+    u.python = python_runtime();
   }
   u.sandbox.scratch_dir = dir.string();
   if (opts_.workers > 1) u.sandbox.env.push_back({"CUDA_VISIBLE_DEVICES", std::to_string(gpu)});

@@ -12,6 +12,7 @@
 // (drawn_sets: fresh from get_inputs, and beyond get_inputs' distribution).
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <map>
@@ -94,7 +95,13 @@ class Service {
     std::mutex mu;
     std::shared_ptr<const DrawnSets> current;
     int uses = 0, generation = 0;
+    std::string failed;  // the last draw's failure, repeated to the task's jobs for a minute rather than redrawn
+    std::chrono::steady_clock::time_point failed_at;
   };
+  // The problem's own code (an import, a draw): a minimal root showing the system, Python, the kforge package and
+  // `shown`, never the service's folder (jobs.db, other tasks, the GPU locks).
+  SandboxOptions problem_sandbox(const std::filesystem::path& scratch_dir, const std::vector<std::string>& shown, int gpu);
+  PythonRuntime python_runtime();
   // Slot 0's persistent worker, which keeps one task on the device between schedule jobs.
   struct PersistentWorker {
     std::unique_ptr<PlanWorkerProcess> process;

@@ -124,15 +124,18 @@ nlohmann::json stats(double ms, int trials = 20) {
 // on `last`.
 void honest(FrameReader& answers, int out, int wrong_set = -1, int sets = kSets, int last = kSets - 1) {
   begin(out, &answers);
-  for (int s = 0; s < sets; ++s) {
+  auto send = [&](int s) {
     auto y = relu_of(input_of(s));
     if (s == wrong_set) y[7] += 1.f;
     send_set(out, s, y);
-    if (!answers.next(5)->header.value("relaxed", false)) return write_frame(out, {{"done", true}});
-  }
+    return answers.next(5)->header.value("relaxed", false);
+  };
+  for (int s = 0; s <= last; ++s)
+    if (!send(s)) return write_frame(out, {{"done", true}});
   write_frame(out, {{"timed", stats(0.01)}});
   send_set(out, last, relu_of(input_of(last)), true);
   answers.next(5);
+  for (int s = last + 1; s < sets; ++s) send(s);  // beyond get_inputs' distribution, last
   write_frame(out, {{"done", true}, {"log", "ok"}});
 }
 
@@ -300,9 +303,25 @@ TEST(TrustedJudge, JudgesDrawnSetsAndGivesSetsBeyondTheDistributionAVerdictOfThe
   r = judged([&](const nlohmann::json&, FrameReader& a, int out) { honest(a, out, fresh, sets, fresh); }, relu_bundle_with_drawn());
   EXPECT_FALSE(r.relaxed) << "a fresh set is one of get_inputs' distribution";
   EXPECT_NE(r.log.find("set 3: y: 1 of 1000"), std::string::npos) << r.log;
-  r = judged([&](const nlohmann::json&, FrameReader& a, int out) { honest(a, out, -1, sets, beyond); }, relu_bundle_with_drawn());
+  r = judged([&](const nlohmann::json&, FrameReader& a, int out) {  // the check after timing on a set beyond
+    begin(out, &a);
+    for (int s = 0; s <= fresh; ++s) send_set(out, s, relu_of(input_of(s))), a.next(5);
+    write_frame(out, {{"timed", stats(0.01)}});
+    send_set(out, beyond, relu_of(input_of(beyond)), true);
+  }, relu_bundle_with_drawn());
   EXPECT_FALSE(r.relaxed);
   EXPECT_NE(r.log.find("where the check after timing on set 3 was due"), std::string::npos) << r.log;
+  r = judged([&](const nlohmann::json&, FrameReader& a, int out) {  // a crash among the sets beyond: that verdict only
+    begin(out, &a);
+    for (int s = 0; s <= fresh; ++s) send_set(out, s, relu_of(input_of(s))), a.next(5);
+    write_frame(out, {{"timed", stats(0.01)}});
+    send_set(out, fresh, relu_of(input_of(fresh)), true);
+    a.next(5);
+    write_frame(out, {{"rejected", "run failed: an illegal memory access\n"}});
+  }, relu_bundle_with_drawn());
+  EXPECT_TRUE(r.strict) << r.log;
+  EXPECT_EQ(r.distribution_verdict(), "correct only on get_inputs' distribution");
+  EXPECT_NE(r.log.find("beyond get_inputs' distribution: run failed: an illegal memory access"), std::string::npos) << r.log;
   nlohmann::json h = TrustedJudge(relu_bundle_with_drawn(), {}).task_header();
   EXPECT_EQ(h["num_sets"], kSets);
   EXPECT_EQ(h["drawn"], nlohmann::json::parse(R"([{"beyond": false}, {"beyond": true}])"));
@@ -318,10 +337,21 @@ TEST(DrawnSets, ANamedCauseForEveryMalformedListing) {
     return "";
   };
   EXPECT_NE(error_of([](nlohmann::json& l) { l["sets"][0]["beyond"] = true; }).find("holds no fresh set"), std::string::npos);
-  EXPECT_NE(error_of([](nlohmann::json& l) { l["sets"][1]["dir"] = "../sets/0"; }).find("leaves"), std::string::npos);
+  EXPECT_NE(error_of([](nlohmann::json& l) { l["sets"][1]["dir"] = "../sets/0"; }).find("a plain name"), std::string::npos);
   EXPECT_NE(error_of([](nlohmann::json& l) { l["sets"][1].erase("strict"); }).find("'strict'"), std::string::npos);
   EXPECT_NE(error_of([](nlohmann::json& l) { l["sets"][1]["strict"] = {0.5}; }).find("outside"), std::string::npos);
   EXPECT_NE(error_of([](nlohmann::json& l) { l["sets"][1]["dir"] = "7"; }).find("cannot read"), std::string::npos);
+  // A link inside would have root copy whatever it points to into a candidate's view (env/sandbox.cpp's staging).
+  fs::path drawn = testing::scratch_path("judge-drawn");
+  fs::remove(drawn / "1" / "in0.bin");
+  fs::create_symlink("/etc/passwd", drawn / "1" / "in0.bin");
+  Bundle linked = relu_bundle();
+  try {
+    add_drawn_sets(linked, drawn.string());
+    ADD_FAILURE() << "a draw holding a symbolic link was taken";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds a symbolic link"), std::string::npos) << e.what();
+  }
   Bundle b = relu_bundle_with_drawn();
   EXPECT_EQ(b.num_sets(), kSets + 2);
   EXPECT_EQ(b.declared_sets(), kSets + 1);

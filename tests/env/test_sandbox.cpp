@@ -79,6 +79,17 @@ TEST(Sandbox, GivesAFileFromAFolderTheSandboxUserMayNotEnter) {
   EXPECT_EQ(r.out.find("other.bin"), std::string::npos) << r.out;
   EXPECT_EQ(fs::status(dir / "given.bin").permissions() & fs::perms::others_read, fs::perms::others_read)
       << "the file's own permissions are left as they were";
+  // As root the staging copies: never what a link points to (a root-only file would become the candidate's).
+  fs::create_symlink("/etc/shadow", dir / "link.bin");
+  o.read_only_at = {{(dir / "link.bin").string(), "/task/in1.bin"}};
+  if (geteuid() == 0) {
+    try {
+      sh("true", o);
+      ADD_FAILURE() << "a symbolic link was staged";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("is a symbolic link: refused"), std::string::npos) << e.what();
+    }
+  }
   o.read_only_at = {{(dir / "missing.bin").string(), "/task/in1.bin"}};
   try {
     sh("true", o);
