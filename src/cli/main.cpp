@@ -27,7 +27,7 @@
 #include "runtime/compiler.h"
 #include "runtime/crash_trace.h"
 #include "runtime/driver.h"
-#include "runtime/raw_cuda.h"
+#include "env/raw_cuda.h"
 #include "search/cost_model.h"
 #include "search/cost_model_training.h"
 #include "search/features.h"

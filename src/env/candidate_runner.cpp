@@ -11,7 +11,7 @@
 #include "ir/error.h"
 #include "runtime/driver.h"
 #include "runtime/executor.h"
-#include "runtime/raw_cuda.h"
+#include "env/raw_cuda.h"
 
 namespace kforge {
 

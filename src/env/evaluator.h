@@ -12,7 +12,7 @@
 #include "env/timing.h"
 #include "env/verify.h"
 #include "runtime/executor.h"
-#include "runtime/raw_cuda.h"
+#include "env/raw_cuda.h"
 
 namespace kforge {
 
@@ -114,7 +114,7 @@ class LocalJudge : public OutputJudge {
 
 EvalResult evaluate(const TaskSpec& spec, DeviceTask& task, const Plan& plan, const Compiler& compiler,
                     Verifier& verifier, const EvalOptions& opts, CUstream stream);
-// A raw CUDA candidate (runtime/raw_cuda.h) built with nvcc, then checked and timed the same way, in this process
+// A raw CUDA candidate (env/raw_cuda.h) built with nvcc, then checked and timed the same way, in this process
 // beside its references: for tests of the evaluation's steps. Untrusted candidates go through env/judge.h.
 EvalResult evaluate_raw_cuda(const TaskSpec& spec, DeviceTask& task, const std::string& source,
                              const RawCudaOptions& build, Verifier& verifier, const EvalOptions& opts, CUstream stream);

@@ -1,6 +1,6 @@
 // Builds raw CUDA candidates (nvcc, in the sandbox, with a time limit of its own) on the CPU cores while
 // the GPU workers evaluate earlier jobs: the compile of job N+1 overlaps the GPU time of job N. Shared
-// objects are cached by a hash of source and flags (runtime/raw_cuda.h), so a resubmitted candidate is not
+// objects are cached by a hash of source and flags (env/raw_cuda.h), so a resubmitted candidate is not
 // built again. A built job moves to `compiled` for a GPU worker; a job that does not build is answered here
 // (tier failed, reward -1, nvcc's log).
 #pragma once
@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/raw_cuda.h"
+#include "env/raw_cuda.h"
 #include "server/job_store.h"
 
 namespace kforge {

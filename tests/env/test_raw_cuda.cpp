@@ -4,7 +4,7 @@
 
 #include "common/scratch_path.h"
 #include "ir/error.h"
-#include "runtime/raw_cuda.h"
+#include "env/raw_cuda.h"
 
 namespace kforge {
 namespace {

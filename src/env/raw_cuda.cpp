@@ -1,4 +1,4 @@
-#include "runtime/raw_cuda.h"
+#include "env/raw_cuda.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
