@@ -179,6 +179,8 @@ inline int64_t row_walkers(const KernelSchedule& ks) {
   return (ks.strategy == Strategy::tile ? ks.block / 32 : int64_t(ks.block)) * cluster_blocks(ks);
 }
 
+constexpr int64_t kMaxSerial = 1 << 16;  // elements one thread may walk alone in a reduction or scan
+
 // Row geometry of a group: kept elements K and reduced elements R (R = 1 for pointwise).
 int64_t rows_of(const KernelGroup& g);
 // Whether a row or scan group keeps the innermost dim (reduces or scans a middle one): its rows are strided
@@ -188,15 +190,6 @@ bool keeps_innermost(const KernelGroup& g);
 bool reduces_innermost(const KernelGroup& g);
 // (threads, blocks) a group's main kernel launches under `ks`, before the grid clamp.
 std::pair<double, double> launch_size(const KernelGroup& g, const KernelSchedule& ks);
-// Whether `ks` cannot keep HBM busy on a group that moves more than L2 holds, so that the local search does
-// not spend candidates on it. Every rule comes from measured candidates (device runs 2.3-2.5):
-//   - too little launched: fewer blocks than SMs, or too few threads for ~32 KB in flight per SM
-//     (a thread per LayerNorm row 12 ms against 1.4; 96 BatchNorm blocks 2.2-8.8 ms against 1.3);
-//   - idle threads: split chunks shorter than the block (sum over 4093 in 128 chunks: 12-164 ms against 0.94);
-//   - strided rows: a warp or block per row, or a split of one, when the innermost dim is kept, and a block per
-//     scan line along a middle dim (1.7-15 ms against ~1 for tile/thread on 17/19/20/21/23; cumprod 8-11 ms
-//     against 0.92; splits on 19 past the 250 ms limit in run 8.1).
-bool starves_memory(const KernelGroup& g, const KernelSchedule& ks);
 int64_t row_length(const KernelGroup& g);
 
 }  // namespace kforge

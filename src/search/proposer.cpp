@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "codegen/lower.h"
+#include "search/starved_schedules.h"
 
 namespace kforge {
 

@@ -15,6 +15,7 @@
 #include "ir/interpreter.h"
 #include "runtime/compiler.h"
 #include "search/measure.h"
+#include "search/starved_schedules.h"
 
 namespace kforge {
 namespace {
@@ -191,7 +192,7 @@ TEST(MatmulSchedule, PrecisionAndAlgorithmAreSearchActions) {
   EXPECT_EQ(space.size(), size_t(4 * kMatmulAlgos + 6 * kMatmulAlgos + 8))
       << "cuBLASLt in fp32, tf32, fp16x3 and fp16, fp16x3 also in 2 to 64 pieces of the reduction; kforge's mma in "
          "tf32x3 and tf32, for 1 or 2 blocks per SM, 1- or 4-float copies";
-  EXPECT_FALSE(starves_memory(groups[0], def));
+  EXPECT_FALSE(starves_memory(groups[0], def, GpuFacts{}));
   // Distinct choices are distinct plans to the search (its duplicate filter keys on plan_key).
   Schedule a, b;
   a.kernels[groups[0].key] = space[0];

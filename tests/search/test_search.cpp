@@ -7,6 +7,7 @@
 #include "codegen/lower.h"
 #include "search/database.h"
 #include "search/proposer.h"
+#include "search/starved_schedules.h"
 
 namespace kforge {
 namespace {
@@ -65,28 +66,28 @@ TEST(Proposer, LocalSearchSkipsSchedulesThatStarveTheMemory) {
       {"name": "y", "op": "layer_norm", "args": ["x", "", ""], "attrs": {"normalized_ndim": 1, "eps": 1e-5}}],
       "outputs": ["y"]})"));
   KernelGroup row = kernel_groups(g, true).front();
-  EXPECT_TRUE(starves_memory(row, {Strategy::thread, 128, 1, 1, 1}));  // 16384 threads
-  EXPECT_FALSE(starves_memory(row, default_schedule(row)));
+  EXPECT_TRUE(starves_memory(row, {Strategy::thread, 128, 1, 1, 1}, GpuFacts{}));  // 16384 threads
+  EXPECT_FALSE(starves_memory(row, default_schedule(row), GpuFacts{}));
   // sum over the middle dim of [640, 4093, 384] (bench/level1/17's shape): rows are strided for a warp or a
   // block, and 128 chunks of 32 elements leave most of a 1024-thread block idle; tile and thread read coalesced.
   Graph middle = graph_from_json(nlohmann::json::parse(R"({"inputs": [{"name": "x", "shape": [640, 4093, 384]}],
       "nodes": [{"name": "y", "op": "sum", "args": ["x"], "attrs": {"dims": [1], "keepdim": false}}], "outputs": ["y"]})"));
   KernelGroup mid = kernel_groups(middle, true).front();
-  EXPECT_TRUE(starves_memory(mid, {Strategy::warp, 512, 1, 4, 1}));
-  EXPECT_TRUE(starves_memory(mid, {Strategy::split, 1024, 1, 1, 128}));
-  EXPECT_TRUE(starves_memory(mid, {Strategy::split, 256, 1, 1, 8}));  // chunks of 512: long enough, still strided
-  EXPECT_FALSE(starves_memory(mid, {Strategy::thread, 128, 4, 4, 1}));  // a thread per four columns
-  EXPECT_FALSE(starves_memory(mid, {Strategy::tile, 64, 1, 4, 1}));
-  EXPECT_FALSE(starves_memory(mid, {Strategy::thread, 128, 1, 1, 1}));
-  EXPECT_FALSE(starves_memory(mid, default_schedule(mid)));
+  EXPECT_TRUE(starves_memory(mid, {Strategy::warp, 512, 1, 4, 1}, GpuFacts{}));
+  EXPECT_TRUE(starves_memory(mid, {Strategy::split, 1024, 1, 1, 128}, GpuFacts{}));
+  EXPECT_TRUE(starves_memory(mid, {Strategy::split, 256, 1, 1, 8}, GpuFacts{}));  // chunks of 512: long enough, still strided
+  EXPECT_FALSE(starves_memory(mid, {Strategy::thread, 128, 4, 4, 1}, GpuFacts{}));  // a thread per four columns
+  EXPECT_FALSE(starves_memory(mid, {Strategy::tile, 64, 1, 4, 1}, GpuFacts{}));
+  EXPECT_FALSE(starves_memory(mid, {Strategy::thread, 128, 1, 1, 1}, GpuFacts{}));
+  EXPECT_FALSE(starves_memory(mid, default_schedule(mid), GpuFacts{}));
   // cumprod along the middle dim: a block per line reads it strided; a thread per line is coalesced.
   Graph scan = graph_from_json(nlohmann::json::parse(R"({"inputs": [{"name": "x", "shape": [256, 1021, 1536]}],
       "nodes": [{"name": "y", "op": "cumprod", "args": ["x"], "attrs": {"dim": 1, "reverse": false}}], "outputs": ["y"]})"));
   KernelGroup line = kernel_groups(scan, true).front();
-  EXPECT_TRUE(starves_memory(line, {Strategy::block, 256, 1, 2, 1}));
-  EXPECT_FALSE(starves_memory(line, default_schedule(line)));
+  EXPECT_TRUE(starves_memory(line, {Strategy::block, 256, 1, 2, 1}, GpuFacts{}));
+  EXPECT_FALSE(starves_memory(line, default_schedule(line), GpuFacts{}));
   Graph small = graph_from_json(testing::sample_graph("layer_norm"));  // fits in L2: nothing to starve
-  EXPECT_FALSE(starves_memory(kernel_groups(small, true).front(), {Strategy::thread, 64, 1, 1, 1}));
+  EXPECT_FALSE(starves_memory(kernel_groups(small, true).front(), {Strategy::thread, 64, 1, 1, 1}, GpuFacts{}));
 
   ScheduleProposer local(g, 3, true), uniform(g, 3, false);
   int starved_local = 0, starved_uniform = 0;
@@ -94,7 +95,7 @@ TEST(Proposer, LocalSearchSkipsSchedulesThatStarveTheMemory) {
     for (auto [p, count] : {std::pair{&local, &starved_local}, std::pair{&uniform, &starved_uniform}}) {
       auto s = p->next(Schedule{});
       if (!s) continue;
-      for (auto& grp : kernel_groups(g, s->fuse_rows)) *count += starves_memory(grp, schedule_for(*s, grp));
+      for (auto& grp : kernel_groups(g, s->fuse_rows)) *count += starves_memory(grp, schedule_for(*s, grp), GpuFacts{});
     }
   }
   EXPECT_EQ(starved_local, 0);

@@ -1,0 +1,177 @@
+// A kernel group's default schedule and the space the search walks, and the launch geometry a schedule gives.
+#include "codegen/schedule.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include "ir/error.h"
+#include "ir/types.h"
+
+namespace kforge {
+
+KernelSchedule default_schedule(const KernelGroup& g) {
+  KernelSchedule ks;
+  int64_t n = numel(g.shape);
+  switch (g.kind) {
+    case GroupKind::pointwise:
+      // One 16-byte vector a thread, 128-thread blocks, a block per chunk (emit_pointwise.cpp): the fastest
+      // of tools/microbench/elementwise_bw.cu's shapes on the H200 (device run 7.3), 1% faster than the copy
+      // engine. (Runs 2.4/2.5 had preferred 1024 x 8-byte x 4, with the grid clamped then.)
+      ks.block = 128;
+      ks.vec = n % 4 == 0 ? 4 : n % 2 == 0 ? 2 : 1;
+      ks.items = 1;
+      break;
+    case GroupKind::pool:
+      // 128 threads of four outputs each: the fastest or within 3% of it on all six pooling problems of runs
+      // 8.3/8.4 (39-44: 1D/2D/3D, max and average), where 256 x 1 ran 3-16% slower (42_avg_pool1d 0.966 ms
+      // against 0.864).
+      ks.block = 128;
+      ks.items = 4;
+      break;
+    case GroupKind::matmul:
+    case GroupKind::conv: ks.strategy = Strategy::library; break;  // fp32, the heuristic's first algorithm
+    case GroupKind::scan: {
+      // Lines along a strided axis go one thread each: neighbouring threads read neighbouring addresses. A line
+      // along the contiguous axis is read coalesced only by a block walking it together; one thread per such
+      // line strides by the line's length (held-out run 6.2 of docs/results/README.md, 18672 lines of 301: a thread per
+      // line 0.164 ms, a 512-thread block per line 0.064 ms). Only lines of a few elements share their sectors
+      // between neighbouring threads. Lines up to 1024 get a 128-thread block and enough items to cover them
+      // (not yet measured: run 6.2 measured 512 x 2 on its 301-long lines).
+      const int64_t length = row_length(g);
+      // A line too long for one thread (kMaxSerial) gets a block whatever its axis.
+      const bool contiguous = (!keeps_innermost(g) && length >= 64) || length > kMaxSerial;
+      ks.strategy = contiguous ? Strategy::block : Strategy::thread;
+      ks.block = contiguous && length > 1024 ? 512 : 128;
+      ks.items = !contiguous ? 1 : length > 1024 ? 4 : int(std::bit_ceil(uint64_t((length + 127) / 128)));
+      break;
+    }
+    case GroupKind::row: {
+      int64_t R = row_length(g), K = rows_of(g);
+      // Innermost dim kept: a lane per row reads coalesced across the warp, warps split the rows.
+      if (keeps_innermost(g)) ks.strategy = Strategy::tile, ks.block = 256;
+      // A warp per row up to 2048 elements (run 2.5: argmax over rows of 2039, a warp of 128-thread blocks
+      // 0.95 ms against 2.25 for a 256-thread block per row).
+      else if (R <= 2048 && K >= 1024) ks.strategy = Strategy::warp, ks.block = R > 1024 ? 128 : 256;
+      // Split: ~1056 blocks of 1024 threads, at most 512 chunks a row, no unroll (run 2.5: the best plan of
+      // all four scalar losses, 45/46/47/49; mse 0.77 ms against 0.94 for 1024 chunks of 512 threads unrolled).
+      else if (K < 264 && R >= 65536 && row_walks(g) == 1 && g.elem_outputs.empty() && !has_online_stat(g))
+        ks.strategy = Strategy::split, ks.chunks = int(std::min<int64_t>(512, 1056 / std::max<int64_t>(K, 1) + 1)), ks.block = 1024;
+      else ks.strategy = Strategy::block, ks.block = R >= 8192 ? 1024 : 256;
+      if (ks.strategy == Strategy::split && ks.chunks < 2) ks.chunks = 2;
+      ks.items = ks.strategy == Strategy::split ? 1 : 4;  // elsewhere unrolled row walks: four loads in flight
+      const int uncached_items = ks.items;
+      // Several passes over a row that fits in shared memory: read it from HBM once.
+      bool passes = row_walks(g) > 1;
+      // Its walks then read shared memory, not HBM: no unroll (runs 7.3/7.4, 24_softmax_last_dim, rows of 24571
+      // cached by 1024-thread blocks: 1.49 ms without, 1.66 with four iterations unrolled).
+      if (passes && (ks.strategy == Strategy::warp || ks.strategy == Strategy::block) &&
+          row_cache_bytes(g, ks, 1) <= kMaxRowCache)
+        ks.cache_row = RowCache::shared, ks.items = 1;
+      if (ks.cache_row != RowCache::none && !is_legal(g, ks)) ks.cache_row = RowCache::none, ks.items = uncached_items;
+      break;
+    }
+  }
+  return ks;
+}
+
+std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
+  std::vector<KernelSchedule> out;
+  auto keep = [&](KernelSchedule ks) {
+    if (is_legal(g, ks)) out.push_back(ks);
+  };
+  switch (g.kind) {
+    case GroupKind::pointwise:
+    case GroupKind::pool:
+      for (int b : {128, 256, 512, 1024})
+        for (int v : {1, 2, 4})
+          for (int it : {1, 2, 4, 8}) keep({Strategy::flat, b, v, it, 1});
+      break;
+    case GroupKind::matmul:
+      for (auto p : {Precision::fp32, Precision::tf32, Precision::fp16x3, Precision::fp16})
+        for (int a = 0; a < kMatmulAlgos; ++a)
+          for (int pieces : {1, 2, 4, 8, 16, 32, 64}) keep({Strategy::library, 256, 1, 1, pieces, RowCache::none, p, a});
+      for (auto p : {Precision::tf32x3, Precision::tf32})
+        for (int blocks_per_sm : {1, 2})
+          for (int vec : {4, 1}) keep({Strategy::mma, kMmaThreads, vec, blocks_per_sm, 1, RowCache::none, p, 0});
+      break;
+    case GroupKind::conv:
+      for (auto p : {Precision::fp32, Precision::tf32, Precision::fp16x3, Precision::fp16, Precision::bf16})
+        for (int a = 0; a < kConvEngines; ++a)
+          for (auto layout : {Layout::nchw, Layout::nhwc})
+            for (bool library_epilogue : {false, true})
+              keep({Strategy::library, 256, 1, 1, 1, RowCache::none, p, a, layout, library_epilogue});
+      if (g.depthwise)
+        for (int b : {128, 256})
+          for (int it : {2, 4, 8}) keep({Strategy::tile, b, 1, it, 1});
+      break;
+    case GroupKind::scan:
+      for (int b : {64, 128, 256, 512}) keep({Strategy::thread, b, 1, 1, 1});
+      for (int b : {128, 256, 512, 1024})
+        for (int it : {1, 2, 4, 8}) keep({Strategy::block, b, 1, it, 1});
+      break;
+    case GroupKind::row:
+      for (int it : {1, 4}) {
+        for (int b : {64, 128, 256})
+          for (int v : {1, 2, 4}) keep({Strategy::thread, b, v, it, 1});
+        for (RowCache cache : {RowCache::none, RowCache::shared, RowCache::registers})
+          for (int b : {64, 128, 256, 512, 1024}) keep({Strategy::tile, b, 1, it, 1, cache});
+        for (int c : {2, 4, 8})
+          for (int b : {128, 256, 512}) {
+            keep({Strategy::tile, b, 1, it, c, RowCache::registers});
+            keep({Strategy::tile, b, 1, it, c});
+          }
+        for (RowCache cache : {RowCache::none, RowCache::shared, RowCache::registers, RowCache::bulk}) {
+          for (int b : {128, 256, 512}) keep({Strategy::warp, b, 1, it, 1, cache});
+          for (int b : {128, 256, 512, 1024})
+            for (int v : {1, 2, 4}) keep({Strategy::block, b, v, it, 1, cache});
+        }
+        // Rows split across clusters: in registers, or walked as vectors from memory.
+        for (int c : {2, 4, 8})
+          for (int b : {128, 256, 512}) {
+            keep({Strategy::block, b, 1, it, c, RowCache::registers});
+            keep({Strategy::block, b, 4, it, c});
+          }
+        for (int b : {256, 512, 1024})
+          for (int c : {8, 32, 128, 512}) keep({Strategy::split, b, 1, it, c});
+      }
+      break;
+  }
+  return out;
+}
+
+DirectConvTile direct_conv_tile(const ConvDims& d, const KernelSchedule& ks) {
+  DirectConvTile t;
+  t.rows = int64_t(ks.block / 32) * ks.items;
+  t.in_rows = (t.rows - 1) * d.stride[0] + (d.kernel[0] - 1) * d.dilation[0] + 1;
+  t.in_cols = (t.cols - 1) * d.stride[1] + (d.kernel[1] - 1) * d.dilation[1] + 1;
+  t.smem_bytes = 4 * (t.in_rows * t.in_cols + numel(d.kernel));
+  return t;
+}
+
+std::pair<double, double> launch_size(const KernelGroup& g, const KernelSchedule& ks) {
+  if (g.kind == GroupKind::conv && ks.strategy == Strategy::tile && g.depthwise) {
+    const ConvDims& d = *g.depthwise;
+    DirectConvTile t = direct_conv_tile(d, ks);
+    double blocks = double(d.n * d.c) * std::ceil(double(d.out[0]) / double(t.rows)) * std::ceil(double(d.out[1]) / double(t.cols));
+    return {blocks * ks.block, blocks};
+  }
+  double rows = double(rows_of(g)), n = double(numel(g.shape));
+  switch (ks.strategy) {
+    case Strategy::flat: {
+      double threads = std::ceil(n / (ks.vec * ks.items));
+      return {threads, std::ceil(threads / ks.block)};
+    }
+    case Strategy::thread: return {rows / ks.vec, std::ceil(rows / ks.vec / ks.block)};
+    case Strategy::warp: return {rows * 32, std::ceil(rows * 32 / ks.block)};
+    case Strategy::block: return {rows * ks.block * ks.chunks, rows * ks.chunks};
+    case Strategy::split: return {rows * ks.chunks * ks.block, rows * ks.chunks};
+    case Strategy::tile: return {std::ceil(rows / 32) * ks.block * ks.chunks, std::ceil(rows / 32) * ks.chunks};
+    // cuBLASLt picks its own geometry; typical: a 128x128 output tile per block of 256 threads, which is
+    // exactly kforge's mma kernel's (emit_matmul_mma.cpp).
+    case Strategy::library:
+    case Strategy::mma: return {std::ceil(n / 16384) * 256, std::ceil(n / 16384)};
+  }
+  return {0, 0};
+}
+
+}  // namespace kforge
