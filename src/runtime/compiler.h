@@ -13,7 +13,7 @@ struct CompileOptions {
   std::vector<std::string> extra;   // more NVRTC flags
   // Looked up before cache_dir and never written: kernels trusted code compiled (a candidate's process reads the
   // verifier's there). Keys are SHA-256 of source and flags, so no source can be made to find another's binary.
-  std::string read_only_cache_dir;
+  std::string read_only_cache_dir = {};
 };
 
 struct CompileResult {

@@ -11,7 +11,7 @@
 namespace kforge {
 
 struct Measurement {
-  std::string task, graph_hash, schedule_json, gpu, versions, log, protocol = "native";
+  std::string task, graph_hash, schedule_json, gpu, versions = {}, log = {}, protocol = "native";
   bool compiled = false, strict = false, relaxed = false;
   double median_ms = 0, mean_ms = 0, reward = -1, speedup_best = 0;
 };

@@ -34,7 +34,7 @@ struct OptimizeOptions {
   uint64_t seed = 1;
   bool progress = true;
   EvalOptions eval = {};
-  std::string versions;  // recorded with every measurement
+  std::string versions = {};  // recorded with every measurement
 };
 
 struct OptimizeResult {

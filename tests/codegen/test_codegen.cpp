@@ -203,7 +203,9 @@ TEST(Schedule, DefaultsPickTheLayoutAwareStrategies) {
     KernelSchedule ks = default_schedule(g);
     EXPECT_EQ(ks.strategy, want) << name;
     EXPECT_NO_THROW(check_schedule(g, ks)) << name;
-    if (want == Strategy::block) EXPECT_GE(ks.block * ks.items, std::min<int64_t>(row_length(g), 2048)) << name;
+    if (want == Strategy::block) {
+      EXPECT_GE(ks.block * ks.items, std::min<int64_t>(row_length(g), 2048)) << name;
+    }
   }
 }
 

@@ -58,7 +58,9 @@ TEST(ConvLowering, EveryConvIsOneCudnnStep) {
       const PlanKernel& after = *(lib[0] + 1);
       EXPECT_EQ(after.args.back(), lib[0]->args[2]) << s.name << ": the epilogue pass writes y in place";
       EXPECT_EQ(after.args.size(), size_t(1 + bias)) << s.name;
-      if (bias) EXPECT_EQ(p.buffers[after.args[0]].name, "bias") << s.name;
+      if (bias) {
+        EXPECT_EQ(p.buffers[after.args[0]].name, "bias") << s.name;
+      }
       EXPECT_EQ(after.source.find("? r : 0.f)") != std::string::npos, relu) << s.name << ": the ReLU, on the biased value\n" << after.source;
     }
     EXPECT_NO_THROW(check_library_step(*lib[0], p.buffers)) << s.name;
@@ -327,7 +329,9 @@ TEST(ConvDirect, DepthwiseConvolutionsGetKforgesOwnKernel) {
         ASSERT_EQ(k.args.size(), bias ? 4u : 3u);
         EXPECT_EQ(p.buffers[k.args[0]].name, "x");
         EXPECT_EQ(p.buffers[k.args[1]].name, "w");
-        if (bias) EXPECT_EQ(p.buffers[k.args[2]].name, "bias");
+        if (bias) {
+          EXPECT_EQ(p.buffers[k.args[2]].name, "bias");
+        }
         EXPECT_EQ(p.buffers[k.args.back()].role, BufferRole::output);
         EXPECT_EQ(k.block, ks.block);
         EXPECT_EQ(p.kernels.size(), 1u) << sample.name;
