@@ -226,6 +226,7 @@ int cmd_evaluate(const EvaluateArgs& a, const std::string& self) {
   else if (!a.no_fresh) drawn_here.emplace(a.bundle, a.device), add_drawn_sets(b, drawn_here->dir + "/sets");
   EvalResult r;
   EvalOptions eo;
+  eo.tol = b.tolerance;
   if (a.plan.empty() && a.cuda.empty() && a.so.empty() && a.modelnew.empty()) {
     Plan p = lower(b.graph, a.schedule.empty() ? Schedule{} : schedule_from_json(nlohmann::json::parse(read_file(a.schedule))));
     TaskSession s(std::move(b));

@@ -105,7 +105,7 @@ void add_drawn_sets(Bundle& b, const std::string& dir) {
     throw UserError(path + " is not valid JSON: " + e.what());
   }
   const int outputs = int(b.graph.outputs.size());
-  Tolerance global;
+  const Tolerance& global = b.tolerance;
   std::vector<std::vector<double>> strict = b.tolerances.rows(b.num_sets(), outputs, global);
   std::vector<DrawnSet> fresh, beyond;
   std::vector<std::vector<double>> fresh_strict, beyond_strict;
@@ -161,10 +161,17 @@ Bundle load_bundle(const std::string& dir) {
   b.constant_output = flags.value("constant_output", false);
   b.near_zero_output = flags.value("near_zero_output", false);
   if (b.num_sets() < 1) throw UserError(path + " lists no input sets");
+  if (b.task.contains("tolerance")) {
+    const nlohmann::json& t = b.task["tolerance"];
+    double strict = t.is_object() ? t.value("strict", -1.0) : -1.0, relaxed = t.is_object() ? t.value("relaxed", -1.0) : -1.0;
+    if (!(strict > 0 && relaxed >= strict && relaxed < 1))
+      throw UserError(path + ": 'tolerance' must be {\"strict\": s, \"relaxed\": r} with 0 < s <= r < 1, got " + t.dump());
+    b.tolerance = {strict, relaxed};
+  }
   if (b.task.contains("strict_tolerance")) {
     try {
       b.tolerances = SetTolerances(b.task["strict_tolerance"].get<std::vector<std::vector<double>>>(), b.num_sets(),
-                                   int(b.graph.outputs.size()), Tolerance{});
+                                   int(b.graph.outputs.size()), b.tolerance);
     } catch (const nlohmann::json::exception& e) {
       throw UserError(path + ": 'strict_tolerance' must be a list (one per input set) of lists of numbers (one per output): " +
                       e.what());

@@ -66,6 +66,9 @@ struct Bundle {
   Stats eager, compile;  // kb protocol, from import
   bool constant_output = false, near_zero_output = false;
   SetTolerances tolerances;  // task.json "strict_tolerance"; empty in bundles written before it
+  // task.json "tolerance": the tiers the bundle was made with (python/kforge/bridge.py TOLERANCE), the one home of
+  // the global tiers wherever a bundle is judged; kforge's defaults for bundles without it.
+  Tolerance tolerance;
   TaskSpec spec() const { return {name(), graph, eager.median_ms, compile.median_ms}; }
   // Raw bytes of files in the bundle.
   MappedFile param_file(int i) const;

@@ -52,7 +52,7 @@ CompareResult compare_on_host(const void* out_p, const void* ref_p, int64_t n, D
   return c;
 }
 
-TrustedJudge::TrustedJudge(const Bundle& b, const EvalOptions& eo) : bundle_(b), eo_(eo) {}
+TrustedJudge::TrustedJudge(const Bundle& b, const EvalOptions& eo) : bundle_(b), eo_(eo) { eo_.tol = b.tolerance; }
 
 nlohmann::json TrustedJudge::task_header() const {
   TaskSpec spec = bundle_.spec();

@@ -39,6 +39,7 @@ int serve_plan_jobs(const std::string& bundle_dir, const std::string& drawn, con
   TaskSession s(std::move(loaded));
   const Bundle& b = s.bundle;
   EvalOptions eo;
+  eo.tol = b.tolerance;
   {
     GpuLock turn(gpu_lock);
     eo.copy_gbs = measure_copy_bandwidth(s.stream);

@@ -358,6 +358,41 @@ TEST(DrawnSets, ANamedCauseForEveryMalformedListing) {
   EXPECT_EQ(b.stored_sets(), kSets);
 }
 
+// The global tiers come from the bundle (task.json "tolerance", written by the bridge): one home, read everywhere.
+TEST(TrustedJudge, JudgesWithTheBundlesOwnTiers) {
+  Bundle b = relu_bundle();
+  b.tolerance = {2e-3, 1e-2};
+  auto off_by = [](float e) {
+    return [e](const nlohmann::json&, FrameReader& a, int out) {
+      begin(out, &a);
+      for (int s = 0; s < kSets; ++s) {
+        auto y = relu_of(input_of(s));
+        y[3] += e;
+        send_set(out, s, y);
+        a.next(5);
+      }
+      write_frame(out, {{"timed", stats(0.01)}});
+      auto y = relu_of(input_of(kSets - 1));
+      y[3] += e;
+      send_set(out, kSets - 1, y, true);
+      a.next(5);
+      write_frame(out, {{"done", true}});
+    };
+  };
+  EXPECT_TRUE(judged(off_by(1e-3f), b).strict) << "within the bundle's strict tier of 2e-3";
+  EXPECT_FALSE(judged(off_by(1e-3f)).strict) << "outside kforge's default of 1e-4";
+  fs::path dir = testing::scratch_path("judge-bundle");
+  nlohmann::json task = nlohmann::json::parse(read_file((dir / "task.json").string()));
+  task["tolerance"] = {{"strict", 0.5}, {"relaxed", 0.1}};
+  std::ofstream(dir / "task.json") << task.dump();
+  try {
+    load_bundle(dir.string());
+    ADD_FAILURE() << "a strict tier looser than the relaxed one was taken";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("'tolerance' must be"), std::string::npos) << e.what();
+  }
+}
+
 // The host comparison is the Verifier's rule (env/verify.cpp's kf_compare_f32), element for element.
 TEST(CompareOnHost, FollowsTheVerifiersRule) {
   const float inf = INFINITY, nan = NAN;
