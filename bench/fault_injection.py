@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from service_client import Service, common_arguments, import_bundle  # noqa: E402
+from service_client import adversarial_service, common_arguments, import_written  # noqa: E402
 
 PROBLEM = """import torch
 class Model(torch.nn.Module):
@@ -170,16 +170,8 @@ def main() -> int:
     ap.add_argument("--modelnew", type=int, default=2)
     args = ap.parse_args()
     t0 = time.time()
-    args.work.mkdir(parents=True, exist_ok=True)
-    (args.work / "relu4096.py").write_text(PROBLEM)
-    bundle = args.work / "bundles" / "relu4096"
-    print(f"imported in {import_bundle(args, args.work / 'relu4096.py', bundle):.0f} s", flush=True)
-    svc = Service(args.kforge, args.work / "service", args.out / "serve.log", "--workers", "1", "--max-queue", "2000",
-                  "--job-timeout", "60", "--memory-limit", "16384", "--compile-workers", "8", "--slots-per-gpu", "3", "--sandbox-user", args.sandbox_user,
-                  "--unsafe-shared",  # a machine of its own: no delegated cgroup needed
-                  # each slot's untrusted jobs as a user id of their own (where the sandbox drops to nobody, any
-                  # unused id reads what nobody reads)
-                  *(["--sandbox-uid-base", "200000"] if args.sandbox_user == "nobody" else []))
+    bundle = import_written(args, "relu4096", PROBLEM)
+    svc = adversarial_service(args, "--max-queue", "2000", "--job-timeout", "60")
     try:
         task = svc.add_task(bundle)
         todo = candidates(args)

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from service_client import Service, common_arguments, import_bundle  # noqa: E402
+from service_client import adversarial_service, common_arguments, import_written  # noqa: E402
 
 N = 1 << 24
 PROBLEM = f"""import torch
@@ -79,14 +79,8 @@ def main() -> int:
     ap.add_argument("--deadline-s", type=float, default=420)
     args = ap.parse_args()
     t0 = time.time()
-    args.work.mkdir(parents=True, exist_ok=True)
-    (args.work / "relu16m.py").write_text(PROBLEM)
-    bundle = args.work / "bundles" / "relu16m"
-    print(f"imported in {import_bundle(args, args.work / 'relu16m.py', bundle):.0f} s", flush=True)
-    svc = Service(args.kforge, args.work / "service", args.out / "serve.log", "--workers", "1", "--slots-per-gpu", "3",
-                  "--job-timeout", "40", "--memory-limit", "16384", "--compile-workers", "8", "--max-queue", "1000",
-                  "--sandbox-user", args.sandbox_user, "--unsafe-shared", "--fresh-every", "0",
-                  *(["--sandbox-uid-base", "200000"] if args.sandbox_user == "nobody" else []))
+    bundle = import_written(args, "relu16m", PROBLEM)
+    svc = adversarial_service(args, "--job-timeout", "40", "--max-queue", "1000", "--fresh-every", "0")
     try:
         task = svc.add_task(bundle)
         left = lambda: args.deadline_s - (time.time() - t0)  # noqa: E731

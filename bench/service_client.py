@@ -31,6 +31,25 @@ def import_bundle(args, problem: Path, bundle: Path) -> float:
     return time.time() - t0
 
 
+def import_written(args, name: str, source: str) -> Path:
+    """Writes `source` as WORK/NAME.py, imports it into WORK/bundles/NAME (saying how long it took) and returns the
+    bundle."""
+    args.work.mkdir(parents=True, exist_ok=True)
+    problem, bundle = args.work / f"{name}.py", args.work / "bundles" / name
+    problem.write_text(source)
+    print(f"imported in {import_bundle(args, problem, bundle):.0f} s", flush=True)
+    return bundle
+
+
+def adversarial_service(args, *extra: str) -> "Service":
+    """`kforge serve` for the suites that throw faulty and hostile candidates at it, on a machine of its own: one
+    GPU, three slots, untrusted kinds without a delegated cgroup (--unsafe-shared), and, where the sandbox drops to
+    nobody, each slot's untrusted jobs as a user id of their own (an unused id reads what nobody reads)."""
+    return Service(args.kforge, args.work / "service", args.out / "serve.log", "--workers", "1", "--slots-per-gpu", "3",
+                   "--memory-limit", "16384", "--compile-workers", "8", "--sandbox-user", args.sandbox_user,
+                   "--unsafe-shared", *(["--sandbox-uid-base", "200000"] if args.sandbox_user == "nobody" else []), *extra)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

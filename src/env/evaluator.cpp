@@ -351,15 +351,14 @@ nlohmann::json EvalResult::to_json() const {
                       {"reward", reward.reward}, {"speedup_eager", reward.speedup_eager}, {"speedup_compile", reward.speedup_compile},
                       {"speedup_best", reward.speedup_best}, {"suspect", reward.suspect}, {"protocol", protocol}};
   if (!library.empty()) j["library"] = library;
-  const bool checked = beyond_sets > 0 || !beyond_relaxed;  // a run that failed on such a set was checked there
   j["distribution"] = {{"beyond_sets", beyond_sets}, {"verdict", distribution_verdict()},
-                       {"tier", !checked ? "not checked" : beyond_strict ? "strict" : beyond_relaxed ? "relaxed" : "failed"}};
+                       {"tier", !beyond_checked() ? "not checked" : beyond_strict ? "strict" : beyond_relaxed ? "relaxed" : "failed"}};
   return j;
 }
 
 std::string EvalResult::distribution_verdict() const {
   if (!relaxed) return "not judged (wrong on get_inputs' distribution)";
-  if (beyond_sets == 0 && beyond_relaxed) return "not checked beyond get_inputs' distribution";
+  if (!beyond_checked()) return "not checked beyond get_inputs' distribution";
   return beyond_relaxed ? "correct beyond get_inputs' distribution" : "correct only on get_inputs' distribution";
 }
 

@@ -80,6 +80,8 @@ struct EvalResult {
   int beyond_sets = 0;
   bool beyond_strict = true, beyond_relaxed = true;
   std::string tier() const { return strict ? "strict" : relaxed ? "relaxed" : "failed"; }
+  // Whether a set beyond the distribution was judged (a run that failed on one was).
+  bool beyond_checked() const { return beyond_sets > 0 || !beyond_relaxed; }
   std::string distribution_verdict() const;
   nlohmann::json to_json() const;
 };

@@ -198,6 +198,19 @@ bool reachable_by(uid_t uid, const std::string& path) {
   }
 }
 
+void share_read_only(const std::string& path) {
+  namespace fs = std::filesystem;
+  auto share = [](const fs::path& p) {
+    std::error_code ec;
+    bool runs = fs::is_directory(p, ec) || (fs::status(p, ec).permissions() & fs::perms::owner_exec) != fs::perms::none;
+    fs::permissions(p, runs ? fs::perms(0755) : fs::perms(0644), ec);
+  };
+  share(path);
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    for (const auto& e : fs::recursive_directory_iterator(path, ec)) share(e.path());
+}
+
 namespace {
 // Sources of read_only_at the sandbox user cannot reach (bubblewrap binds as that user): hard-linked, or copied
 // where the link cannot be made, into a folder of this process's own under /tmp that it can reach. The links
@@ -231,12 +244,7 @@ std::vector<std::string> stage_unreachable(const SandboxOptions& o, std::string&
     if (!linked) {
       fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
       if (ec) throw UserError("sandbox: cannot stage " + from + " for the sandbox user: " + ec.message());
-      auto readable = [&](const fs::path& p) {
-        fs::permissions(p, fs::is_directory(p) ? fs::perms(0755) : fs::perms::others_read, fs::perm_options::add, ec);
-      };
-      readable(to);
-      if (fs::is_directory(to))
-        for (const auto& e : fs::recursive_directory_iterator(to, ec)) readable(e.path());
+      share_read_only(to.string());
     }
     sources.push_back(to.string());
   }

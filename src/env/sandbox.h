@@ -93,6 +93,9 @@ struct SandboxedProcess {
 // Whether the sandbox, run as `uid` (from root; as this process's user otherwise), can read `path`: every folder
 // above it searchable by others, the file readable by them.
 bool reachable_by(uid_t uid, const std::string& path);
+// `path`, and everything in it when a folder, read by all, written by its owner only; folders, and files their
+// owner may run, searched or run by all: a copy made for another user to read (staged files, a staged runtime).
+void share_read_only(const std::string& path);
 SandboxedProcess spawn_sandboxed(const std::vector<std::string>& argv, const SandboxOptions& opts);
 
 // Reads the process's stdout and stderr into r.out and r.err (bounded by max_output_bytes) until

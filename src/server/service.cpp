@@ -33,11 +33,6 @@ fs::path scratch(const fs::path& p) {
 // that user, and the service folder is one it must reach anyway.
 void stage_runtime(ServiceOptions& o) {
   fs::path runtime = fs::absolute(fs::path(o.work_dir) / "runtime");
-  auto readable = [](const fs::path& p) {  // read by all; searched or run by all where its owner may
-    std::error_code ec;
-    bool runs = fs::is_directory(p) || (fs::status(p).permissions() & fs::perms::owner_exec) != fs::perms::none;
-    fs::permissions(p, runs ? fs::perms(0755) : fs::perms(0644), ec);
-  };
   auto private_to_service = [&] {  // searchable by all, written by the service alone: trusted processes run from it
     fs::create_directories(runtime);
     fs::permissions(runtime, fs::perms(0755));
@@ -45,7 +40,7 @@ void stage_runtime(ServiceOptions& o) {
   if (!o.kforge_exe.empty() && !reachable_by(o.sandbox.uid, o.kforge_exe)) {
     private_to_service();
     fs::copy_file(o.kforge_exe, runtime / "kforge", fs::copy_options::overwrite_existing);
-    readable(runtime / "kforge");
+    share_read_only((runtime / "kforge").string());
     o.kforge_exe = (runtime / "kforge").string();
   }
   if (!o.python_dir.empty() && fs::is_directory(fs::path(o.python_dir) / "kforge") && !reachable_by(o.sandbox.uid, o.python_dir)) {
@@ -54,8 +49,7 @@ void stage_runtime(ServiceOptions& o) {
     fs::remove_all(to);
     fs::create_directories(to);
     fs::copy(fs::path(o.python_dir) / "kforge", to / "kforge", fs::copy_options::recursive);
-    readable(to);
-    for (const auto& e : fs::recursive_directory_iterator(to)) readable(e.path());
+    share_read_only(to.string());
     o.python_dir = to.string();
   }
 }
