@@ -1,4 +1,5 @@
 """`python -m kforge.modelnew_candidate --inputs /task --candidate FILE --problem FILE [--rules] [--device]`
+(or `--prebuild --candidate FILE --problem FILE`: ModelNew built on the CPU only, its extensions cached)
 
 The untrusted end of a ModelNew's evaluation (the KernelBench solution format, as LLM agents write it, often with
 `torch.utils.cpp_extension.load_inline`). `kforge evaluate --modelnew` and `kforge serve` start it inside a
@@ -107,6 +108,26 @@ def escaped_stream_ms(call, events_ms: float, rounds: int = 3) -> float | None:
     return synced
 
 
+def build_candidate(path, problem):
+    """ModelNew built as KernelBench builds it: its module run, then the class called on get_init_inputs()."""
+    cls = load_candidate(path)
+    torch.manual_seed(42)  # KernelBench's seed before building ModelNew
+    return cls(*problem.module.get_init_inputs())
+
+
+def prebuild(args) -> None:
+    """The candidate's module run and ModelNew built on the CPU, in a sandbox that shows no GPU: what it compiles
+    (load_inline, load) lands in TORCH_EXTENSIONS_DIR, where its evaluation finds it built. Failing here is no
+    verdict (a module may need the GPU to build): the evaluation builds it again, in its turn."""
+    t0 = time.perf_counter()
+    try:
+        build_candidate(args.candidate, load_problem(args.problem))
+        print(json.dumps({"prebuilt": True, "ms": (time.perf_counter() - t0) * 1e3}), flush=True)
+    except Exception as e:  # noqa: BLE001 -- a candidate's failure, reported, not raised
+        print(json.dumps({"prebuilt": False, "ms": (time.perf_counter() - t0) * 1e3,
+                          "why": f"{type(e).__name__}: {e}"[:2000]}), flush=True)
+
+
 def load_candidate(path):
     spec = importlib.util.spec_from_file_location("kforge_candidate", path)
     module = importlib.util.module_from_spec(spec)
@@ -161,13 +182,16 @@ def run_candidate(args) -> None:
             lookup(reference, p["name"]).copy_(read_tensor(Path(args.inputs) / "params" / f"{i}.bin", p, "cpu"))
     link.send({"ready": True})
 
-    # The candidate's code runs from here.
+    # The candidate's code runs only in its turn on the GPU (the judge holds the lock), so no code of it, at
+    # import or in __init__, touches the GPU while another evaluation is timed. Its load_inline builds were made
+    # before, in a sandbox without a GPU (`--prebuild`): here they are found built.
+    link.send({"turn": True})
+    if not link.receive().get("turn"):
+        return
     trusted = _trusted_objects()
     t0 = time.perf_counter()
     try:
-        cls = load_candidate(args.candidate)
-        torch.manual_seed(42)  # KernelBench's seed before building ModelNew
-        candidate = cls(*problem.module.get_init_inputs())
+        candidate = build_candidate(args.candidate, problem)
         candidate.load_state_dict(reference.state_dict(), strict=True)  # same parameters, same names
         candidate = candidate.to(device)
         candidate.train(reference.training)
@@ -195,10 +219,6 @@ def run_candidate(args) -> None:
         link.send({"judge": True, "set": k, "after_timing": after_timing}, payload)
         return link.receive().get("relaxed", False)
 
-    # Loading overlapped other evaluations; the checks and timing take turns on the GPU, which the judge holds.
-    link.send({"turn": True})
-    if not link.receive().get("turn"):
-        return
     try:
         for k in range(last + 1):  # get_inputs' distribution: the KernelBench-compatible verdict
             if not judged(k, inputs[k]):
@@ -237,13 +257,20 @@ def run_candidate(args) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kforge.modelnew_candidate")
-    parser.add_argument("--inputs", required=True, help="folder with params/<i>.bin and sets/<k>/in<i>.bin")
+    parser.add_argument("--inputs", help="folder with params/<i>.bin and sets/<k>/in<i>.bin")
+    parser.add_argument("--prebuild", action="store_true",
+                        help="only build ModelNew on the CPU (its load_inline builds cached), print a JSON line, exit")
     parser.add_argument("--candidate", required=True, help="the ModelNew file")
     parser.add_argument("--problem", required=True, help="the problem file (Model, get_init_inputs)")
     parser.add_argument("--rules", choices=("none", "cuda-agent"), default="none")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     args = parser.parse_args(argv)
-    run_candidate(args)
+    if args.prebuild:
+        prebuild(args)
+    elif not args.inputs:
+        parser.error("--inputs is required to evaluate")
+    else:
+        run_candidate(args)
     sys.stdout.flush()
     os._exit(0)  # tearing down a context a candidate left behind can block
 

@@ -21,6 +21,7 @@
 #include "env/bundle.h"
 #include "env/gpu_lock.h"
 #include "env/candidate_runner.h"
+#include "env/gpu_device.h"
 #include "env/judge.h"
 #include "env/plan_worker.h"
 #include "ir/error.h"
@@ -249,6 +250,11 @@ int cmd_evaluate(const EvaluateArgs& a, const std::string& self) {
     u.trusted_cache_dir = default_cache_dir();
     u.rules = a.rules;
     u.cpu = cpu;
+    if (!cpu) try {  // the GPU this process calls 0, alone: its device node and no other
+        show_only(u.sandbox, gpu_device(0));
+      } catch (const UserError& e) {
+        std::cerr << "kforge evaluate: the candidate sees every GPU device node: " << e.what() << std::endl;
+      }
     CandidateKind kind = !a.plan.empty()       ? CandidateKind::plan
                          : !a.cuda.empty()     ? CandidateKind::cuda_source
                          : !a.modelnew.empty() ? CandidateKind::modelnew

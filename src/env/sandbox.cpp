@@ -51,10 +51,17 @@ std::vector<std::string> bwrap_argv(const std::vector<std::string>& argv, const 
   const std::string tmpfs_size = std::to_string(o.tmpfs_bytes);
   a.insert(a.end(), {"--proc", "/proc", "--size", tmpfs_size, "--tmpfs", "/tmp", "--unshare-all", "--die-with-parent", "--new-session",
                      "--cap-drop", "ALL", "--clearenv"});
-  // The GPU's device nodes, but a private /dev/shm: the host's is writable shared memory (and may hold the
-  // service's own folders); what a job must read there is bound read-only below.
-  if (o.gpu) a.insert(a.end(), {"--dev-bind", "/dev", "/dev", "--size", tmpfs_size, "--tmpfs", "/dev/shm"});
-  else a.insert(a.end(), {"--dev", "/dev"});
+  // The GPU's device nodes (one GPU's where given), and always a private, size-bound /dev/shm: the host's is
+  // writable shared memory (and may hold the service's own folders); what a job must read there is bound
+  // read-only below.
+  if (o.gpu && o.gpu_nodes.empty()) {
+    a.insert(a.end(), {"--dev-bind", "/dev", "/dev"});
+  } else {
+    a.insert(a.end(), {"--dev", "/dev"});
+    if (o.gpu)
+      for (const std::string& node : o.gpu_nodes) a.insert(a.end(), {"--dev-bind", node, node});
+  }
+  a.insert(a.end(), {"--size", tmpfs_size, "--tmpfs", "/dev/shm"});
   if (o.network) a.push_back("--share-net");
   if (o.seccomp) a.insert(a.end(), {"--seccomp", std::to_string(kSeccompFd)});
   for (const std::string& kv : sandbox_environment(o)) {

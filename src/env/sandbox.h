@@ -43,6 +43,8 @@ struct SandboxOptions {
   bool minimal_root = false;
   bool network = false;                  // share the host's network namespace (and allow sockets)
   bool gpu = false;                      // expose /dev (the GPU device nodes) instead of a minimal /dev
+  // With gpu: a minimal /dev and only these device nodes (env/gpu_device.h: one GPU's); empty = the host's /dev.
+  std::vector<std::string> gpu_nodes;
   bool seccomp = true;                   // the system-call filter of env/seccomp_filter.h
   uid_t uid = 65534;                     // user and group to run as when started as root (nobody); with
   gid_t gid = 65534;                     // uid 0 nothing is dropped and the process limit does not hold

@@ -4,9 +4,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "env/bundle.h"
+#include "env/gpu_device.h"
 #include "env/gpu_lock.h"
 #include "env/judge.h"
 #include "env/verify.h"
@@ -79,7 +81,10 @@ Service::Service(ServiceOptions opts) : opts_(std::move(opts)), store_((scratch(
     Compiler({"sm_90", (cache_dir_ / "nvrtc").string(), {}}).compile(verification_source(), "kf_compare");
   } catch (const std::exception&) {  // no NVRTC: each process compiles it itself
   }
-  for (int gpu = 0; gpu < opts_.workers; ++gpu) device_memory_.push_back(std::make_unique<DeviceMemoryLedger>(opts_.gpu_memory_bytes));
+  for (int gpu = 0; gpu < opts_.workers; ++gpu) {
+    device_memory_.push_back(std::make_unique<DeviceMemoryLedger>(opts_.gpu_memory_bytes));
+    gpu_devices_.push_back(told_gpu(gpu));
+  }
   for (int gpu = 0; gpu < opts_.workers; ++gpu) {
     std::ofstream(gpu_lock(gpu)).flush();  // readable by the sandbox user: flock needs no more
     for (int slot = 0; slot < std::max(1, opts_.slots_per_gpu); ++slot)
@@ -95,6 +100,27 @@ Service::Service(ServiceOptions opts) : opts_(std::move(opts)), store_((scratch(
     build.sandbox.minimal_root = true;
     compile_pool_ = std::make_unique<CompilePool>(store_, build, opts_.compile_workers, [this] { cv_.notify_one(); });
   }
+}
+
+// Each GPU's device node, told once: a job's sandbox then shows its own GPU's node alone (env/gpu_device.h).
+// Where it cannot be told (no driver here, a driver without /proc/driver/nvidia), every node is shown and the
+// GPU is chosen by number only: said at start.
+std::optional<GpuDevice> Service::told_gpu(int gpu) {
+  try {
+    GpuDevice d = gpu_device(gpu);
+    SandboxOptions probe;
+    show_only(probe, d);
+    std::cerr << "kforge serve: GPU " << gpu << "'s jobs see its device node alone (/dev/nvidia" << d.minor << ", " << d.uuid << ")" << std::endl;
+    return d;
+  } catch (const std::exception& e) {
+    std::cerr << "kforge serve: GPU " << gpu << "'s jobs see every GPU device node: " << e.what() << std::endl;
+    return std::nullopt;
+  }
+}
+
+void Service::show_gpu(SandboxOptions& o, int gpu) const {
+  if (size_t(gpu) < gpu_devices_.size() && gpu_devices_[size_t(gpu)]) show_only(o, *gpu_devices_[size_t(gpu)]);
+  else if (opts_.workers > 1) o.env.push_back({"CUDA_VISIBLE_DEVICES", std::to_string(gpu)});
 }
 
 Service::~Service() {
@@ -226,7 +252,7 @@ SandboxOptions Service::problem_sandbox(const fs::path& scratch_dir, const std::
   o.read_only.push_back(opts_.python_dir);
   o.read_only.insert(o.read_only.end(), shown.begin(), shown.end());
   add_python_env(o);
-  if (opts_.workers > 1) o.env.push_back({"CUDA_VISIBLE_DEVICES", std::to_string(gpu)});
+  show_gpu(o, gpu);
   return o;
 }
 
@@ -237,7 +263,7 @@ SandboxOptions Service::job_sandbox(const fs::path& dir, const TaskRecord& task,
   o.read_only.push_back(cache_dir_.string());
   o.env.push_back({"KFORGE_CACHE", (cache_dir_ / "nvrtc").string()});
   add_python_env(o);
-  if (opts_.workers > 1) o.env.push_back({"CUDA_VISIBLE_DEVICES", std::to_string(gpu)});
+  show_gpu(o, gpu);
   return o;
 }
 
@@ -368,7 +394,7 @@ void Service::run_untrusted(const Job& job, const TaskRecord& task, int gpu, int
     u.python = python_runtime();
   }
   u.sandbox.scratch_dir = dir.string();
-  if (opts_.workers > 1) u.sandbox.env.push_back({"CUDA_VISIBLE_DEVICES", std::to_string(gpu)});
+  show_gpu(u.sandbox, gpu);
   u.kforge_exe = opts_.kforge_exe;
   u.gpu_lock = gpu_lock(gpu);
   u.trusted_cache_dir = (cache_dir_ / "nvrtc").string();

@@ -16,11 +16,13 @@
 #include <condition_variable>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "env/gpu_device.h"
 #include "env/python_runtime.h"
 #include "env/sandbox.h"
 #include "server/compile_pool.h"
@@ -117,6 +119,8 @@ class Service {
   void add_python_env(SandboxOptions& o) const;  // after o.scratch_dir is set
   SandboxOptions job_sandbox(const std::filesystem::path& dir, const TaskRecord& task, int gpu) const;
   std::string gpu_lock(int gpu) const;
+  static std::optional<GpuDevice> told_gpu(int gpu);
+  void show_gpu(SandboxOptions& o, int gpu) const;  // only that GPU's device node, where it could be told
   std::string allowed_path(const std::string& path) const;  // resolved, and inside the data root; or UserError
   TaskRecord import_file(const std::string& problem_path, const std::string& owner);
   TaskRecord register_imported(const std::string& bundle_dir, const std::string& owner);
@@ -135,6 +139,7 @@ class Service {
   PythonRuntime python_;  // a ModelNew's interpreter, found at the first such job (under measure_mu_)
   std::unique_ptr<CompilePool> compile_pool_;
   std::vector<std::unique_ptr<DeviceMemoryLedger>> device_memory_;  // per GPU
+  std::vector<std::optional<GpuDevice>> gpu_devices_;                 // per GPU; nullopt: not told
   std::mutex draws_mu_;
   std::map<int64_t, std::unique_ptr<TaskDraws>> draws_;  // per task id
 };

@@ -218,6 +218,33 @@ TEST(TrustedJudge, JudgesNothingBeforeTheCandidatesTurnOnTheGpu) {
   EXPECT_NE(r.log.find("a second turn on the GPU was asked for"), std::string::npos) << r.log;
 }
 
+// A ModelNew loads its own code in its turn: the turn may come before the hello, once.
+TEST(TrustedJudge, GrantsTheTurnBeforeTheHelloToACandidateLoadedInItsTurn) {
+  EvalResult r = judged([](const nlohmann::json&, FrameReader& a, int out) {
+    write_frame(out, {{"ready", true}});
+    write_frame(out, {{"turn", true}});
+    EXPECT_TRUE(a.next(5)->header.value("turn", false));
+    write_frame(out, {{"hello", true}, {"compiled", true}});
+    for (int s = 0; s < kSets; ++s) {
+      send_set(out, s, relu_of(input_of(s)));
+      a.next(5);
+    }
+    write_frame(out, {{"timed", stats(0.01)}});
+    send_set(out, kSets - 1, relu_of(input_of(kSets - 1)), true);
+    a.next(5);
+    write_frame(out, {{"done", true}});
+  });
+  EXPECT_TRUE(r.strict) << r.log;
+  r = judged([](const nlohmann::json&, FrameReader& a, int out) {
+    write_frame(out, {{"ready", true}});
+    write_frame(out, {{"turn", true}});
+    a.next(5);
+    write_frame(out, {{"hello", true}, {"compiled", true}});
+    write_frame(out, {{"turn", true}});
+  });
+  EXPECT_NE(r.log.find("a second turn on the GPU was asked for"), std::string::npos) << r.log;
+}
+
 TEST(TrustedJudge, RejectsOutputsOfTheWrongSize) {
   EvalResult r = judged([](const nlohmann::json&, FrameReader&, int out) {
     begin(out);

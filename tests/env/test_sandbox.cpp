@@ -105,9 +105,30 @@ TEST(Sandbox, GivesAFileFromAFolderTheSandboxUserMayNotEnter) {
 TEST(Sandbox, BoundsTheSizeOfItsPrivateTmp) {
   SandboxOptions o = quick();
   o.tmpfs_bytes = 1 << 20;
-  auto r = sh("head -c 4194304 /dev/zero > /tmp/fill; echo status $?; ls -l /tmp/fill", o);
-  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.out << r.err;
-  EXPECT_EQ(r.out.find("4194304"), std::string::npos) << r.out;
+  for (bool gpu : {false, true}) {
+    o.gpu = gpu;
+    for (std::string dir : {"/tmp", "/dev/shm"}) {
+      auto r = sh("head -c 4194304 /dev/zero > " + dir + "/fill; echo status $?; ls -l " + dir + "/fill", o);
+      EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << dir << r.out << r.err;
+      EXPECT_EQ(r.out.find("4194304"), std::string::npos) << dir << r.out;
+    }
+  }
+}
+
+// A job's sandbox shows the device nodes of its own GPU only (env/gpu_device.h): here two of the host's other
+// character devices stand in for two GPUs' nodes.
+TEST(Sandbox, ShowsOnlyTheDeviceNodesItIsGiven) {
+  std::vector<std::string> others;
+  for (const char* n : {"/dev/loop0", "/dev/loop1", "/dev/tty1", "/dev/tty2", "/dev/vcs", "/dev/vcs1"})
+    if (fs::is_character_file(n) || fs::is_block_file(n)) others.push_back(n);
+  if (others.size() < 2) GTEST_SKIP() << "fewer than two of the stand-in device nodes here";
+  SandboxOptions o = quick();
+  o.gpu = true;
+  o.gpu_nodes = {others[0]};
+  auto r = sh("ls " + others[0] + " " + others[1] + "; ls /dev", o);
+  EXPECT_NE(r.out.find(others[0]), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.err.find(others[1]), std::string::npos) << r.err;  // "cannot access ...: No such file"
+  EXPECT_NE(r.out.find("null"), std::string::npos) << r.out;     // the minimal /dev around it
 }
 
 // The service's evaluation slots run as user ids of their own (--sandbox-uid-base): no account is needed, and the

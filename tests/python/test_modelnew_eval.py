@@ -146,10 +146,17 @@ def test_a_lazy_output_is_refused(task, tmp_path):
     assert r["tier"] == "failed" and "not a plain torch.Tensor" in r["log"], r["log"]
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: timing")
-def test_work_on_another_stream_is_refused(tmp_path):
-    gpu_task = imported(tmp_path / "gpu", PROBLEM.replace("torch.randn(8, 16)", "torch.randn(4096, 1024)")
-                        .replace("return [16]", "return [1024]"), device="cuda")
+needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: timing")
+
+
+@pytest.fixture(scope="module")
+def gpu_task(tmp_path_factory):
+    return imported(tmp_path_factory.mktemp("gpu"), PROBLEM.replace("torch.randn(8, 16)", "torch.randn(4096, 1024)")
+                    .replace("return [16]", "return [1024]"), device="cuda")
+
+
+@needs_gpu
+def test_work_on_another_stream_is_refused(gpu_task, tmp_path):
     # The answer is computed on a side stream after a long spin there, and the current stream is not told to
     # wait: the kb timer's events see almost nothing; the synchronized check below them sees the spin.
     prelude = """side = torch.cuda.Stream()
@@ -165,6 +172,33 @@ def elsewhere(x, compute):
     r = judged(gpu_task, candidate(tmp_path, "elsewhere", "elsewhere(x, lambda: torch.relu(self.norm(x)))",
                                    prelude=prelude), device="cuda")
     assert r["tier"] == "failed" and "escaped the timed stream" in r["log"], r["log"]
+
+
+# Hack catalogue, work before its turn on the GPU: a ModelNew is built first where no GPU is shown (its load_inline
+# builds cached), and its code runs on the GPU only in its turn; a module that needs the GPU to build is built
+# again there, and says so.
+@needs_gpu
+def test_a_candidates_code_meets_the_gpu_only_in_its_turn(gpu_task, tmp_path):
+    honest = judged(gpu_task, candidate(tmp_path, "honest_gpu", CANDIDATES["honest"]), device="cuda")
+    assert honest["tier"] == "strict" and "without a GPU failed" not in honest["log"], honest["log"]
+    r = judged(gpu_task, candidate(tmp_path, "gpu_at_import", CANDIDATES["honest"],
+                                   prelude="on_the_gpu = torch.ones(1, device='cuda')"), device="cuda")
+    assert r["tier"] == "strict" and "its build without a GPU failed" in r["log"], r["log"]
+
+
+def test_the_build_before_the_turn_reports_what_stopped_it(tmp_path):
+    (tmp_path / "p.py").write_text(PROBLEM)
+
+    def prebuilt(name, prelude=""):
+        path = candidate(tmp_path, name, CANDIDATES["honest"], prelude=prelude)
+        out = subprocess.run([sys.executable, "-m", "kforge.modelnew_candidate", "--prebuild", "--candidate",
+                              str(path), "--problem", str(tmp_path / "p.py")],
+                             capture_output=True, text=True, timeout=120, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    assert prebuilt("fine")["prebuilt"]
+    broken = prebuilt("broken", prelude="raise RuntimeError('no GPU here')")
+    assert not broken["prebuilt"] and broken["why"] == "RuntimeError: no GPU here", broken
 
 
 def test_outputs_must_be_plain_tensors_of_the_tasks_dtype_and_shape():
