@@ -12,6 +12,7 @@ import argparse
 import json
 import math
 import sys
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass
@@ -20,14 +21,13 @@ from pathlib import Path
 
 import torch
 
-from kforge import fx_to_ir, roofline, timing
-from kforge.bridge import TOLERANCE, check_outputs, flags, hidden_set, output_ranges, set_tolerance
+from kforge import roofline, timing
+from kforge.bridge import TOLERANCE, import_problem, set_tolerance
 from kforge.bundle import read_inputs, read_outputs, read_params, read_strict_tolerance, read_task
 from kforge.errors import ImportProblemError
-from kforge.fx_to_ir import lookup
 from kforge.kbtime import HiddenSets, check_and_time
 from kforge.launch import KforgeFunction
-from kforge.problem import load_problem, random_seed
+from kforge.problem import load_problem
 
 HEADER = ("| problem | eager ms | compile ms | kforge ms | x eager | x compile | x best | tier | relaxed ms "
           "| x best (relaxed) | TF32-off best ms | x best (TF32 off) | protocol |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -66,7 +66,12 @@ def host_task(path, num_sets: int = 5, compile_baseline: bool = True) -> HostedT
     """Imports a problem (or loads a bundle from `kforge import`) onto the GPU and times its baselines (kb protocol).
     Without compile_baseline only eager is timed: torch.compile takes seconds per task, which training cannot
     afford on every task; the reward then measures speed against eager alone."""
-    if Path(path).is_dir():  # a bundle from `kforge import`: its hidden sets and references, loaded to the GPU
+    with tempfile.TemporaryDirectory(prefix="kforge-host-") as tmp:
+        if not Path(path).is_dir():  # a problem file: imported as `kforge import` does (one import path)
+            bundle = Path(tmp) / "bundle"
+            import_problem(path, bundle, num_sets, "cuda", with_baselines=False)
+            path = bundle
+        # The bundle's hidden sets and references, loaded to the GPU.
         stored = read_task(path)
         problem = load_problem(stored["source"])
         model = problem.build_model().to("cuda")
@@ -76,21 +81,6 @@ def host_task(path, num_sets: int = 5, compile_baseline: bool = True) -> HostedT
         refs = [read_outputs(path, k, graph, "cuda") for k in range(stored["num_sets"])]
         strict = read_strict_tolerance(stored)
         task_flags = stored["flags"]
-    else:
-        problem = load_problem(path)
-        model = problem.build_model().to("cuda")
-        inputs0 = problem.draw_inputs(random_seed(), "cuda")
-        graph = fx_to_ir.convert(model, inputs0, problem.path)
-        params = [lookup(model, p["name"]).detach().clone().contiguous() for p in graph["params"]]
-        sets, refs, strict = [], [], []
-        for k in range(num_sets):
-            inputs_k, outputs_k, strict_k = hidden_set(problem, model, k, inputs0, "cuda")
-            check_outputs(problem, graph, outputs_k)
-            sets.append([t.contiguous() for t in inputs_k])
-            refs.append([t.contiguous() for t in outputs_k])
-            strict.append(strict_k)
-            ranges = output_ranges(outputs_k, ranges if k else None)
-        task_flags = flags(ranges)
     inputs0 = sets[0]
     runs = {"eager": lambda: model(*inputs0)}
     compiled = None

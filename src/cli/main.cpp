@@ -28,6 +28,7 @@
 #include "runtime/compiler.h"
 #include "runtime/crash_trace.h"
 #include "runtime/driver.h"
+#include "runtime/target.h"
 #include "env/raw_cuda.h"
 #include "search/cost_model.h"
 #include "search/cost_model_training.h"
@@ -282,7 +283,7 @@ int cmd_lower(const std::string& path, const std::string& schedule_path, const s
   Plan p = lower(g, s);
   write_json(out, p.to_json());
   int failures = 0;
-  Compiler c({"sm_90", default_cache_dir(), {}});
+  Compiler c({Target::here().arch(), default_cache_dir(), {}});
   for (auto& k : p.kernels) {
     if (k.kind != StepKind::nvrtc) {  // a library call: nothing to compile, its parameters say what it does
       if (out.empty() && !compile) std::cout << "// " << k.name << ": " << to_string(k.kind) << " " << k.library.dump() << "\n";
@@ -360,7 +361,7 @@ int main(int argc, char** argv) {
   low->add_option("graph", graph_path, "graph JSON, task.json or bundle directory")->required();
   low->add_option("--schedule", schedule_path, "schedule JSON");
   low->add_option("-o,--out", out, "write the plan JSON here");
-  low->add_flag("--compile", compile, "compile every kernel with NVRTC for sm_90 and report");
+  low->add_flag("--compile", compile, "compile every kernel with NVRTC for this GPU's architecture (sm_90 without one) and report");
 
   auto* syn = app.add_subcommand("synth", "generate KernelBench-format training problems (python -m kforge.synth; --help there)");
   syn->allow_extras();

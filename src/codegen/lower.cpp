@@ -58,30 +58,22 @@ Graph primitive_graph(const Graph& graph) {
   return fold_conv_epilogues(fold_gemm_epilogues(sink_reshapes(decompose(graph))));
 }
 
-std::vector<KernelGroup> kernel_groups(const Graph& graph, bool fuse_rows) {
-  Graph prim = primitive_graph(graph);
-  return partition(prim, fuse_rows).groups;
-}
+std::vector<KernelGroup> kernel_groups(const GraphAnalysis& analysis, bool fuse_rows) { return analysis.groups(fuse_rows); }
 
-Schedule explicit_schedule(const Graph& graph, const Schedule& s) {
+Schedule explicit_schedule(const GraphAnalysis& analysis, const Schedule& s) {
   Schedule out = s;
   out.kernels.clear();
-  for (const KernelGroup& g : kernel_groups(graph, s.fuse_rows)) out.kernels[g.key] = schedule_for(s, g);
+  for (const KernelGroup& g : analysis.groups(s.fuse_rows)) out.kernels[g.key] = schedule_for(s, g);
   return out;
 }
 
-Plan lower(const Graph& graph, const Schedule& schedule, const LowerOptions& opts) {
-  for (const Node& n : graph.nodes)
-    if (n.op == "opaque")
-      throw UserError("this task's model is kept whole: kforge's importer could not follow it (" +
-                      n.attrs.value("why", std::string("no reason given")) +
-                      "), so kforge's generator has nothing to lower; ModelNew and raw CUDA candidates are judged against it");
-  Graph prim = primitive_graph(graph);
-  Partition part = partition(prim, schedule.fuse_rows);
+Plan lower(const GraphAnalysis& analysis, const Schedule& schedule, const LowerOptions& opts) {
+  const Graph& prim = analysis.primitive();
+  const Partition& part = analysis.partition(schedule.fuse_rows);
   if (opts.dump_ir) std::cerr << graph_to_json(prim).dump(1) << "\n";
   Plan plan;
   plan.schedule = schedule;
-  plan.graph_hash = stable_hash(graph_to_json(graph).dump());
+  plan.graph_hash = analysis.graph_hash();
   std::map<int, int> buffer_of_owner;
   plan.buffers = assign_buffers(prim, part, buffer_of_owner);
   EmitContext cx{part, buffer_of_owner, plan.buffers};

@@ -11,6 +11,7 @@
 #include "ir/error.h"
 #include "runtime/driver.h"
 #include "runtime/executor.h"
+#include "runtime/target.h"
 #include "env/raw_cuda.h"
 
 namespace kforge {
@@ -84,7 +85,7 @@ int run_candidate(const RunCandidateArgs& a) {
 
   ensure_context();
   DeviceTask task(b, /*references=*/false);
-  CompileOptions co{"sm_90", default_cache_dir(), {}};
+  CompileOptions co{Target::here().arch(), default_cache_dir(), {}};
   co.read_only_cache_dir = a.trusted_cache;
   Compiler compiler(co);
   Verifier verifier(compiler);

@@ -47,6 +47,7 @@ int serve_plan_jobs(const std::string& bundle_dir, const std::string& drawn, con
   const auto pristine = task_fingerprints(b.graph, s.task, s.verifier, s.stream);
   out << json{{"ready", true}, {"gpu", device_name()}, {"copy_gbs", eo.copy_gbs}}.dump() << std::endl;
 
+  std::shared_ptr<const GraphAnalysis> analysis;
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
@@ -56,7 +57,8 @@ int serve_plan_jobs(const std::string& bundle_dir, const std::string& drawn, con
       json job = json::parse(line);
       if (!job.is_object() || !job.contains("schedule") || !job["schedule"].is_object())
         throw UserError("a job is one JSON object with \"schedule\" (an object)");
-      Plan plan = lower(b.graph, schedule_from_json(job["schedule"]));
+      if (!analysis) analysis = analyze(b.graph);  // once for every schedule of the task (a failure: each job's)
+      Plan plan = lower(*analysis, schedule_from_json(job["schedule"]));
       EvalResult r = evaluate(b.spec(), s.task, plan, s.compiler, s.verifier, eo, s.stream);
       answer = {{"ok", true}, {"result", r.to_json()}};
       answer["result"]["gpu"] = device_name();

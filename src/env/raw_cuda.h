@@ -14,6 +14,7 @@
 #include "env/sandbox.h"
 #include "ir/graph.h"
 #include "runtime/executable.h"
+#include "runtime/target.h"
 
 namespace kforge {
 
@@ -21,7 +22,7 @@ struct RawCudaOptions {
   std::string cache_dir;            // shared objects by hash; must exist or be creatable
   std::string nvcc = "nvcc";
   // Add "-lcublas" (and an rpath to the CUDA libraries) for candidates that call cuBLAS.
-  std::vector<std::string> flags = {"-O3", "-arch=sm_90", "-shared", "-Xcompiler", "-fPIC"};
+  std::vector<std::string> flags = {"-O3", std::string("-arch=").append(Target::here().arch()), "-shared", "-Xcompiler", "-fPIC"};
   double timeout_s = 300;           // compile time limit
   // Where nvcc runs: the compiler is trusted, its input is not. The default keeps the caller's user and
   // file system (seccomp, memory and time limits only); the service passes its bubblewrap sandbox, and

@@ -6,6 +6,7 @@
 
 #include "ir/error.h"
 #include "runtime/driver.h"
+#include "runtime/target.h"
 
 namespace kforge {
 
@@ -139,7 +140,7 @@ std::pair<uint64_t, uint64_t> Verifier::fingerprint(CUdeviceptr p, size_t bytes,
   KF_CU(d.cuStreamSynchronize(stream));
   KF_CU(d.cuMemcpyHtoD(result_, init, sizeof init));
   long long words = (long long)(bytes / 4);
-  unsigned grid = unsigned(std::min<int64_t>(132 * 8, (words + 255) / 256 + 1));
+  unsigned grid = unsigned(std::min<int64_t>(int64_t(Target::here().sms) * 8, (words + 255) / 256 + 1));
   void* args[] = {&p, &words, &result_};
   KF_CU(d.cuLaunchKernel(fingerprint_, grid, 1, 1, 256, 1, 1, 0, stream, args, nullptr));
   KF_CU(d.cuStreamSynchronize(stream));
@@ -156,7 +157,7 @@ CompareResult Verifier::compare(CUdeviceptr out, CUdeviceptr ref, int64_t n, DTy
   KF_CU(d.cuStreamSynchronize(stream));
   KF_CU(d.cuMemcpyHtoD(result_, init, sizeof init));
   long long count = n;
-  unsigned grid = unsigned(std::min<int64_t>(132 * 8, (n + 255) / 256 + 1));
+  unsigned grid = unsigned(std::min<int64_t>(int64_t(Target::here().sms) * 8, (n + 255) / 256 + 1));
   if (dtype == DType::f32) {
     float ts = float(tol.strict), tr = float(tol.relaxed);
     void* args[] = {&out, &ref, &count, &ts, &tr, &result_};

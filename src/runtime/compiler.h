@@ -1,14 +1,17 @@
-// NVRTC compilation to sm_90 machine code (CUBIN), with an on-disk cache keyed by source, architecture,
-// options and NVRTC version. NVRTC needs no GPU, so CI compiles every generated kernel too.
+// NVRTC compilation to the target's machine code (CUBIN; runtime/target.h, sm_90 where no GPU is), with an
+// on-disk cache keyed by source, architecture, options and NVRTC version. NVRTC needs no GPU, so CI compiles every
+// generated kernel too.
 #pragma once
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "runtime/target.h"
+
 namespace kforge {
 
 struct CompileOptions {
-  std::string arch = "sm_90";       // real architecture: the CUBIN runs with no JIT at load time
+  std::string arch = Target::here().arch();  // real architecture: the CUBIN runs with no JIT at load time
   std::string cache_dir;            // empty = no cache; default_cache_dir() is the usual choice
   std::vector<std::string> extra;   // more NVRTC flags
   // Looked up before cache_dir and never written: kernels trusted code compiled (a candidate's process reads the

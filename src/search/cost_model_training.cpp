@@ -52,7 +52,7 @@ double expected_random_k_fraction(std::vector<double> log_ms, int k) {
 }
 
 std::vector<CostSample> cost_samples(const std::vector<MeasurementDB::TrainingRow>& rows) {
-  std::map<std::string, std::pair<Graph, TaskFeatures>> graphs;
+  std::map<std::string, std::pair<std::shared_ptr<const GraphAnalysis>, TaskFeatures>> graphs;
   std::map<std::pair<std::string, std::string>, size_t> seen;  // (task, schedule) -> sample
   std::vector<CostSample> out;
   std::vector<int> repeats;
@@ -69,12 +69,11 @@ std::vector<CostSample> cost_samples(const std::vector<MeasurementDB::TrainingRo
     }
     auto it = graphs.find(r.graph_hash);
     if (it == graphs.end()) {
-      Graph g = graph_from_json(nlohmann::json::parse(r.graph_json));
-      TaskFeatures t = task_features(g, {});
-      it = graphs.emplace(r.graph_hash, std::pair{std::move(g), t}).first;
+      auto analysis = analyze(graph_from_json(nlohmann::json::parse(r.graph_json)));
+      it = graphs.emplace(r.graph_hash, std::pair{analysis, task_features(analysis->graph(), {})}).first;
     }
-    auto& [graph, features] = it->second;
-    out.push_back({task, feature_vector(features, plan_features(graph, schedule_from_json(nlohmann::json::parse(r.schedule_json)))),
+    auto& [analysis, features] = it->second;
+    out.push_back({task, feature_vector(features, plan_features(*analysis, schedule_from_json(nlohmann::json::parse(r.schedule_json)))),
                    std::log(r.median_ms)});
     repeats.push_back(1);
   }

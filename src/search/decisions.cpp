@@ -57,9 +57,9 @@ std::string action_space_version() {
   return "actions-1-" + stable_hash(v);
 }
 
-PlanDecisions::PlanDecisions(const Graph& graph, const GpuInfo& gpu)
-    : fused_(kernel_groups(graph, true)), unfused_(kernel_groups(graph, false)) {
-  for (double x : task_vector(task_features(graph, gpu))) task_.push_back(squash(x));
+PlanDecisions::PlanDecisions(const GraphAnalysis& analysis, const GpuInfo& gpu)
+    : fused_(analysis.groups(true)), unfused_(analysis.groups(false)) {
+  for (double x : task_vector(task_features(analysis.graph(), gpu))) task_.push_back(squash(x));
   build_rows();
 }
 
@@ -143,8 +143,8 @@ int PlanDecisions::index_of(const Schedule& s) const {
   return it == space_.end() ? -1 : int(it - space_.begin());
 }
 
-Schedule schedule_from_choices(const Graph& graph, const std::vector<int>& choices) {
-  PlanDecisions d(graph, {});
+Schedule schedule_from_choices(const GraphAnalysis& analysis, const std::vector<int>& choices) {
+  PlanDecisions d(analysis, {});
   for (size_t i = 0; !d.done(); ++i) {
     int n = int(d.candidates().size());
     d.choose(i < choices.size() ? std::clamp(choices[i], 0, n - 1) : 0);

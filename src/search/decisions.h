@@ -24,7 +24,7 @@ struct Decision {
 
 class PlanDecisions {
  public:
-  PlanDecisions(const Graph& graph, const GpuInfo& gpu);
+  PlanDecisions(const GraphAnalysis& analysis, const GpuInfo& gpu);
   bool done() const { return step_ > int(groups().size()); }
   // Rows of the current decision's legal candidates (never empty before done()).
   const std::vector<FeatureRow>& candidates() const { return rows_; }
@@ -61,6 +61,6 @@ const std::vector<std::string>& decision_feature_names();
 std::string action_space_version();
 
 // The schedule built by taking `choices` in order (clamped to each decision's range): for tests and replays.
-Schedule schedule_from_choices(const Graph& graph, const std::vector<int>& choices);
+Schedule schedule_from_choices(const GraphAnalysis& analysis, const std::vector<int>& choices);
 
 }  // namespace kforge

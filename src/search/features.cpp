@@ -72,11 +72,11 @@ TaskFeatures task_features(const Graph& graph, const GpuInfo& gpu) {
   return t;
 }
 
-PlanFeatures plan_features(const Graph& graph, const Schedule& schedule) {
+PlanFeatures plan_features(const GraphAnalysis& analysis, const Schedule& schedule) {
   PlanFeatures p;
   p.fuse_rows = schedule.fuse_rows;
   p.cuda_graph = schedule.cuda_graph;
-  auto groups = kernel_groups(graph, schedule.fuse_rows);
+  const std::vector<KernelGroup>& groups = analysis.groups(schedule.fuse_rows);
   double min_rows = 1e300, max_row = 1, threads = 0;
   for (auto& g : groups) {
     KernelSchedule ks = schedule_for(schedule, g);

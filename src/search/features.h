@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/analysis.h"
 #include "codegen/schedule.h"
 #include "ir/graph.h"
 
@@ -39,7 +40,7 @@ TaskFeatures task_features(const Graph& graph, const GpuInfo& gpu);
 // H200; every other op is counted in bytes).
 double matmul_flops(const Graph& g, const Node& n);
 double roofline_flops(const Graph& g);
-PlanFeatures plan_features(const Graph& graph, const Schedule& schedule);
+PlanFeatures plan_features(const GraphAnalysis& analysis, const Schedule& schedule);
 
 // The flat vector a learner takes, and the name of each entry: the task's entries, then the plan's.
 std::vector<double> feature_vector(const TaskFeatures& t, const PlanFeatures& p);

@@ -60,12 +60,12 @@ class LearnedPolicy {
   // Samples a plan decision by decision; greedy takes the most probable candidate each time. With `explore`
   // > 0 each decision is, with that probability, a uniform draw among its legal candidates instead (the
   // episode's log_prob stays the policy's own: such samples are for search, not for PPO's ratio).
-  Episode sample(const Graph& graph, const GpuInfo& gpu, bool greedy = false, double explore = 0.0);
+  Episode sample(const GraphAnalysis& analysis, const GpuInfo& gpu, bool greedy = false, double explore = 0.0);
   // Up to `count` distinct schedules for search: the greedy plan first, then samples, every other draw
   // exploring (kProposalExploration; a draw that repeats a proposal is dropped).
-  std::vector<Schedule> propose(const Graph& graph, const GpuInfo& gpu, int count);
+  std::vector<Schedule> propose(const GraphAnalysis& analysis, const GpuInfo& gpu, int count);
   // The decisions that build a recorded schedule (for behaviour cloning); log_prob under this policy.
-  Episode replay(const Graph& graph, const GpuInfo& gpu, const Schedule& s);
+  Episode replay(const GraphAnalysis& analysis, const GpuInfo& gpu, const Schedule& s);
   // Probability of each candidate of one decision, under the current networks.
   std::vector<double> probabilities(const Decision& d) const;
   double value(const FeatureRow& task) const;

@@ -15,9 +15,9 @@ nlohmann::json UpdateStats::to_json() const { return nlohmann::json::object(); }
 struct LearnedPolicy::Impl {};
 LearnedPolicy::LearnedPolicy(const PolicyOptions&) { missing(); }
 LearnedPolicy::~LearnedPolicy() = default;
-Episode LearnedPolicy::sample(const Graph&, const GpuInfo&, bool, double) { missing(); }
-std::vector<Schedule> LearnedPolicy::propose(const Graph&, const GpuInfo&, int) { missing(); }
-Episode LearnedPolicy::replay(const Graph&, const GpuInfo&, const Schedule&) { missing(); }
+Episode LearnedPolicy::sample(const GraphAnalysis&, const GpuInfo&, bool, double) { missing(); }
+std::vector<Schedule> LearnedPolicy::propose(const GraphAnalysis&, const GpuInfo&, int) { missing(); }
+Episode LearnedPolicy::replay(const GraphAnalysis&, const GpuInfo&, const Schedule&) { missing(); }
 std::vector<double> LearnedPolicy::probabilities(const Decision&) const { missing(); }
 double LearnedPolicy::value(const FeatureRow&) const { missing(); }
 UpdateStats LearnedPolicy::update(const std::vector<Episode>&) { missing(); }

@@ -120,10 +120,10 @@ struct LearnedPolicy::Impl {
 LearnedPolicy::LearnedPolicy(const PolicyOptions& opts) : impl_(std::make_unique<Impl>(opts)) {}
 LearnedPolicy::~LearnedPolicy() = default;
 
-Episode LearnedPolicy::sample(const Graph& graph, const GpuInfo& gpu, bool greedy, double explore) {
+Episode LearnedPolicy::sample(const GraphAnalysis& analysis, const GpuInfo& gpu, bool greedy, double explore) {
   KF_ASSERT(explore >= 0 && explore <= 1, "exploration probability outside [0, 1]");
   torch::NoGradGuard no_grad;
-  PlanDecisions d(graph, gpu);
+  PlanDecisions d(analysis, gpu);
   Episode e;
   e.task = d.task_row();
   while (!d.done()) {
@@ -142,19 +142,19 @@ Episode LearnedPolicy::sample(const Graph& graph, const GpuInfo& gpu, bool greed
   return e;
 }
 
-std::vector<Schedule> LearnedPolicy::propose(const Graph& graph, const GpuInfo& gpu, int count) {
+std::vector<Schedule> LearnedPolicy::propose(const GraphAnalysis& analysis, const GpuInfo& gpu, int count) {
   std::vector<Schedule> out;
   std::set<std::string> seen;
   for (int attempt = 0; int(out.size()) < count && attempt < 20 * count + 20; ++attempt) {
-    Schedule s = sample(graph, gpu, attempt == 0, attempt % 2 == 0 ? kProposalExploration : 0.0).schedule;
+    Schedule s = sample(analysis, gpu, attempt == 0, attempt % 2 == 0 ? kProposalExploration : 0.0).schedule;
     if (seen.insert(to_json(s).dump()).second) out.push_back(s);
   }
   return out;
 }
 
-Episode LearnedPolicy::replay(const Graph& graph, const GpuInfo& gpu, const Schedule& s) {
+Episode LearnedPolicy::replay(const GraphAnalysis& analysis, const GpuInfo& gpu, const Schedule& s) {
   torch::NoGradGuard no_grad;
-  PlanDecisions d(graph, gpu);
+  PlanDecisions d(analysis, gpu);
   Episode e;
   e.task = d.task_row();
   while (!d.done()) {

@@ -16,20 +16,20 @@ std::string plan_key(const Plan& p) {
   for (auto& kernel : p.kernels) {
     // A library step has no source: its parameters (precision, algorithm, ...) tell it apart.
     std::string what = kernel.kind == StepKind::nvrtc ? kernel.source : kernel.library.dump();
-    k += "|" + stable_hash(what) + ":" + std::to_string(kernel.grid) + "x" + std::to_string(kernel.block) + "+" +
-         std::to_string(kernel.smem);
+    k.append("|").append(stable_hash(what)).append(":").append(std::to_string(kernel.grid)).append("x");
+    k.append(std::to_string(kernel.block)).append("+").append(std::to_string(kernel.smem));
   }
   return k;
 }
 
-Measurement measurement_of(const TaskSpec& spec, const std::string& graph_hash, const Schedule& s, const EvalResult& r,
+Measurement measurement_of(const std::string& task, const GraphAnalysis& analysis, const Schedule& s, const EvalResult& r,
                            const std::string& gpu, const std::string& versions) {
   Schedule recorded = s;
   try {
-    recorded = explicit_schedule(spec.graph, s);
+    recorded = explicit_schedule(analysis, s);
   } catch (const UserError&) {  // not lowerable: recorded as proposed, with its failure
   }
-  Measurement m{spec.name, graph_hash, to_json(recorded).dump(), gpu, versions};
+  Measurement m{task, analysis.graph_hash(), to_json(recorded).dump(), gpu, versions};
   m.compiled = r.compiled;
   m.strict = r.strict;
   m.relaxed = r.relaxed;
@@ -57,15 +57,15 @@ void precompile(const std::vector<Plan>& plans, const Compiler& compiler, int th
 }
 
 PlanMeter::PlanMeter(const TaskSpec& spec, DeviceTask& task, MeasurementDB& db, const Compiler& compiler,
-                     const std::string& versions, int compile_threads)
-    : spec_(spec), task_(task), db_(db), compiler_(compiler), versions_(versions), threads_(compile_threads) {
+                     const std::string& versions, int compile_threads, EvalOptions eo)
+    : spec_(spec), task_(task), db_(db), compiler_(compiler), versions_(versions), analysis_(analyze(spec.graph)),
+      threads_(compile_threads), eo_(std::move(eo)) {
   ensure_context();
   gpu_ = device_name();
   KF_CU(driver().cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
-  eo_.copy_gbs = measure_copy_bandwidth(stream_);
+  if (eo_.copy_gbs <= 0) eo_.copy_gbs = measure_copy_bandwidth(stream_);
   verifier_.emplace(compiler);
-  graph_hash_ = stable_hash(graph_to_json(spec.graph).dump());
-  db_.record_task(graph_hash_, spec.name, graph_to_json(spec.graph).dump());
+  db_.record_task(analysis_->graph_hash(), spec.name, graph_to_json(spec.graph).dump());
 }
 
 PlanMeter::~PlanMeter() {
@@ -75,13 +75,12 @@ PlanMeter::~PlanMeter() {
 
 std::vector<PlanMeter::Result> PlanMeter::measure(const std::vector<Schedule>& schedules) {
   std::vector<Result> out(schedules.size());
-  std::vector<std::optional<Plan>> plans(schedules.size());
   std::vector<Plan> fresh;
   for (size_t i = 0; i < schedules.size(); ++i) {
     try {
-      plans[i] = lower(spec_.graph, schedules[i]);
-      out[i].key = plan_key(*plans[i]);
-      fresh.push_back(*plans[i]);
+      out[i].plan = lower(*analysis_, schedules[i]);
+      out[i].key = plan_key(*out[i].plan);
+      if (!done_.count(out[i].key)) fresh.push_back(*out[i].plan);
     } catch (const UserError& e) {
       out[i].key = "unlowerable:" + to_json(schedules[i]).dump();
       out[i].eval.log = std::string("lowering failed: ") + e.what();
@@ -95,14 +94,14 @@ std::vector<PlanMeter::Result> PlanMeter::measure(const std::vector<Schedule>& s
       r.repeat = true;
       continue;
     }
-    if (plans[i]) {
+    if (r.plan) {
       try {
-        r.eval = evaluate(spec_, task_, *plans[i], compiler_, *verifier_, eo_, stream_);
+        r.eval = evaluate(spec_, task_, *r.plan, compiler_, *verifier_, eo_, stream_);
       } catch (const UserError& e) {
         r.eval.log = std::string("launch failed: ") + e.what();
       }
     }
-    db_.record(measurement_of(spec_, graph_hash_, schedules[i], r.eval, gpu_, versions_));
+    db_.record(measurement_of(spec_.name, *analysis_, schedules[i], r.eval, gpu_, versions_));
     done_[r.key] = r.eval;
   }
   return out;

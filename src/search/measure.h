@@ -4,10 +4,12 @@
 // after another without waiting), evaluate in the environment and record every measurement in the database.
 #pragma once
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "codegen/analysis.h"
 #include "codegen/plan.h"
 #include "env/evaluator.h"
 #include "search/database.h"
@@ -17,8 +19,8 @@ namespace kforge {
 // What makes two plans the same candidate: their kernels (source and launch geometry) and graph replay.
 std::string plan_key(const Plan& p);
 
-// The database row for one evaluated schedule.
-Measurement measurement_of(const TaskSpec& spec, const std::string& graph_hash, const Schedule& s, const EvalResult& r,
+// The database row for one evaluated schedule of the task named `task`.
+Measurement measurement_of(const std::string& task, const GraphAnalysis& analysis, const Schedule& s, const EvalResult& r,
                            const std::string& gpu, const std::string& versions);
 
 // Compiles every kernel of `plans` that the cache lacks, on up to `threads` threads.
@@ -26,9 +28,10 @@ void precompile(const std::vector<Plan>& plans, const Compiler& compiler, int th
 
 class PlanMeter {
  public:
-  // Context, stream, copy bandwidth and verifier for one task; the caller keeps `task` alive.
+  // Context, stream, copy bandwidth, verifier and the graph's analysis for one task; the caller keeps `task`
+  // alive. `eo`: the evaluation's options (its copy bandwidth measured here where 0).
   PlanMeter(const TaskSpec& spec, DeviceTask& task, MeasurementDB& db, const Compiler& compiler,
-            const std::string& versions, int compile_threads);
+            const std::string& versions, int compile_threads, EvalOptions eo = {});
   ~PlanMeter();
   PlanMeter(const PlanMeter&) = delete;
   PlanMeter& operator=(const PlanMeter&) = delete;
@@ -37,9 +40,11 @@ class PlanMeter {
     std::string key;  // plan_key, or "unlowerable:<schedule>" when lowering failed
     EvalResult eval;
     bool repeat = false;  // the same plan as an earlier schedule of this meter: measured once, result reused
+    std::optional<Plan> plan;  // what the schedule lowered to; nullopt where it did not
   };
-  // Results in the order of `schedules`.
+  // Results in the order of `schedules`; each plan's kernels compiled first, in parallel.
   std::vector<Result> measure(const std::vector<Schedule>& schedules);
+  const GraphAnalysis& analysis() const { return *analysis_; }
   const std::string& gpu() const { return gpu_; }
   double copy_gbs() const { return eo_.copy_gbs; }
 
@@ -48,7 +53,8 @@ class PlanMeter {
   DeviceTask& task_;
   MeasurementDB& db_;
   const Compiler& compiler_;
-  std::string versions_, gpu_, graph_hash_;
+  std::string versions_, gpu_;
+  std::shared_ptr<const GraphAnalysis> analysis_;
   int threads_;
   EvalOptions eo_;
   CUstream stream_ = nullptr;

@@ -5,12 +5,14 @@
 #include <filesystem>
 #include <cstdio>
 #include <set>
+#include <thread>
 
 #include "codegen/lower.h"
 #include "ir/error.h"
 #include "ir/hash.h"
 #include "ir/matmul.h"
 #include "runtime/driver.h"
+#include "runtime/target.h"
 #include "search/cost_model.h"
 #include "search/features.h"
 #include "search/learned_policy.h"
@@ -51,23 +53,23 @@ Policy policy_from_string(const std::string& s) {
 
 namespace {
 // Many distinct proposals around the default, in the model's search order (best-scored first, half explored).
-std::vector<Schedule> ranked_by_model(const Graph& graph, ScheduleProposer& proposer, const CostModel& model, int count,
-                                      double copy_gbs, uint64_t seed) {
+std::vector<Schedule> ranked_by_model(const GraphAnalysis& analysis, ScheduleProposer& proposer, const CostModel& model,
+                                      int count, double copy_gbs, uint64_t seed) {
   std::vector<Schedule> pool;
   for (int k = 0; k < count; ++k)
     if (auto s = proposer.next(Schedule{})) pool.push_back(*s);
-  TaskFeatures t = task_features(graph, {copy_gbs, 132});
+  TaskFeatures t = task_features(analysis.graph(), {copy_gbs, Target::here().sms});
   std::vector<std::vector<double>> rows;
-  for (auto& s : pool) rows.push_back(feature_vector(t, plan_features(graph, s)));
+  for (auto& s : pool) rows.push_back(feature_vector(t, plan_features(analysis, s)));
   std::vector<Schedule> out;
   for (size_t i : search_order(model.predict(rows), seed)) out.push_back(pool[i]);
   return out;
 }
 }  // namespace
 
-std::vector<Schedule> opening_candidates(const Graph& graph, Policy& policy, const OptimizeOptions& opts,
+std::vector<Schedule> opening_candidates(const GraphAnalysis& analysis, Policy& policy, const OptimizeOptions& opts,
                                          ScheduleProposer& proposer, double copy_gbs) {
-  GpuInfo gpu{copy_gbs, 132};
+  GpuInfo gpu{copy_gbs, Target::here().sms};
   if (policy == Policy::trained) {
     // The default policy: where no usable checkpoint is (none trained yet, one of another action space, a
     // build without libtorch), the search goes on with the local policy and says why.
@@ -77,7 +79,7 @@ std::vector<Schedule> opening_candidates(const Graph& graph, Policy& policy, con
       why = "no policy checkpoint at '" + opts.checkpoint + "' (train one with kforge train)";
     } else {
       try {
-        return LearnedPolicy::load(path)->propose(graph, gpu, 4 * opts.budget);
+        return LearnedPolicy::load(path)->propose(analysis, gpu, 4 * opts.budget);
       } catch (const UserError& e) {
         why = e.what();
       }
@@ -85,12 +87,12 @@ std::vector<Schedule> opening_candidates(const Graph& graph, Policy& policy, con
     std::fprintf(stderr, "kforge: %s: searching with the local policy instead\n", why.c_str());
     policy = Policy::local;
   }
-  if (policy == Policy::untrained) return LearnedPolicy(PolicyOptions{.seed = opts.seed}).propose(graph, gpu, 4 * opts.budget);
+  if (policy == Policy::untrained) return LearnedPolicy(PolicyOptions{.seed = opts.seed}).propose(analysis, gpu, 4 * opts.budget);
   std::vector<Schedule> queue;
-  if (opts.openings) queue = hand_written_openings(graph);
+  if (opts.openings) queue = hand_written_openings(analysis);
   if (policy == Policy::costmodel) {
     auto model = load_boosted_cost_model(opts.cost_model);
-    for (auto& s : ranked_by_model(graph, proposer, *model, 16 * opts.budget, copy_gbs, opts.seed)) queue.push_back(s);
+    for (auto& s : ranked_by_model(analysis, proposer, *model, 16 * opts.budget, copy_gbs, opts.seed)) queue.push_back(s);
   }
   return queue;
 }
@@ -202,15 +204,15 @@ int opening_pieces(const Graph& prim, const KernelGroup& g, int64_t run, int mos
 }
 }  // namespace
 
-std::vector<Schedule> hand_written_openings(const Graph& graph) {
+std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
   // The hand-written default first; the unfused default second: a fused row kernel with few long rows
   // (BatchNorm over 64 channels) leaves most of the GPU idle, where split reductions plus a pointwise kernel fill it.
   std::vector<Schedule> queue = {Schedule{}};
   Schedule unfused;
   unfused.fuse_rows = false;
-  const Graph prim = primitive_graph(graph);
-  const std::vector<KernelGroup> fused = partition(prim, true).groups;
-  if (partition(prim, false).groups.size() != fused.size()) queue.push_back(unfused);
+  const Graph& prim = analysis.primitive();
+  const std::vector<KernelGroup>& fused = analysis.groups(true);
+  if (analysis.groups(false).size() != fused.size()) queue.push_back(unfused);
   // Third, where the graph has library steps: each library's first heuristic choice in TF32, the relaxed tier's
   // natural opening (PyTorch's convolutions run TF32 by default: device run 4.1 of docs/results/README.md). The search
   // still prefers any strict plan; the report gives the fastest relaxed plan beside it.
@@ -275,88 +277,78 @@ std::vector<Schedule> hand_written_openings(const Graph& graph) {
 OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& db, const Compiler& compiler,
                         const OptimizeOptions& opts) {
   OptimizeResult res;
-  ensure_context();
-  res.gpu = device_name();
-  CUstream stream;
-  KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-  EvalOptions eo = opts.eval;
-  if (eo.copy_gbs <= 0) eo.copy_gbs = measure_copy_bandwidth(stream);
-  res.copy_gbs = eo.copy_gbs;
-  Verifier verifier(compiler);
+  int threads = opts.compile_threads > 0 ? opts.compile_threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  PlanMeter meter(spec, task, db, compiler, opts.versions, threads, opts.eval);
+  res.gpu = meter.gpu();
+  res.copy_gbs = meter.copy_gbs();
+  const GraphAnalysis& analysis = meter.analysis();
   // The local search skips memory-starving schedules; random search stays uniform (the learning baseline).
-  ScheduleProposer proposer(spec.graph, opts.seed, opts.policy == Policy::local);
-  std::string graph_hash = stable_hash(graph_to_json(spec.graph).dump());
-
-  db.record_task(graph_hash, spec.name, graph_to_json(spec.graph).dump());
+  ScheduleProposer proposer(analysis, opts.seed, opts.policy == Policy::local);
   Policy policy = opts.policy;
-  std::vector<Schedule> queue = opening_candidates(spec.graph, policy, opts, proposer, eo.copy_gbs);
+  std::vector<Schedule> queue = opening_candidates(analysis, policy, opts, proposer, res.copy_gbs);
   res.policy = to_string(policy);
   if (opts.use_db_prior)
-    if (auto prior = db.best(graph_hash, res.gpu)) queue.push_back(schedule_from_json(nlohmann::json::parse(prior->schedule_json)));
+    if (auto prior = db.best(analysis.graph_hash(), res.gpu)) queue.push_back(schedule_from_json(nlohmann::json::parse(prior->schedule_json)));
   Schedule best_schedule;
   double best_ms = 1e30;
   auto t0 = std::chrono::steady_clock::now();
-  // Schedules that lower to the same kernels (a fusion flag on a graph without reductions, say) are
-  // measured once: the budget counts distinct plans (tinygrad drops duplicate binaries the same way).
-  std::set<std::string> measured_plans;
-  int proposals = 0;
-  for (int i = 0; i < opts.budget && proposals < 20 * opts.budget; ++proposals) {
-    Schedule s;
-    if (!queue.empty()) {
-      s = queue.front();
-      queue.erase(queue.begin());
-      proposer.mark(s);  // the proposer need not offer it again; measured_plans drops repeats
+  // Schedules that lower to the same kernels (a fusion flag on a graph without reductions, say) are measured
+  // once: the budget counts distinct plans (tinygrad drops duplicate binaries the same way), and the meter
+  // hands a repeat back marked as one.
+  int measured = 0, proposals = 0;
+  size_t next_opening = 0;
+  while (measured < opts.budget && proposals < 20 * opts.budget) {
+    std::vector<Schedule> batch;
+    if (next_opening < queue.size()) {
+      // The openings do not depend on what is measured: one batch (their kernels compiled in parallel first), no
+      // larger than the budget left, so that it cannot overrun it.
+      size_t n = std::min(queue.size() - next_opening, size_t(opts.budget - measured));
+      batch.assign(queue.begin() + long(next_opening), queue.begin() + long(next_opening + n));
+      next_opening += n;
+      for (const Schedule& s : batch) proposer.mark(s);  // the proposer need not offer them again
     } else if (auto a = policy == Policy::local ? proposer.next_algorithm(best_schedule) : std::nullopt) {
-      s = *a;  // the best plan's library calls along their lists (products', then convolutions'), then edits anywhere
+      batch = {*a};  // the best plan's library calls along their lists (products', then convolutions'), then edits anywhere
     } else if (auto n = proposer.next(policy == Policy::local ? best_schedule : Schedule{})) {
-      s = *n;
+      batch = {*n};
     } else {
       break;  // space exhausted
     }
-    EvalResult r;
-    std::optional<Plan> plan;
-    try {
-      plan = lower(spec.graph, s);
-    } catch (const UserError& e) {
-      r.log = std::string("lowering failed: ") + e.what();
+    proposals += int(batch.size());
+    std::vector<PlanMeter::Result> results = meter.measure(batch);
+    for (size_t k = 0; k < batch.size(); ++k) {
+      PlanMeter::Result& m = results[k];
+      if (m.repeat) continue;
+      ++measured;
+      const EvalResult& r = m.eval;
+      ++res.candidates;
+      res.compiled += r.compiled;
+      res.correct += r.relaxed;
+      res.strict += r.strict;
+      for (auto& step : r.library)
+        proposer.note_offered(step.value("group", ""),
+                              {precision_from_string(step.value("precision", "fp32")), step.value("layout", ""),
+                               step.value("epilogue", "") == "library"},
+                              step.value("offered", 0), step.value("requested", 0), step.value("algo", 0));
+      if (!r.relaxed) res.last_failure = r.log;
+      // Prefer strict-tier plans: a relaxed-only plan wins only if no strict plan exists.
+      bool better = r.relaxed && (!res.best || (r.strict && !res.best_eval.strict) ||
+                                  (r.strict == res.best_eval.strict && r.native.median_ms < best_ms));
+      if (better) {
+        best_ms = r.native.median_ms;
+        best_schedule = batch[k];
+        res.best = m.plan;
+        res.best_eval = r;
+      }
+      if (r.relaxed && (!res.fastest_relaxed || r.native.median_ms < res.fastest_relaxed_eval.native.median_ms)) {
+        res.fastest_relaxed = m.plan;
+        res.fastest_relaxed_eval = r;
+      }
+      if (opts.progress)
+        progress(measured, opts.budget, res.best ? res.best_eval.reward.speedup_best : 0,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
-    if (plan && !measured_plans.insert(plan_key(*plan)).second) continue;
-    ++i;
-    try {
-      if (plan) r = evaluate(spec, task, *plan, compiler, verifier, eo, stream);
-    } catch (const UserError& e) {
-      r.log = std::string("launch failed: ") + e.what();
-    }
-    ++res.candidates;
-    res.compiled += r.compiled;
-    res.correct += r.relaxed;
-    res.strict += r.strict;
-    db.record(measurement_of(spec, graph_hash, s, r, res.gpu, opts.versions));
-    for (auto& step : r.library)
-      proposer.note_offered(step.value("group", ""),
-                            {precision_from_string(step.value("precision", "fp32")), step.value("layout", ""),
-                             step.value("epilogue", "") == "library"},
-                            step.value("offered", 0), step.value("requested", 0), step.value("algo", 0));
-    if (!r.relaxed) res.last_failure = r.log;
-    // Prefer strict-tier plans: a relaxed-only plan wins only if no strict plan exists.
-    bool better = r.relaxed && (!res.best || (r.strict && !res.best_eval.strict) ||
-                                (r.strict == res.best_eval.strict && r.native.median_ms < best_ms));
-    if (better) {
-      best_ms = r.native.median_ms;
-      best_schedule = s;
-      res.best = plan;
-      res.best_eval = r;
-    }
-    if (r.relaxed && (!res.fastest_relaxed || r.native.median_ms < res.fastest_relaxed_eval.native.median_ms)) {
-      res.fastest_relaxed = plan;
-      res.fastest_relaxed_eval = r;
-    }
-    if (opts.progress)
-      progress(i, opts.budget, res.best ? res.best_eval.reward.speedup_best : 0,
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   if (opts.progress) std::fprintf(stderr, "\n");
-  driver().cuStreamDestroy(stream);
   return res;
 }
 

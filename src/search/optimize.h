@@ -1,5 +1,6 @@
-// The search loop on one task: propose a schedule, lower it, evaluate it in the environment, record the
-// measurement, keep the fastest correct plan. Prints a progress bar (candidates, best speedup, time left).
+// The search loop on one task: propose schedules, measure them through the one measuring path (PlanMeter:
+// lowered from one analysis of the graph, compiled in parallel, evaluated in the environment, recorded), keep the
+// fastest correct plan. Prints a progress bar (candidates, best speedup, time left).
 #pragma once
 #include <functional>
 #include <optional>
@@ -34,6 +35,7 @@ struct OptimizeOptions {
   uint64_t seed = 1;
   bool progress = true;
   EvalOptions eval = {};
+  int compile_threads = 0;  // kernels compiled in parallel before each batch is timed; 0: one per hardware thread
   std::string versions = {};  // recorded with every measurement
 };
 
@@ -53,11 +55,11 @@ std::string to_string(Policy p);
 // Default, unfused default (where fusion changes the kernels), library steps in TF32, matrix products on the
 // split-precision mma kernel, convolutions in TF32 on channels-last tensors: what every hand-written search
 // measures first.
-std::vector<Schedule> hand_written_openings(const Graph& graph);
+std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis);
 
 // The schedules a policy measures first, in order; search goes on with the proposer's edits after them.
 // `policy` may come back changed: `trained` without a checkpoint falls back to `local`.
-std::vector<Schedule> opening_candidates(const Graph& graph, Policy& policy, const OptimizeOptions& opts,
+std::vector<Schedule> opening_candidates(const GraphAnalysis& analysis, Policy& policy, const OptimizeOptions& opts,
                                          ScheduleProposer& proposer, double copy_gbs);
 
 // Searches on `task`'s device data; the caller keeps the data alive and owns the CUDA context.

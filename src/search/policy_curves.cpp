@@ -14,10 +14,10 @@ namespace {
 
 // The first `count` schedules of `policy` that lower to distinct plans (`policy` changes where it fell back): its opening candidates, then the
 // proposer's edits of the default (what `kforge optimize --policy P` would measure, minus the database prior).
-std::vector<Schedule> distinct_sequence(const Graph& graph, Policy& policy, OptimizeOptions opts, int count, double copy_gbs) {
+std::vector<Schedule> distinct_sequence(const GraphAnalysis& analysis, Policy& policy, OptimizeOptions opts, int count, double copy_gbs) {
   opts.budget = count;
-  ScheduleProposer proposer(graph, opts.seed);
-  std::vector<Schedule> queue = opening_candidates(graph, policy, opts, proposer, copy_gbs);
+  ScheduleProposer proposer(analysis, opts.seed);
+  std::vector<Schedule> queue = opening_candidates(analysis, policy, opts, proposer, copy_gbs);
   std::vector<Schedule> out;
   std::set<std::string> keys;
   size_t next = 0;
@@ -33,7 +33,7 @@ std::vector<Schedule> distinct_sequence(const Graph& graph, Policy& policy, Opti
     }
     std::string key;
     try {
-      key = plan_key(lower(graph, s));
+      key = plan_key(lower(analysis, s));
     } catch (const UserError&) {
       key = "unlowerable:" + to_json(s).dump();  // measured (and failed) like any other candidate
     }
@@ -55,7 +55,7 @@ nlohmann::json curve(const std::vector<PlanMeter::Result>& results, size_t from,
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::vector<Schedule>>> candidate_sequences(const Graph& graph, const CurveOptions& opts,
+std::vector<std::pair<std::string, std::vector<Schedule>>> candidate_sequences(const GraphAnalysis& analysis, const CurveOptions& opts,
                                                                               double copy_gbs) {
   std::vector<std::pair<std::string, std::vector<Schedule>>> sequences;
   // random and costmodel alone, without the hand-written openings; `heuristic` is the openings, then random
@@ -69,19 +69,19 @@ std::vector<std::pair<std::string, std::vector<Schedule>>> candidate_sequences(c
     if (p == Policy::local) throw UserError("policy curves compare policies whose proposals need no measurement; not local");
     if (p == Policy::costmodel && opts.search.cost_model.empty()) continue;
     Policy used = p;
-    auto seq = distinct_sequence(graph, used, name == "heuristic" ? with_openings : alone, opts.candidates, copy_gbs);
+    auto seq = distinct_sequence(analysis, used, name == "heuristic" ? with_openings : alone, opts.candidates, copy_gbs);
     if (used != p) throw UserError("policy " + name + " is not available (no checkpoint at " + opts.search.checkpoint + ")");
     sequences.push_back({name, std::move(seq)});
   }
   Policy random = Policy::random;
-  sequences.push_back({"reference", distinct_sequence(graph, random, with_openings, opts.reference, copy_gbs)});
+  sequences.push_back({"reference", distinct_sequence(analysis, random, with_openings, opts.reference, copy_gbs)});
   return sequences;
 }
 
 nlohmann::json policy_curves(const TaskSpec& spec, DeviceTask& task, MeasurementDB& db, const Compiler& compiler,
                              const CurveOptions& opts) {
   PlanMeter meter(spec, task, db, compiler, opts.search.versions, opts.compile_threads);
-  auto sequences = candidate_sequences(spec.graph, opts, meter.copy_gbs());
+  auto sequences = candidate_sequences(meter.analysis(), opts, meter.copy_gbs());
   std::vector<Schedule> all;
   for (auto& [name, seq] : sequences) all.insert(all.end(), seq.begin(), seq.end());
   auto results = meter.measure(all);

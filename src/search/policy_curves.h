@@ -26,7 +26,7 @@ struct CurveOptions {
 // first `reference` of the heuristic search (random search of that length with the hand-written openings
 // first). Throws UserError for `local` (its order depends on measurements) and for `trained` without a
 // checkpoint; skips `costmodel` without a model. No GPU needed.
-std::vector<std::pair<std::string, std::vector<Schedule>>> candidate_sequences(const Graph& graph, const CurveOptions& opts,
+std::vector<std::pair<std::string, std::vector<Schedule>>> candidate_sequences(const GraphAnalysis& analysis, const CurveOptions& opts,
                                                                               double copy_gbs);
 
 // {"task", "eager_ms", "compile_ms", "policies": {NAME: {"best_ms": [N values, null before the first correct plan],

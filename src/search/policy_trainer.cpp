@@ -1,3 +1,4 @@
+#include "runtime/target.h"
 #include "search/policy_trainer.h"
 
 #include <algorithm>
@@ -13,11 +14,11 @@ PolicyTrainer::PolicyTrainer(const TrainerOptions& opts)
 
 nlohmann::json PolicyTrainer::collect(const TaskSpec& spec, DeviceTask& task, MeasurementDB& db, const Compiler& compiler) {
   PlanMeter meter(spec, task, db, compiler, opts_.versions, opts_.compile_threads);
-  GpuInfo gpu{meter.copy_gbs(), 132};
+  GpuInfo gpu{meter.copy_gbs(), Target::here().sms};
   std::vector<Episode> episodes;
   std::vector<Schedule> schedules;
   for (int k = 0; k < opts_.samples; ++k) {
-    episodes.push_back(policy_->sample(spec.graph, gpu));
+    episodes.push_back(policy_->sample(meter.analysis(), gpu));
     schedules.push_back(episodes.back().schedule);
   }
   auto results = meter.measure(schedules);
@@ -57,7 +58,7 @@ nlohmann::json warm_start_from_db(LearnedPolicy& policy, MeasurementDB& db, int 
   int skipped = 0;
   for (auto& [hash, rows] : by_task) {
     std::stable_sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.median_ms < b.median_ms; });
-    Graph g = graph_from_json(nlohmann::json::parse(rows[0].graph_json));
+    const GraphAnalysis g(graph_from_json(nlohmann::json::parse(rows[0].graph_json)));
     for (size_t i = 0; i < rows.size() && int(i) < top; ++i) {
       try {
         Episode e = policy.replay(g, {}, schedule_from_json(nlohmann::json::parse(rows[i].schedule_json)));

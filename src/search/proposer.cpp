@@ -7,8 +7,8 @@
 
 namespace kforge {
 
-ScheduleProposer::ScheduleProposer(const Graph& graph, uint64_t seed, bool skip_starved)
-    : graph_(graph), rng_(seed), fused_(kernel_groups(graph, true)), unfused_(kernel_groups(graph, false)),
+ScheduleProposer::ScheduleProposer(const GraphAnalysis& analysis, uint64_t seed, bool skip_starved)
+    : rng_(seed), fused_(analysis.groups(true)), unfused_(analysis.groups(false)),
       skip_starved_(skip_starved) {
   for (auto& g : fused_) fused_spaces_.push_back(space_of(g));
   for (auto& g : unfused_) unfused_spaces_.push_back(space_of(g));

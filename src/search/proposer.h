@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "codegen/analysis.h"
 #include "codegen/schedule.h"
 #include "ir/graph.h"
 
@@ -25,7 +26,7 @@ struct CallForm {
 
 class ScheduleProposer {
  public:
-  ScheduleProposer(const Graph& graph, uint64_t seed, bool skip_starved = false);
+  ScheduleProposer(const GraphAnalysis& analysis, uint64_t seed, bool skip_starved = false);
   // Next untried schedule near `best`; std::nullopt when the space is exhausted.
   std::optional<Schedule> next(const Schedule& best);
   // `best` with one library call's `algo` moved along its heuristic's list (ascending, up to kMatmulAlgos - 1 for a
@@ -47,7 +48,6 @@ class ScheduleProposer {
   size_t space_size() const;
 
  private:
-  const Graph& graph_;
   std::mt19937_64 rng_;
   std::set<std::string> tried_;
   struct ListLength {

@@ -1,28 +1,13 @@
 #include "search/starved_schedules.h"
 
 #include "ir/types.h"
-#include "runtime/driver.h"
+#include "runtime/target.h"
 
 namespace kforge {
 
 GpuFacts GpuFacts::of_this_machine() {
-  static const GpuFacts facts = [] {
-    GpuFacts f;
-    if (!driver_available()) return f;
-    try {
-      ensure_context(0);
-      CUdevice dev;
-      KF_CU(driver().cuDeviceGet(&dev, 0));
-      int sms = 0, l2 = 0;
-      KF_CU(driver().cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
-      KF_CU(driver().cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev));
-      if (sms > 0) f.sms = sms;
-      if (l2 > 0) f.l2_bytes = l2;
-    } catch (const std::exception&) {  // a driver without a usable GPU: the defaults
-    }
-    return f;
-  }();
-  return facts;
+  const Target& t = Target::here();
+  return t.measured ? GpuFacts{double(t.sms), double(t.l2_bytes)} : GpuFacts{};
 }
 
 bool starves_memory(const KernelGroup& g, const KernelSchedule& ks, const GpuFacts& gpu) {

@@ -257,7 +257,9 @@ TEST(MatmulSplit, PiecesOfTheReductionAddUpToTheWholeProduct) {
         const nlohmann::json& lib = steps[i]->library;
         k_sum += lib.at("k").get<int64_t>();
         EXPECT_EQ(lib.value("accumulate", false), i > 0) << name << " piece " << i;
-        if (i + 1 < steps.size()) EXPECT_EQ(lib.at("epilogue"), "none") << name << " piece " << i << ": the epilogue waits for the whole sum";
+        if (i + 1 < steps.size()) {
+          EXPECT_EQ(lib.at("epilogue"), "none") << name << " piece " << i << ": the epilogue waits for the whole sum";
+        }
         EXPECT_NO_THROW(check_library_step(*steps[i], p.buffers)) << name << " piece " << i;
       }
       EXPECT_EQ(k_sum % 24, 0) << name << ": the pieces cover the copies' three parts";
