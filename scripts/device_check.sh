@@ -5,7 +5,8 @@
 #   scripts/device_check.sh [PROBLEM_GLOBS (space-separated)] [BUDGET]
 #   e.g. run with carry [".deps"]: bash scripts/device_check.sh "bench/level1/0[1-9]_*.py" 8
 # Knobs (environment):
-# - RUN_GPU_TESTS, RUN_CPU_TESTS (1: run that ctest label), GPU_TEST_TIMEOUT (300 s), GPU_TEST_ARGS (more ctest
+# - RUN_GPU_TESTS, RUN_CPU_TESTS (1: run that ctest label), GPU_TEST_TIMEOUT (300 s), GPU_TEST_JOBS (1; 3 ran the
+#   suite in 190 s on one H100, every test passing), GPU_TEST_ARGS (more ctest
 #   arguments, word-split, so no inner quotes: "-R GpuPlans.*(softmax|pool)");
 # - SUITE_TIMEOUT (400 s for each GPU's share of the slice); a glob may carry its own budget (GLOB@BUDGET);
 # - GPUS (how many to use; default all: problems dealt round-robin, one process per GPU);
@@ -66,7 +67,7 @@ echo "== build"
 device_build || exit 1
 if [ "${RUN_GPU_TESTS:-1}" = 1 ]; then
   echo "== GPU tests (ctest -L gpu)"
-  (cd build-device && timeout ${GPU_TEST_TIMEOUT:-300} ctest -L gpu ${GPU_TEST_ARGS:-} -j1 --output-on-failure > /tmp/gpu_tests.txt 2>&1)
+  (cd build-device && timeout ${GPU_TEST_TIMEOUT:-300} ctest -L gpu ${GPU_TEST_ARGS:-} -j${GPU_TEST_JOBS:-1} --output-on-failure > /tmp/gpu_tests.txt 2>&1)
   grep -E "got .* expected|Test #.*Failed|tests passed" /tmp/gpu_tests.txt | head -40
   cp /tmp/gpu_tests.txt "$OUT/gpu_tests.txt"
 fi
