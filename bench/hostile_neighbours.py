@@ -2,7 +2,8 @@
 
 One task (y = relu(x) over 16M floats). First honest raw CUDA candidates alone; then the same candidates again,
 submitted among candidates that attack their neighbours: a fork bomb, a load-time GPU kernel (a library
-constructor spinning the GPU), a tmpfs filler, a disk filler and a GPU-memory hog. Checks that every honest job gets
+constructor spinning the GPU), a tmpfs filler, a disk filler, a holder of every lock file it can reach and a
+GPU-memory hog. Checks that every honest job gets
 the same verdict as alone and a time within 5% of its time alone (median over the honest jobs, native protocol),
 and that the service stays up. Writes hostile_neighbours.{json,md} under --out; exits 1 when a check fails."""
 import json
@@ -53,6 +54,17 @@ HOSTILE = {
                           "  for (int k = 0; k < 4; ++k) { char name[32]; snprintf(name, sizeof name, \"fill%d\", k); FILE* o = fopen(name, \"w\");\n"
                           "    for (int i = 0; o && i < 2048; ++i) if (fwrite(block, 1, sizeof block, o) != sizeof block) break;\n"
                           "    if (o) fclose(o); }\n"),
+    # Every lock file it can reach, taken and held (flock needs only read access): the GPU's lock, were it in reach,
+    # would stop every other job's turn until this one's time ran out. It reports what it took, then runs honestly.
+    "gpu_lock_holder": raw(0, "  static int taken = 0; if (!taken) { taken = 1; hold_locks(\"/\", 0); fprintf(stderr, \"locks held: %d\\n\", held);\n"
+                              "    sleep(5); }\n",
+                           prelude="#include <dirent.h>\n#include <fcntl.h>\n#include <sys/file.h>\nstatic int held = 0;\n"
+                                   "static void hold_locks(const char* dir, int depth) { DIR* d = opendir(dir); if (!d || depth > 6) { if (d) closedir(d); return; }\n"
+                                   "  for (dirent* e; (e = readdir(d));) { if (e->d_name[0] == '.' || !strcmp(dir, \"/proc\") || !strcmp(dir, \"/sys\")) continue;\n"
+                                   "    char path[4096]; snprintf(path, sizeof path, \"%s/%s\", strcmp(dir, \"/\") ? dir : \"\", e->d_name);\n"
+                                   "    if (e->d_type == DT_DIR) hold_locks(path, depth + 1);\n"
+                                   "    else if (strstr(e->d_name, \"lock\")) { int fd = open(path, O_RDONLY); if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) ++held; } }\n"
+                                   "  closedir(d); }\n"),
     # Most of the GPU's memory, held through its evaluation.
     "gpu_memory_hog": raw(0, "  static void* hog = nullptr; if (!hog) { size_t free_b = 0, total = 0; cudaMemGetInfo(&free_b, &total);\n"
                              "    cudaMalloc(&hog, free_b / 10 * 9); }\n"),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Hostile neighbours against `kforge serve` on a GPU machine (bench/hostile_neighbours.py): honest raw CUDA jobs
-# alone, then among a fork bomb, a load-time GPU kernel, tmpfs and disk fillers and a GPU-memory hog; checks that
-# the honest ones keep their verdict and their time (within 5%) and that the service stays up. Writes
+# alone, then among a fork bomb, a load-time GPU kernel, tmpfs and disk fillers, a lock holder and a GPU-memory hog;
+# checks that the honest ones keep their verdict and their time (within 5%) and that the service stays up. Writes
 # hostile_neighbours.{json,md}, serve.log and a log under $OUT.
 #
 #   run with carry [".deps"] (scripts/fetch_device_deps.sh first): bash scripts/hostile_neighbours.sh
