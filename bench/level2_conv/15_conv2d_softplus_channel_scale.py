@@ -1,0 +1,28 @@
+"""Conv2d, Softplus, a learned per-channel scale."""
+import torch
+import torch.nn as nn
+
+BATCH = 32
+IN_CHANNELS = 32
+OUT_CHANNELS = 64
+HEIGHT = 128
+WIDTH = 128
+KERNEL = 5
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, padding=2)
+        self.scale = nn.Parameter(torch.rand(1, out_channels, 1, 1) + 0.5)
+
+    def forward(self, x):
+        return torch.nn.functional.softplus(self.conv(x)) * self.scale
+
+
+def get_inputs():
+    return [torch.randn(BATCH, IN_CHANNELS, HEIGHT, WIDTH)]
+
+
+def get_init_inputs():
+    return [IN_CHANNELS, OUT_CHANNELS, KERNEL]

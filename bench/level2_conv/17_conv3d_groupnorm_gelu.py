@@ -1,0 +1,30 @@
+"""Conv3d, GroupNorm, GELU."""
+import torch
+import torch.nn as nn
+
+BATCH = 16
+IN_CHANNELS = 8
+OUT_CHANNELS = 32
+DEPTH = 32
+HEIGHT = 64
+WIDTH = 64
+KERNEL = 3
+GROUPS = 4
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size, groups):
+        super().__init__()
+        self.conv = nn.Conv3d(in_channels, out_channels, kernel_size)
+        self.norm = nn.GroupNorm(groups, out_channels)
+
+    def forward(self, x):
+        return torch.nn.functional.gelu(self.norm(self.conv(x)))
+
+
+def get_inputs():
+    return [torch.randn(BATCH, IN_CHANNELS, DEPTH, HEIGHT, WIDTH)]
+
+
+def get_init_inputs():
+    return [IN_CHANNELS, OUT_CHANNELS, KERNEL, GROUPS]
