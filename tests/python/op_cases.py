@@ -198,6 +198,13 @@ CASES = [
          ["avg_pool"], inputs=IMAGE, attrs={"avg_pool": {"stride": [1, 1], "count_include_pad": False}}),
     Case("avg_pool_3d_module", "self.p(x)", ["avg_pool"], inputs="torch.randn(2, 3, 4, 4, 4)",
          init="self.p = nn.AvgPool3d(2)", attrs={"avg_pool": {"nd": 3}}),
+    # adaptive pooling whose windows are of one width: a fixed pooling with kernel = stride (global included)
+    Case("adaptive_avg_pool_2d_global", "self.p(x)", ["avg_pool"], inputs="torch.randn(2, 3, 8, 6)",
+         init="self.p = nn.AdaptiveAvgPool2d((1, 1))", attrs={"avg_pool": {"kernel": [8, 6], "stride": [8, 6]}}),
+    Case("adaptive_avg_pool_1d", "F.adaptive_avg_pool1d(x, 4)", ["avg_pool"], inputs="torch.randn(2, 3, 16)",
+         attrs={"avg_pool": {"nd": 1, "kernel": [4], "stride": [4]}}),
+    Case("adaptive_max_pool_3d_keeping_a_dim", "F.adaptive_max_pool3d(x, (2, None, 1))", ["max_pool"],
+         inputs="torch.randn(2, 3, 4, 4, 4)", attrs={"max_pool": {"nd": 3, "kernel": [2, 1, 4], "stride": [2, 1, 4]}}),
     # losses
     Case("mse_loss", "F.mse_loss(x, y)", ["mse_loss"], inputs=TWO, args="x, y",
          attrs={"mse_loss": {"reduction": "mean"}}),

@@ -1,4 +1,4 @@
-"""Max and average pooling over 1, 2 or 3 spatial dims."""
+"""Max and average pooling over 1, 2 or 3 spatial dims, adaptive pooling among them."""
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -57,3 +57,52 @@ for _nd, _max_fn, _avg_fn, _max_cls, _avg_cls in (
     on_module(_avg_cls)(lambda b, m, input, _nd=_nd: avg_pool_handler(_nd)(
         b, input, m.kernel_size, m.stride, m.padding, m.ceil_mode, m.count_include_pad,
         getattr(m, "divisor_override", None)))  # AvgPool1d has no divisor_override
+
+
+def adaptive_geometry(b, nd, x: Val, output_size) -> list[int]:
+    """Adaptive pooling's windows as a fixed pooling's kernel (= stride) per spatial dim: PyTorch's window i spans
+    [floor(i * n / m), ceil((i + 1) * n / m)) of a dim of n into m, the same width everywhere exactly where m divides
+    n (global pooling, m = 1, included). Windows of unequal widths are refused, naming the dim."""
+    if x.ndim != nd + 2:
+        b.refuse(f"adaptive pooling input must be [N, C, {nd} spatial dims]; unbatched shape {list(x.shape)} is not supported")
+    sizes = [output_size] * nd if isinstance(output_size, int) else list(output_size)
+    if len(sizes) == 1 and nd > 1:
+        sizes = sizes * nd
+    kernel = []
+    for d, (n, m) in enumerate(zip(x.shape[2:], sizes)):
+        m = n if m is None else m  # None keeps the input's size
+        if m <= 0 or n % m:
+            b.refuse(f"adaptive pooling of a dim of {n} into {m} has windows of unequal widths (spatial dim {d})")
+        kernel.append(n // m)
+    return kernel
+
+
+def adaptive_avg_pool_handler(nd):
+    def handler(b, input, output_size):
+        x = tensor(b, input)
+        kernel = adaptive_geometry(b, nd, x, output_size)
+        return b.emit("avg_pool", [x], {"nd": nd, "kernel": kernel, "stride": kernel, "padding": [0] * nd,
+                                        "count_include_pad": True})
+    return handler
+
+
+def adaptive_max_pool_handler(nd):
+    def handler(b, input, output_size, return_indices=False):
+        if return_indices:
+            b.refuse("adaptive max pooling with return_indices=True is not supported")
+        x = tensor(b, input)
+        kernel = adaptive_geometry(b, nd, x, output_size)
+        return b.emit("max_pool", [x], {"nd": nd, "kernel": kernel, "stride": kernel, "padding": [0] * nd,
+                                        "dilation": [1] * nd})
+    return handler
+
+
+for _nd, _avg_fn, _max_fn, _avg_cls, _max_cls in (
+        (1, F.adaptive_avg_pool1d, F.adaptive_max_pool1d, nn.AdaptiveAvgPool1d, nn.AdaptiveMaxPool1d),
+        (2, F.adaptive_avg_pool2d, F.adaptive_max_pool2d, nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d),
+        (3, F.adaptive_avg_pool3d, F.adaptive_max_pool3d, nn.AdaptiveAvgPool3d, nn.AdaptiveMaxPool3d)):
+    on(_avg_fn)(adaptive_avg_pool_handler(_nd))
+    on(_max_fn)(adaptive_max_pool_handler(_nd))
+    on_module(_avg_cls)(lambda b, m, input, _nd=_nd: adaptive_avg_pool_handler(_nd)(b, input, m.output_size))
+    on_module(_max_cls)(lambda b, m, input, _nd=_nd: adaptive_max_pool_handler(_nd)(
+        b, input, m.output_size, m.return_indices))
