@@ -21,6 +21,8 @@ buffers; only forward differs: it launches kforge's generated kernels (no PyTorc
 outputs with torch.empty)."""
 import json
 
+import torch
+
 _PROBLEM_SOURCE = {problem_source}
 _PLAN_JSON = {plan_json}
 # The graph's inputs and params (name, dtype, shape): params are passed to the plan in this order.
@@ -32,6 +34,12 @@ _TRAIN_MODE_MODULES = {train_mode_modules}
 _problem = {{"__name__": __name__ + "._problem"}}
 exec(compile(_PROBLEM_SOURCE, {source!r}, "exec"), _problem)
 _kforge = None
+
+
+def _tensors(inputs):
+    """The tensors of forward's arguments: the problem's Python numbers among get_inputs() are constants of the
+    plan (kforge.problem.bind_numbers)."""
+    return [x for x in inputs if isinstance(x, torch.Tensor)]
 
 
 def _attr(module, qualname):
@@ -51,7 +59,7 @@ class ModelNew(_problem["Model"]):
             if not _attr(self, name).training:
                 raise RuntimeError(f"kforge plan computes {{name}} in training mode, but it is in eval mode")
         params = [_attr(self, p["name"]) for p in _SIGNATURE["params"]]
-        outputs = _kforge(list(inputs), params)
+        outputs = _kforge(_tensors(inputs), params)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 '''
 

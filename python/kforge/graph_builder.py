@@ -2,7 +2,7 @@
 
 Besides the contract's fields, every node carries the `shape` and `dtype` PyTorch gave it (from ShapeProp), so
 the C++ shape rules can be checked against PyTorch's."""
-import json
+import math
 from dataclasses import dataclass
 
 import torch
@@ -21,6 +21,16 @@ class Val:
     @property
     def ndim(self) -> int:
         return len(self.shape)
+
+
+def non_finite_as_strings(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    if isinstance(v, dict):
+        return {k: non_finite_as_strings(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [non_finite_as_strings(x) for x in v]
+    return v
 
 
 class GraphBuilder:
@@ -90,11 +100,9 @@ class GraphBuilder:
         return self.emit_tmp("cast", [v], {"dtype": self.ir_dtype(dtype)}, dtype, v.shape)
 
     def _add(self, name, op, args, attrs, dtype, shape) -> Val:
-        attrs = attrs or {}
-        try:
-            json.dumps(attrs, allow_nan=False)  # JSON has no inf/nan; the C++ parser would reject the file
-        except ValueError:
-            self.refuse(f"an attribute of {op} is not a finite number: {attrs}")
+        # JSON has no inf or nan: such a number is written as the string "inf", "-inf" or "nan", which the C++ side
+        # reads as that number (Node::attr_f).
+        attrs = non_finite_as_strings(attrs or {})
         arg_names = []
         for a in args:
             if a is not None and not isinstance(a, Val):

@@ -112,7 +112,7 @@ def build_candidate(path, problem):
     """ModelNew built as KernelBench builds it: its module run, then the class called on get_init_inputs()."""
     cls = load_candidate(path)
     torch.manual_seed(42)  # KernelBench's seed before building ModelNew
-    return cls(*problem.module.get_init_inputs())
+    return problem.bind(cls(*problem.module.get_init_inputs()))  # the problem's Python numbers, as its Model's
 
 
 def prebuild(args) -> None:

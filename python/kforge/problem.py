@@ -23,13 +23,44 @@ def random_seed() -> int:
     return int.from_bytes(os.urandom(8), "little") >> 1  # 63 bits: torch.manual_seed takes any of them
 
 
+NUMBERS = (bool, int, float)
+
+
+def bind_numbers(model: torch.nn.Module, numbers: dict[int, object], count: int) -> torch.nn.Module:
+    """`model` with the Python numbers among its inputs fixed: its forward then takes the tensors alone, in their
+    order. The instance keeps its class's name, attributes and parameter names (only its class is swapped for a
+    subclass), so state dicts, tracing and torch.compile see the same model."""
+    if not numbers:
+        return model
+    cls = type(model)
+    tensors = [f"x{i}" for i in range(count) if i not in numbers]
+    call = ", ".join(repr(numbers[i]) if i in numbers else f"x{i}" for i in range(count))
+    scope = {"_forward": cls.forward}
+    exec(f"def forward(self, {', '.join(tensors)}):\n    return _forward(self, {call})\n", scope)  # noqa: S102
+    model.__class__ = type(cls.__name__, (cls,), {"forward": scope["forward"], "__module__": cls.__module__})
+    return model
+
+
 @dataclass
 class Problem:
     path: Path
     module: ModuleType
+    # get_inputs()'s Python numbers by position (a scale, a dim): constants of the problem, the same in every draw,
+    # bound into the model (bind_numbers); None before the first draw.
+    numbers: dict | None = None
+    input_count: int = 0
 
     def fail(self, reason: str) -> ImportProblemError:
         return ImportProblemError(self.path, reason)
+
+    def bind(self, model: torch.nn.Module) -> torch.nn.Module:
+        """`model` (Model or a candidate's ModelNew) taking the problem's tensors alone (bind_numbers)."""
+        if self.numbers is None:
+            try:
+                self.draw_inputs(0, "meta")  # the numbers, without allocating the tensors
+            except ImportProblemError:
+                return model  # get_inputs() cannot run on the meta device: its first real draw will tell
+        return bind_numbers(model, self.numbers, self.input_count)
 
     def build_model(self) -> torch.nn.Module:
         """Model(*get_init_inputs()) on the CPU after seeding, as KernelBench builds it before moving it."""
@@ -40,11 +71,12 @@ class Problem:
             raise self.fail(f"Model(*get_init_inputs()) failed: {type(e).__name__}: {e}") from e
         if not isinstance(model, torch.nn.Module):
             raise self.fail(f"Model(...) gave a {type(model).__name__}, not a torch.nn.Module")
-        return model
+        return self.bind(model)
 
     def draw_inputs(self, seed: int, device: str) -> list[torch.Tensor]:
-        """get_inputs() under `seed`, created directly on `device`: the default-device context makes the
-        problem's torch.randn land on the GPU, which matters for inputs of several GB."""
+        """get_inputs()'s tensors under `seed`, created directly on `device`: the default-device context makes the
+        problem's torch.randn land on the GPU, which matters for inputs of several GB. Python numbers among them
+        are the problem's constants (bound into its model: bind): a number that changes between draws is refused."""
         torch.manual_seed(seed)
         try:
             with torch.device(device):
@@ -53,10 +85,18 @@ class Problem:
             raise self.fail(f"get_inputs() failed: {type(e).__name__}: {e}") from e
         if not isinstance(inputs, (list, tuple)):
             raise self.fail(f"get_inputs() returned a {type(inputs).__name__}, not a list of tensors")
+        numbers = {}
         for i, t in enumerate(inputs):
-            if not isinstance(t, torch.Tensor):
-                raise self.fail(f"get_inputs() item {i} is a {type(t).__name__}, not a tensor")
-        return [t.to(device) for t in inputs]  # a problem may build on the CPU explicitly
+            if isinstance(t, NUMBERS):
+                numbers[i] = t
+            elif not isinstance(t, torch.Tensor):
+                raise self.fail(f"get_inputs() item {i} is a {type(t).__name__}, not a tensor or a Python number")
+        if self.numbers is None:
+            self.numbers, self.input_count = numbers, len(inputs)
+        elif numbers != self.numbers or len(inputs) != self.input_count:
+            raise self.fail(f"get_inputs()'s Python numbers change between draws ({self.numbers}, then {numbers}): "
+                            "kforge takes them as constants of the problem")
+        return [t.to(device) for t in inputs if isinstance(t, torch.Tensor)]  # a problem may build on the CPU
 
 
 def load_problem(path) -> Problem:

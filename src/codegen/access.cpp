@@ -35,6 +35,10 @@ Access access_of(const Partition& p, int id, bool through_self) {
     size_t off = a.shape.size() - src.shape.size();
     for (size_t i = 0; i < src.shape.size(); ++i)
       a.strides[off + i] = src.shape[i] == 1 ? 0 : src.strides[i];
+  } else if (n.op == "slice") {
+    const size_t d = size_t(n.attr_i("dim"));
+    a.offset += n.attr_i("start") * src.strides[d];
+    a.strides[d] = src.strides[d] * n.attr_i("step");
   } else if (n.op == "flip") {
     for (auto d : n.attr_ints("dims")) {
       a.offset += (a.shape[d] - 1) * a.strides[d];

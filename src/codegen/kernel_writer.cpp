@@ -136,6 +136,35 @@ std::string KernelWriter::gather(const Node& n) {
   return "b" + std::to_string(b) + "[" + e + "]";
 }
 
+std::string KernelWriter::cat(const Node& n) {
+  // out[c] = part k[c with c_d - start_k] for the part k whose range along dim d holds c_d; the parts are stored
+  // (partition.cpp), and only the chosen part's load runs.
+  const size_t rank = n.type.shape.size(), d = size_t(n.attr_i("dim"));
+  const std::string cd = "(i64)" + coord_of(d, rank);
+  std::string e, close;
+  int64_t start = 0;
+  for (size_t k = 0; k < n.args.size(); ++k) {
+    Access a = access_of(p_, n.args[k]);
+    int b = buffer_id(a.owner);
+    use_buffer(b, false);
+    std::string index = std::to_string(a.offset);
+    for (size_t i = 0; i < rank; ++i) {
+      if (i != d && n.type.shape[i] == 1) continue;
+      std::string c = i == d ? "(" + cd + " - " + std::to_string(start) + "LL)" : coord_of(i, rank);
+      index += " + (i64)" + c + " * " + std::to_string(a.strides[i]);
+    }
+    std::string load = "b" + std::to_string(b) + "[" + index + "]";
+    start += g_.at(n.args[k]).type.shape[d];
+    if (k + 1 == n.args.size()) {
+      e += load;
+    } else {
+      e += "(" + cd + " < " + std::to_string(start) + "LL ? " + load + " : ";
+      close += ")";
+    }
+  }
+  return e + close;
+}
+
 std::string unary_expression(const Node& n, const std::string& x) {
   const std::string& op = n.op;
   auto f = [&](const std::string& k) { return float_literal(n.attr_f(k)); };
@@ -203,6 +232,8 @@ std::string KernelWriter::value(int id) {
   std::string e;
   if (n.op == "gather") {
     e = gather(n);
+  } else if (n.op == "cat") {
+    e = cat(n);
   } else if (n.op == "triangle") {  // the site's (row, col) in the last two dims against the diagonal
     const size_t rank = n.type.shape.size();
     const std::string offset = "((i64)" + coord_of(rank - 1, rank) + " - (i64)" + coord_of(rank - 2, rank) + ")";

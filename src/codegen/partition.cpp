@@ -78,6 +78,10 @@ struct Partitioner {
         for (int a : nd.args) p.stored[a] = true;
       // A gather reads its table and a pool its window at computed positions: both need memory.
       if ((nd.op == "gather" || nd.op == "pool") && !is_view_op(g.at(nd.args[0]).op)) p.stored[nd.args[0]] = true;
+      // A concatenation reads each part at its own positions: every part needs memory.
+      if (nd.op == "cat")
+        for (int a : nd.args)
+          if (!is_view_op(g.at(a).op)) p.stored[a] = true;
       // Views are folded into strided reads of stored values only; a view of a computed value stores it.
       if (is_view_op(nd.op)) {
         const Node& src = g.at(nd.args[0]);

@@ -1,5 +1,6 @@
 #include "ir/graph.h"
 
+#include <limits>
 #include <optional>
 
 #include "ir/error.h"
@@ -17,7 +18,14 @@ namespace {
 bool Node::has_attr(const std::string& key) const { return attrs.contains(key) && !attrs[key].is_null(); }
 
 double Node::attr_f(const std::string& key) const {
-  if (!attrs.contains(key) || !attrs[key].is_number()) bad_attr(*this, key, "a number");
+  // JSON has no inf or nan: the bridge writes them as these strings.
+  if (attrs.contains(key) && attrs[key].is_string()) {
+    const std::string& s = attrs[key].get_ref<const std::string&>();
+    if (s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-inf") return -std::numeric_limits<double>::infinity();
+    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+  }
+  if (!attrs.contains(key) || !attrs[key].is_number()) bad_attr(*this, key, "a number (or \"inf\", \"-inf\", \"nan\")");
   return attrs[key].get<double>();
 }
 std::optional<double> Node::attr_opt_f(const std::string& key) const {

@@ -258,6 +258,9 @@ HostTensor view(const Node& n, const HostTensor& x) {
     } else if (n.op == "expand") {
       size_t off = it.c.size() - src.size();
       for (size_t j = 0; j < src.size(); ++j) src[j] = x.type.shape[j] == 1 ? 0 : it.c[off + j];
+    } else if (n.op == "slice") {
+      src = it.c;
+      src[size_t(n.attr_i("dim"))] = n.attr_i("start") + src[size_t(n.attr_i("dim"))] * n.attr_i("step");
     } else {  // flip
       src = it.c;
       for (auto d : n.attr_ints("dims")) src[d] = x.type.shape[d] - 1 - src[d];
@@ -279,6 +282,21 @@ HostTensor gather(const Node& n, const HostTensor& x, const HostTensor& idx) {
       throw UserError("gather '" + n.name + "': index " + std::to_string(j) + " out of range");
     c[d] = j;
     out.data[i] = x.data[dot(c, xs)];
+  }
+  return out;
+}
+
+HostTensor cat(const Node& n, const std::vector<const HostTensor*>& a) {
+  const size_t d = size_t(n.attr_i("dim"));
+  std::vector<std::vector<int64_t>> strides;
+  for (const HostTensor* t : a) strides.push_back(contiguous_strides(t->type.shape));
+  HostTensor out{n.type, std::vector<double>(numel(n.type.shape))};
+  CoordIter it(n.type.shape);
+  for (size_t i = 0; i < out.data.size(); ++i, it.next()) {
+    auto c = it.c;
+    size_t k = 0;
+    while (c[d] >= a[k]->type.shape[d]) c[d] -= a[k++]->type.shape[d];
+    out.data[i] = a[k]->data[dot(c, strides[k])];
   }
   return out;
 }
@@ -336,6 +354,7 @@ std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>&
     for (int x : n.args) a.push_back(&vals[x]);
     if (n.op == "const") vals[id] = {n.type, {n.attr_f("value")}};
     else if (n.op == "gather") vals[id] = gather(n, *a[0], *a[1]);
+    else if (n.op == "cat") vals[id] = cat(n, a);
     else if (is_elementwise_op(n.op)) vals[id] = elementwise(n, a);
     else if (n.op == "reduce") vals[id] = reduce(n, *a[0]);
     else if (n.op == "scan") vals[id] = scan(n, *a[0]);

@@ -12,14 +12,15 @@ const std::set<std::string> kUnary = {
 const std::set<std::string> kComparison = {"gt", "lt", "ge", "le", "eq", "ne"};
 const std::set<std::string> kBinary = {"add", "sub", "mul", "div", "maximum", "minimum", "pow",
                                        "gt", "lt", "ge", "le", "eq", "ne"};
-const std::set<std::string> kView = {"reshape", "permute", "expand", "flip"};
+const std::set<std::string> kView = {"reshape", "permute", "expand", "flip", "slice"};
 }  // namespace
 
 bool is_unary_op(const std::string& op) { return kUnary.count(op) > 0; }
 bool is_binary_op(const std::string& op) { return kBinary.count(op) > 0; }
 bool is_comparison_op(const std::string& op) { return kComparison.count(op) > 0; }
 bool is_elementwise_op(const std::string& op) {
-  return is_unary_op(op) || is_binary_op(op) || op == "where" || op == "const" || op == "gather" || op == "triangle";
+  return is_unary_op(op) || is_binary_op(op) || op == "where" || op == "const" || op == "gather" || op == "triangle" ||
+         op == "cat";
 }
 bool is_view_op(const std::string& op) { return kView.count(op) > 0; }
 bool is_conv_op(const std::string& op) { return op == "conv" || op == "conv_transpose"; }

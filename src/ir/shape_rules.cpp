@@ -230,6 +230,18 @@ TensorType infer_type(const Graph& g, const Node& n) {
     if (broadcast_shapes(x.shape, s) != s) fail(n, "cannot expand " + to_string(x.shape) + " to " + to_string(s));
     return {x.dtype, s};
   }
+  if (op == "slice") {  // x[.., start:end:step, ..] along dim: a strided view
+    need_args(n, 1, 1);
+    TensorType out = arg(g, n, 0);
+    const int64_t d = n.attr_i("dim"), start = n.attr_i("start"), end = n.attr_i("end"), step = n.attr_i("step");
+    check_dim(n, d, out.shape.size());
+    if (step < 1) fail(n, "step must be positive, got " + std::to_string(step));
+    if (start < 0 || end > out.shape[size_t(d)] || start >= end)
+      fail(n, "takes [" + std::to_string(start) + ", " + std::to_string(end) + ") of a dim of " + std::to_string(out.shape[size_t(d)]) +
+                  ": a non-empty range inside it");
+    out.shape[size_t(d)] = (end - start + step - 1) / step;
+    return out;
+  }
   if (op == "flip") {
     need_args(n, 1, 1);
     check_dims(n, n.attr_ints("dims"), arg(g, n, 0).shape.size());
@@ -241,6 +253,22 @@ TensorType infer_type(const Graph& g, const Node& n) {
     n.attr_b("upper");
     n.attr_i("diagonal");
     return arg(g, n, 0);
+  }
+  if (op == "cat") {  // torch.cat: the args one after another along dim, every other dim equal
+    need_args(n, 1, 1 << 16);
+    TensorType out = arg(g, n, 0);
+    int64_t d = n.attr_i("dim");
+    check_dim(n, d, out.shape.size());
+    for (size_t k = 1; k < n.args.size(); ++k) {
+      const TensorType& t = arg(g, n, k);
+      Shape rest = t.shape, first = out.shape;
+      if (t.dtype != out.dtype) fail(n, "argument " + std::to_string(k) + " is " + to_string(t.dtype) + ", the first " + to_string(out.dtype));
+      if (rest.size() != first.size()) fail(n, "argument " + std::to_string(k) + " has another rank");
+      rest[size_t(d)] = first[size_t(d)] = 0;
+      if (rest != first) fail(n, "argument " + std::to_string(k) + "'s shape differs from the first's outside dim " + std::to_string(d));
+      out.shape[size_t(d)] += t.shape[size_t(d)];
+    }
+    return out;
   }
   if (op == "gather") {  // out[.., i, ..] = x[.., index[.., i, ..], ..] along dim
     need_args(n, 2, 2);

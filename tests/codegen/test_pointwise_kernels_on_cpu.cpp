@@ -1,6 +1,6 @@
 // Kernels whose values depend on the element's coordinates run on the CPU (common/cpu_kernel_runner.h): a
-// triangle (torch.tril / triu) in a pointwise kernel under every vector width, and feeding a row sum under the
-// strategies the runner runs, against the interpreter.
+// triangle (torch.tril / triu) and a concatenation in a pointwise kernel under every vector width, and feeding a row
+// sum or softmax under the strategies the runner runs, against the interpreter.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -39,6 +39,34 @@ TEST(TriangleKernels, MatchTheInterpreterOnTheCpu) {
     }
   }
   EXPECT_EQ(checked, 4);  // tril at vec 1, 2 and 4, and the row sum
+}
+
+// torch.cat: each part read at its own positions (a permuted part, and slices, through their strides), in a
+// pointwise kernel under every vector width and feeding a softmax's rows, against the interpreter.
+TEST(CatKernels, MatchTheInterpreterOnTheCpu) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  int checked = 0;
+  for (const char* name : {"cat_middle_relu", "cat_last_softmax", "slices_swapped_halves"}) {
+    Graph g = graph_from_json(testing::sample_graph(name));
+    std::mt19937_64 rng(7);
+    auto inputs = testing::random_values(g, g.inputs, rng);
+    std::vector<HostTensor> want = interpret(primitive_graph(g), inputs, {});
+    GraphAnalysis analysis(g);
+    const KernelGroup& grp = analysis.groups(true).back();  // the group holding the cat
+    for (const KernelSchedule& ks : schedule_space(grp)) {
+      const bool pointwise = grp.kind == GroupKind::pointwise && ks.block == 128 && ks.items == 1;
+      const bool rows = grp.kind == GroupKind::row && ks.strategy == Strategy::thread && ks.vec == 1 && ks.items == 1 &&
+                        ks.block == 64;
+      if (!pointwise && !rows) continue;
+      Schedule s;
+      s.kernels[grp.key] = ks;
+      std::vector<float> got = testing::run_plan_on_cpu(lower(analysis, s), inputs);
+      ASSERT_EQ(got.size(), want[0].data.size());
+      EXPECT_EQ(testing::mismatches(got, want[0], 1e-5), "") << name << " " << to_json(s).dump();
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 3);  // each pointwise cat at vec 1 at least, and the softmax's rows
 }
 
 // The interpreter's triangle is torch's: column - row against the diagonal, over the last two dims.

@@ -40,6 +40,27 @@ std::vector<SampleGraph> sample_graphs() {
                                 {"nodes", {node("t", "triangle", {"x"}, {{"upper", true}, {"diagonal", 2}}),
                                            node("y", "sum", {"t"}, {{"dims", {2}}, {"keepdim", false}})}},
                                 {"outputs", {"y"}}}});
+  // torch.cat: parts read at their own positions (a permuted part through its strides; a computed part stored
+  // first), then work after it in the same kernel; and a concatenation feeding a row's softmax.
+  g.push_back({"cat_middle_relu", {{"inputs", {input("a", {3, 5, 7}), input("b", {3, 2, 7}), input("c", {7, 3, 3})}},
+                                   {"nodes", {node("cp", "permute", {"c"}, {{"dims", {1, 2, 0}}}),
+                                              node("cat", "cat", {"a", "b", "cp"}, {{"dim", 1}}),
+                                              node("y", "relu", {"cat"})}},
+                                   {"outputs", {"y"}}}});
+  // Slices (x[:, 1:8:2], a narrow): strided views read in place, here the two halves of a row swapped.
+  g.push_back({"slices_swapped_halves", {{"inputs", {input("x", {5, 3, 40})}},
+                                         {"nodes", {node("lo", "slice", {"x"}, {{"dim", 2}, {"start", 0}, {"end", 20}, {"step", 1}}),
+                                                    node("hi", "slice", {"x"}, {{"dim", 2}, {"start", 21}, {"end", 40}, {"step", 1}}),
+                                                    node("odd", "slice", {"x"}, {{"dim", 2}, {"start", 1}, {"end", 3}, {"step", 2}}),
+                                                    node("y", "cat", {"hi", "odd", "lo"}, {{"dim", 2}})}},
+                                         {"outputs", {"y"}}}});
+  g.push_back({"cat_of_a_computed_part", {{"inputs", {input("a", {4, 33}), input("b", {4, 7})}},
+                                          {"nodes", {node("ea", "exp", {"a"}), node("y", "cat", {"b", "ea"}, {{"dim", 1}})}},
+                                          {"outputs", {"y"}}}});
+  g.push_back({"cat_last_softmax", {{"inputs", {input("a", {9, 300}), input("b", {9, 213})}},
+                                    {"nodes", {node("cat", "cat", {"a", "b"}, {{"dim", 1}}),
+                                               node("y", "softmax", {"cat"}, {{"dim", 1}})}},
+                                    {"outputs", {"y"}}}});
   // Products with one output column lower to a reduction over K (ir/decompose.cpp, matrix_vector): a matrix
   // times a vector, and a Linear layer with one output feature (its weight read transposed), bias and ReLU after.
   g.push_back({"matrix_vector", {{"inputs", {input("a", {37, 29}), input("v", {29})}},

@@ -201,6 +201,28 @@ def test_the_build_before_the_turn_reports_what_stopped_it(tmp_path):
     assert not broken["prebuilt"] and broken["why"] == "RuntimeError: no GPU here", broken
 
 
+def test_python_numbers_among_the_inputs_reach_model_and_candidate_alike(tmp_path):
+    # get_inputs() gives a scale and a dim beside the tensor: constants of the task, bound into Model and ModelNew.
+    source = PROBLEM.replace("def forward(self, x):\n        return torch.relu(self.norm(x))",
+                             "def forward(self, x, scale, dim):\n        return torch.softmax(self.norm(x) * scale, dim=dim)")
+    source = source.replace("return [torch.randn(8, 16)]", "return [torch.randn(8, 16), 0.5, 1]")
+    task = imported(tmp_path / "numbers", source)
+    assert len(json.loads((task[0] / "task.json").read_text())["graph"]["inputs"]) == 1
+    path = tmp_path / "numbers_new.py"
+    path.write_text("""import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.norm = nn.LayerNorm(d)
+    def forward(self, x, scale, dim):
+        return torch.softmax(self.norm(x) * scale, dim=dim)
+""")
+    assert judged(task, path)["tier"] == "strict"
+    path.write_text(path.read_text().replace("* scale", "* (scale + 0.25)"))
+    assert judged(task, path)["tier"] == "failed"
+
+
 def test_outputs_must_be_plain_tensors_of_the_tasks_dtype_and_shape():
     from kforge.modelnew_candidate import Rejected, check_outputs
     specs = [{"dtype": "f32", "shape": [2]}] * 2

@@ -37,7 +37,9 @@ def test_same_file_name_in_two_folders_stays_apart(tmp_path):
     (GOOD.replace("def get_init_inputs", "def other"), "defines no get_init_inputs"),
     (GOOD + "\ndef broken(:\n", "syntax error at line"),
     (GOOD + "\nraise RuntimeError('boom')\n", "loading failed: RuntimeError: boom"),
-    (GOOD.replace("return [torch.randn(4, 8)]", "return [3]"), "get_inputs() item 0 is a int"),
+    (GOOD.replace("return [torch.randn(4, 8)]", "return ['x']"), "get_inputs() item 0 is a str, not a tensor or a Python number"),
+    (GOOD.replace("return [torch.randn(4, 8)]", "return [torch.randn(4, 8), float(torch.rand(()))]"),
+     "get_inputs()'s Python numbers change between draws"),
     (GOOD.replace("super().__init__()", "super().__init__()\n        raise ValueError('bad size')"),
      "Model(*get_init_inputs()) failed: ValueError: bad size"),
 ])
@@ -46,6 +48,7 @@ def test_bad_problem_names_file_and_reason(write_problem, source, reason):
     with pytest.raises(ImportProblemError) as e:
         problem = load_problem(path)
         problem.draw_inputs(0, "cpu")
+        problem.draw_inputs(1, "cpu")
         problem.build_model()
     assert str(path) in str(e.value) and reason in str(e.value)
 
@@ -53,3 +56,28 @@ def test_bad_problem_names_file_and_reason(write_problem, source, reason):
 def test_missing_file():
     with pytest.raises(ImportProblemError, match="no such file"):
         load_problem("/nonexistent/problem.py")
+
+
+NUMBERS = """import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm(8)
+    def forward(self, x, scale, dim, y):
+        return torch.softmax(self.ln(x) * scale + y, dim=dim)
+def get_inputs():
+    return [torch.randn(4, 8), 0.5, 1, torch.randn(4, 8)]
+def get_init_inputs():
+    return []
+"""
+
+
+def test_python_numbers_among_the_inputs_are_constants_bound_into_the_model(write_problem):
+    problem = load_problem(write_problem(NUMBERS))
+    model = problem.build_model()
+    x, y = problem.draw_inputs(3, "cpu")
+    assert type(model).__name__ == "Model" and set(model.state_dict()) == {"ln.weight", "ln.bias"}
+    unbound = problem.module.Model()
+    unbound.load_state_dict(model.state_dict())
+    assert torch.equal(model(x, y), unbound(x, 0.5, 1, y))

@@ -156,6 +156,14 @@ def where(b, condition, input, other):
 on("where")(lambda b, input, condition, other: where(b, condition, input, other))
 
 
+@on(torch.masked_fill, "masked_fill")
+def masked_fill(b, input, mask, value):
+    """x where the mask is false, the value where it is true (the value cast to x's dtype, as PyTorch keeps it)."""
+    x = tensor(b, input)
+    cond = b.cast(tensor(b, mask, "mask"), torch.bool)
+    return b.emit("where", [cond, as_dtype(b, value, x.dtype), x])
+
+
 def triangle(upper):
     def handler(b, input, diagonal=0):
         x = tensor(b, input)

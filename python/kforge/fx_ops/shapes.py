@@ -1,4 +1,5 @@
-"""Shape ops (reshape, permute, expand, contiguous) and picking parts of tuple results."""
+"""Shape ops (reshape, permute, expand, contiguous, cat, stack, slicing, split, chunk, unbind) and picking parts of
+tuple results."""
 import operator
 
 import torch
@@ -13,7 +14,7 @@ def getitem(b, obj, index):
     if isinstance(obj, Multi):
         return obj.parts[index]()
     if isinstance(obj, Val):
-        b.refuse("tensor indexing and slicing are not supported")
+        return index_with(b, obj, index)
     b.refuse(f"indexing a {type(obj).__name__} is not supported")
 
 
@@ -68,3 +69,130 @@ def expand(b, input, *args, **kwargs):
 @on("contiguous")
 def contiguous(b, input, memory_format=None):
     return b.emit("contiguous", [tensor(b, input)])
+
+
+@on(torch.cat, torch.concat, torch.concatenate)
+def cat(b, tensors, dim=0, axis=None):
+    """torch.cat: the parts one after another along `dim` (PyTorch's type promotion by casts first)."""
+    if not isinstance(tensors, (list, tuple)) or not tensors:
+        b.refuse("torch.cat takes a non-empty list of tensors")
+    parts = [tensor(b, t) for t in tensors]
+    if any(0 in p.shape for p in parts):
+        b.refuse("concatenating empty tensors is not supported")
+    parts = [p if p.dtype == b.out_dtype else b.cast(p, b.out_dtype) for p in parts]
+    d = norm_dim(dim if axis is None else axis, parts[0].ndim)
+    return parts[0] if len(parts) == 1 else b.emit("cat", parts, {"dim": d})
+
+
+@on(torch.stack)
+def stack(b, tensors, dim=0):
+    """torch.stack: each part given a new dim of 1 at `dim`, then concatenated along it."""
+    if not isinstance(tensors, (list, tuple)) or not tensors:
+        b.refuse("torch.stack takes a non-empty list of tensors")
+    parts = [tensor(b, t) for t in tensors]
+    parts = [p if p.dtype == b.out_dtype else b.cast(p, b.out_dtype) for p in parts]
+    d = norm_dim(dim, parts[0].ndim + 1)
+    shape = list(parts[0].shape)
+    shape.insert(d, 1)
+    grown = [b.emit_tmp("reshape", [p], {"shape": shape}, p.dtype, shape) for p in parts]
+    return b.emit("cat", grown, {"dim": d}) if len(grown) > 1 else b.emit("reshape", [parts[0]], {"shape": shape})
+
+
+def slice_of(b, x: Val, d: int, start, end, step: int = 1) -> Val:
+    """x[.., start:end:step, ..] along dim d with PyTorch's clamping of the bounds; the whole dim is x itself.
+    Emitted as the FX node's own value where its shape is the node's (the last step of an index), else a step."""
+    if step < 1:
+        b.refuse("slices with a negative or zero step are not supported")
+    start, end, _ = slice(start, end, step).indices(x.shape[d])
+    if start >= end:
+        b.refuse("empty slices are not supported")
+    if (start, end, step) == (0, x.shape[d], 1):
+        return x
+    shape = x.shape[:d] + ((end - start + step - 1) // step,) + x.shape[d + 1:]
+    attrs = {"dim": d, "start": start, "end": end, "step": step}
+    if tuple(shape) == tuple(b.out_shape):
+        return b.emit("slice", [x], attrs)
+    return b.emit_tmp("slice", [x], attrs, x.dtype, shape)
+
+
+def index_with(b, x: Val, index) -> Val:
+    """x[index] for an index of ints, slices, Ellipsis and None (basic indexing): a slice per dim taken, then one
+    reshape to the shape PyTorch computed (an int drops its dim, None adds one)."""
+    items = list(index) if isinstance(index, tuple) else [index]
+    for item in items:
+        if not (item is None or item is Ellipsis or isinstance(item, (int, slice))) or isinstance(item, bool):
+            b.refuse("indexing with tensors, lists or booleans (advanced indexing) is not supported")
+        if isinstance(item, slice) and not all(v is None or isinstance(v, int) for v in (item.start, item.stop, item.step)):
+            b.refuse("slice bounds must be Python ints")
+    if items.count(Ellipsis) > 1:
+        b.refuse("an index with two ellipses")
+    dims_named = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if dims_named > x.ndim:
+        b.refuse(f"an index of {dims_named} dims into a tensor of {x.ndim}")
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items[at:at + 1] = [slice(None)] * (x.ndim - dims_named)
+    items += [slice(None)] * (x.ndim - sum(1 for i in items if i is not None))
+    d, v = 0, x
+    for item in items:
+        if item is None:
+            continue
+        if isinstance(item, int):
+            i = item + x.shape[d] if item < 0 else item
+            if not 0 <= i < x.shape[d]:
+                b.refuse(f"index {item} is out of range for a dim of {x.shape[d]}")
+            v = slice_of(b, v, d, i, i + 1)
+        else:
+            v = slice_of(b, v, d, item.start, item.stop, 1 if item.step is None else item.step)
+        d += 1
+    return v if tuple(v.shape) == tuple(b.out_shape) else b.emit("reshape", [v], {"shape": list(b.out_shape)})
+
+
+@on(torch.narrow, "narrow")
+def narrow(b, input, dim, start, length):
+    x = tensor(b, input)
+    d = norm_dim(dim, x.ndim)
+    start = start + x.shape[d] if start < 0 else start
+    return slice_of(b, x, d, start, start + length)
+
+
+def split_parts(b, x: Val, d: int, bounds, drop_dim=False) -> Multi:
+    """A tuple result of consecutive pieces of x along d, each emitted when a getitem picks it."""
+    def part(start, end):
+        def pick():
+            v = slice_of(b, x, d, start, end)
+            return b.emit("reshape", [v], {"shape": list(b.out_shape)}) if drop_dim else v
+        return pick
+    return Multi(*[part(s, e) for s, e in bounds])
+
+
+@on(torch.split, "split")
+def split(b, input, split_size_or_sections, dim=0):
+    x = tensor(b, input)
+    d = norm_dim(dim, x.ndim)
+    n = x.shape[d]
+    if isinstance(split_size_or_sections, int):
+        size = split_size_or_sections
+        bounds = [(s, min(s + size, n)) for s in range(0, n, size)]
+    else:
+        edges = [0]
+        for size in split_size_or_sections:
+            edges.append(edges[-1] + size)
+        bounds = list(zip(edges[:-1], edges[1:]))
+    return split_parts(b, x, d, bounds)
+
+
+@on(torch.chunk, "chunk")
+def chunk(b, input, chunks, dim=0):
+    x = tensor(b, input)
+    d = norm_dim(dim, x.ndim)
+    n = x.shape[d]
+    size = -(-n // chunks)  # PyTorch's: pieces of ceil(n / chunks), fewer pieces where that covers n
+    return split_parts(b, x, d, [(s, min(s + size, n)) for s in range(0, n, size)])
+
+
+@on(torch.unbind, "unbind")
+def unbind(b, input, dim=0):
+    x = tensor(b, input)
+    d = norm_dim(dim, x.ndim)
+    return split_parts(b, x, d, [(i, i + 1) for i in range(x.shape[d])], drop_dim=True)
