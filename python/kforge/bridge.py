@@ -196,7 +196,10 @@ def baselines(model, inputs) -> dict:
         return timing.time_interleaved({"eager": lambda: model(*inputs), "compile": lambda: compiled(*inputs)})
 
 
-def import_problem(path, out, num_sets: int, device: str, with_baselines: bool) -> None:
+def import_problem(path, out, num_sets: int, device: str, with_baselines: bool, keep_whole: bool = True) -> None:
+    """The bundle of the problem at `path` in `out`. A problem the importer cannot express is kept whole (a task for
+    candidates, refused by kforge's generator), or, without `keep_whole` (a caller that only runs the generator),
+    refused with ImportProblemError before anything is computed."""
     if device == "cuda" and not torch.cuda.is_available():
         raise ImportProblemError(path, "--device cuda but no CUDA device is available (use --device cpu)")
     problem = load_problem(path)
@@ -206,6 +209,8 @@ def import_problem(path, out, num_sets: int, device: str, with_baselines: bool) 
     try:
         graph = fx_to_ir.convert(model, inputs0, problem.path)  # raises before anything is written
     except ImportProblemError as e:
+        if not keep_whole:
+            raise
         # Still a task: candidates are judged against PyTorch's references; kforge's generator refuses it.
         why = str(e).removeprefix(f"{e.file}: ")
         graph = opaque_graph(model, inputs0, problem.path, why)

@@ -1,8 +1,10 @@
 """Loading a KernelBench problem file: the module, its model built with a fixed seed, and input draws."""
 import hashlib
 import importlib.util
+import math
 import os
 import sys
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -29,16 +31,29 @@ NUMBERS = (bool, int, float)
 def bind_numbers(model: torch.nn.Module, numbers: dict[int, object], count: int) -> torch.nn.Module:
     """`model` with the Python numbers among its inputs fixed: its forward then takes the tensors alone, in their
     order. The instance keeps its class's name, attributes and parameter names (only its class is swapped for a
-    subclass), so state dicts, tracing and torch.compile see the same model."""
+    subclass), so state dicts, tracing and torch.compile see the same model. The numbers reach the original forward
+    through a closure (any float, inf and NaN included), and the new forward keeps the original's globals, so
+    torch.fx still sees the math functions the problem's module imported by name."""
     if not numbers:
         return model
     cls = type(model)
+    held = sorted(numbers)
     tensors = [f"x{i}" for i in range(count) if i not in numbers]
-    call = ", ".join(repr(numbers[i]) if i in numbers else f"x{i}" for i in range(count))
-    scope = {"_forward": cls.forward}
-    exec(f"def forward(self, {', '.join(tensors)}):\n    return _forward(self, {call})\n", scope)  # noqa: S102
-    model.__class__ = type(cls.__name__, (cls,), {"forward": scope["forward"], "__module__": cls.__module__})
+    call = ", ".join(f"_n{i}" if i in numbers else f"x{i}" for i in range(count))
+    scope = {}
+    exec(f"def make(_forward, {', '.join(f'_n{i}' for i in held)}):\n"  # noqa: S102
+         f"    def forward(self, {', '.join(tensors)}):\n        return _forward(self, {call})\n    return forward\n", scope)
+    made = scope["make"](cls.forward, *[numbers[i] for i in held])
+    forward = types.FunctionType(made.__code__, cls.forward.__globals__, "forward", None, made.__closure__)
+    model.__class__ = type(cls.__name__, (cls,), {"forward": forward, "__module__": cls.__module__})
     return model
+
+
+def same_numbers(a: dict, b: dict) -> bool:
+    """Equal draws of a problem's numbers, a NaN equal to a NaN."""
+    def same(x, y):
+        return x == y or (isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y))
+    return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
 
 
 @dataclass
@@ -56,10 +71,12 @@ class Problem:
     def bind(self, model: torch.nn.Module) -> torch.nn.Module:
         """`model` (Model or a candidate's ModelNew) taking the problem's tensors alone (bind_numbers)."""
         if self.numbers is None:
-            try:
-                self.draw_inputs(0, "meta")  # the numbers, without allocating the tensors
-            except ImportProblemError:
-                return model  # get_inputs() cannot run on the meta device: its first real draw will tell
+            gpus = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+            with torch.random.fork_rng(devices=gpus):  # the caller's random state stays where it was
+                try:
+                    self.draw_inputs(0, "meta")  # the numbers, without allocating the tensors
+                except ImportProblemError:
+                    self.draw_inputs(0, "cpu")  # a get_inputs() the meta device cannot run
         return bind_numbers(model, self.numbers, self.input_count)
 
     def build_model(self) -> torch.nn.Module:
@@ -93,7 +110,7 @@ class Problem:
                 raise self.fail(f"get_inputs() item {i} is a {type(t).__name__}, not a tensor or a Python number")
         if self.numbers is None:
             self.numbers, self.input_count = numbers, len(inputs)
-        elif numbers != self.numbers or len(inputs) != self.input_count:
+        elif not same_numbers(numbers, self.numbers) or len(inputs) != self.input_count:
             raise self.fail(f"get_inputs()'s Python numbers change between draws ({self.numbers}, then {numbers}): "
                             "kforge takes them as constants of the problem")
         return [t.to(device) for t in inputs if isinstance(t, torch.Tensor)]  # a problem may build on the CPU

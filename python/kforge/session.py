@@ -69,10 +69,12 @@ def host_task(path, num_sets: int = 5, compile_baseline: bool = True) -> HostedT
     with tempfile.TemporaryDirectory(prefix="kforge-host-") as tmp:
         if not Path(path).is_dir():  # a problem file: imported as `kforge import` does (one import path)
             bundle = Path(tmp) / "bundle"
-            import_problem(path, bundle, num_sets, "cuda", with_baselines=False)
+            import_problem(path, bundle, num_sets, "cuda", with_baselines=False, keep_whole=False)
             path = bundle
         # The bundle's hidden sets and references, loaded to the GPU.
         stored = read_task(path)
+        if stored.get("importer", {}).get("opaque"):  # a bundle kept whole: nothing for kforge's generator
+            raise ImportProblemError(stored["source"], f"kept whole at import: {stored['importer'].get('why')}")
         problem = load_problem(stored["source"])
         model = problem.build_model().to("cuda")
         graph = stored["graph"]

@@ -339,13 +339,6 @@ TaskSession::~TaskSession() {
   if (stream) driver().cuStreamDestroy(stream);
 }
 
-int64_t min_bytes(const Graph& g) {
-  int64_t b = 0;
-  for (auto* ids : {&g.inputs, &g.params, &g.outputs})
-    for (int id : *ids) b += nbytes(g.at(id).type);
-  return b;
-}
-
 nlohmann::json EvalResult::to_json() const {
   nlohmann::json j = {{"compiled", compiled}, {"strict", strict}, {"relaxed", relaxed}, {"tier", tier()}, {"log", log},
                       {"native", kforge::to_json(native)}, {"wall_ms", wall_ms}, {"compile_ms", compile_ms},

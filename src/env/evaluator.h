@@ -141,9 +141,6 @@ struct TaskSession {
   CUstream stream = nullptr;
 };
 
-// Bytes a task must move at least: its inputs and params read once, its outputs written once.
-int64_t min_bytes(const Graph& g);
-
 // Device-to-device copy bandwidth in GB/s (bytes read + bytes written), over a 1 GiB buffer.
 double measure_copy_bandwidth(CUstream stream);
 

@@ -11,6 +11,7 @@
 
 #include "env/gpu_lock.h"
 #include "ir/error.h"
+#include "runtime/target.h"
 
 namespace kforge {
 
@@ -143,10 +144,11 @@ EvalResult TrustedJudge::run(FrameReader& in, int out_fd, double timeout_s, cons
   auto step_limit_s = [&] { return turn.held ? std::min(timeout_s, kStepInTurnS) : timeout_s; };
   try {
     std::optional<Frame> f = in.next(timeout_s, tick);
-    // A candidate whose own code is loaded in its turn (a ModelNew) asks for the turn before its hello.
+    // A candidate whose own code is loaded in its turn (a ModelNew) asks for the turn before its hello; its load
+    // (a build its prebuild could not make included) has the evaluation's whole time, not one step's.
     if (f && f->header.contains("turn")) {
       grant_turn();
-      f = in.next(step_limit_s(), tick);
+      f = in.next(timeout_s, tick);
     }
     if (!f) throw UserError("the candidate's process ended before it said hello");
     if (!f->header.value("hello", false))
@@ -291,8 +293,12 @@ std::vector<std::string> candidate_command(CandidateKind kind, const std::string
     }
     o.read_only_at.push_back({py.kforge_dir, kPython});
     o.env.push_back({"PYTHONPATH", kPython});
-    // load_inline builds under the scratch folder; torch.compile's caches too.
+    // load_inline builds under the scratch folder; torch.compile's caches too. Its architectures are named, as torch
+    // would take them from the GPU (major.minor+PTX): the prebuild sees no GPU (torch then has none to take), and
+    // the same flags let the load in the turn find the prebuild's objects.
     o.env.push_back({"TORCH_EXTENSIONS_DIR", o.scratch_dir + "/torch_extensions"});
+    const Target& t = Target::here();
+    o.env.push_back({"TORCH_CUDA_ARCH_LIST", std::to_string(t.major) + "." + std::to_string(t.minor) + "+PTX"});
     o.env.push_back({"TRITON_CACHE_DIR", o.scratch_dir + "/.triton"});
     o.env.push_back({"TORCHINDUCTOR_CACHE_DIR", o.scratch_dir + "/.inductor"});
     argv = {py.exe, "-m", "kforge.modelnew_candidate", "--inputs", kInputs, "--candidate", inside, "--problem",
@@ -320,8 +326,9 @@ std::pair<double, std::string> prebuild_modelnew(const std::vector<std::string>&
   o.gpu = false;
   SandboxResult sr = run_sandboxed({argv.at(0), "-m", "kforge.modelnew_candidate", "--prebuild", "--candidate",
                                     arg("--candidate"), "--problem", arg("--problem")}, o);
-  size_t line = sr.out.rfind('{');
-  auto j = nlohmann::json::parse(line == std::string::npos ? std::string() : sr.out.substr(line), nullptr, false);
+  // Its report is its last line (what the candidate's module printed comes before it).
+  std::string out = sr.out.substr(0, sr.out.find_last_not_of("\n") + 1);
+  auto j = nlohmann::json::parse(out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1), nullptr, false);
   double ms = sr.seconds * 1e3;
   if (sr.ok() && j.is_object() && j.value("prebuilt", false)) return {ms, ""};
   std::string why = j.is_object() ? j.value("why", std::string()) : sr.cause() + ": " + sr.err.substr(sr.err.size() > 500 ? sr.err.size() - 500 : 0);

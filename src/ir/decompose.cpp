@@ -263,10 +263,10 @@ struct Lowering {
       return apply_reduction(b.reshape(l, {N}));
     }
     if (op == "triplet_margin_loss") {
-      double p = n.attrs.value("p", 2.0);
+      double p = n.attr_opt_f("p").value_or(2.0);
       if (p != 1.0 && p != 2.0) throw UserError("node '" + n.name + "': triplet_margin_loss supports p=1 and p=2");
       int64_t N = shape(x)[0];
-      double eps = n.attrs.value("eps", 1e-6);
+      double eps = n.attr_opt_f("eps").value_or(1e-6);
       // pairwise_distance(a, b) = ||a - b + eps||_p over the feature dim
       auto dist = [&](int other) {
         int d = b.add(b.sub(x, other), b.cst(eps));

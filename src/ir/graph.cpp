@@ -1,5 +1,6 @@
 #include "ir/graph.h"
 
+#include <algorithm>
 #include <limits>
 #include <optional>
 
@@ -155,6 +156,24 @@ json graph_to_json(const Graph& g) {
   }
   for (int o : g.outputs) j["outputs"].push_back(g.nodes[o].name);
   return j;
+}
+
+int64_t min_bytes(const Graph& g) {
+  // An input or param read only through slices need not be read whole: what its slices take (at most all of it).
+  auto read_bytes = [&](int id) {
+    int64_t sliced = 0;
+    for (const Node& n : g.nodes)
+      if (std::find(n.args.begin(), n.args.end(), id) != n.args.end()) {
+        if (n.op != "slice") return nbytes(g.at(id).type);
+        sliced += nbytes(n.type);
+      }
+    return std::min(sliced, nbytes(g.at(id).type));
+  };
+  int64_t b = 0;
+  for (auto* ids : {&g.inputs, &g.params})
+    for (int id : *ids) b += read_bytes(id);
+  for (int id : g.outputs) b += nbytes(g.at(id).type);
+  return b;
 }
 
 }  // namespace kforge

@@ -44,6 +44,9 @@ struct Graph {
 };
 
 Graph graph_from_json(const json& j);  // checks names and argument order, then infers types
+// Bytes a task must move at least: its inputs and params read once (what its slices take, where it is read only
+// through slices), its outputs written once. The roofline floor of the reward and of the search's features.
+int64_t min_bytes(const Graph& g);
 // {"dtype", "shape"} of a value; throws UserError naming `what` where it is malformed.
 TensorType type_from_json(const json& j, const std::string& what);
 json graph_to_json(const Graph& g);

@@ -255,7 +255,7 @@ TensorType infer_type(const Graph& g, const Node& n) {
     return arg(g, n, 0);
   }
   if (op == "cat") {  // torch.cat: the args one after another along dim, every other dim equal
-    need_args(n, 1, 1 << 16);
+    need_args(n, 2, 1 << 16);
     TensorType out = arg(g, n, 0);
     int64_t d = n.attr_i("dim");
     check_dim(n, d, out.shape.size());

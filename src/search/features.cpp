@@ -64,7 +64,7 @@ TaskFeatures task_features(const Graph& graph, const GpuInfo& gpu) {
   for (int i : g.inputs) t.input_bytes += bytes(g.at(i));
   for (int p : g.params) t.input_bytes += bytes(g.at(p));
   for (int o : g.outputs) t.output_bytes += bytes(g.at(o));
-  t.min_bytes = t.input_bytes + t.output_bytes;
+  t.min_bytes = double(min_bytes(g));
   t.intensity = t.min_bytes > 0 ? t.flops / t.min_bytes : 0;
   t.floor_ms = gpu.copy_gbs > 0 ? t.min_bytes / (gpu.copy_gbs * 1e9) * 1e3 : 0;
   t.gpu_copy_gbs = gpu.copy_gbs;

@@ -277,7 +277,9 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
 OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& db, const Compiler& compiler,
                         const OptimizeOptions& opts) {
   OptimizeResult res;
-  int threads = opts.compile_threads > 0 ? opts.compile_threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  // NVRTC's memory grows with its threads: one per hardware thread, at most 16 (as the other measuring callers).
+  int threads = opts.compile_threads > 0 ? opts.compile_threads
+                                         : int(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
   PlanMeter meter(spec, task, db, compiler, opts.versions, threads, opts.eval);
   res.gpu = meter.gpu();
   res.copy_gbs = meter.copy_gbs();

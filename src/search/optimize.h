@@ -35,7 +35,7 @@ struct OptimizeOptions {
   uint64_t seed = 1;
   bool progress = true;
   EvalOptions eval = {};
-  int compile_threads = 0;  // kernels compiled in parallel before each batch is timed; 0: one per hardware thread
+  int compile_threads = 0;  // kernels compiled in parallel before each batch is timed; 0: a hardware thread's each, <= 16
   std::string versions = {};  // recorded with every measurement
 };
 

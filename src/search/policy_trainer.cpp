@@ -1,10 +1,10 @@
-#include "runtime/target.h"
 #include "search/policy_trainer.h"
 
 #include <algorithm>
 #include <map>
 
 #include "ir/error.h"
+#include "runtime/target.h"
 #include "search/measure.h"
 
 namespace kforge {
@@ -58,10 +58,16 @@ nlohmann::json warm_start_from_db(LearnedPolicy& policy, MeasurementDB& db, int 
   int skipped = 0;
   for (auto& [hash, rows] : by_task) {
     std::stable_sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.median_ms < b.median_ms; });
-    const GraphAnalysis g(graph_from_json(nlohmann::json::parse(rows[0].graph_json)));
+    std::shared_ptr<const GraphAnalysis> g;
+    try {
+      g = analyze(graph_from_json(nlohmann::json::parse(rows[0].graph_json)));
+    } catch (const UserError&) {  // a graph this build no longer decomposes: nothing of it to imitate
+      skipped += int(std::min<size_t>(rows.size(), size_t(std::max(top, 0))));
+      continue;
+    }
     for (size_t i = 0; i < rows.size() && int(i) < top; ++i) {
       try {
-        Episode e = policy.replay(g, {}, schedule_from_json(nlohmann::json::parse(rows[i].schedule_json)));
+        Episode e = policy.replay(*g, {}, schedule_from_json(nlohmann::json::parse(rows[i].schedule_json)));
         e.reward = rows[i].reward;
         episodes.push_back(std::move(e));
       } catch (const UserError&) {

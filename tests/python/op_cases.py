@@ -208,6 +208,7 @@ CASES = [
     Case("slice_columns_step", "x[:, 1:7:2]", ["slice"], attrs={"slice": {"dim": 1, "start": 1, "end": 7, "step": 2}}),
     Case("index_int_drops_a_dim", "x[2, ..., -3:] * 2", ["slice", "slice", "reshape", "const", "mul"]),
     Case("index_none_adds_a_dim", "x[None, :, 1] + 1", ["slice", "reshape", "const", "add"]),
+    Case("index_step_over_a_dim_of_one", "x[1:3, ::2]", ["slice"], inputs="torch.randn(4, 1)"),
     Case("narrow_then_relu", "torch.narrow(x, -1, 2, 5).relu()", ["slice", "relu"]),
     Case("split_halves_add", "a, b = x.split(4, dim=1)\nreturn a + b", ["slice", "slice", "add"]),
     Case("chunk_three_cat", "parts = torch.chunk(x, 3, dim=1)\nreturn torch.cat([parts[2], parts[0]], dim=1)",

@@ -60,6 +60,8 @@ KEPT_WHOLE = [
     ("conv_same_even_kernel", Case("x", "self.c(x)", [], inputs=IMAGE,
                                    init="self.c = nn.Conv2d(3, 4, 4, padding='same')").source(),
      ["padding='same'", "needs asymmetric padding, which is unsupported"]),
+    ("tuple_slice", Case("x", "torch.cat(x.chunk(4, 1)[1:], 1)", []).source(),
+     ["slicing a tuple of results is not supported"]),
     ("adaptive_pool_unequal_windows", Case("x", "F.adaptive_avg_pool2d(x, 3)", [], inputs=IMAGE).source(),
      ["adaptive pooling of a dim of 8 into 3 has windows of unequal widths (spatial dim 0)"]),
     ("norm_inf", Case("x", "torch.linalg.vector_norm(x, ord=float('inf'))", []).source(),

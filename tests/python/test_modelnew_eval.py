@@ -7,6 +7,7 @@ that verdict. Timing (and with it work escaping the timed stream) needs a GPU: t
 import json
 import os
 import pwd
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -221,6 +222,51 @@ class ModelNew(nn.Module):
     assert judged(task, path)["tier"] == "strict"
     path.write_text(path.read_text().replace("* scale", "* (scale + 0.25)"))
     assert judged(task, path)["tier"] == "failed"
+
+
+LOAD_INLINE = '''import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+CUDA = """
+__global__ void relu_kernel(const float* x, float* y, long n) {
+  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+torch::Tensor relu(torch::Tensor x) {
+  auto y = torch::empty_like(x);
+  relu_kernel<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+  return y;
+}
+"""
+ext = load_inline("kf_relu_ext", cpp_sources="torch::Tensor relu(torch::Tensor x);", cuda_sources=CUDA, functions=["relu"])
+class ModelNew(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.norm = nn.LayerNorm(d)
+    def forward(self, x):
+        return ext.relu(self.norm(x).contiguous())
+'''
+
+
+@pytest.mark.skipif(os.environ.get("KFORGE_SLOW_TESTS") != "1", reason="a minute of nvcc: KFORGE_SLOW_TESTS=1 (CI) runs it")
+@pytest.mark.skipif(not shutil.which("nvcc"), reason="no nvcc")
+def test_a_load_inline_build_made_without_a_gpu_is_found_built_again(tmp_path):
+    # What the judge gives both the prebuild and the load in the turn: no GPU for the first, the same architectures
+    # for both, one extensions folder.
+    (tmp_path / "p.py").write_text(PROBLEM)
+    (tmp_path / "m.py").write_text(LOAD_INLINE)
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TORCH_CUDA_ARCH_LIST": "9.0+PTX",
+           "TORCH_EXTENSIONS_DIR": str(tmp_path / "ext")}
+
+    def prebuilt():
+        out = subprocess.run([sys.executable, "-m", "kforge.modelnew_candidate", "--prebuild", "--candidate",
+                              str(tmp_path / "m.py"), "--problem", str(tmp_path / "p.py")],
+                             capture_output=True, text=True, timeout=600, env=env)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    first, again = prebuilt(), prebuilt()
+    assert first["prebuilt"] and again["prebuilt"], (first, again)
+    assert again["ms"] < first["ms"] / 3, (first, again)
 
 
 def test_outputs_must_be_plain_tensors_of_the_tasks_dtype_and_shape():

@@ -81,3 +81,26 @@ def test_python_numbers_among_the_inputs_are_constants_bound_into_the_model(writ
     unbound = problem.module.Model()
     unbound.load_state_dict(model.state_dict())
     assert torch.equal(model(x, y), unbound(x, 0.5, 1, y))
+
+
+def test_any_python_number_binds_and_the_forward_keeps_its_modules_names(write_problem):
+    # -inf, a numpy float (a float subclass whose repr names numpy) and math.sqrt imported by name (torch.fx patches
+    # the forward's globals) all import.
+    problem = load_problem(write_problem("""import torch
+import torch.nn as nn
+from math import sqrt
+import numpy as np
+class Model(nn.Module):
+    def forward(self, x, lo, scale):
+        return torch.clamp(x, min=lo) * scale / sqrt(x.size(-1))
+def get_inputs():
+    return [torch.randn(4, 8), float('-inf'), np.float64(0.5)]
+def get_init_inputs():
+    return []
+"""))
+    from kforge import fx_to_ir
+    model = problem.build_model()
+    x, = problem.draw_inputs(1, "cpu")
+    assert torch.equal(model(x), x * 0.5 / 8 ** 0.5)
+    graph = fx_to_ir.convert(model, [x], problem.path)
+    assert [n["op"] for n in graph["nodes"]][0] == "clamp" and graph["nodes"][0]["attrs"]["min"] == "-inf"

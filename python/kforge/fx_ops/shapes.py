@@ -12,6 +12,8 @@ from kforge.graph_builder import Val
 @on(operator.getitem)
 def getitem(b, obj, index):
     if isinstance(obj, Multi):
+        if not isinstance(index, int):
+            b.refuse("slicing a tuple of results is not supported (pick its parts one by one)")
         return obj.parts[index]()
     if isinstance(obj, Val):
         return index_with(b, obj, index)
@@ -106,7 +108,7 @@ def slice_of(b, x: Val, d: int, start, end, step: int = 1) -> Val:
     start, end, _ = slice(start, end, step).indices(x.shape[d])
     if start >= end:
         b.refuse("empty slices are not supported")
-    if (start, end, step) == (0, x.shape[d], 1):
+    if start == 0 and len(range(start, end, step)) == x.shape[d]:  # every element, in order (a dim of 1 included)
         return x
     shape = x.shape[:d] + ((end - start + step - 1) // step,) + x.shape[d + 1:]
     attrs = {"dim": d, "start": start, "end": end, "step": step}
