@@ -249,7 +249,14 @@ class ModelNew(nn.Module):
 
 
 @pytest.mark.skipif(os.environ.get("KFORGE_SLOW_TESTS") != "1", reason="a minute of nvcc: KFORGE_SLOW_TESTS=1 (CI) runs it")
-@pytest.mark.skipif(not shutil.which("nvcc"), reason="no nvcc")
+def nvcc_major():
+    out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout if shutil.which("nvcc") else ""
+    release = out.split("release ")[-1].split(".")[0] if "release " in out else ""
+    return release
+
+
+@pytest.mark.skipif(not torch.version.cuda or nvcc_major() != torch.version.cuda.split(".")[0],
+                    reason="needs nvcc of torch's CUDA major version (cpp_extension refuses another)")
 def test_a_load_inline_build_made_without_a_gpu_is_found_built_again(tmp_path):
     # What the judge gives both the prebuild and the load in the turn: no GPU for the first, the same architectures
     # for both, one extensions folder.
