@@ -217,6 +217,13 @@ CASES = [
     Case("masked_fill_causal", "x.masked_fill(self.m[:, :8] == 0, float('-inf')).softmax(-1)",
          ["slice", "const", "eq", "const", "where", "softmax"], init="self.register_buffer('m', torch.ones(4, 9).tril())",
          params=["m"]),
+    # attention as PyTorch's math reference computes it: a causal mask, a boolean mask, a float mask, a scale
+    Case("sdpa_causal", "F.scaled_dot_product_attention(x, y, z, is_causal=True)",
+         ["permute", "matmul", "const", "mul", "const", "expand", "triangle", "cast", "const", "where", "softmax", "matmul"],
+         inputs="torch.randn(2, 6, 8), torch.randn(2, 6, 8), torch.randn(2, 6, 8)", args="x, y, z"),
+    Case("sdpa_float_mask_scale", "F.scaled_dot_product_attention(x, y, z, attn_mask=x[0, :, :5] * 0.1, scale=0.5)",
+         ["slice", "slice", "reshape", "const", "mul", "permute", "matmul", "const", "mul", "add", "softmax", "matmul"],
+         inputs="torch.randn(2, 6, 8), torch.randn(2, 5, 8), torch.randn(2, 5, 4)", args="x, y, z"),
     # adaptive pooling whose windows are of one width: a fixed pooling with kernel = stride (global included)
     Case("adaptive_avg_pool_2d_global", "self.p(x)", ["avg_pool"], inputs="torch.randn(2, 3, 8, 6)",
          init="self.p = nn.AdaptiveAvgPool2d((1, 1))", attrs={"avg_pool": {"kernel": [8, 6], "stride": [8, 6]}}),

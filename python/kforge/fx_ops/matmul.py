@@ -96,3 +96,36 @@ def addmm(b, input, mat1, mat2, beta=1, alpha=1):
     if beta != 1:
         c = b.emit_tmp("mul", [c, as_dtype(b, beta, torch.float32)], {}, torch.float32, c.shape)
     return b.emit("add", [mm, c])
+
+
+@on(F.scaled_dot_product_attention)
+def scaled_dot_product_attention(b, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """softmax(q @ k^T * scale + mask) @ v, as PyTorch's math reference computes it: a boolean mask (and is_causal's
+    lower triangle) puts -inf where it is false, a float mask is added. Dropout is random: only dropout_p = 0."""
+    q, k, v = operands(b, query, key, value)
+    if dropout_p:
+        b.refuse("scaled_dot_product_attention with dropout_p > 0 is random: kforge cannot verify it")
+    if enable_gqa or q.shape[:-2] != k.shape[:-2]:
+        b.refuse("scaled_dot_product_attention with grouped query heads (enable_gqa) is not supported")
+    L, S = q.shape[-2], k.shape[-2]
+    dims = list(range(k.ndim))
+    kt = b.emit_tmp("permute", [k], {"dims": dims[:-2] + [dims[-1], dims[-2]]}, k.dtype, k.shape[:-2] + (k.shape[-1], S))
+    scores = product(b, q, kt, final=False)
+    factor = scale if scale is not None else 1.0 / q.shape[-1] ** 0.5
+    scores = b.emit_tmp("mul", [scores, b.const(factor, torch.float32)], None, torch.float32, scores.shape)
+    if is_causal:
+        if attn_mask is not None:
+            b.refuse("scaled_dot_product_attention takes attn_mask or is_causal, not both")
+        ones = b.emit_tmp("expand", [b.const(1.0, torch.float32)], {"shape": [L, S]}, torch.float32, (L, S))
+        lower = b.emit_tmp("triangle", [ones], {"upper": False, "diagonal": 0}, torch.float32, (L, S))
+        attn_mask = b.cast(lower, torch.bool)
+    if attn_mask is not None:
+        mask = tensor(b, attn_mask, "attn_mask")
+        if mask.dtype == torch.bool:
+            scores = b.emit_tmp("where", [mask, scores, b.const(float("-inf"), torch.float32)], None, torch.float32,
+                                scores.shape)
+        else:
+            scores = b.emit_tmp("add", [scores, b.cast(mask, torch.float32)], None, torch.float32, scores.shape)
+    weights = b.emit_tmp("softmax", [scores], {"dim": len(scores.shape) - 1}, torch.float32, scores.shape)
+    return product(b, weights, v)
