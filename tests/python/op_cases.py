@@ -224,6 +224,14 @@ CASES = [
     Case("sdpa_float_mask_scale", "F.scaled_dot_product_attention(x, y, z, attn_mask=x[0, :, :5] * 0.1, scale=0.5)",
          ["slice", "slice", "reshape", "const", "mul", "permute", "matmul", "const", "mul", "add", "softmax", "matmul"],
          inputs="torch.randn(2, 6, 8), torch.randn(2, 5, 8), torch.randn(2, 5, 4)", args="x, y, z"),
+    # nn.MultiheadAttention (sequence first): three row blocks of the packed projection, heads, attention per head,
+    # the output projection; the weights averaged over heads
+    Case("multihead_attention", "y, w = self.a(x, x, x)\nreturn y, w",
+         ["permute", "slice", "slice", "permute", "matmul", "add", "reshape", "permute"] * 3 +
+         ["permute", "matmul", "const", "mul", "softmax", "matmul", "permute", "reshape", "permute", "matmul", "add",
+          "permute", "mean"],
+         inputs="torch.randn(5, 2, 8)", init="self.a = nn.MultiheadAttention(8, 2)",
+         params=["a.in_proj_weight", "a.in_proj_bias", "a.out_proj.weight", "a.out_proj.bias"]),
     # adaptive pooling whose windows are of one width: a fixed pooling with kernel = stride (global included)
     Case("adaptive_avg_pool_2d_global", "self.p(x)", ["avg_pool"], inputs="torch.randn(2, 3, 8, 6)",
          init="self.p = nn.AdaptiveAvgPool2d((1, 1))", attrs={"avg_pool": {"kernel": [8, 6], "stride": [8, 6]}}),

@@ -7,7 +7,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from kforge.fx_ops.common import as_dtype, module_param, on, on_module, tensor
+from kforge.fx_ops.common import Multi, as_dtype, module_param, on, on_module, tensor
+from kforge.graph_builder import Val
 
 
 def operands(b, *values):
@@ -98,16 +99,9 @@ def addmm(b, input, mat1, mat2, beta=1, alpha=1):
     return b.emit("add", [mm, c])
 
 
-@on(F.scaled_dot_product_attention)
-def scaled_dot_product_attention(b, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
-                                 enable_gqa=False):
-    """softmax(q @ k^T * scale + mask) @ v, as PyTorch's math reference computes it: a boolean mask (and is_causal's
-    lower triangle) puts -inf where it is false, a float mask is added. Dropout is random: only dropout_p = 0."""
-    q, k, v = operands(b, query, key, value)
-    if dropout_p:
-        b.refuse("scaled_dot_product_attention with dropout_p > 0 is random: kforge cannot verify it")
-    if enable_gqa or q.shape[:-2] != k.shape[:-2]:
-        b.refuse("scaled_dot_product_attention with grouped query heads (enable_gqa) is not supported")
+def attention_weights(b, q: Val, k: Val, attn_mask=None, is_causal=False, scale=None) -> Val:
+    """softmax(q @ k^T * scale + mask) as PyTorch's math reference computes it: a boolean mask (and is_causal's lower
+    triangle) puts -inf where it is false, a float mask is added. Intermediate values only."""
     L, S = q.shape[-2], k.shape[-2]
     dims = list(range(k.ndim))
     kt = b.emit_tmp("permute", [k], {"dims": dims[:-2] + [dims[-1], dims[-2]]}, k.dtype, k.shape[:-2] + (k.shape[-1], S))
@@ -116,7 +110,7 @@ def scaled_dot_product_attention(b, query, key, value, attn_mask=None, dropout_p
     scores = b.emit_tmp("mul", [scores, b.const(factor, torch.float32)], None, torch.float32, scores.shape)
     if is_causal:
         if attn_mask is not None:
-            b.refuse("scaled_dot_product_attention takes attn_mask or is_causal, not both")
+            b.refuse("attention takes attn_mask or is_causal, not both")
         ones = b.emit_tmp("expand", [b.const(1.0, torch.float32)], {"shape": [L, S]}, torch.float32, (L, S))
         lower = b.emit_tmp("triangle", [ones], {"upper": False, "diagonal": 0}, torch.float32, (L, S))
         attn_mask = b.cast(lower, torch.bool)
@@ -127,5 +121,76 @@ def scaled_dot_product_attention(b, query, key, value, attn_mask=None, dropout_p
                                 scores.shape)
         else:
             scores = b.emit_tmp("add", [scores, b.cast(mask, torch.float32)], None, torch.float32, scores.shape)
-    weights = b.emit_tmp("softmax", [scores], {"dim": len(scores.shape) - 1}, torch.float32, scores.shape)
-    return product(b, weights, v)
+    return b.emit_tmp("softmax", [scores], {"dim": len(scores.shape) - 1}, torch.float32, scores.shape)
+
+
+@on(F.scaled_dot_product_attention)
+def scaled_dot_product_attention(b, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """softmax(q @ k^T * scale + mask) @ v (attention_weights). Dropout is random: only dropout_p = 0."""
+    q, k, v = operands(b, query, key, value)
+    if dropout_p:
+        b.refuse("scaled_dot_product_attention with dropout_p > 0 is random: kforge cannot verify it")
+    if enable_gqa or q.shape[:-2] != k.shape[:-2]:
+        b.refuse("scaled_dot_product_attention with grouped query heads (enable_gqa) is not supported")
+    return product(b, attention_weights(b, q, k, attn_mask, is_causal, scale), v)
+
+
+@on_module(nn.MultiheadAttention)
+def multihead_attention(b, m, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                        average_attn_weights=True, is_causal=False):
+    """nn.MultiheadAttention as its reference computes it: the packed input projection's three row blocks, heads of
+    embed_dim / num_heads, attention per head (attention_weights), the output projection; (output, weights averaged
+    over heads, or per head). Each part is emitted when picked; what both need, once."""
+    if key_padding_mask is not None or attn_mask is not None or is_causal:
+        b.refuse("nn.MultiheadAttention with a mask is not supported")
+    if m.dropout and m.training:
+        b.refuse("nn.MultiheadAttention with dropout in training mode is random: kforge cannot verify it")
+    if not m._qkv_same_embed_dim or m.bias_k is not None or m.add_zero_attn or m.in_proj_bias is None:
+        b.refuse("nn.MultiheadAttention with separate q/k/v projections, bias_k/bias_v, add_zero_attn or no bias "
+                 "is not supported")
+    q_in, k_in, v_in = operands(b, query, key, value)
+    if q_in.ndim != 3:
+        b.refuse("unbatched nn.MultiheadAttention inputs are not supported")
+    name, E, H = b.node.target, m.embed_dim, m.num_heads
+    w_in, b_in = b.param(f"{name}.in_proj_weight", torch.float32, (3 * E, E)), b.param(f"{name}.in_proj_bias", torch.float32, (3 * E,))
+    w_out = b.param(f"{name}.out_proj.weight", torch.float32, (E, E))
+    b_out = b.param(f"{name}.out_proj.bias", torch.float32, (E,))
+    done = {}
+
+    def tmp(op, args, attrs, shape):
+        return b.emit_tmp(op, args, attrs, torch.float32, tuple(shape))
+
+    def batch_first(x):  # (L, N, E) -> (N, L, E) unless the module takes batches first
+        return x if m.batch_first else tmp("permute", [x], {"dims": [1, 0, 2]}, (x.shape[1], x.shape[0], x.shape[2]))
+
+    def heads(x, block):  # the block-th projection of x [N, T, E], as [N, H, T, E / H]
+        w = tmp("slice", [w_in], {"dim": 0, "start": block * E, "end": (block + 1) * E, "step": 1}, (E, E))
+        bias = tmp("slice", [b_in], {"dim": 0, "start": block * E, "end": (block + 1) * E, "step": 1}, (E,))
+        y = tmp("add", [product(b, x, transposed(b, w), final=False), bias], None, x.shape)
+        n, t = x.shape[0], x.shape[1]
+        y = tmp("reshape", [y], {"shape": [n, t, H, E // H]}, (n, t, H, E // H))
+        return tmp("permute", [y], {"dims": [0, 2, 1, 3]}, (n, H, t, E // H))
+
+    def attention():
+        if not done:
+            q, k, v = heads(batch_first(q_in), 0), heads(batch_first(k_in), 1), heads(batch_first(v_in), 2)
+            done["weights"] = attention_weights(b, q, k)
+            done["heads"] = product(b, done["weights"], v, final=False)
+        return done
+
+    def output():
+        o = attention()["heads"]  # [N, H, L, D]
+        n, L = o.shape[0], o.shape[2]
+        o = tmp("permute", [o], {"dims": [0, 2, 1, 3]}, (n, L, H, E // H))
+        o = tmp("reshape", [o], {"shape": [n, L, E]}, (n, L, E))
+        o = tmp("add", [product(b, o, transposed(b, w_out), final=False), b_out], None, (n, L, E))
+        return b.emit("permute", [o], {"dims": [1, 0, 2]}) if not m.batch_first else b.emit("reshape", [o], {"shape": [n, L, E]})
+
+    def weights():
+        w = attention()["weights"]  # [N, H, L, S]
+        if average_attn_weights:
+            return b.emit("mean", [w], {"dims": [1], "keepdim": False})
+        return b.emit("reshape", [w], {"shape": list(w.shape)})
+
+    return Multi(output, weights) if need_weights else Multi(output, lambda: b.refuse("no attention weights"))
