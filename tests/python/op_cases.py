@@ -232,6 +232,17 @@ CASES = [
           "permute", "mean"],
          inputs="torch.randn(5, 2, 8)", init="self.a = nn.MultiheadAttention(8, 2)",
          params=["a.in_proj_weight", "a.in_proj_bias", "a.out_proj.weight", "a.out_proj.bias"]),
+    # einsum of one or two operands: sums of an operand's own indices, then one product laid out [batch, rows, k]
+    Case("einsum_batched_product", "torch.einsum('bij,bjk->bik', x, y)", ["matmul", "reshape"],
+         inputs="torch.randn(3, 4, 5), torch.randn(3, 5, 6)", args="x, y"),
+    Case("einsum_attention_scores", "torch.einsum('bhqd,bhkd->bhqk', x, y)",
+         ["reshape", "permute", "reshape", "matmul", "reshape"],
+         inputs="torch.randn(2, 3, 4, 5), torch.randn(2, 3, 6, 5)", args="x, y"),
+    Case("einsum_implicit_output", "torch.einsum('ij,kj', x, y)", ["reshape", "permute", "reshape", "matmul", "reshape"],
+         inputs=TWO, args="x, y"),
+    Case("einsum_own_indices_summed", "torch.einsum('ij,k->i', x, y[0])", ["slice", "reshape", "sum", "sum", "reshape",
+         "reshape", "matmul", "reshape"], inputs=TWO, args="x, y"),
+    Case("einsum_one_operand", "torch.einsum('ijk->kj', x)", ["sum", "permute"], inputs="torch.randn(3, 4, 5)"),
     # adaptive pooling whose windows are of one width: a fixed pooling with kernel = stride (global included)
     Case("adaptive_avg_pool_2d_global", "self.p(x)", ["avg_pool"], inputs="torch.randn(2, 3, 8, 6)",
          init="self.p = nn.AdaptiveAvgPool2d((1, 1))", attrs={"avg_pool": {"kernel": [8, 6], "stride": [8, 6]}}),

@@ -194,3 +194,73 @@ def multihead_attention(b, m, query, key, value, key_padding_mask=None, need_wei
         return b.emit("reshape", [w], {"shape": list(w.shape)})
 
     return Multi(output, weights) if need_weights else Multi(output, lambda: b.refuse("no attention weights"))
+
+
+@on(torch.einsum)
+def einsum(b, equation, *operands_):
+    """Einstein sums of one or two operands as the IR's views, sums and one product: each operand's indices found
+    only in it and not in the output summed first; then, for two operands, batch indices (in both and the output),
+    the contraction (in both only) and each side's own indices laid out as [batch, rows, k] @ [batch, k, cols], the
+    result reshaped and permuted to the output's order. Repeated indices in one operand (diagonals) and '...' are
+    refused."""
+    if len(operands_) == 1 and isinstance(operands_[0], (list, tuple)):
+        operands_ = tuple(operands_[0])
+    xs = [tensor(b, v, "einsum operand") for v in operands_]
+    eq = equation.replace(" ", "")
+    if "..." in eq:
+        b.refuse("einsum with '...' is not supported")
+    lhs, out = eq.split("->") if "->" in eq else (eq, None)
+    terms = lhs.split(",")
+    if len(terms) != len(xs) or len(xs) not in (1, 2):
+        b.refuse("einsum of one or two operands is supported")
+    if out is None:  # implicit output: the indices seen once, in alphabetical order
+        seen = "".join(terms)
+        out = "".join(sorted(c for c in set(seen) if seen.count(c) == 1))
+    for t, x in zip(terms, xs):
+        if len(set(t)) != len(t):
+            b.refuse(f"einsum term '{t}' repeats an index (a diagonal): not supported")
+        if len(t) != x.ndim:
+            b.refuse(f"einsum term '{t}' has {len(t)} indices for a tensor of {x.ndim} dims")
+    size = {c: x.shape[i] for t, x in zip(terms, xs) for i, c in enumerate(t)}
+
+    def tmp(op, args, attrs, shape):
+        return b.emit_tmp(op, args, attrs, xs[0].dtype, tuple(shape))
+
+    def summed_alone(t, x, keep):  # sum the indices of t found in no other term nor the output
+        gone = [i for i, c in enumerate(t) if c not in keep]
+        if not gone:
+            return t, x
+        t2 = "".join(c for c in t if c in keep)
+        return t2, tmp("sum", [x], {"dims": gone, "keepdim": False}, [size[c] for c in t2])
+
+    def permuted(t, x, order):
+        if t == order:
+            return x
+        return tmp("permute", [x], {"dims": [t.index(c) for c in order]}, [size[c] for c in order])
+
+    def reshaped(x, shape):
+        return x if tuple(x.shape) == tuple(shape) else tmp("reshape", [x], {"shape": list(shape)}, shape)
+
+    def prod(cs):
+        n = 1
+        for c in cs:
+            n *= size[c]
+        return n
+
+    if len(xs) == 1:
+        t, x = summed_alone(terms[0], xs[0], set(out))
+        return b.emit("permute", [x], {"dims": [t.index(c) for c in out]}) if t != out else b.emit("reshape", [x], {"shape": list(b.out_shape)})
+    (ta, a), (tb, y) = summed_alone(terms[0], xs[0], set(out) | set(terms[1])), summed_alone(terms[1], xs[1], set(out) | set(terms[0]))
+    if a.dtype != torch.float32 or y.dtype != torch.float32:
+        b.refuse("einsum products are supported in float32 only")
+    batch = [c for c in ta if c in tb and c in out]
+    contract = [c for c in ta if c in tb and c not in out]
+    rows = [c for c in ta if c not in tb]
+    cols = [c for c in tb if c not in ta]
+    a3 = reshaped(permuted(ta, a, "".join(batch + rows + contract)), [prod(batch), prod(rows), prod(contract)])
+    y3 = reshaped(permuted(tb, y, "".join(batch + contract + cols)), [prod(batch), prod(contract), prod(cols)])
+    r = product(b, a3, y3, final=False)
+    order = "".join(batch + rows + cols)
+    if order == out:
+        return b.emit("reshape", [r], {"shape": list(b.out_shape)})
+    return b.emit("permute", [reshaped(r, [size[c] for c in order])], {"dims": [order.index(c) for c in out]})
