@@ -28,7 +28,6 @@
 #include "runtime/compiler.h"
 #include "runtime/crash_trace.h"
 #include "runtime/driver.h"
-#include "runtime/target.h"
 #include "env/raw_cuda.h"
 #include "search/cost_model.h"
 #include "search/cost_model_training.h"
@@ -283,7 +282,7 @@ int cmd_lower(const std::string& path, const std::string& schedule_path, const s
   Plan p = lower(g, s);
   write_json(out, p.to_json());
   int failures = 0;
-  Compiler c({Target::here().arch(), default_cache_dir(), {}});
+  Compiler c({.cache_dir = default_cache_dir()});
   for (auto& k : p.kernels) {
     if (k.kind != StepKind::nvrtc) {  // a library call: nothing to compile, its parameters say what it does
       if (out.empty() && !compile) std::cout << "// " << k.name << ": " << to_string(k.kind) << " " << k.library.dump() << "\n";

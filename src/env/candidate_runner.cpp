@@ -11,7 +11,6 @@
 #include "ir/error.h"
 #include "runtime/driver.h"
 #include "runtime/executor.h"
-#include "runtime/target.h"
 #include "env/raw_cuda.h"
 
 namespace kforge {
@@ -85,7 +84,7 @@ int run_candidate(const RunCandidateArgs& a) {
 
   ensure_context();
   DeviceTask task(b, /*references=*/false);
-  CompileOptions co{Target::here().arch(), default_cache_dir(), {}};
+  CompileOptions co{.cache_dir = default_cache_dir()};
   co.read_only_cache_dir = a.trusted_cache;
   Compiler compiler(co);
   Verifier verifier(compiler);

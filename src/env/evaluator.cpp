@@ -7,7 +7,6 @@
 
 #include "ir/error.h"
 #include "runtime/driver.h"
-#include "runtime/target.h"
 
 namespace kforge {
 
@@ -330,7 +329,7 @@ EvalResult evaluate_raw_cuda(const TaskSpec& spec, DeviceTask& task, const std::
 TaskSession::TaskSession(Bundle b)
     : bundle(std::move(b)),
       task((ensure_context(), bundle)),
-      compiler({Target::here().arch(), default_cache_dir(), {}}),
+      compiler({.cache_dir = default_cache_dir()}),
       verifier(compiler) {
   KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
 }

@@ -12,7 +12,6 @@
 #include "runtime/crash_trace.h"
 #include "runtime/driver.h"
 #include "runtime/executor.h"
-#include "runtime/target.h"
 #include "search/features.h"
 #include "search/measure.h"
 #include "search/optimize.h"
@@ -53,7 +52,7 @@ class Runner {
  public:
   explicit Runner(const std::string& plan_json, const std::string& cache_dir)
       : plan_(std::make_unique<LoadedPlan>(Plan::from_json(nlohmann::json::parse(plan_json)),
-                                           Compiler({Target::here().arch(), cache_dir.empty() ? default_cache_dir() : cache_dir, {}}))) {}
+                                           Compiler({.cache_dir = cache_dir.empty() ? default_cache_dir() : cache_dir}))) {}
   void run(const std::vector<uintptr_t>& in, const std::vector<uintptr_t>& params, const std::vector<uintptr_t>& out,
            uintptr_t stream) {
     Bindings b;
@@ -86,7 +85,7 @@ struct BorrowedTask {
   TaskSpec spec;
   std::unique_ptr<DeviceTask> task;
   MeasurementDB db;
-  Compiler compiler{{Target::here().arch(), default_cache_dir(), {}}};
+  Compiler compiler{{.cache_dir = default_cache_dir()}};
   BorrowedTask(const std::string& graph_json, const std::string& name, const PtrSets& sets, const PtrSets& refs,
                const std::vector<uintptr_t>& params, const std::string& db_path, double eager_ms, double compile_ms,
                const PerSet& strict_tolerance = {})

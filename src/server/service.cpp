@@ -14,7 +14,6 @@
 #include "env/verify.h"
 #include "ir/error.h"
 #include "runtime/compiler.h"
-#include "runtime/target.h"
 #include "server/access.h"
 
 namespace kforge {
@@ -79,7 +78,7 @@ Service::Service(ServiceOptions opts) : opts_(std::move(opts)), store_((scratch(
   scratch(cache_dir_ / "nvrtc");
   fs::create_directories(cache_dir_ / "raw");
   try {  // the verifier every evaluation loads: compiled once here, not once per fresh process
-    Compiler({Target::here().arch(), (cache_dir_ / "nvrtc").string(), {}}).compile(verification_source(), "kf_compare");
+    Compiler({.cache_dir = (cache_dir_ / "nvrtc").string()}).compile(verification_source(), "kf_compare");
   } catch (const std::exception&) {  // no NVRTC: each process compiles it itself
   }
   for (int gpu = 0; gpu < opts_.workers; ++gpu) {

@@ -73,15 +73,20 @@ def contiguous(b, input, memory_format=None):
     return b.emit("contiguous", [tensor(b, input)])
 
 
-@on(torch.cat, torch.concat, torch.concatenate)
-def cat(b, tensors, dim=0, axis=None):
-    """torch.cat: the parts one after another along `dim` (PyTorch's type promotion by casts first)."""
+def parts_of(b, tensors, what) -> list[Val]:
+    """The tensors of a torch.cat or torch.stack, in PyTorch's promoted dtype (casts first)."""
     if not isinstance(tensors, (list, tuple)) or not tensors:
-        b.refuse("torch.cat takes a non-empty list of tensors")
+        b.refuse(f"{what} takes a non-empty list of tensors")
     parts = [tensor(b, t) for t in tensors]
     if any(0 in p.shape for p in parts):
-        b.refuse("concatenating empty tensors is not supported")
-    parts = [p if p.dtype == b.out_dtype else b.cast(p, b.out_dtype) for p in parts]
+        b.refuse(f"{what} of empty tensors is not supported")
+    return [p if p.dtype == b.out_dtype else b.cast(p, b.out_dtype) for p in parts]
+
+
+@on(torch.cat, torch.concat, torch.concatenate)
+def cat(b, tensors, dim=0, axis=None):
+    """torch.cat: the parts one after another along `dim`."""
+    parts = parts_of(b, tensors, "torch.cat")
     d = norm_dim(dim if axis is None else axis, parts[0].ndim)
     return parts[0] if len(parts) == 1 else b.emit("cat", parts, {"dim": d})
 
@@ -89,10 +94,7 @@ def cat(b, tensors, dim=0, axis=None):
 @on(torch.stack)
 def stack(b, tensors, dim=0):
     """torch.stack: each part given a new dim of 1 at `dim`, then concatenated along it."""
-    if not isinstance(tensors, (list, tuple)) or not tensors:
-        b.refuse("torch.stack takes a non-empty list of tensors")
-    parts = [tensor(b, t) for t in tensors]
-    parts = [p if p.dtype == b.out_dtype else b.cast(p, b.out_dtype) for p in parts]
+    parts = parts_of(b, tensors, "torch.stack")
     d = norm_dim(dim, parts[0].ndim + 1)
     shape = list(parts[0].shape)
     shape.insert(d, 1)
@@ -168,14 +170,18 @@ def split_parts(b, x: Val, d: int, bounds, drop_dim=False) -> Multi:
     return Multi(*[part(s, e) for s, e in bounds])
 
 
+def pieces_of(n: int, size: int) -> list[tuple[int, int]]:
+    """[start, end) of consecutive pieces of `size` over n, the last one shorter where size does not divide n."""
+    return [(s, min(s + size, n)) for s in range(0, n, size)]
+
+
 @on(torch.split, "split")
 def split(b, input, split_size_or_sections, dim=0):
     x = tensor(b, input)
     d = norm_dim(dim, x.ndim)
     n = x.shape[d]
     if isinstance(split_size_or_sections, int):
-        size = split_size_or_sections
-        bounds = [(s, min(s + size, n)) for s in range(0, n, size)]
+        bounds = pieces_of(n, split_size_or_sections)
     else:
         edges = [0]
         for size in split_size_or_sections:
@@ -189,8 +195,7 @@ def chunk(b, input, chunks, dim=0):
     x = tensor(b, input)
     d = norm_dim(dim, x.ndim)
     n = x.shape[d]
-    size = -(-n // chunks)  # PyTorch's: pieces of ceil(n / chunks), fewer pieces where that covers n
-    return split_parts(b, x, d, [(s, min(s + size, n)) for s in range(0, n, size)])
+    return split_parts(b, x, d, pieces_of(n, -(-n // chunks)))  # PyTorch's: pieces of ceil(n / chunks)
 
 
 @on(torch.unbind, "unbind")
