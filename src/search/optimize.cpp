@@ -14,6 +14,7 @@
 #include "runtime/driver.h"
 #include "runtime/target.h"
 #include "search/cost_model.h"
+#include "search/crossover.h"
 #include "search/features.h"
 #include "search/learned_policy.h"
 #include "search/measure.h"
@@ -291,8 +292,10 @@ OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& d
   res.policy = to_string(policy);
   if (opts.use_db_prior)
     if (auto prior = db.best(analysis.graph_hash(), res.gpu)) queue.push_back(schedule_from_json(nlohmann::json::parse(prior->schedule_json)));
-  Schedule best_schedule;
+  Schedule best_schedule, fastest_relaxed_schedule;
   double best_ms = 1e30;
+  std::vector<MeasuredSchedule> correct;  // for the crossovers (crossover.h)
+  bool crossed = false;
   auto t0 = std::chrono::steady_clock::now();
   // Schedules that lower to the same kernels (a fusion flag on a graph without reductions, say) are measured
   // once: the budget counts distinct plans (tinygrad drops duplicate binaries the same way), and the meter
@@ -308,6 +311,15 @@ OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& d
       batch.assign(queue.begin() + long(next_opening), queue.begin() + long(next_opening + n));
       next_opening += n;
       for (const Schedule& s : batch) proposer.mark(s);  // the proposer need not offer them again
+    } else if (policy == Policy::local && !crossed) {
+      // Once, after the openings: the best strict plan's and the fastest relaxed plan's products and
+      // convolutions with the fastest other rests, before the library walk spends the budget on engines.
+      crossed = true;
+      std::vector<Schedule> donors = {best_schedule};
+      if (res.fastest_relaxed && !(fastest_relaxed_schedule == best_schedule)) donors.push_back(fastest_relaxed_schedule);
+      for (Schedule& c : crossovers(analysis, res.best ? donors : std::vector<Schedule>{}, correct))
+        if (batch.size() < size_t(opts.budget - measured) && proposer.mark(c)) batch.push_back(std::move(c));
+      if (batch.empty()) continue;
     } else if (auto a = policy == Policy::local ? proposer.next_algorithm(best_schedule) : std::nullopt) {
       batch = {*a};  // the best plan's library calls along their lists (products', then convolutions'), then edits anywhere
     } else if (auto n = proposer.next(policy == Policy::local ? best_schedule : Schedule{})) {
@@ -341,7 +353,9 @@ OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& d
         res.best = m.plan;
         res.best_eval = r;
       }
+      if (r.relaxed) correct.push_back({batch[k], r.native.median_ms});
       if (r.relaxed && (!res.fastest_relaxed || r.native.median_ms < res.fastest_relaxed_eval.native.median_ms)) {
+        fastest_relaxed_schedule = batch[k];
         res.fastest_relaxed = m.plan;
         res.fastest_relaxed_eval = r;
       }
