@@ -9,11 +9,12 @@ import math
 import shutil
 import sys
 import traceback
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import torch
 
-from kforge import fx_to_ir, timing
+from kforge import footprint, fx_to_ir, timing
 from kforge.bundle import BundleWriter, output_specs
 from kforge.dtypes import IR_TO_TORCH
 from kforge.errors import ImportProblemError
@@ -196,10 +197,33 @@ def baselines(model, inputs) -> dict:
         return timing.time_interleaved({"eager": lambda: model(*inputs), "compile": lambda: compiled(*inputs)})
 
 
-def import_problem(path, out, num_sets: int, device: str, with_baselines: bool, keep_whole: bool = True) -> None:
-    """The bundle of the problem at `path` in `out`. A problem the importer cannot express is kept whole (a task for
+@dataclass
+class ImportedTask:
+    """A problem traced into kforge's IR (or kept whole), its model and params as built, on `device`; its hidden
+    sets are drawn one at a time (hidden_sets), for a bundle on disk (import_problem) or a task kept in memory
+    (session.host_task): one import path."""
+    problem: object
+    model: torch.nn.Module
+    inputs0: list
+    graph: dict
+    params: list  # the weights as built, before any forward runs (a training-mode BatchNorm updates its buffers)
+    importer: dict
+    device: str
+
+    def hidden_sets(self, num_sets: int):
+        """(inputs, reference outputs, strict tolerance per output) of each hidden set in turn, checked against
+        the graph's outputs; one set at a time on the device."""
+        for k in range(num_sets):
+            inputs_k, outputs_k, strict_k = hidden_set(self.problem, self.model, k, self.inputs0, self.device)
+            check_outputs(self.problem, self.graph, outputs_k)
+            yield inputs_k, outputs_k, strict_k
+
+
+def imported_task(path, device: str, keep_whole: bool = True) -> ImportedTask:
+    """The problem at `path` traced on `device`. A problem the importer cannot express is kept whole (a task for
     candidates, refused by kforge's generator), or, without `keep_whole` (a caller that only runs the generator),
-    refused with ImportProblemError before anything is computed."""
+    refused with ImportProblemError before anything is computed; so is one whose single hidden set cannot fit on
+    the GPU (footprint.check_fits)."""
     if device == "cuda" and not torch.cuda.is_available():
         raise ImportProblemError(path, "--device cuda but no CUDA device is available (use --device cpu)")
     problem = load_problem(path)
@@ -216,22 +240,27 @@ def import_problem(path, out, num_sets: int, device: str, with_baselines: bool, 
         graph = opaque_graph(model, inputs0, problem.path, why)
         importer = {"opaque": True, "why": why}
         print(f"kforge import: {problem.path.name}: kept whole (kforge's generator will refuse it): {why}", file=sys.stderr)
-    # The weights as built, before any forward runs (a training-mode BatchNorm updates its buffers).
+    if device == "cuda":
+        footprint.check_fits(graph, footprint.free_bytes(), problem.path)
     params = [lookup(model, p["name"]).detach().clone() for p in graph["params"]]
+    return ImportedTask(problem, model, inputs0, graph, params, importer, device)
+
+
+def import_problem(path, out, num_sets: int, device: str, with_baselines: bool, keep_whole: bool = True) -> None:
+    """The bundle of the problem at `path` in `out` (imported_task, its hidden sets written one at a time)."""
+    task = imported_task(path, device, keep_whole)
+    problem, graph = task.problem, task.graph
     with BundleWriter(out) as bundle:
-        for i, t in enumerate(params):
+        for i, t in enumerate(task.params):
             bundle.write_tensor(f"params/{i}.bin", t)
-        strict = []  # per set, per output
-        for k in range(num_sets):
-            inputs_k, outputs_k, strict_k = hidden_set(problem, model, k, inputs0, device)
+        strict, ranges = [], None  # per set, per output
+        for k, (inputs_k, outputs_k, strict_k) in enumerate(task.hidden_sets(num_sets)):
             strict.append(strict_k)
-            check_outputs(problem, graph, outputs_k)
             for i, t in enumerate(inputs_k):
                 bundle.write_tensor(f"sets/{k}/in{i}.bin", t)
             for j, t in enumerate(outputs_k):
                 bundle.write_tensor(f"sets/{k}/out{j}.bin", t)
-            ranges = output_ranges(outputs_k, ranges if k else None)
-        task_flags = flags(ranges)
+            ranges = output_ranges(outputs_k, ranges)
         # The problem as imported, for sets drawn later (kforge.drawn_sets): an edit to the file after import
         # must not change what those sets' references are.
         shutil.copyfile(problem.path, bundle.tmp / "problem.py")
@@ -240,9 +269,9 @@ def import_problem(path, out, num_sets: int, device: str, with_baselines: bool, 
             "gpu": torch.cuda.get_device_name() if device == "cuda" else "cpu",
             "torch_version": torch.__version__,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "baselines": baselines(model, inputs0) if with_baselines and device == "cuda" else None,
-            "num_sets": num_sets, "flags": task_flags, "tolerance": TOLERANCE, "strict_tolerance": strict,
-            "importer": importer})
+            "baselines": baselines(task.model, task.inputs0) if with_baselines and device == "cuda" else None,
+            "num_sets": num_sets, "flags": flags(ranges), "tolerance": TOLERANCE, "strict_tolerance": strict,
+            "importer": task.importer})
         bundle.commit()
 
 

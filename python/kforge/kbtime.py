@@ -158,9 +158,29 @@ def baseline_tiers_on_sets(runs: dict, sets: list, refs: list, tolerances) -> di
     0.1 and 4, shifted by 0.5), each set judged with its own tolerance (one dict per set, or one for all), the
     worst set's tier per baseline: the same test as a plan's, where one fresh unit-range draw asks less."""
     tolerances = tolerances if isinstance(tolerances, list) else [tolerances] * len(sets)
-    return {name: worst_tier([baseline_tiers({name: run}, inputs, expected, tolerance)[name]
-                              for inputs, expected, tolerance in zip(sets, refs, tolerances)])
-            for name, run in runs.items()}
+    tiers = {name: [] for name in runs}
+    for inputs, expected, tolerance in zip(sets, refs, tolerances):  # a set in host memory: on the GPU for its turn
+        inputs, expected = on_gpu(inputs), on_gpu(expected)
+        for name, tier in baseline_tiers(runs, inputs, expected, tolerance).items():
+            tiers[name].append(tier)
+    return {name: worst_tier(t) for name, t in tiers.items()}
+
+
+def on_gpu(tensors) -> list:
+    """A hidden set's tensors where they are checked: one kept in pinned host memory (session.HostedTask streams
+    the sets that do not fit) copied to the GPU for its turn, the others as they are."""
+    return [t.to("cuda", non_blocking=True) if t.is_pinned() else t for t in tensors]
+
+
+def plan_tier_on_sets(kforge: KforgeFunction, params, hidden: HiddenSets) -> str:
+    """The worst tier a plan reaches over `hidden`'s sets (poisoned outputs, each set's own tolerance), one set on
+    the GPU at a time; "strict" over no set."""
+    tiers = []
+    with torch.no_grad():
+        for inputs, expected, tolerance in zip(hidden.inputs, hidden.refs, hidden.tolerances):
+            got = kforge(on_gpu(inputs), params, out=poisoned(kforge))
+            tiers.append(tier_of(compare(got, on_gpu(expected), tolerance)))
+    return worst_tier(tiers)
 
 
 def main(argv=None) -> int:

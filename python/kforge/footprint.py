@@ -1,0 +1,53 @@
+"""How much GPU memory a task needs, estimated from its graph before anything is allocated. A task whose hidden
+sets do not all fit beside the memory it runs in keeps the rest in pinned host memory and copies them to the GPU
+one at a time (session.host_task); one that cannot run even one set says so in one line, with the numbers."""
+import math
+
+import torch
+
+from kforge.bundle import output_specs
+from kforge.dtypes import IR_TO_TORCH
+from kforge.errors import ImportProblemError
+
+GB = 1e9
+# Besides the hidden sets it keeps, a task runs in: its params, and per set checked at a time the reference's
+# float64 arithmetic (a float64 copy of the inputs and of the outputs, twice a set's bytes), the model's own
+# float32 outputs beside it, and the outputs of a plan, its poisoned copy and the two baselines (a set's bytes
+# again, at most). Four sets' bytes bound what a problem of one elementwise op or one reduction allocates;
+# intermediate tensors of a longer model come on top, so only a fraction of the free memory is planned.
+WORKING_SETS = 4
+PLANNED_FRACTION = 0.85
+
+
+def spec_bytes(specs) -> int:
+    return sum(math.prod(s["shape"]) * IR_TO_TORCH[s["dtype"]].itemsize for s in specs)
+
+
+def set_bytes(graph: dict) -> int:
+    """One hidden set on the GPU: its inputs and its reference outputs."""
+    return spec_bytes(graph["inputs"]) + spec_bytes(output_specs(graph))
+
+
+def working_bytes(graph: dict) -> int:
+    return spec_bytes(graph["params"]) + WORKING_SETS * set_bytes(graph)
+
+
+def free_bytes() -> int:
+    """The driver's free memory and what PyTorch's caching allocator holds unused (an earlier task's, in a suite)."""
+    return torch.cuda.mem_get_info()[0] + torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
+
+
+def resident_sets(graph: dict, num_sets: int, free: int) -> int:
+    """How many of `num_sets` hidden sets stay on the GPU (at least one: check_fits refuses the rest)."""
+    room = PLANNED_FRACTION * free - working_bytes(graph)
+    return max(1, min(num_sets, int(room // max(set_bytes(graph), 1))))
+
+
+def check_fits(graph: dict, free: int, path) -> None:
+    """Raises ImportProblemError, with the numbers, where not even one hidden set fits beside the working memory."""
+    one, work = set_bytes(graph), working_bytes(graph)
+    if one + work > PLANNED_FRACTION * free:
+        raise ImportProblemError(path, f"needs {(one + work) / GB:.1f} GB of GPU memory ({one / GB:.1f} GB for one "
+                                       f"input set and its reference, {work / GB:.1f} GB to run and check it), but "
+                                       f"{PLANNED_FRACTION * free / GB:.1f} GB of the {free / GB:.1f} GB free can be "
+                                       "planned")
