@@ -93,9 +93,13 @@ def closer_reference(narrow: torch.Tensor, wide: torch.Tensor) -> torch.Tensor:
     if not narrow.is_floating_point() or not wide.is_floating_point() or wide.shape != narrow.shape:
         return narrow
     rounded = wide.to(narrow.dtype)
+    del wide
     tol = TOLERANCE["relaxed"]
     atol = max(tol, TOLERANCE["strict"] * root_mean_square(rounded))
-    return rounded if torch.allclose(rounded, narrow, rtol=tol, atol=atol, equal_nan=True) else narrow
+    r, n = rounded.reshape(-1), narrow.reshape(-1)  # in chunks: allclose's temporaries of a GB-sized output add up
+    close = all(torch.allclose(r[i:i + ERROR_CHUNK], n[i:i + ERROR_CHUNK], rtol=tol, atol=atol, equal_nan=True)
+                for i in range(0, r.numel(), ERROR_CHUNK))
+    return rounded if close else narrow
 
 
 def fp32_error(narrow: torch.Tensor, reference: torch.Tensor) -> float:
@@ -132,7 +136,10 @@ def reference_outputs(model, inputs) -> tuple[list[torch.Tensor], list[float]]:
     with torch.no_grad(), exact_fp32():
         narrow = as_list(model(*[t.clone() for t in inputs]))
         wide = float64_outputs(model, inputs)
-    refs = narrow if wide is None or len(wide) != len(narrow) else [closer_reference(n, w) for n, w in zip(narrow, wide)]
+    if wide is None or len(wide) != len(narrow):
+        refs = narrow
+    else:  # each float64 output freed as soon as it is rounded
+        refs = [closer_reference(n, wide.pop(0)) for n in narrow]
     return refs, [strict_tolerance(fp32_error(n, r)) for n, r in zip(narrow, refs)]
 
 
@@ -214,9 +221,10 @@ class ImportedTask:
         """(inputs, reference outputs, strict tolerance per output) of each hidden set in turn, checked against
         the graph's outputs; one set at a time on the device."""
         for k in range(num_sets):
-            inputs_k, outputs_k, strict_k = hidden_set(self.problem, self.model, k, self.inputs0, self.device)
-            check_outputs(self.problem, self.graph, outputs_k)
-            yield inputs_k, outputs_k, strict_k
+            one = hidden_set(self.problem, self.model, k, self.inputs0, self.device)
+            check_outputs(self.problem, self.graph, one[1])
+            yield one
+            del one  # the caller has it: not held here while the next set's references are computed
 
 
 def imported_task(path, device: str, keep_whole: bool = True) -> ImportedTask:

@@ -100,14 +100,20 @@ def host_task(path, num_sets: int = 5, compile_baseline: bool = True) -> HostedT
         imported = imported_task(path, "cuda", keep_whole=False)
         problem, graph, params = imported.problem, imported.graph, imported.params
         resident = footprint.resident_sets(graph, num_sets, footprint.free_bytes())
+        # Where some sets stream, every set waits in host memory while the others are drawn (a float64 reference
+        # of a GB-sized set needs several times its size), and the resident ones come back once all are drawn.
+        streams = resident < num_sets
         sets, refs, strict, ranges = [], [], [], None
-        for k, (inputs_k, outputs_k, strict_k) in enumerate(imported.hidden_sets(num_sets)):
+        for inputs_k, outputs_k, strict_k in imported.hidden_sets(num_sets):
+            imported.inputs0 = None  # set 0's inputs: in `sets` from here on, the import's hold dropped
             ranges = output_ranges(outputs_k, ranges)
             inputs_k, outputs_k = dense(inputs_k), dense(outputs_k)  # the plans read raw pointers, as a bundle's
-            sets.append(inputs_k if k < resident else on_host(inputs_k))
-            refs.append(outputs_k if k < resident else on_host(outputs_k))
+            sets.append(on_host(inputs_k) if streams else inputs_k)
+            refs.append(on_host(outputs_k) if streams else outputs_k)
             strict.append(strict_k)
             del inputs_k, outputs_k
+        sets[:resident] = [[t.to("cuda") for t in s] for s in sets[:resident]]
+        refs[:resident] = [[t.to("cuda") for t in r] for r in refs[:resident]]
         task_flags = flags(ranges)
         del imported
     model = problem.build_model().to("cuda")  # a fresh model: the import's ran every set
