@@ -110,7 +110,7 @@ class Meter:
     def measure(self, labelled: list[tuple[dict, dict]]) -> list[dict]:
         h = self.hosted
         out = json.loads(self.core.measure_schedules(
-            *self.task, self.db, [json.dumps(s) for _, s in labelled], h.strict_tolerance, f"torch {torch.__version__}",
+            *self.task, self.db, [json.dumps(s) for _, s in labelled], h.resident_tolerance(), f"torch {torch.__version__}",
             h.baseline_ms("eager")))
         rows = [{**label, "schedule": s, "eval": r["eval"]} for (label, s), r in zip(labelled, out["results"])]
         self.rows += rows
@@ -134,7 +134,7 @@ def sweep_problem(path, budget: int, db: str, policy: str, seed: int) -> dict:
     eager = hosted.baseline_ms("eager")
     task = (json.dumps(hosted.graph), name, *hosted.pointers())
     result = json.loads(core.optimize(*task, budget, db, eager, 0.0, seed, False, f"torch {torch.__version__}", policy,
-                                      "", "", hosted.strict_tolerance))
+                                      "", "", hosted.resident_tolerance()))
     row = {"problem": name, "source": str(hosted.problem.path), "eager_ms": eager, "search_tier": result["tier"],
            "candidates": result["candidates"]}
     if "plan" not in result:

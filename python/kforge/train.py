@@ -100,7 +100,7 @@ def main(argv=None) -> int:
                 sets, refs, params = hosted.pointers()
                 summary = json.loads(trainer.collect(json.dumps(hosted.graph), path.stem, sets, refs, params, args.db,
                                                      hosted.baseline_ms("eager"), hosted.baseline_ms("compile"),
-                                                     strict_tolerance=hosted.strict_tolerance))
+                                                     strict_tolerance=hosted.resident_tolerance()))
             except (ImportProblemError, RuntimeError, ValueError) as e:  # one bad task must not end training
                 summary = {"task": path.stem, "error": f"{type(e).__name__}: {e}"[:500]}
             summary["seconds"] = round(time.time() - t_task, 1)

@@ -39,3 +39,19 @@ def test_a_task_that_cannot_fit_one_set_says_so_with_the_numbers():
     message = str(e.value)
     assert "gelu.py" in message and "64.4 GB" in message and "12.9 GB for one input set" in message
     assert "34.0 GB of the 40.0 GB free" in message
+
+
+def test_the_search_gets_the_resident_sets_and_the_check_the_streamed_ones():
+    """A set in host memory is readable from the GPU too (unified addressing), across PCIe: the search must be
+    given the resident sets' pointers only, and a resident set that is not on the GPU is a bug said as one."""
+    import torch
+
+    from kforge import session
+    on_cpu = [[torch.zeros(2)], [torch.ones(2)]]
+    hosted = session.HostedTask(problem=None, model=None, graph={}, params=[], sets=on_cpu, refs=on_cpu,
+                                strict_tolerance=[[1e-4], [2e-4]], flags={}, base={}, resident=0)
+    assert hosted.pointers() == ([], [], []) and hosted.resident_tolerance() == []
+    assert hosted.streamed().inputs == on_cpu and hosted.streamed().tolerances[1]["strict"] == [2e-4]
+    hosted.resident = 1
+    with pytest.raises(RuntimeError, match="not in GPU memory"):
+        hosted.pointers()

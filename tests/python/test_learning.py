@@ -80,6 +80,9 @@ class FakeHosted:
     def pointers(self):
         return [[1]], [[2]], []
 
+    def resident_tolerance(self):
+        return self.strict_tolerance
+
     def baseline_ms(self, which):
         return 0.5 if which == "eager" else 0.0
 

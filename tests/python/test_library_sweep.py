@@ -143,7 +143,7 @@ def test_one_problem_end_to_end_on_a_fake_library(monkeypatch):
     import kforge._core as core
 
     hosted = types.SimpleNamespace(problem=types.SimpleNamespace(path=REPO / "p.py"), graph={}, sets=[], refs=[],
-                                   params=[], strict_tolerance=[], baseline_ms=lambda which: 5.0,
+                                   params=[], strict_tolerance=[], resident_tolerance=lambda: [], baseline_ms=lambda which: 5.0,
                                    pointers=lambda: ([], [], []))
     monkeypatch.setattr(sweep, "host_task", lambda path, compile_baseline: hosted)
     best = {"kernels": {"mm": {"strategy": "library", "precision": "fp16x3", "algo": 0, "chunks": 2}}}
