@@ -296,6 +296,19 @@ OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& d
   double best_ms = 1e30;
   std::vector<MeasuredSchedule> correct;  // for the crossovers (crossover.h)
   bool crossed = false;
+  // The library walk takes turns between the best plan's calls and the fastest relaxed plan's where those differ:
+  // the relaxed tier's TF32 and fp16 forms have engine lists of their own, whose first entry is only the
+  // heuristic's guess, and the best (strict-first) plan's walk never visits them.
+  bool relaxed_turn = true;
+  auto next_engine = [&]() -> std::optional<Schedule> {
+    std::vector<const Schedule*> order = {&best_schedule};
+    if (res.fastest_relaxed && !(fastest_relaxed_schedule == best_schedule))
+      order.insert(relaxed_turn ? order.begin() : order.end(), &fastest_relaxed_schedule);
+    relaxed_turn = !relaxed_turn;
+    for (const Schedule* from : order)
+      if (auto a = proposer.next_algorithm(*from)) return a;
+    return std::nullopt;
+  };
   auto t0 = std::chrono::steady_clock::now();
   // Schedules that lower to the same kernels (a fusion flag on a graph without reductions, say) are measured
   // once: the budget counts distinct plans (tinygrad drops duplicate binaries the same way), and the meter
@@ -320,8 +333,8 @@ OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& d
       for (Schedule& c : crossovers(analysis, res.best ? donors : std::vector<Schedule>{}, correct))
         if (batch.size() < size_t(opts.budget - measured) && proposer.mark(c)) batch.push_back(std::move(c));
       if (batch.empty()) continue;
-    } else if (auto a = policy == Policy::local ? proposer.next_algorithm(best_schedule) : std::nullopt) {
-      batch = {*a};  // the best plan's library calls along their lists (products', then convolutions'), then edits anywhere
+    } else if (auto a = policy == Policy::local ? next_engine() : std::nullopt) {
+      batch = {*a};  // library calls along their lists (products', then convolutions'), then edits anywhere
     } else if (auto n = proposer.next(policy == Policy::local ? best_schedule : Schedule{})) {
       batch = {*n};
     } else {

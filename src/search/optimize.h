@@ -62,7 +62,9 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis);
 std::vector<Schedule> opening_candidates(const GraphAnalysis& analysis, Policy& policy, const OptimizeOptions& opts,
                                          ScheduleProposer& proposer, double copy_gbs);
 
-// Searches on `task`'s device data; the caller keeps the data alive and owns the CUDA context.
+// Searches on `task`'s device data; the caller keeps the data alive and owns the CUDA context. The local policy
+// measures the openings, then once their crossovers (crossover.h), then walks the library calls' engine lists
+// (the best plan's and the fastest relaxed plan's in turn), then edits the best plan.
 OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& db, const Compiler& compiler,
                         const OptimizeOptions& opts);
 
