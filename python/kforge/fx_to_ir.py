@@ -6,13 +6,14 @@ import functools
 import inspect
 import io
 import json
+import operator
 import sys
 
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.node import _get_qualified_name
-from torch.fx.passes.shape_prop import ShapeProp
+from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 
 from kforge import fx_ops
 from kforge.errors import ImportProblemError
@@ -74,6 +75,27 @@ def propagate(gm, example_inputs, file) -> None:
                                  f"{cause}", node and node.name, node and describe(gm, node)) from e
 
 
+def unpack_tuple_results(gm) -> None:
+    """A forward that returns a tuple-valued op's result as it is (`return torch.max(x, dim=1)`: values and
+    indices) returns its parts: each becomes a getitem of its own, as if forward had unpacked it."""
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    returned = out.args[0]
+    results = list(returned) if isinstance(returned, (tuple, list)) else [returned]
+    flat = []
+    for r in results:
+        meta = r.meta.get("tensor_meta") if isinstance(r, torch.fx.Node) else None
+        if not isinstance(meta, (tuple, list)) or isinstance(meta, TensorMetadata):
+            flat.append(r)
+            continue
+        with gm.graph.inserting_before(out):
+            for i, part in enumerate(meta):
+                item = gm.graph.call_function(operator.getitem, (r, i))
+                item.meta["tensor_meta"] = part
+                flat.append(item)
+    if len(flat) != len(results):
+        out.args = (tuple(flat),)
+
+
 def describe(gm, node) -> str:
     if node.op == "call_function":
         return _get_qualified_name(node.target)
@@ -93,6 +115,22 @@ def state_names(model) -> set[str]:
         name for name, _ in model.named_buffers(remove_duplicate=False)}
 
 
+# A constant tensor of forward (torch.tensor([...]) there) is written into the graph element by element: the IR has
+# no literal arrays, and a fresh Model, which ModelNew is, lacks the attribute FX stored it in.
+MAX_LITERAL_ELEMENTS = 64
+
+
+def literal_tensor(b, t: torch.Tensor):
+    """`t` as IR nodes: one `const` broadcast where every element is the same, else each element a `const`,
+    concatenated and reshaped."""
+    values = t.reshape(-1).tolist()
+    if all(v == values[0] for v in values):
+        return b.emit("expand", [b.const(values[0], t.dtype)], {"shape": list(t.shape)})
+    parts = [b.emit_tmp("reshape", [b.const(v, t.dtype)], {"shape": [1]}, t.dtype, (1,)) for v in values]
+    flat = b.emit_tmp("cat", parts, {"dim": 0}, t.dtype, (len(values),))
+    return b.emit("reshape", [flat], {"shape": list(t.shape)})
+
+
 def convert_node(b, gm, state, node, values):
     """The value of one FX node: a Val, a static Python value, or a fx_ops.Multi."""
     if node.op == "placeholder":
@@ -109,7 +147,11 @@ def convert_node(b, gm, state, node, values):
         # attribute `_tensor_constantN`, which a fresh Model (and so ModelNew) lacks.
         if t.ndim == 0:
             return b.const(t.item(), t.dtype)
-        b.refuse("a tensor that is neither a parameter nor a buffer is not supported; register it as a buffer")
+        if t.numel() <= MAX_LITERAL_ELEMENTS:
+            return literal_tensor(b, t)
+        b.refuse(f"a tensor of {t.numel()} elements that is neither a parameter nor a buffer (torch.tensor(...) in "
+                 f"forward, a plain attribute) is supported up to {MAX_LITERAL_ELEMENTS} elements; register it as a "
+                 "buffer")
     args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: values[n])
     if node.op == "call_module":
         module = gm.get_submodule(node.target)
@@ -133,6 +175,7 @@ def convert(model, example_inputs, file) -> dict:
     state = state_names(model)  # before tracing, which adds attributes to the model
     gm = trace(model, file)
     propagate(gm, example_inputs, file)
+    unpack_tuple_results(gm)
     b = GraphBuilder(file, {n.name for n in gm.graph.nodes} | state)
     values = {}
     for node in gm.graph.nodes:

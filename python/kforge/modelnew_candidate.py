@@ -29,7 +29,7 @@ from kforge import timing
 from kforge.bundle import output_specs, read_tensor
 from kforge.dtypes import IR_TO_TORCH
 from kforge.fx_to_ir import lookup
-from kforge.problem import load_problem
+from kforge.problem import dropout_off, load_problem
 
 # What a forward may still call under the CUDA-Agent rules: allocation, metadata and views of its own
 # buffers. Everything else (torch.relu, F.softmax, a + b on tensors, matmul) is a torch operator.
@@ -194,7 +194,7 @@ def run_candidate(args) -> None:
         candidate = build_candidate(args.candidate, problem)
         candidate.load_state_dict(reference.state_dict(), strict=True)  # same parameters, same names
         candidate = candidate.to(device)
-        candidate.train(reference.training)
+        dropout_off(candidate.train(reference.training))  # as the reference's dropout (problem.dropout_off)
     except Exception as e:  # noqa: BLE001 -- a broken candidate is an answer, not a crash
         link.send({"hello": True, "compiled": False, "log": f"candidate does not build: {type(e).__name__}: {e}"})
         return

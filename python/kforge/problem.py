@@ -19,6 +19,20 @@ MODEL_SEED = 42
 
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 
+DROPOUTS = (torch.nn.Dropout, torch.nn.Dropout1d, torch.nn.Dropout2d, torch.nn.Dropout3d, torch.nn.AlphaDropout,
+            torch.nn.FeatureAlphaDropout)
+
+
+def dropout_off(model: torch.nn.Module) -> torch.nn.Module:
+    """`model` with its dropout modules in eval mode, where they are the identity, every other module as built
+    (BatchNorm keeps training mode, as KernelBench builds models): a random mask has no reference to judge a kernel
+    by, and a deployed model runs dropout as the identity. Applied to the reference and to every candidate alike;
+    F.dropout called in forward with training on stays random, and is refused."""
+    for m in model.modules():
+        if isinstance(m, DROPOUTS):
+            m.eval()
+    return model
+
 
 def random_seed() -> int:
     """A seed for a hidden input set: from the OS, never derived from anything written down."""
@@ -88,7 +102,7 @@ class Problem:
             raise self.fail(f"Model(*get_init_inputs()) failed: {type(e).__name__}: {e}") from e
         if not isinstance(model, torch.nn.Module):
             raise self.fail(f"Model(...) gave a {type(model).__name__}, not a torch.nn.Module")
-        return self.bind(model)
+        return self.bind(dropout_off(model))
 
     def draw_inputs(self, seed: int, device: str) -> list[torch.Tensor]:
         """get_inputs()'s tensors under `seed`, created directly on `device`: the default-device context makes the

@@ -403,6 +403,13 @@ CASES = [
          attrs={"conv_transpose": {"stride": [2, 2], "padding": [1, 1], "output_padding": [1, 1]}}),
     Case("conv_transpose2d_relu", "torch.relu(self.c(x))", ["conv_transpose", "relu"], inputs=IMAGE,
          init="self.c = nn.ConvTranspose2d(3, 4, 3)", params=["c.weight", "c.bias"]),
+    # max pooling's ceil_mode: the input grown by -inf on the right until PyTorch's last window fits
+    Case("max_pool2d_ceil_mode", "self.p(x)", ["const", "expand", "cat", "const", "expand", "cat", "max_pool"],
+         inputs="torch.randn(2, 3, 10, 10)", init="self.p = nn.MaxPool2d(3, stride=2, ceil_mode=True)"),
+    Case("max_pool2d_ceil_mode_padded", "F.max_pool2d(x, 3, 2, 1, ceil_mode=True)",
+         ["const", "expand", "cat", "const", "expand", "cat", "max_pool"], inputs="torch.randn(2, 3, 8, 8)"),
+    Case("max_pool1d_ceil_mode_exact", "F.max_pool1d(x, 3, 2, ceil_mode=True)", ["max_pool"],
+         inputs="torch.randn(2, 3, 9)"),
     # params, buffers, constants, aliases, several outputs
     Case("parameter", "x * self.w", ["mul"], init="self.w = nn.Parameter(torch.randn(8))", params=["w"]),
     Case("buffer", "x * self.scale", ["mul"], init="self.register_buffer('scale', torch.full((8,), 2.0))",
@@ -414,6 +421,15 @@ CASES = [
     Case("tensor_constant", "x * torch.tensor(2.0)", ["const", "mul"]),
     Case("identity_module", "self.m(x)", [], init="self.m = nn.Identity()"),
     Case("dropout_p0", "self.d(x).relu()", ["relu"], init="self.d = nn.Dropout(0.0)"),
+    # A dropout module in training mode: taken in eval mode for every run (problem.dropout_off), the identity.
+    Case("dropout_module_training", "self.d(torch.relu(x))", ["relu"], init="self.d = nn.Dropout(0.1)"),
+    # torch.tensor([...]) in forward: element by element (one broadcast where all are equal).
+    Case("tensor_constant_vector", "x * torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]) + torch.tensor(0.5)",
+         ["const", "reshape"] * 8 + ["cat", "reshape", "mul", "const", "add"]),
+    Case("tensor_constant_all_equal", "x + torch.tensor([[2.0] * 8] * 4)", ["const", "expand", "add"]),
+    Case("tensor_constant_ones", "x * torch.ones(8)", ["const", "expand", "mul"]),
+    # A tuple-valued op returned as it is: its parts are the outputs.
+    Case("tuple_result_returned", "torch.max(x, dim=1)", ["amax", "argmax"]),
     Case("two_outputs", "return x.relu(), x.sigmoid()", ["relu", "sigmoid"]),
     Case("normalize", "F.normalize(x, dim=1)", ["vector_norm", "clamp", "div"],
          attrs={"vector_norm": {"ord": 2, "dims": [1], "keepdim": True}, "clamp": {"min": 1e-12}}),

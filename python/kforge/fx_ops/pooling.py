@@ -12,9 +12,7 @@ def ntuple(v, nd) -> list[int]:
     return v * nd if len(v) == 1 else v
 
 
-def pool_geometry(b, nd, x: Val, kernel_size, stride, padding, ceil_mode) -> dict:
-    if ceil_mode:
-        b.refuse("ceil_mode=True is not supported")
+def pool_geometry(b, nd, x: Val, kernel_size, stride, padding) -> dict:
     if x.ndim != nd + 2:
         b.refuse(f"pooling input must be [N, C, {nd} spatial dims]; unbatched shape {list(x.shape)} is not supported")
     kernel = ntuple(kernel_size, nd)
@@ -28,10 +26,33 @@ def max_pool_handler(nd):
         if return_indices:
             b.refuse("max pooling with return_indices=True is not supported")
         x = tensor(b, input)
-        attrs = pool_geometry(b, nd, x, kernel_size, stride, padding, ceil_mode)
+        attrs = pool_geometry(b, nd, x, kernel_size, stride, padding)
         attrs["dilation"] = ntuple(dilation, nd)
+        if ceil_mode:
+            x = ceil_mode_padded(b, x, attrs)
         return b.emit("max_pool", [x], attrs)
     return handler
+
+
+def ceil_mode_padded(b, x: Val, attrs: dict) -> Val:
+    """max pooling's ceil_mode as a pooling without it: the input grown on the right of each spatial dim by -inf
+    (which no maximum takes) until the last window PyTorch keeps fits, so that rounding the output size down gives
+    PyTorch's rounded-up size (ATen's pooling_output_shape: a last window must start inside the input or its left
+    padding)."""
+    shape = list(x.shape)
+    for d, (n, k, s, p, dil) in enumerate(zip(x.shape[2:], attrs["kernel"], attrs["stride"], attrs["padding"],
+                                               attrs["dilation"])):
+        out = -(-(n + 2 * p - dil * (k - 1) - 1) // s) + 1
+        if (out - 1) * s >= n + p:
+            out -= 1
+        extra = (out - 1) * s + dil * (k - 1) + 1 - (n + 2 * p)
+        if extra <= 0:
+            continue
+        fill_shape = shape[:2 + d] + [extra] + shape[3 + d:]
+        fill = b.emit_tmp("expand", [b.const(float("-inf"), x.dtype)], {"shape": fill_shape}, x.dtype, tuple(fill_shape))
+        shape[2 + d] += extra
+        x = b.emit_tmp("cat", [x, fill], {"dim": 2 + d}, x.dtype, tuple(shape))
+    return x
 
 
 def avg_pool_handler(nd):
@@ -39,8 +60,11 @@ def avg_pool_handler(nd):
                 divisor_override=None):
         if divisor_override is not None:
             b.refuse("average pooling with divisor_override is not supported")
+        if ceil_mode:
+            b.refuse("average pooling with ceil_mode=True is not supported (its last windows divide by their "
+                     "clipped size)")
         x = tensor(b, input)
-        attrs = pool_geometry(b, nd, x, kernel_size, stride, padding, ceil_mode)
+        attrs = pool_geometry(b, nd, x, kernel_size, stride, padding)
         attrs["count_include_pad"] = bool(count_include_pad)
         return b.emit("avg_pool", [x], attrs)
     return handler
