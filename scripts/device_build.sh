@@ -11,6 +11,12 @@ if ! ldconfig -p 2>/dev/null | grep -q "libcudnn.so.9" && [ ! -e /usr/local/cuda
   CUDNN_WHEEL=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
   [ -n "$CUDNN_WHEEL" ] && export LD_LIBRARY_PATH="$CUDNN_WHEEL:$LD_LIBRARY_PATH" && echo "cuDNN from the torch wheel: $CUDNN_WHEEL"
 fi
+# Wheels fetched here (einops), installed once into the device's Python (no registry there).
+for wheel in "$ROOT"/.deps/wheels/*.whl; do
+  [ -f "$wheel" ] || continue
+  module=${wheel##*/}; module=${module%%-*}
+  python3 -c "import $module" 2>/dev/null || python3 -m pip install -q --no-index --no-deps "$wheel"
+done
 device_build() {
   local t0=$(date +%s)
   cmake -S "$ROOT" -B "$ROOT/$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$(which python3)" \

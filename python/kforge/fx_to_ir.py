@@ -6,6 +6,7 @@ import functools
 import inspect
 import io
 import json
+import math
 import operator
 import sys
 
@@ -17,7 +18,7 @@ from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 
 from kforge import fx_ops
 from kforge.errors import ImportProblemError
-from kforge.fx_ops import ALIAS, STATIC
+from kforge.fx_ops import ALIAS, STATIC, einops_ops
 from kforge.graph_builder import GraphBuilder, Val
 from kforge.problem import load_problem
 
@@ -52,9 +53,13 @@ class _Tracer(torch.fx.Tracer):
     not have, or lets an in-place op on a buffer happen once at trace time instead of at every call."""
     proxy_buffer_attributes = True
 
+    def is_leaf_module(self, m, qualname) -> bool:
+        return isinstance(m, einops_ops.LEAF_LAYERS) or super().is_leaf_module(m, qualname)
+
 
 def trace(model, file) -> torch.fx.GraphModule:
-    tracer = _Tracer()
+    # einops' functions stay whole (its own code takes a proxy for no tensor it knows): fx_ops/einops_ops.py.
+    tracer = _Tracer(autowrap_modules=(math, *einops_ops.WRAPPED_MODULES))
     try:
         graph = tracer.trace(model)
     except Exception as e:

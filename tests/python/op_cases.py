@@ -16,12 +16,13 @@ class Case:
     init: str = ""             # statements of __init__ after super().__init__()
     attrs: dict = field(default_factory=dict)   # op -> attributes its first node must have
     params: list[str] = field(default_factory=list)
+    imports: str = ""          # more import lines (einops)
 
     def source(self) -> str:
         body = self.forward if "return" in self.forward else f"return {self.forward}"
         init = "\n".join(f"        {line}" for line in self.init.splitlines())
         forward = "\n".join(f"        {line}" for line in body.splitlines())
-        return (f"{HEADER}\n\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        return (f"{HEADER}{self.imports}\n\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
                 f"{init}\n\n    def forward(self, {self.args}):\n{forward}\n\n\n"
                 f"def get_inputs():\n    return [{self.inputs}]\n\n\ndef get_init_inputs():\n    return []\n")
 
@@ -410,6 +411,14 @@ CASES = [
          ["const", "expand", "cat", "const", "expand", "cat", "max_pool"], inputs="torch.randn(2, 3, 8, 8)"),
     Case("max_pool1d_ceil_mode_exact", "F.max_pool1d(x, 3, 2, ceil_mode=True)", ["max_pool"],
          inputs="torch.randn(2, 3, 9)"),
+    # einops (rearrange, repeat, reduce, its layers) as the steps of einops' own recipe
+    Case("einops_patches", "self.r(x)", ["reshape", "permute", "reshape", "reshape"], inputs="torch.randn(2, 3, 8, 8)",
+         init="self.r = Rearrange('b c (h p1) (w p2) -> b (h w) (p1 p2 c)', p1=2, p2=2)",
+         imports="from einops.layers.torch import Rearrange\n"),
+    Case("einops_rearrange_reduce_repeat",
+         "z = einops.rearrange(x, 'b (k d) -> b k d', k=2)\ns = einops.reduce(z, 'b k d -> b d', 'max')\n"
+         "return einops.repeat(s, 'b d -> b r d', r=3)",
+         ["reshape", "reshape", "permute", "amax", "reshape", "reshape", "expand", "reshape"], imports="import einops\n"),
     # params, buffers, constants, aliases, several outputs
     Case("parameter", "x * self.w", ["mul"], init="self.w = nn.Parameter(torch.randn(8))", params=["w"]),
     Case("buffer", "x * self.scale", ["mul"], init="self.register_buffer('scale', torch.full((8,), 2.0))",
