@@ -57,15 +57,51 @@ class _Tracer(torch.fx.Tracer):
         return isinstance(m, einops_ops.LEAF_LAYERS) or super().is_leaf_module(m, qualname)
 
 
-def trace(model, file) -> torch.fx.GraphModule:
+def trace(model, example_inputs, file) -> torch.fx.GraphModule:
+    """Model.forward as an FX graph of torch-level calls: torch.fx's symbolic trace, or where it stops at Python
+    control flow on shapes, dynamo's graph capture on the example inputs (trace_by_dynamo)."""
     # einops' functions stay whole (its own code takes a proxy for no tensor it knows): fx_ops/einops_ops.py.
     tracer = _Tracer(autowrap_modules=(math, *einops_ops.WRAPPED_MODULES))
     try:
         graph = tracer.trace(model)
-    except Exception as e:
-        hint = " (data-dependent control flow?)" if "control flow" in str(e) else ""
-        raise ImportProblemError(file, f"torch.fx cannot trace Model.forward{hint}: {type(e).__name__}: {e}") from e
+    except Exception as e:  # noqa: BLE001 -- any failure of the symbolic trace: dynamo's capture is the other way
+        return trace_by_dynamo(model, example_inputs, file, f"{type(e).__name__}: {e}")
     return torch.fx.GraphModule(tracer.root, graph, type(model).__name__)
+
+
+def trace_by_dynamo(model, example_inputs, file, why: str) -> torch.fx.GraphModule:
+    """torch.fx's symbolic trace cannot branch on a shape (`if x.size(1) > 4`, `range(x.size(0))`: a layer loop over
+    windows, an RNN cell over time steps); dynamo's graph capture runs forward on the example inputs' shapes and
+    records the calls on the path taken, loops unrolled, as the same torch-level calls. Its attributes are
+    renamed: each is mapped back to the model's own parameter or buffer by identity, so that params keep their
+    names (a tensor that is neither stays a constant of the graph). In-place updates of buffers that no result
+    reads (BatchNorm's batch counter) are side effects forward's output does not see: dropped, as the importer
+    ignores the running statistics. Data-dependent control flow stops dynamo too: then the problem is refused."""
+    import torch._dynamo
+    try:
+        captured, _ = torch._dynamo.export(model, aten_graph=False)(*example_inputs)
+    except Exception as e:  # noqa: BLE001
+        detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ImportProblemError(file, f"torch.fx cannot trace Model.forward ({why.splitlines()[0][:300]}), nor can "
+                                       f"dynamo's graph capture (data-dependent control flow?): {detail[:300]}") from e
+    finally:
+        torch._dynamo.reset()
+    own = {id(t): name for name, t in [*model.named_parameters(remove_duplicate=False),
+                                       *model.named_buffers(remove_duplicate=False)]}
+    graph = captured.graph
+    for node in reversed(list(graph.nodes)):
+        if node.op == "call_method" and node.target.endswith("_") and not node.users and node.args and \
+                getattr(node.args[0], "op", None) == "get_attr":
+            graph.erase_node(node)
+    graph.eliminate_dead_code()
+    for node in graph.nodes:
+        if node.op == "get_attr":
+            t = lookup(captured, node.target)
+            if id(t) in own:
+                node.target = own[id(t)]
+            else:
+                setattr(model, node.target, t)  # read as a constant of the graph (convert_node)
+    return torch.fx.GraphModule(model, graph, type(model).__name__)
 
 
 def propagate(gm, example_inputs, file) -> None:
@@ -178,7 +214,7 @@ def convert(model, example_inputs, file) -> dict:
     """The IR graph of `model` called on inputs shaped like `example_inputs`; ImportProblemError if any node
     cannot be expressed."""
     state = state_names(model)  # before tracing, which adds attributes to the model
-    gm = trace(model, file)
+    gm = trace(model, example_inputs, file)
     propagate(gm, example_inputs, file)
     unpack_tuple_results(gm)
     b = GraphBuilder(file, {n.name for n in gm.graph.nodes} | state)

@@ -419,6 +419,11 @@ CASES = [
          "z = einops.rearrange(x, 'b (k d) -> b k d', k=2)\ns = einops.reduce(z, 'b k d -> b d', 'max')\n"
          "return einops.repeat(s, 'b d -> b r d', r=3)",
          ["reshape", "reshape", "permute", "amax", "reshape", "reshape", "expand", "reshape"], imports="import einops\n"),
+    # Python control flow on shapes: torch.fx stops, dynamo's capture records the path taken, loops unrolled
+    Case("control_flow_on_shapes", "n, c = x.shape\nif c > 4:\n    x = x[:, :4]\nfor t in range(x.size(0) // 2):\n"
+         "    x = self.l(x) + t\nreturn x.relu()",
+         ["slice", "permute", "matmul", "add", "const", "add", "permute", "matmul", "add", "const", "add", "relu"],
+         init="self.l = nn.Linear(4, 4)", params=["l.weight", "l.bias"]),
     # params, buffers, constants, aliases, several outputs
     Case("parameter", "x * self.w", ["mul"], init="self.w = nn.Parameter(torch.randn(8))", params=["w"]),
     Case("buffer", "x * self.scale", ["mul"], init="self.register_buffer('scale', torch.full((8,), 2.0))",
