@@ -366,6 +366,11 @@ int main(int argc, char** argv) {
   syn->allow_extras();
   syn->prefix_command();
 
+  auto* agt = app.add_subcommand("agent", "a language model writes candidates through tool calls over an OpenAI-compatible "
+                                          "chat server, kforge judges them and stores the trajectory (python -m kforge.agent; --help there)");
+  agt->allow_extras();
+  agt->prefix_command();
+
   EvaluateArgs ea;
   auto* ev = app.add_subcommand("evaluate", "compile, verify, time and reward one candidate on a bundle (native protocol)");
   ev->add_option("bundle", ea.bundle, "bundle directory")->required();
@@ -460,6 +465,7 @@ int main(int argc, char** argv) {
     }
     if (*tcm) return cmd_train_costmodel(train_db, model_out, train_gpu, folds, objective);
     if (*trn) return python_status("train", trn->remaining());
+    if (*agt) return python_status("agent", agt->remaining());
     if (*syn) {
       run_python("synth", syn->remaining());
       return 0;
