@@ -2,7 +2,11 @@
 
 #include <httplib.h>
 
+#include <chrono>
+#include <thread>
+
 #include "ir/error.h"
+#include "server/reward_request.h"
 
 namespace kforge {
 
@@ -101,6 +105,81 @@ void post_job(Service& svc, Access& access, const httplib::Request& req, httplib
   }
 }
 
+// OpenRLHF's remote reward model contract (--remote_rm_url): {"query": [answer text, ...], "labels": [task, ...],
+// "prompts": [...]} -> {"rewards": [...]}; a label names the task to judge its answer on (the task id, as a number or
+// a string). Each answer's candidate (reward_request.h) becomes a job of this caller; the reply waits for all of
+// them ("timeout_s", default 600). An answer without a candidate, on an unknown task, refused by the queue or not
+// judged in time gets the environment's reward for a wrong kernel, -1, and `details` says why.
+void post_reward(Service& svc, Access& access, const httplib::Request& req, httplib::Response& res) {
+  auto who = caller(access, req, res);
+  if (!who) return;
+  auto j = body_object(req, res);
+  if (!j) return;
+  const json& queries = j->value("query", json()), &labels = j->value("labels", json());
+  if (!queries.is_array() || !labels.is_array() || queries.size() != labels.size())
+    return error(res, 400, "\"query\" (the answers) and \"labels\" (each answer's task id) must be arrays of one length");
+  const double timeout_s = std::clamp(j->value("timeout_s", 600.0), 1.0, 3600.0);
+  const size_t n = queries.size();
+  std::vector<double> rewards(n, -1.0);
+  std::vector<json> details(n, json::object());
+  std::vector<int64_t> jobs(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    json& d = details[i];
+    const json& label = labels[i];
+    int64_t task = -1;
+    if (label.is_number_integer()) task = label.get<int64_t>();
+    else if (label.is_string() && !label.get<std::string>().empty() &&
+             label.get<std::string>().find_first_not_of("0123456789") == std::string::npos)
+      task = std::stoll(label.get<std::string>());
+    auto record = task >= 0 ? svc.store().task(task) : std::nullopt;
+    if (!record || !visible(record->owner, *who)) {
+      d["error"] = "no task " + label.dump() + " (a label is the task id of POST /tasks)";
+      continue;
+    }
+    AnsweredCandidate c = candidate_in_answer(queries[i].is_string() ? queries[i].get<std::string>() : std::string());
+    if (c.kind.empty()) {
+      d["error"] = c.why;
+      continue;
+    }
+    if (!svc.options().untrusted_allowed) {
+      d["error"] = "this service takes no untrusted candidates (start it with --memory-cgroup or --unsafe-shared)";
+      continue;
+    }
+    try {
+      jobs[i] = svc.submit(task, c.kind, json{{"source", c.source}}.dump(), *who);
+      d["job_id"] = jobs[i];
+      d["kind"] = c.kind;
+    } catch (const Service::QueueFull& e) {
+      d["error"] = e.what();
+    }
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (size_t i = 0; i < n; ++i) {
+    if (!jobs[i]) continue;
+    std::optional<Job> job;
+    for (;;) {
+      job = svc.store().job(jobs[i]);
+      if (!job || job->status == "done" || job->status == "failed" || job->status == "cancelled") break;
+      if (std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    json& d = details[i];
+    d["status"] = job ? job->status : "missing";
+    if (job && job->status == "done") {
+      json r = json::parse(job->result, nullptr, false);
+      if (!r.is_discarded()) {
+        rewards[i] = r.value("reward", -1.0);
+        d["tier"] = r.value("tier", "failed");
+      }
+    } else if (job && job->status == "failed") {
+      d["error"] = job->error;
+    } else {
+      d["error"] = "not judged within " + std::to_string(int(timeout_s)) + " s (still " + d["status"].get<std::string>() + ")";
+    }
+  }
+  reply(res, 200, {{"rewards", rewards}, {"scores", rewards}, {"details", details}});
+}
+
 }  // namespace
 
 void serve_http(Service& svc, const Tokens& tokens, double requests_per_second, const std::string& host, int port) {
@@ -111,6 +190,7 @@ void serve_http(Service& svc, const Tokens& tokens, double requests_per_second, 
   srv.Get("/health", [&](const httplib::Request&, httplib::Response& res) { reply(res, 200, svc.health()); });
   srv.Post("/tasks", [&](const httplib::Request& req, httplib::Response& res) { post_task(svc, access, req, res); });
   srv.Post("/jobs", [&](const httplib::Request& req, httplib::Response& res) { post_job(svc, access, req, res); });
+  srv.Post("/reward", [&](const httplib::Request& req, httplib::Response& res) { post_reward(svc, access, req, res); });
   srv.Get(R"(/jobs/(\d+))", [&](const httplib::Request& req, httplib::Response& res) {
     auto who = caller(access, req, res);
     if (!who) return;

@@ -250,3 +250,34 @@ def test_a_build_in_a_private_folder_is_staged_where_the_sandbox_user_reads_it(w
             assert j["status"] == "done", text
     finally:
         s.kill()
+
+
+def test_rewards_for_rl_frameworks(workdir, bundle, monkeypatch):
+    """POST /reward answers OpenRLHF's remote reward model contract ({"query", "labels"} -> {"rewards"}), each
+    answer's candidate a job of its own; verl's compute_score (python/kforge/rl/verl_reward.py) goes through it.
+    An answer without a candidate or on an unknown task gets -1 and the reason; without a GPU the candidate's
+    job fails for want of a driver and is paid -1 too."""
+    from kforge.rl import verl_reward
+    s = Server(workdir, "--workers", "1", "--sandbox-user", "root", "--unsafe-shared",
+               *([] if os.path.exists("/dev/nvidia0") else ["--fresh-every", "0"]))
+    try:
+        task = s.post("/tasks", {"bundle": str(bundle)})[1]["task_id"]
+        answer = ("Fused softmax:\n```python\nimport torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+                  "        return torch.softmax(x, dim=1)\n```\n")
+        status, body = s.post("/reward", {"query": [answer, "no code here", answer], "labels": [str(task), str(task), "999"],
+                                          "prompts": ["", "", ""]})
+        assert status == 200 and len(body["rewards"]) == 3 and body["scores"] == body["rewards"], body
+        judged, missing, unknown = body["details"]
+        assert body["rewards"][1] == -1.0 and "no fenced code block" in missing["error"]
+        assert body["rewards"][2] == -1.0 and "no task" in unknown["error"]
+        assert judged["kind"] == "modelnew" and s.get(f"/jobs/{judged['job_id']}")[0] == 200
+        if os.path.exists("/dev/nvidia0"):
+            assert judged["status"] == "done" and judged["tier"] == "strict" and body["rewards"][0] > -1.0, body
+        else:
+            assert judged["status"] == "failed" and body["rewards"][0] == -1.0 and "NVIDIA driver" in judged["error"], body
+        assert s.post("/reward", {"query": ["a"], "labels": []})[0] == 400
+        monkeypatch.setenv("KFORGE_SERVICE_URL", f"http://127.0.0.1:{s.port}")
+        assert verl_reward.compute_score("kforge", answer, str(task), {}) == body["rewards"][0]
+        assert verl_reward.compute_score("kforge", "no code", task) == -1.0
+    finally:
+        s.kill()
