@@ -10,10 +10,11 @@ if [ ${#need_apt[@]} -gt 0 ] && command -v apt-get >/dev/null; then
   SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
-# einops: problems written with it (rearrange, repeat, reduce) import through it (python/kforge/fx_ops/einops_ops.py).
-python3 - <<'PY' || python3 -m pip install -q "torch>=2.4" numpy pybind11 pytest einops
+# einops: problems written with it (rearrange, repeat, reduce) import through it (python/kforge/fx_ops/einops_ops.py);
+# ray: the evaluation pool across GPUs and nodes (python/kforge/pool.py).
+python3 - <<'PY' || python3 -m pip install -q "torch>=2.4" numpy pybind11 pytest einops ray
 import importlib.util, sys
-sys.exit(0 if all(importlib.util.find_spec(m) for m in ("torch", "numpy", "pybind11", "pytest", "einops")) else 1)
+sys.exit(0 if all(importlib.util.find_spec(m) for m in ("torch", "numpy", "pybind11", "pytest", "einops", "ray")) else 1)
 PY
 command -v nvcc >/dev/null || [ -d /usr/local/cuda ] || { echo "setup: the CUDA toolkit is required (nvcc, NVRTC)"; exit 1; }
 export PATH="/usr/local/cuda/bin:$PATH"
