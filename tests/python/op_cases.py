@@ -442,6 +442,11 @@ CASES = [
          ["const", "reshape"] * 8 + ["cat", "reshape", "mul", "const", "add"]),
     Case("tensor_constant_all_equal", "x + torch.tensor([[2.0] * 8] * 4)", ["const", "expand", "add"]),
     Case("tensor_constant_ones", "x * torch.ones(8)", ["const", "expand", "mul"]),
+    # zeros / ones / full of a size from a shape: dynamo's capture (range over a size) records them as calls
+    Case("state_from_zeros", "h = torch.zeros(x.size(0), 8)\nfor t in range(x.size(1) // 4):\n    h = torch.tanh(h + x[:, t])\n"
+         "return h + torch.full((4, 8), 0.5) + torch.ones(4, 8)",
+         ["const", "expand"] + ["slice", "reshape", "add", "tanh"] * 2 + ["const", "expand", "add"] * 2,
+         inputs="torch.randn(4, 8, 8)"),
     # A tuple-valued op returned as it is: its parts are the outputs.
     Case("tuple_result_returned", "torch.max(x, dim=1)", ["amax", "argmax"]),
     Case("two_outputs", "return x.relu(), x.sigmoid()", ["relu", "sigmoid"]),

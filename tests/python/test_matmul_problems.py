@@ -11,7 +11,7 @@ import torch
 
 from conftest import REPO
 from kforge import fx_to_ir
-from kforge.problem import load_problem
+from kforge.problem import dropout_off, load_problem
 
 KFORGE = Path(os.environ.get("KFORGE_BIN", REPO / "build" / "kforge"))
 LEVEL2_PRODUCTS = [p for p in sorted((REPO / "bench" / "level2").glob("*.py")) if "conv" not in p.stem]
@@ -46,7 +46,7 @@ LEVEL2 = {
 def graph_of(path):
     problem = load_problem(path)
     with torch.device("meta"):
-        model = problem.module.Model(*problem.module.get_init_inputs())
+        model = dropout_off(problem.module.Model(*problem.module.get_init_inputs()))  # as build_model makes it
     return fx_to_ir.convert(model, problem.draw_inputs(0, "meta"), problem.path)
 
 

@@ -74,16 +74,17 @@ def apply(b, input, pattern: str, operation, axes_lengths: dict):
 
 
 if einops is not None:
+    # Positional-only: an axis may be named `b` (its length a keyword), as the builder is.
     @on(einops.rearrange)
-    def rearrange(b, tensor_, pattern, **axes_lengths):
+    def rearrange(b, tensor_, pattern, /, **axes_lengths):
         return apply(b, tensor_, pattern, "rearrange", axes_lengths)
 
     @on(einops.repeat)
-    def repeat(b, tensor_, pattern, **axes_lengths):
+    def repeat(b, tensor_, pattern, /, **axes_lengths):
         return apply(b, tensor_, pattern, "repeat", axes_lengths)
 
     @on(einops.reduce)
-    def reduce(b, tensor_, pattern, reduction, **axes_lengths):
+    def reduce(b, tensor_, pattern, reduction, /, **axes_lengths):
         if not isinstance(reduction, str):
             b.refuse("an einops reduction must be named (a callable is not supported)")
         return apply(b, tensor_, pattern, reduction, axes_lengths)

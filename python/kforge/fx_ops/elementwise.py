@@ -103,6 +103,24 @@ def to(b, input, *args, **kwargs):
 
 
 on("detach", "clone", torch.clone)(lambda b, input, *args, **kwargs: tensor(b, input))
+
+
+def filled(b, value) -> Val:
+    """A tensor of one value in forward's own shape (PyTorch's result shape and dtype): a broadcast constant."""
+    return b.emit("expand", [b.const(value, b.out_dtype)], {"shape": list(b.out_shape)})
+
+
+# Tensors made in forward from static sizes (an RNN's initial state): their values are known, their shape FX's.
+@on(torch.zeros, torch.ones)
+def zeros_or_ones(b, *size, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False, out=None):
+    return filled(b, 1 if b.node.target is torch.ones else 0)
+
+
+@on(torch.full)
+def full(b, size, fill_value, *, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False, out=None):
+    if not isinstance(fill_value, (int, float, bool)):
+        b.refuse("torch.full's value must be a Python number")
+    return filled(b, fill_value)
 on_module(nn.Identity)(lambda b, m, input, *args, **kwargs: tensor(b, input))
 
 
