@@ -28,6 +28,7 @@
 #include "runtime/compiler.h"
 #include "runtime/crash_trace.h"
 #include "runtime/driver.h"
+#include "runtime/target.h"
 #include "env/raw_cuda.h"
 #include "search/cost_model.h"
 #include "search/cost_model_training.h"
@@ -276,13 +277,18 @@ int cmd_evaluate(const EvaluateArgs& a, const std::string& self) {
   std::_Exit(r.relaxed ? 0 : 1);
 }
 
-int cmd_lower(const std::string& path, const std::string& schedule_path, const std::string& out, bool compile) {
+int cmd_lower(const std::string& path, const std::string& schedule_path, const std::string& out, bool compile,
+              const std::string& arch) {
   Graph g = load_graph(path);
   Schedule s = schedule_path.empty() ? Schedule{} : schedule_from_json(nlohmann::json::parse(read_file(schedule_path)));
-  Plan p = lower(g, s);
+  // The groups are scheduled for the architecture compiled for (Hopper-only schedules are refused below it).
+  GraphAnalysis analysis(g, arch.empty() ? Target::here().sm() : std::stoi(arch.substr(3)));
+  Plan p = lower(analysis, s);
   write_json(out, p.to_json());
   int failures = 0;
-  Compiler c({.cache_dir = default_cache_dir()});
+  CompileOptions options{.cache_dir = default_cache_dir()};
+  if (!arch.empty()) options.arch = arch;
+  Compiler c(options);
   for (auto& k : p.kernels) {
     if (k.kind != StepKind::nvrtc) {  // a library call: nothing to compile, its parameters say what it does
       if (out.empty() && !compile) std::cout << "// " << k.name << ": " << to_string(k.kind) << " " << k.library.dump() << "\n";
@@ -361,6 +367,9 @@ int main(int argc, char** argv) {
   low->add_option("--schedule", schedule_path, "schedule JSON");
   low->add_option("-o,--out", out, "write the plan JSON here");
   low->add_flag("--compile", compile, "compile every kernel with NVRTC for this GPU's architecture (sm_90 without one) and report");
+  std::string lower_arch;
+  low->add_option("--arch", lower_arch, "with --compile: another architecture (sm_80, sm_86, sm_89, sm_90, ...)")
+      ->check(CLI::IsMember({"sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_100", "sm_120"}));
 
   auto* syn = app.add_subcommand("synth", "generate KernelBench-format training problems (python -m kforge.synth; --help there)");
   syn->allow_extras();
@@ -444,7 +453,7 @@ int main(int argc, char** argv) {
       run_python("export", {bundle, plan.empty() ? bundle + "/best_plan.json" : plan, "-o", out});
       return 0;
     }
-    if (*low) return cmd_lower(graph_path, schedule_path, out, compile);
+    if (*low) return cmd_lower(graph_path, schedule_path, out, compile, lower_arch);
     if (*ev) return cmd_evaluate(ea, std::filesystem::read_symlink("/proc/self/exe").string());
     if (*draw) {
       std::vector<std::string> args = {bundle, drawn_out, "--fresh", std::to_string(fresh), "--device", device};

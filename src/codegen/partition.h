@@ -30,6 +30,10 @@ enum class GroupKind { pointwise, row, scan, pool, matmul, conv };
 constexpr int kGroupKindCount = 6;
 std::string to_string(GroupKind k);  // "pointwise", "row", ...
 
+// The compute capability (major * 10 + minor) a graph is lowered for where no GPU tells it: the Hopper the
+// generator's rules were measured on.
+constexpr int kDefaultSm = 90;
+
 struct KernelGroup {
   GroupKind kind;
   std::string key;              // stable name for schedules: the name of the group's first root
@@ -50,6 +54,8 @@ struct KernelGroup {
   std::optional<ConvDims> depthwise;
   // conv: whether a bias or an activation was folded into the node (codegen/conv_epilogue.h).
   bool conv_epilogue = false;
+  // The target's compute capability (GraphAnalysis): Hopper's bulk copies and thread-block clusters need 90.
+  int sm = kDefaultSm;
 };
 
 struct Partition {

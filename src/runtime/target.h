@@ -19,7 +19,8 @@ struct Target {
   bool measured = false;                // told by the driver (else the default above)
 
   // "sm_90": real architecture, CUBIN that loads without JIT.
-  std::string arch() const { return std::string("sm_").append(std::to_string(major * 10 + minor)); }
+  std::string arch() const { return std::string("sm_").append(std::to_string(sm())); }
+  int sm() const { return major * 10 + minor; }  // compute capability as codegen takes it (KernelGroup::sm)
   // Device `ordinal`'s properties (this process's numbering); throws UserError without a driver or device.
   static Target of_device(int ordinal);
   // Device 0's, told once; the default where there is no usable GPU.
