@@ -282,7 +282,9 @@ int cmd_lower(const std::string& path, const std::string& schedule_path, const s
   Graph g = load_graph(path);
   Schedule s = schedule_path.empty() ? Schedule{} : schedule_from_json(nlohmann::json::parse(read_file(schedule_path)));
   // The groups are scheduled for the architecture compiled for (Hopper-only schedules are refused below it).
-  GraphAnalysis analysis(g, arch.empty() ? Target::here().sm() : std::stoi(arch.substr(3)));
+  TargetFacts target = Target::here().facts();
+  if (!arch.empty()) target.sm = std::stoi(arch.substr(3));
+  GraphAnalysis analysis(g, target);
   Plan p = lower(analysis, s);
   write_json(out, p.to_json());
   int failures = 0;

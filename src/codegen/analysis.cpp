@@ -17,20 +17,20 @@ const Graph& lowerable(const Graph& graph) {
 }
 }  // namespace
 
-GraphAnalysis::GraphAnalysis(const Graph& graph, int sm)
+GraphAnalysis::GraphAnalysis(const Graph& graph, TargetFacts target)
     : graph_(lowerable(graph)), primitive_(primitive_graph(graph)), hash_(stable_hash(graph_to_json(graph).dump())),
-      sm_(sm) {}
+      target_(target) {}
 
 const Partition& GraphAnalysis::partition(bool fuse_rows) const {
   std::call_once(once_[fuse_rows], [&] {
     partitions_[fuse_rows] = kforge::partition(primitive_, fuse_rows);
-    for (KernelGroup& g : partitions_[fuse_rows]->groups) g.sm = sm_;
+    for (KernelGroup& g : partitions_[fuse_rows]->groups) g.target = target_;
   });
   return *partitions_[fuse_rows];
 }
 
-std::shared_ptr<const GraphAnalysis> analyze(const Graph& graph, int sm) {
-  return std::make_shared<const GraphAnalysis>(graph, sm);
+std::shared_ptr<const GraphAnalysis> analyze(const Graph& graph, TargetFacts target) {
+  return std::make_shared<const GraphAnalysis>(graph, target);
 }
 
 }  // namespace kforge

@@ -19,8 +19,8 @@ class GraphAnalysis {
   // Implicit: a one-off caller (a test, `kforge lower`) passes a graph where an analysis is asked for; the search
   // builds one per task and hands it along. Throws UserError where the graph is kept whole (an `opaque` op:
   // kforge's generator has nothing to lower) or cannot be decomposed.
-  // `sm`: the compute capability the groups are scheduled for (KernelGroup::sm; the search passes its GPU's).
-  GraphAnalysis(const Graph& graph, int sm = kDefaultSm);  // NOLINT(google-explicit-constructor)
+  // `target`: the GPU the groups are scheduled for (KernelGroup::target; the search passes its own GPU's).
+  GraphAnalysis(const Graph& graph, TargetFacts target = {});  // NOLINT(google-explicit-constructor)
   // The partitions point into primitive(): an analysis stays where it was built (share it, do not copy it).
   GraphAnalysis(const GraphAnalysis&) = delete;
   GraphAnalysis& operator=(const GraphAnalysis&) = delete;
@@ -28,7 +28,7 @@ class GraphAnalysis {
   const Graph& graph() const { return graph_; }           // as given
   const Graph& primitive() const { return primitive_; }   // what partition() and the emitters see
   const std::string& graph_hash() const { return hash_; } // stable_hash of the given graph's JSON
-  int sm() const { return sm_; }
+  const TargetFacts& target() const { return target_; }
   // The partition under `fuse_rows`, built at its first use (the unfused one is often never asked for).
   const Partition& partition(bool fuse_rows) const;
   const std::vector<KernelGroup>& groups(bool fuse_rows) const { return partition(fuse_rows).groups; }
@@ -36,11 +36,11 @@ class GraphAnalysis {
  private:
   Graph graph_, primitive_;
   std::string hash_;
-  int sm_;
+  TargetFacts target_;
   mutable std::once_flag once_[2];
   mutable std::optional<Partition> partitions_[2];
 };
 
-std::shared_ptr<const GraphAnalysis> analyze(const Graph& graph, int sm = kDefaultSm);
+std::shared_ptr<const GraphAnalysis> analyze(const Graph& graph, TargetFacts target = {});
 
 }  // namespace kforge

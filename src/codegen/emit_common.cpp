@@ -66,7 +66,7 @@ PlanKernel generated_kernel(const KernelGroup& g, const KernelSchedule& ks, cons
 
 PlanKernel make_kernel(const KernelGroup& g, const KernelSchedule& ks, const std::string& name,
                        const std::string& body, const KernelWriter& w, int64_t grid, int block) {
-  return generated_kernel(g, ks, name, body, w.used_buffers(), clamp_grid(grid), block);
+  return generated_kernel(g, ks, name, body, w.used_buffers(), clamp_grid(g, grid), block);
 }
 
 int64_t full_grid(int64_t blocks) {
@@ -75,9 +75,9 @@ int64_t full_grid(int64_t blocks) {
   return std::clamp<int64_t>(blocks, 1, kMaxGridX);
 }
 
-int64_t clamp_grid(int64_t blocks) {
-  // Grid-stride loops cover any size; more than ~64 waves of blocks only adds scheduling work.
-  return std::max<int64_t>(1, std::min<int64_t>(blocks, 132 * 64 * 4));
+int64_t clamp_grid(const KernelGroup& g, int64_t blocks) {
+  // Grid-stride loops cover any size; more than ~64 waves of four blocks an SM only adds scheduling work.
+  return std::max<int64_t>(1, std::min<int64_t>(blocks, int64_t(g.target.sms) * 64 * 4));
 }
 
 int buffer_of(const EmitContext& cx, int node) { return cx.buffer_of_owner.at(cx.partition.storage.at(node)); }

@@ -120,7 +120,7 @@ PlanKernel transpose_step(const KernelGroup& g, const KernelSchedule& ks, const 
   if (e.bias >= 0) args.push_back(e.bias);
   if (undo >= 0) args.push_back(undo);
   args.push_back(dst);
-  return generated_kernel(g, ks, name, s, args, clamp_grid(tiled_transpose_blocks(A, B, C)), 256);
+  return generated_kernel(g, ks, name, s, args, clamp_grid(g, tiled_transpose_blocks(A, B, C)), 256);
 }
 
 // A plan step that applies the epilogue (bias[c], then the activation) to y[a][c][s] in place (c < C, s < S): that
@@ -173,7 +173,7 @@ std::vector<PlanKernel> split_step(EmitContext& cx, const KernelGroup& g, const 
   const bool t = cl.transposed;
   const int64_t xc = cl.xc, yc = cl.yc, x_extent = cl.x_extent, y_extent = cl.y_extent, wc = cl.wc, taps = cl.taps;
   const int64_t x_elems = d.n * xc * x_extent, w_elems = d.o * wc * taps;
-  // A grid of up to 1056 blocks folds the partials in each block: 256 of them per operand keep that a few MB of L2.
+  // A grid of up to 8 blocks an SM folds the partials in each block: 256 of them per operand keep that a few MB of L2.
   const HalfScales h = emit_half_absmax(cx, g, ks, name, x, x_elems, w, w_elems, 256);
   k.args[0] = add_temp(cx, g.key + ".x_nhwc", DType::f16, {3 * x_elems});
   k.args[1] = add_temp(cx, g.key + ".w_nhwc", DType::f16, {3 * w_elems});

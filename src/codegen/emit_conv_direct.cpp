@@ -83,7 +83,7 @@ PlanKernel emit_conv_direct(const KernelGroup& g, const KernelSchedule& ks, cons
        e.store("        y[plane * " + I(oh * ow) + " + oh * " + I(ow) + " + ow]", "acc[r]", "plane % " + I(d.c)) + "      }\n";
   s += "    }\n  }\n}\n";
   return generated_kernel(g, ks, name, s, bias >= 0 ? std::vector<int>{x, w, bias, y} : std::vector<int>{x, w, y},
-                          clamp_grid(tiles), ks.block);
+                          clamp_grid(g, tiles), ks.block);
 }
 
 }  // namespace kforge

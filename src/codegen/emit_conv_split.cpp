@@ -46,7 +46,7 @@ PlanKernel emit_split_transpose(const KernelGroup& g, const KernelSchedule& ks, 
   // A grid of at most 8 blocks per SM: every block folds all the partials first.
   std::vector<int> args = {src, h.partial, dst};
   if (scale >= 0) args.push_back(scale);
-  return generated_kernel(g, ks, name, s, args, std::clamp<int64_t>(tiled_transpose_blocks(A, B, C), 1, 132 * 8), 256);
+  return generated_kernel(g, ks, name, s, args, std::clamp<int64_t>(tiled_transpose_blocks(A, B, C), 1, 8 * int64_t(g.target.sms)), 256);
 }
 
 }  // namespace kforge

@@ -245,7 +245,7 @@ std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, c
   s += "            Cb[row * " + I(d.n) + " + col] = v;\n";
   s += "          }\n        }\n  }\n}\n";
 
-  PlanKernel k = generated_kernel(g, ks, name, s, std::move(args), clamp_grid(tiles), kMmaThreads);
+  PlanKernel k = generated_kernel(g, ks, name, s, std::move(args), clamp_grid(g, tiles), kMmaThreads);
   k.smem = int(sizeof(float)) * (sa.floats() + sb.floats());
   return {k};
 }

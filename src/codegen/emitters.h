@@ -106,7 +106,7 @@ PlanKernel generated_kernel(const KernelGroup& g, const KernelSchedule& ks, cons
 // generated_kernel over the buffers `w` used, its grid clamped (clamp_grid).
 PlanKernel make_kernel(const KernelGroup& g, const KernelSchedule& ks, const std::string& name,
                        const std::string& body, const KernelWriter& w, int64_t grid, int block);
-int64_t clamp_grid(int64_t blocks);
+int64_t clamp_grid(const KernelGroup& g, int64_t blocks);
 constexpr int64_t kMaxGridX = (int64_t(1) << 31) - 1;  // CUDA's limit on gridDim.x
 // A block per chunk of work, however many (up to gridDim.x's limit; the kernels' grid-stride loops cover the
 // rest), for the flat kernels where clamping costs bandwidth (emit_common.cpp).

@@ -30,9 +30,13 @@ enum class GroupKind { pointwise, row, scan, pool, matmul, conv };
 constexpr int kGroupKindCount = 6;
 std::string to_string(GroupKind k);  // "pointwise", "row", ...
 
-// The compute capability (major * 10 + minor) a graph is lowered for where no GPU tells it: the Hopper the
-// generator's rules were measured on.
-constexpr int kDefaultSm = 90;
+// What code generation needs to know of the GPU (runtime/target.h tells it from the driver): its compute capability
+// (major * 10 + minor) and its SMs. The default is the Hopper the generator's rules were measured on, where no GPU
+// tells it (CI, `kforge lower` on a laptop).
+struct TargetFacts {
+  int sm = 90;
+  int sms = 132;
+};
 
 struct KernelGroup {
   GroupKind kind;
@@ -54,8 +58,8 @@ struct KernelGroup {
   std::optional<ConvDims> depthwise;
   // conv: whether a bias or an activation was folded into the node (codegen/conv_epilogue.h).
   bool conv_epilogue = false;
-  // The target's compute capability (GraphAnalysis): Hopper's bulk copies and thread-block clusters need 90.
-  int sm = kDefaultSm;
+  // The target (GraphAnalysis): Hopper's bulk copies and clusters need sm 90; grids are sized in its SMs.
+  TargetFacts target;
 };
 
 struct Partition {

@@ -175,7 +175,7 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
         if (ks.cache_row == RowCache::registers && ks.strategy != Strategy::block && ks.strategy != Strategy::tile)
           illegal(g, "cache_row", "registers needs the block or tile strategy (a warp's lanes would hold row/32 elements each)");
         if (ks.cache_row == RowCache::bulk) {
-          if (g.sm < 90) illegal(g, "cache_row", "bulk copies need sm_90 (Hopper) or later; the target is sm_" + std::to_string(g.sm));
+          if (g.target.sm < 90) illegal(g, "cache_row", "bulk copies need sm_90 (Hopper) or later; the target is sm_" + std::to_string(g.target.sm));
           if (ks.strategy != Strategy::block || !suffix)
             illegal(g, "cache_row", "bulk needs the block strategy and the reduced dims innermost (each row one contiguous run)");
           if (row_length(g) < kMinBulkRow)
@@ -192,8 +192,8 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
         // registers or read again from memory; the blocks' statistics meet in distributed shared memory.
         if (ks.chunks != 2 && ks.chunks != 4 && ks.chunks != 8)
           illegal(g, "chunks", "of the block and tile strategies is the blocks of a cluster sharing each row: 1, 2, 4 or 8");
-        if (g.sm < 90)
-          illegal(g, "chunks", "thread-block clusters need sm_90 (Hopper) or later; the target is sm_" + std::to_string(g.sm));
+        if (g.target.sm < 90)
+          illegal(g, "chunks", "thread-block clusters need sm_90 (Hopper) or later; the target is sm_" + std::to_string(g.target.sm));
         if (ks.cache_row == RowCache::shared || ks.cache_row == RowCache::bulk)
           illegal(g, "chunks", "a row split across a cluster is cached in registers or not at all");
         if (row_length(g) < row_walkers(ks)) illegal(g, "chunks", "would leave threads of the cluster without an element of the row");

@@ -58,7 +58,7 @@ int serve_plan_jobs(const std::string& bundle_dir, const std::string& drawn, con
       json job = json::parse(line);
       if (!job.is_object() || !job.contains("schedule") || !job["schedule"].is_object())
         throw UserError("a job is one JSON object with \"schedule\" (an object)");
-      if (!analysis) analysis = analyze(b.graph, Target::here().sm());  // once for every schedule of the task (a failure: each job's)
+      if (!analysis) analysis = analyze(b.graph, Target::here().facts());  // once for every schedule of the task (a failure: each job's)
       Plan plan = lower(*analysis, schedule_from_json(job["schedule"]));
       EvalResult r = evaluate(b.spec(), s.task, plan, s.compiler, s.verifier, eo, s.stream);
       answer = {{"ok", true}, {"result", r.to_json()}};

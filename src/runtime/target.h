@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "codegen/partition.h"
+
 namespace kforge {
 
 struct Target {
@@ -20,7 +22,8 @@ struct Target {
 
   // "sm_90": real architecture, CUBIN that loads without JIT.
   std::string arch() const { return std::string("sm_").append(std::to_string(sm())); }
-  int sm() const { return major * 10 + minor; }  // compute capability as codegen takes it (KernelGroup::sm)
+  int sm() const { return major * 10 + minor; }
+  TargetFacts facts() const { return {sm(), sms}; }  // what code generation is told (KernelGroup::target)
   // Device `ordinal`'s properties (this process's numbering); throws UserError without a driver or device.
   static Target of_device(int ordinal);
   // Device 0's, told once; the default where there is no usable GPU.

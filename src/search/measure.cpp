@@ -59,7 +59,7 @@ void precompile(const std::vector<Plan>& plans, const Compiler& compiler, int th
 
 PlanMeter::PlanMeter(const TaskSpec& spec, DeviceTask& task, MeasurementDB& db, const Compiler& compiler,
                      const std::string& versions, int compile_threads, EvalOptions eo)
-    : spec_(spec), task_(task), db_(db), compiler_(compiler), versions_(versions), analysis_(analyze(spec.graph, Target::here().sm())),
+    : spec_(spec), task_(task), db_(db), compiler_(compiler), versions_(versions), analysis_(analyze(spec.graph, Target::here().facts())),
       threads_(compile_threads), eo_(std::move(eo)) {
   ensure_context();
   gpu_ = device_name();

@@ -65,7 +65,7 @@ TEST(Codegen, SchedulesBelowHopperLeaveOutBulkCopiesAndClustersAndCompile) {
   int hopper_only = 0;
   for (auto& sample : testing::sample_graphs()) {
     Graph g = graph_from_json(sample.graph);
-    GraphAnalysis hopper(g), ampere(g, 80);
+    GraphAnalysis hopper(g), ampere(g, {.sm = 80, .sms = 108});
     for (bool fuse : {true, false})
       for (size_t i = 0; i < ampere.groups(fuse).size(); ++i) {
         const KernelGroup& a = ampere.groups(fuse)[i];
@@ -89,6 +89,20 @@ TEST(Codegen, SchedulesBelowHopperLeaveOutBulkCopiesAndClustersAndCompile) {
   }
   EXPECT_GT(hopper_only, 20);
   EXPECT_GT(compiled.size(), 60u);
+}
+
+// Grids are sized in the target's SMs: a whole-tensor sum splits into about eight blocks an SM.
+TEST(Codegen, SplitReductionsAreSizedInTheTargetsSms) {
+  nlohmann::json j = {{"inputs", {{{"name", "x"}, {"dtype", "f32"}, {"shape", {512, 512}}}}}, {"params", nlohmann::json::array()},
+                      {"nodes", {{{"name", "s"}, {"op", "sum"}, {"args", {"x"}}, {"attrs", {{"dims", {0, 1}}, {"keepdim", false}}}}}},
+                      {"outputs", {"s"}}};
+  Graph g = graph_from_json(j);
+  GraphAnalysis hopper(g), small(g, {.sm = 89, .sms = 16});
+  KernelSchedule big = default_schedule(hopper.groups(true).at(0)), few = default_schedule(small.groups(true).at(0));
+  ASSERT_EQ(big.strategy, Strategy::split);
+  ASSERT_EQ(few.strategy, Strategy::split);
+  EXPECT_EQ(big.chunks, 512);      // 8 x 132 + 1, at most 512
+  EXPECT_EQ(few.chunks, 8 * 16 + 1);
 }
 
 int kernels_for(const nlohmann::json& graph, bool fuse) {
