@@ -5,6 +5,7 @@
 #   scripts/device_check.sh [PROBLEM_GLOBS (space-separated)] [BUDGET]
 #   e.g. run with carry [".deps"]: bash scripts/device_check.sh "bench/level1/0[1-9]_*.py" 8
 # Knobs (environment):
+# - PY_GPU_TESTS: Python test files to run with the GPU (pytest), within PY_GPU_TEST_TIMEOUT (300 s);
 # - RUN_GPU_TESTS, RUN_CPU_TESTS (1: run that ctest label), GPU_TEST_TIMEOUT (300 s), GPU_TEST_JOBS (1; 3 ran the
 #   suite in 190 s on one H100, every test passing), GPU_TEST_ARGS (more ctest
 #   arguments, word-split, so no inner quotes: "-R GpuPlans.*(softmax|pool)");
@@ -70,6 +71,13 @@ if [ "${RUN_GPU_TESTS:-1}" = 1 ]; then
   (cd build-device && timeout ${GPU_TEST_TIMEOUT:-300} ctest -L gpu ${GPU_TEST_ARGS:-} -j${GPU_TEST_JOBS:-1} --output-on-failure > /tmp/gpu_tests.txt 2>&1)
   grep -E "got .* expected|Test #.*Failed|tests passed" /tmp/gpu_tests.txt | head -40
   cp /tmp/gpu_tests.txt "$OUT/gpu_tests.txt"
+fi
+if [ -n "${PY_GPU_TESTS:-}" ]; then
+  # Python tests that need the GPU (e.g. "tests/python/test_api.py tests/python/test_modelnew_eval.py").
+  echo "== Python GPU tests: $PY_GPU_TESTS"
+  KFORGE_BIN="$ROOT/$BUILD_DIR/kforge" PYTHONPATH="$ROOT/python" timeout ${PY_GPU_TEST_TIMEOUT:-300} \
+    python3 -m pytest -q $PY_GPU_TESTS > /tmp/py_gpu_tests.txt 2>&1
+  tail -5 /tmp/py_gpu_tests.txt; cp /tmp/py_gpu_tests.txt "$OUT/py_gpu_tests.txt"
 fi
 if [ "${RUN_CPU_TESTS:-1}" = 1 ]; then
   echo "== CPU tests (ctest -L cpu)"

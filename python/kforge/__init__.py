@@ -16,4 +16,12 @@ try:
 except OSError:  # not a GNU toolchain's process: nothing to unify
     pass
 
-__all__ = ["ImportProblemError"]
+__all__ = ["ImportProblemError", "optimize"]
+
+
+def __getattr__(name):
+    """`kforge.optimize` (kforge.api), imported on first use: `import kforge` stays light (no torch)."""
+    if name == "optimize":
+        from kforge.api import optimize
+        return optimize
+    raise AttributeError(f"module 'kforge' has no attribute {name!r}")

@@ -20,7 +20,7 @@ from kforge.dtypes import IR_TO_TORCH
 from kforge.errors import ImportProblemError
 from kforge.fx_to_ir import lookup
 from kforge.opaque import opaque_graph
-from kforge.problem import load_problem, random_seed
+from kforge.problem import Problem, load_problem, random_seed
 
 # (scale, shift) of float inputs per hidden set, cycling from set 0: other value ranges than get_inputs() draws,
 # mild enough that exp() and prod() stay finite.
@@ -234,7 +234,7 @@ def imported_task(path, device: str, keep_whole: bool = True) -> ImportedTask:
     the GPU (footprint.check_fits)."""
     if device == "cuda" and not torch.cuda.is_available():
         raise ImportProblemError(path, "--device cuda but no CUDA device is available (use --device cpu)")
-    problem = load_problem(path)
+    problem = path if isinstance(path, Problem) else load_problem(path)  # a file, or one made in memory (kforge.api)
     model = problem.build_model().to(device)
     inputs0 = problem.draw_inputs(random_seed(), device)  # set 0: get_inputs() as the problem draws it
     importer = {"opaque": False}

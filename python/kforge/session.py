@@ -26,7 +26,7 @@ from kforge.bundle import read_inputs, read_outputs, read_params, read_strict_to
 from kforge.errors import ImportProblemError
 from kforge.kbtime import HiddenSets, check_and_time, plan_tier_on_sets
 from kforge.launch import KforgeFunction
-from kforge.problem import load_problem
+from kforge.problem import Problem, load_problem
 
 HEADER = ("| problem | eager ms | compile ms | kforge ms | x eager | x compile | x best | tier | relaxed ms "
           "| x best (relaxed) | TF32-off best ms | x best (TF32 off) | protocol |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -91,7 +91,7 @@ def host_task(path, num_sets: int = 5, compile_baseline: bool = True) -> HostedT
     The sets that do not fit beside the task's working memory stay in pinned host memory (footprint.py).
     Without compile_baseline only eager is timed: torch.compile takes seconds per task, which training cannot
     afford on every task; the reward then measures speed against eager alone."""
-    if Path(path).is_dir():
+    if not isinstance(path, Problem) and Path(path).is_dir():
         stored = read_task(path)
         if stored.get("importer", {}).get("opaque"):  # a bundle kept whole: nothing for kforge's generator
             raise ImportProblemError(stored["source"], f"kept whole at import: {stored['importer'].get('why')}")
@@ -146,7 +146,7 @@ def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 
     num_sets = len(sets)
 
     name = problem.path.stem
-    out_dir = Path(path) if Path(path).is_dir() else workdir / name
+    out_dir = Path(path) if not isinstance(path, Problem) and Path(path).is_dir() else workdir / name
     out_dir.mkdir(parents=True, exist_ok=True)
     task = {"name": name, "source": str(problem.path), "graph": graph, "gpu": torch.cuda.get_device_name(),
             "torch_version": torch.__version__, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
