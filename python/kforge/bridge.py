@@ -248,8 +248,9 @@ def imported_task(path, device: str, keep_whole: bool = True) -> ImportedTask:
         graph = opaque_graph(model, inputs0, problem.path, why)
         importer = {"opaque": True, "why": why}
         print(f"kforge import: {problem.path.name}: kept whole (kforge's generator will refuse it): {why}", file=sys.stderr)
-    if device == "cuda":
-        footprint.check_fits(graph, footprint.free_bytes(), problem.path)
+    if device == "cuda":  # set 0's inputs are drawn already: they are part of the set the estimate counts
+        drawn = sum(t.numel() * t.element_size() for t in inputs0)
+        footprint.check_fits(graph, footprint.free_bytes() + drawn, problem.path)
     params = [lookup(model, p["name"]).detach().clone() for p in graph["params"]]
     return ImportedTask(problem, model, inputs0, graph, params, importer, device)
 

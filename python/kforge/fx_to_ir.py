@@ -89,11 +89,16 @@ def trace_by_dynamo(model, example_inputs, file, why: str) -> torch.fx.GraphModu
     own = {id(t): name for name, t in [*model.named_parameters(remove_duplicate=False),
                                        *model.named_buffers(remove_duplicate=False)]}
     graph = captured.graph
+    reads = {}  # get_attr target -> its nodes' users, all of them
+    for node in graph.nodes:
+        if node.op == "get_attr":
+            reads.setdefault(node.target, []).extend(node.users)
     for node in reversed(list(graph.nodes)):
-        if node.op == "call_method" and node.target.endswith("_") and not node.users and node.args and \
-                getattr(node.args[0], "op", None) == "get_attr":
+        source = node.args[0] if node.op == "call_method" and node.args else None
+        if source is not None and node.target.endswith("_") and not node.users and getattr(source, "op", None) == "get_attr" and \
+                reads[source.target] == [node]:  # the buffer's only use is this update, which nothing reads
             graph.erase_node(node)
-    graph.eliminate_dead_code()
+            graph.erase_node(source)
     for node in graph.nodes:
         if node.op == "get_attr":
             t = lookup(captured, node.target)
@@ -122,18 +127,19 @@ def unpack_tuple_results(gm) -> None:
     out = next(n for n in gm.graph.nodes if n.op == "output")
     returned = out.args[0]
     results = list(returned) if isinstance(returned, (tuple, list)) else [returned]
-    flat = []
+    flat, unpacked = [], False
     for r in results:
         meta = r.meta.get("tensor_meta") if isinstance(r, torch.fx.Node) else None
         if not isinstance(meta, (tuple, list)) or isinstance(meta, TensorMetadata):
             flat.append(r)
             continue
+        unpacked = True
         with gm.graph.inserting_before(out):
             for i, part in enumerate(meta):
                 item = gm.graph.call_function(operator.getitem, (r, i))
                 item.meta["tensor_meta"] = part
                 flat.append(item)
-    if len(flat) != len(results):
+    if unpacked:
         out.args = (tuple(flat),)
 
 

@@ -89,12 +89,13 @@ class Pool:
 
     # The service's API, in front of the slots.
     def add_task(self, spec: dict) -> int:
-        status, body = self._call("POST", self._live()[0], "/tasks", spec)  # checks the spec once
+        slot = self._live()[0]
+        status, body = self._call("POST", slot, "/tasks", spec)  # checks the spec once
         if status != 201:
             raise ValueError(body.get("error", f"HTTP {status}"))
         with self.lock:
             tid = len(self.tasks) + 1
-            self.tasks[tid] = {"spec": spec, "on": {self._live()[0]: body["task_id"]}, "name": body.get("name")}
+            self.tasks[tid] = {"spec": spec, "on": {slot: body["task_id"]}, "name": body.get("name")}
         return tid
 
     def submit(self, task: int, body: dict) -> int:
@@ -102,21 +103,24 @@ class Pool:
             raise KeyError(f"no task {task}")
         with self.lock:
             jid = len(self.jobs) + 1
-            self.jobs[jid] = {"task": task, "body": body, "slot": None, "id": None, "tries": 0}
+            self.jobs[jid] = {"task": task, "body": body, "slot": None, "id": None, "tries": 0}  # + "answer" once done
         self._place(jid)
         return jid
 
     def job(self, jid: int) -> dict:
         j = self.jobs[jid]
+        if "answer" in j:  # answered once: its slot may be gone since
+            return j["answer"]
         for _ in range(len(self.urls) + 1):
             try:
                 status, body = self._call("GET", j["slot"], f"/jobs/{j['id']}")
             except OSError:
                 self._slot_died(j["slot"])  # its jobs go elsewhere, this one again: ask where it went
                 continue
+            answer = {**body, "id": jid, "task_id": j["task"], "slot": j["slot"], "tries": j["tries"]}
             if status == 200 and body.get("status") in DONE:
-                j["final"] = True
-            return {**body, "id": jid, "task_id": j["task"], "slot": j["slot"], "tries": j["tries"]}
+                j["answer"] = answer
+            return answer
         raise RuntimeError(f"job {jid}: no live slot answers")
 
     def health(self) -> dict:
@@ -141,14 +145,13 @@ class Pool:
         return live
 
     def _outstanding(self, slot: int) -> int:
-        return sum(1 for j in self.jobs.values() if j["slot"] == slot and not j.get("final"))
+        return sum(1 for j in self.jobs.values() if j["slot"] == slot and "answer" not in j)
 
     def _place(self, jid: int) -> None:
         j = self.jobs[jid]
         while True:
             with self.lock:
                 slot = min(self._live(), key=self._outstanding)
-                j["slot"], j["tries"] = slot, j["tries"] + 1
             try:
                 task = self._task_on(j["task"], slot)
                 status, body = self._call("POST", slot, "/jobs", {**j["body"], "task_id": task})
@@ -157,7 +160,8 @@ class Pool:
                 continue
             if status != 202:
                 raise ValueError(body.get("error", f"HTTP {status}"))
-            j["id"] = body["job_id"]
+            with self.lock:  # the slot and its job id change together: a reader never pairs one with the other's
+                j["slot"], j["id"], j["tries"] = slot, body["job_id"], j["tries"] + 1
             return
 
     def _task_on(self, task: int, slot: int) -> int:
@@ -175,12 +179,14 @@ class Pool:
             if not self.alive[slot]:
                 return
             self.alive[slot] = False
-            orphans = [jid for jid, j in self.jobs.items() if j["slot"] == slot]
+            orphans = [jid for jid, j in self.jobs.items() if j["slot"] == slot and "answer" not in j]
         for jid in orphans:
             self._place(jid)
 
 
-def serve(pool: Pool, port: int) -> None:
+def serve(pool: Pool, port: int, host: str = "127.0.0.1") -> None:
+    """The pool's one endpoint. It has no tokens of its own: keep it on loopback (the default) or behind a proxy
+    that authenticates; its slots already listen beyond loopback with the pool's token."""
     class Handler(http.server.BaseHTTPRequestHandler):
         def reply(self, status, body):
             data = json.dumps(body).encode()
@@ -191,11 +197,14 @@ def serve(pool: Pool, port: int) -> None:
             self.wfile.write(data)
 
         def do_GET(self):  # noqa: N802
-            if self.path == "/health":
-                return self.reply(200, pool.health())
-            if self.path.startswith("/jobs/") and self.path[6:].isdigit() and int(self.path[6:]) in pool.jobs:
-                return self.reply(200, pool.job(int(self.path[6:])))
-            self.reply(404, {"error": "no such endpoint or job"})
+            try:
+                if self.path == "/health":
+                    return self.reply(200, pool.health())
+                if self.path.startswith("/jobs/") and self.path[6:].isdigit() and int(self.path[6:]) in pool.jobs:
+                    return self.reply(200, pool.job(int(self.path[6:])))
+                self.reply(404, {"error": "no such endpoint or job"})
+            except RuntimeError as e:
+                self.reply(503, {"error": str(e)})
 
         def do_POST(self):  # noqa: N802
             try:
@@ -207,11 +216,13 @@ def serve(pool: Pool, port: int) -> None:
                 self.reply(404, {"error": "no such endpoint"})
             except (ValueError, KeyError, TypeError) as e:
                 self.reply(400, {"error": str(e)})
+            except RuntimeError as e:  # no slot left: the pool cannot take work
+                self.reply(503, {"error": str(e)})
 
         def log_message(self, *args):
             pass
 
-    http.server.ThreadingHTTPServer(("0.0.0.0", port), Handler).serve_forever()
+    http.server.ThreadingHTTPServer((host, port), Handler).serve_forever()
 
 
 def main(argv=None) -> int:
@@ -220,14 +231,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kforge.pool", description=__doc__.splitlines()[0])
     ap.add_argument("--slots", type=int, required=True)
     ap.add_argument("--port", type=int, default=8080)
+    ap.add_argument("--host", default="127.0.0.1", help="the endpoint's address (it has no authentication of its own)")
     ap.add_argument("--kforge", default=str(Path(__file__).resolve().parents[2] / "build" / "kforge"))
     ap.add_argument("--address", default=None, help="a Ray cluster's address (default: start a local one)")
     ap.add_argument("--cpu", action="store_true", help="slots take a CPU each, not a GPU")
     args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     ray.init(address=args.address, include_dashboard=False, log_to_driver=False)
     pool = Pool(args.slots, args.kforge, serve_args, gpus=not args.cpu)
-    print(f"kforge pool: {args.slots} slots behind http://0.0.0.0:{args.port}", flush=True)
-    serve(pool, args.port)
+    print(f"kforge pool: {args.slots} slots behind http://{args.host}:{args.port}", flush=True)
+    serve(pool, args.port, args.host)
     return 0
 
 

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <charconv>
 #include <chrono>
 #include <thread>
 
@@ -118,7 +119,9 @@ void post_reward(Service& svc, Access& access, const httplib::Request& req, http
   const json& queries = j->value("query", json()), &labels = j->value("labels", json());
   if (!queries.is_array() || !labels.is_array() || queries.size() != labels.size())
     return error(res, 400, "\"query\" (the answers) and \"labels\" (each answer's task id) must be arrays of one length");
-  const double timeout_s = std::clamp(j->value("timeout_s", 600.0), 1.0, 3600.0);
+  const json& wait = j->value("timeout_s", json(600.0));
+  if (!wait.is_number()) return error(res, 400, "\"timeout_s\" must be a number of seconds");
+  const double timeout_s = std::clamp(wait.get<double>(), 1.0, 3600.0);
   const size_t n = queries.size();
   std::vector<double> rewards(n, -1.0);
   std::vector<json> details(n, json::object());
@@ -127,10 +130,13 @@ void post_reward(Service& svc, Access& access, const httplib::Request& req, http
     json& d = details[i];
     const json& label = labels[i];
     int64_t task = -1;
-    if (label.is_number_integer()) task = label.get<int64_t>();
-    else if (label.is_string() && !label.get<std::string>().empty() &&
-             label.get<std::string>().find_first_not_of("0123456789") == std::string::npos)
-      task = std::stoll(label.get<std::string>());
+    if (label.is_number_integer()) {
+      task = label.get<int64_t>();
+    } else if (label.is_string()) {  // digits only, and in range: anything else names no task
+      const std::string& s = label.get_ref<const std::string&>();
+      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), task);
+      if (ec != std::errc() || end != s.data() + s.size()) task = -1;
+    }
     auto record = task >= 0 ? svc.store().task(task) : std::nullopt;
     if (!record || !visible(record->owner, *who)) {
       d["error"] = "no task " + label.dump() + " (a label is the task id of POST /tasks)";
@@ -175,6 +181,7 @@ void post_reward(Service& svc, Access& access, const httplib::Request& req, http
       d["error"] = job->error;
     } else {
       d["error"] = "not judged within " + std::to_string(int(timeout_s)) + " s (still " + d["status"].get<std::string>() + ")";
+      if (job && svc.store().cancel(jobs[i])) d["status"] = "cancelled";  // one not yet running frees its place
     }
   }
   reply(res, 200, {{"rewards", rewards}, {"scores", rewards}, {"details", details}});

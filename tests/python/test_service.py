@@ -276,6 +276,9 @@ def test_rewards_for_rl_frameworks(workdir, bundle, monkeypatch):
         else:
             assert judged["status"] == "failed" and body["rewards"][0] == -1.0 and "NVIDIA driver" in judged["error"], body
         assert s.post("/reward", {"query": ["a"], "labels": []})[0] == 400
+        assert s.post("/reward", {"query": ["a"], "labels": ["1"], "timeout_s": "soon"})[0] == 400
+        status, huge = s.post("/reward", {"query": [answer], "labels": ["9" * 25]})
+        assert status == 200 and huge["rewards"] == [-1.0] and "no task" in huge["details"][0]["error"]
         monkeypatch.setenv("KFORGE_SERVICE_URL", f"http://127.0.0.1:{s.port}")
         assert verl_reward.compute_score("kforge", answer, str(task), {}) == body["rewards"][0]
         assert verl_reward.compute_score("kforge", "no code", task) == -1.0

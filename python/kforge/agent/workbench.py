@@ -86,6 +86,8 @@ class Workbench:
             return {"error": f"bad arguments for {name}: {e}"}
         except ToolError as e:
             return {"error": str(e)}
+        except (subprocess.TimeoutExpired, OSError, KeyError, ValueError) as e:  # the tool itself failed
+            return {"error": f"the {name} tool failed: {type(e).__name__}: {trimmed(str(e))}"}
 
     # The tools.
     def read_problem(self) -> dict:
@@ -140,7 +142,7 @@ class Workbench:
             return {"candidate": c["id"], "error": "the candidate is not correct: verify it first", "tier": r.get("tier")}
         if self.device != "cuda":
             return {"candidate": c["id"], "error": "profiling needs a CUDA GPU; this workbench checks on the CPU only"}
-        out = {"candidate": c["id"], "ms": r["native"]["median_ms"], "protocol": r.get("protocol", "native"),
+        out = {"candidate": c["id"], "ms": r.get("native", {}).get("median_ms"), "protocol": r.get("protocol", "native"),
                "speedup_eager": r.get("speedup_eager"), "speedup_compile": r.get("speedup_compile"),
                "reward": r.get("reward")}
         kb = self.bundle / "kb.json"

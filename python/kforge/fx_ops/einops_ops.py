@@ -68,6 +68,8 @@ def apply(b, input, pattern: str, operation, axes_lengths: dict):
         y = recipes._apply_recipe(GraphBackend(b), recipe, x, operation, tuple(sorted(axes_lengths.items())))
     except einops.EinopsError as e:
         b.refuse(f"einops: {e}")
+    except (TypeError, AttributeError) as e:  # an einops whose internals differ from the version this was written for
+        b.refuse(f"einops {einops.__version__}'s recipe API is not the one kforge knows: {type(e).__name__}: {e}")
     if tuple(y.shape) != tuple(b.out_shape):
         b.refuse(f"einops gave shape {list(y.shape)}, PyTorch {list(b.out_shape)} (an einops version kforge does not know?)")
     return b.emit("reshape", [y], {"shape": list(b.out_shape)})
