@@ -180,6 +180,27 @@ std::string candidate_scratch(const SandboxOptions& o) {
   return tmpl;
 }
 
+// nvcc on an untrusted raw CUDA file (an agent's `compile` tool), as the service builds one: in the bubblewrap
+// sandbox with a minimal root, as the sandbox user, so that an #include of a host file finds nothing to echo back.
+// Prints {"ok", "log", "millis"}; exit 0 when it built.
+int cmd_build_cuda(const std::string& path, const std::string& arch, const std::string& sandbox_user, double timeout_s) {
+  RawCudaOptions build;
+  build.timeout_s = timeout_s;
+  if (!arch.empty()) build.flags = {"-O3", "-arch=" + arch, "-shared", "-Xcompiler", "-fPIC"};
+  build.sandbox = SandboxOptions{};
+  build.sandbox.minimal_root = true;
+  build.sandbox.memory_bytes = 16LL << 30;  // nvcc's front end can need several GiB on big templates
+  passwd* pw = getpwnam(sandbox_user.c_str());
+  if (!pw) throw UserError("no user '" + sandbox_user + "' for the sandbox");
+  build.sandbox.uid = pw->pw_uid, build.sandbox.gid = pw->pw_gid;
+  build.cache_dir = candidate_scratch(build.sandbox);  // this build's own: nothing of another's is found
+  RawCudaBuild b = build_raw_cuda(read_file(path), build);
+  std::cout << nlohmann::json{{"ok", b.ok}, {"log", b.log}, {"millis", b.millis}}.dump() << "\n";
+  std::error_code ignored;
+  fs::remove_all(build.cache_dir, ignored);
+  return b.ok ? 0 : 1;
+}
+
 // The device-to-device copy bandwidth, measured in this (trusted) process on a stream of its own.
 double copy_bandwidth_here() {
   ensure_context();
@@ -377,6 +398,15 @@ int main(int argc, char** argv) {
   syn->allow_extras();
   syn->prefix_command();
 
+  std::string build_path, build_arch, build_user = "nobody";
+  double build_timeout = 300;
+  auto* bld = app.add_subcommand("build-cuda", "build a raw CUDA candidate with nvcc in the sandbox (minimal root, sandbox "
+                                               "user) and print {ok, log}: an agent's compile step");
+  bld->add_option("file", build_path, "the .cu file")->required();
+  bld->add_option("--arch", build_arch, "sm_80, sm_90, ... (default this GPU's, sm_90 without one)");
+  bld->add_option("--sandbox-user", build_user, "user nvcc runs as when kforge runs as root (default nobody)");
+  bld->add_option("--timeout", build_timeout, "seconds nvcc may take");
+
   auto* agt = app.add_subcommand("agent", "a language model writes candidates through tool calls over an OpenAI-compatible "
                                           "chat server, kforge judges them and stores the trajectory (python -m kforge.agent; --help there)");
   agt->allow_extras();
@@ -477,6 +507,7 @@ int main(int argc, char** argv) {
     if (*tcm) return cmd_train_costmodel(train_db, model_out, train_gpu, folds, objective);
     if (*trn) return python_status("train", trn->remaining());
     if (*agt) return python_status("agent", agt->remaining());
+    if (*bld) return cmd_build_cuda(build_path, build_arch, build_user, build_timeout);
     if (*syn) {
       run_python("synth", syn->remaining());
       return 0;

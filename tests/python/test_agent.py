@@ -157,3 +157,31 @@ def test_the_command_line_stores_and_exports_without_the_api_key(tmp_path, bundl
     assert agent_main([str(bundle), "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--api-key-env",
                        "KFORGE_TEST_API_KEY", "--device", "cpu", "--db", str(db)]) == 2
     assert "KFORGE_TEST_API_KEY" in capsys.readouterr().err
+
+
+RELU_CU = """#include <cuda_runtime.h>
+__global__ void relu(const float* x, float* y, long n) {
+  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+extern "C" int kforge_forward(const void* const* inputs, const void* const* params, void* const* outputs,
+                              cudaStream_t stream) {
+  relu<<<1, 128, 0, stream>>>((const float*)inputs[0], (float*)outputs[0], 128);
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+"""
+
+
+def test_raw_cuda_compiles_in_the_sandbox_and_cannot_read_the_task_back(tmp_path, bundle):
+    """nvcc runs where the service builds candidates (kforge build-cuda): a model's #include of the task's files finds
+    nothing, so their contents never come back in the compiler's errors."""
+    thief = f'#include "{bundle}/task.json"\n' + RELU_CU
+    outcome, t, _ = run(tmp_path, bundle, [
+        says("", ("write_candidate", {"kind": "cuda", "source": RELU_CU}), ("compile", {}),
+             ("write_candidate", {"kind": "cuda", "source": thief}), ("compile", {})),
+        says("Done."),
+    ])
+    results = tool_results(t)
+    assert results[1]["compiled"] is True, results[1]
+    assert results[3]["compiled"] is False and "No such file" in results[3]["errors"]
+    assert '"graph"' not in results[3]["errors"] and str(tmp_path) not in results[3]["errors"]

@@ -5,8 +5,7 @@ get_inputs' distribution, and the reward is the environment's. A tool call never
 compiler error or a candidate that crashes comes back to the model as the tool's result."""
 import ast
 import json
-import os
-import shutil
+import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -120,7 +119,7 @@ class Workbench:
 
     def compile(self, candidate: int | None = None) -> dict:
         c = self._candidate(candidate)
-        ok, log = compile_python(c["path"]) if c["kind"] == "modelnew" else compile_cuda(c["path"])
+        ok, log = compile_python(c["path"]) if c["kind"] == "modelnew" else compile_cuda(c["path"], self.sandbox_user)
         c["compiled"] = ok
         return {"candidate": c["id"], "compiled": ok, "errors": trimmed(log) if not ok else ""}
 
@@ -193,29 +192,27 @@ def compile_python(path: Path) -> tuple[bool, str]:
     return True, ""
 
 
-def nvcc() -> str:
-    return shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-
-
-def compile_cuda(path: Path) -> tuple[bool, str]:
-    """nvcc builds the file as a shared object for this GPU's architecture (sm_90 where there is none)."""
-    arch = "sm_90"
+def compile_cuda(path: Path, sandbox_user: str | None = None) -> tuple[bool, str]:
+    """`kforge build-cuda`: nvcc in the sandbox the service builds candidates in (minimal root, the sandbox user), for
+    this GPU's architecture (sm_90 where there is none): the model's source cannot include a file of this machine's
+    tasks or of the repository and read it back in the errors."""
+    cmd = [kforge_binary(), "build-cuda", str(path)]
     try:
         import torch
         if torch.cuda.is_available():
             major, minor = torch.cuda.get_device_capability()
-            arch = f"sm_{major}{minor}"
+            cmd += ["--arch", f"sm_{major}{minor}"]
     except ImportError:
         pass
-    with tempfile.TemporaryDirectory(prefix="kforge-agent-") as tmp:
-        cmd = [nvcc(), f"-arch={arch}", "-O3", "-shared", "-Xcompiler", "-fPIC", str(path), "-o", os.path.join(tmp, "c.so")]
-        try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        except FileNotFoundError:
-            return False, "nvcc is not installed here"
-        except subprocess.TimeoutExpired:
-            return False, "nvcc did not finish within 300 s"
-    return r.returncode == 0, (r.stderr or r.stdout).replace(str(path.parent) + "/", "")
+    if sandbox_user:
+        cmd += ["--sandbox-user", sandbox_user]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
+    try:
+        built = json.loads(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return False, f"kforge build-cuda failed (exit {r.returncode}): {r.stderr[-1500:]}"
+    log = re.sub(r"/tmp/kforge-candidate-\w+/raw-\w+/candidate\.cu", path.name, built["log"])
+    return bool(built["ok"]), log
 
 
 def evaluate_cuda(bundle, path, sandbox_user, timeout_s) -> dict:
