@@ -2,6 +2,7 @@
 sets do not all fit beside the memory it runs in keeps the rest in pinned host memory and copies them to the GPU
 one at a time (session.host_task); one that cannot run even one set says so in one line, with the numbers."""
 import math
+import os
 
 import torch
 
@@ -41,6 +42,20 @@ def resident_sets(graph: dict, num_sets: int, free: int) -> int:
     """How many of `num_sets` hidden sets stay on the GPU (at least one: check_fits refuses the rest)."""
     room = PLANNED_FRACTION * free - working_bytes(graph)
     return max(1, min(num_sets, int(room // max(set_bytes(graph), 1))))
+
+
+def host_available_bytes() -> int:
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def check_host_fits(graph: dict, streamed: int, available: int, path) -> None:
+    """The streamed sets are pinned in host memory (page-locked: the kernel cannot swap them): refused, with the
+    numbers, where they would take more than PLANNED_FRACTION of what the host has free."""
+    need = streamed * set_bytes(graph)
+    if need > PLANNED_FRACTION * available:
+        raise ImportProblemError(path, f"{streamed} hidden sets do not fit on the GPU and need {need / GB:.1f} GB of "
+                                       f"pinned host memory, but {PLANNED_FRACTION * available / GB:.1f} GB of the "
+                                       f"{available / GB:.1f} GB free can be planned (give fewer sets)")
 
 
 def check_fits(graph: dict, free: int, path) -> None:

@@ -98,6 +98,7 @@ def host_task(path, num_sets: int = 5, compile_baseline: bool = True) -> HostedT
         problem, graph = load_problem(stored["source"]), stored["graph"]
         footprint.check_fits(graph, footprint.free_bytes(), problem.path)
         resident = footprint.resident_sets(graph, stored["num_sets"], footprint.free_bytes())
+        footprint.check_host_fits(graph, stored["num_sets"] - resident, footprint.host_available_bytes(), problem.path)
         params = read_params(path, graph, "cuda")
         sets = [read_inputs(path, k, graph, "cuda" if k < resident else "cpu") for k in range(stored["num_sets"])]
         refs = [read_outputs(path, k, graph, "cuda" if k < resident else "cpu") for k in range(stored["num_sets"])]
@@ -107,6 +108,8 @@ def host_task(path, num_sets: int = 5, compile_baseline: bool = True) -> HostedT
         imported = imported_task(path, "cuda", keep_whole=False)
         problem, graph, params = imported.problem, imported.graph, imported.params
         resident = footprint.resident_sets(graph, num_sets, footprint.free_bytes())
+        if resident < num_sets:  # streaming pins every set while they are drawn
+            footprint.check_host_fits(graph, num_sets, footprint.host_available_bytes(), problem.path)
         # Where some sets stream, every set waits in host memory while the others are drawn (a float64 reference
         # of a GB-sized set needs several times its size), and the resident ones come back once all are drawn.
         streams = resident < num_sets

@@ -55,3 +55,12 @@ def test_the_search_gets_the_resident_sets_and_the_check_the_streamed_ones():
     hosted.resident = 1
     with pytest.raises(RuntimeError, match="not in GPU memory"):
         hosted.pointers()
+
+
+def test_streamed_sets_must_fit_in_host_memory_or_the_task_says_so():
+    elementwise = graph(4096 * 393216, 4096 * 393216)
+    footprint.check_host_fits(elementwise, 4, 128 * GB, "gelu.py")  # 51.5 GB pinned of 128: fine
+    with pytest.raises(ImportProblemError) as e:
+        footprint.check_host_fits(elementwise, 4, 24 * GB, "gelu.py")
+    assert "51.5 GB of pinned host memory" in str(e.value) and "give fewer sets" in str(e.value)
+    assert footprint.host_available_bytes() > 0
