@@ -194,6 +194,9 @@ void serve_http(Service& svc, const Tokens& tokens, double requests_per_second, 
   RateLimiter rate(requests_per_second, 2 * requests_per_second);
   Access access{tokens, rate};
   srv.set_payload_max_length(svc.options().max_body);
+  // POST /reward holds its connection until its jobs are judged (seconds to minutes): enough threads that RL
+  // workers waiting on rewards leave room for /health, /jobs and the other callers.
+  srv.new_task_queue = [] { return new httplib::ThreadPool(std::max(64u, 8 * std::thread::hardware_concurrency())); };
   srv.Get("/health", [&](const httplib::Request&, httplib::Response& res) { reply(res, 200, svc.health()); });
   srv.Post("/tasks", [&](const httplib::Request& req, httplib::Response& res) { post_task(svc, access, req, res); });
   srv.Post("/jobs", [&](const httplib::Request& req, httplib::Response& res) { post_job(svc, access, req, res); });
