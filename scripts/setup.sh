@@ -3,7 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need_apt=()
-for pkg in cmake ninja-build g++ libgtest-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev bubblewrap libcpp-httplib-dev libxgboost-dev libseccomp-dev libssl-dev; do
+# chromium: the report's test renders it headless (tests/python/test_report.py).
+for pkg in cmake ninja-build g++ libgtest-dev nlohmann-json3-dev libcli11-dev libsqlite3-dev bubblewrap libcpp-httplib-dev libxgboost-dev libseccomp-dev libssl-dev chromium; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ] && command -v apt-get >/dev/null; then
@@ -11,10 +12,10 @@ if [ ${#need_apt[@]} -gt 0 ] && command -v apt-get >/dev/null; then
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 # einops: problems written with it (rearrange, repeat, reduce) import through it (python/kforge/fx_ops/einops_ops.py);
-# ray: the evaluation pool across GPUs and nodes (python/kforge/pool.py).
-python3 - <<'PY' || python3 -m pip install -q "torch>=2.4" numpy pybind11 pytest einops ray
+# ray: the evaluation pool across GPUs and nodes (python/kforge/pool.py); matplotlib: `kforge report`'s plots.
+python3 - <<'PY' || python3 -m pip install -q "torch>=2.4" numpy pybind11 pytest einops ray matplotlib
 import importlib.util, sys
-sys.exit(0 if all(importlib.util.find_spec(m) for m in ("torch", "numpy", "pybind11", "pytest", "einops", "ray")) else 1)
+sys.exit(0 if all(importlib.util.find_spec(m) for m in ("torch", "numpy", "pybind11", "pytest", "einops", "ray", "matplotlib")) else 1)
 PY
 command -v nvcc >/dev/null || [ -d /usr/local/cuda ] || { echo "setup: the CUDA toolkit is required (nvcc, NVRTC)"; exit 1; }
 export PATH="/usr/local/cuda/bin:$PATH"

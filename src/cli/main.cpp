@@ -407,6 +407,11 @@ int main(int argc, char** argv) {
   bld->add_option("--sandbox-user", build_user, "user nvcc runs as when kforge runs as root (default nobody)");
   bld->add_option("--timeout", build_timeout, "seconds nvcc may take");
 
+  auto* rpt = app.add_subcommand("report", "one self-contained HTML page of a suite run: speed-ups in both tiers, roofline, "
+                                          "the search's curves, failures (python -m kforge.report RUN_DIR -o report.html)");
+  rpt->allow_extras();
+  rpt->prefix_command();
+
   auto* agt = app.add_subcommand("agent", "a language model writes candidates through tool calls over an OpenAI-compatible "
                                           "chat server, kforge judges them and stores the trajectory (python -m kforge.agent; --help there)");
   agt->allow_extras();
@@ -507,6 +512,7 @@ int main(int argc, char** argv) {
     if (*tcm) return cmd_train_costmodel(train_db, model_out, train_gpu, folds, objective);
     if (*trn) return python_status("train", trn->remaining());
     if (*agt) return python_status("agent", agt->remaining());
+    if (*rpt) return python_status("report", rpt->remaining());
     if (*bld) return cmd_build_cuda(build_path, build_arch, build_user, build_timeout);
     if (*syn) {
       run_python("synth", syn->remaining());
