@@ -40,8 +40,10 @@ TEST(Sandbox, RunsACommandAndReturnsItsOutput) {
 // Threat model (docs/interfaces.md): an untrusted candidate's sandbox shows the system's programs and libraries,
 // what it was given, and nothing else of the host: not the folder the service or a bundle lives in.
 TEST(Sandbox, AMinimalRootShowsOnlyTheSystemAndWhatItIsGiven) {
-  // Outside /tmp, which every sandbox replaces with its own.
-  fs::path dir = fs::current_path() / ("kforge-minimal-root-" + std::to_string(getpid()));
+  // Outside /tmp, which every sandbox replaces with its own, and where the sandbox user may enter (not inside a
+  // private 0700 clone): /var/tmp, world-writable like /tmp but kept by the whole root.
+  const fs::path base = fs::is_directory("/var/tmp") ? fs::path("/var/tmp") : fs::current_path();
+  fs::path dir = base / ("kforge-minimal-root-" + std::to_string(getpid()));
   fs::create_directories(dir);
   std::string secret = (dir / "secret.bin").string(), given = (dir / "given.bin").string();
   std::ofstream(secret) << "the answers";
