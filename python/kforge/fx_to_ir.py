@@ -19,6 +19,7 @@ from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 from kforge import fx_ops
 from kforge.errors import ImportProblemError
 from kforge.fx_ops import ALIAS, STATIC, einops_ops
+from kforge.fx_ops.common import filled
 from kforge.graph_builder import GraphBuilder, Val
 from kforge.problem import load_problem
 
@@ -172,7 +173,7 @@ def literal_tensor(b, t: torch.Tensor):
     concatenated and reshaped."""
     values = t.reshape(-1).tolist()
     if all(v == values[0] for v in values):
-        return b.emit("expand", [b.const(values[0], t.dtype)], {"shape": list(t.shape)})
+        return filled(b, values[0])  # the constant's node: its shape and dtype are t's
     parts = [b.emit_tmp("reshape", [b.const(v, t.dtype)], {"shape": [1]}, t.dtype, (1,)) for v in values]
     flat = b.emit_tmp("cat", parts, {"dim": 0}, t.dtype, (len(values),))
     return b.emit("reshape", [flat], {"shape": list(t.shape)})

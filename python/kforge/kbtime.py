@@ -179,7 +179,7 @@ def baseline_tiers_on_sets(runs: dict, sets: list, refs: list, tolerances) -> di
 def on_gpu(tensors) -> list:
     """A hidden set's tensors where they are checked: one kept in pinned host memory (session.HostedTask streams
     the sets that do not fit) copied to the GPU for its turn, the others as they are."""
-    return [t.to("cuda", non_blocking=True) if t.is_pinned() and not t.is_cuda else t for t in tensors]
+    return [t.to("cuda", non_blocking=True) if t.is_pinned() else t for t in tensors]
 
 
 def plan_tier_on_sets(kforge: KforgeFunction, params, hidden: HiddenSets) -> str:

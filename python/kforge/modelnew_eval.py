@@ -29,12 +29,18 @@ def evaluate_modelnew(bundle, candidate_path, rules: str = "none", device: str =
     """The result JSON of `kforge evaluate BUNDLE --modelnew CANDIDATE`; `drawn`: sets drawn before for a batch
     (`kforge draw-sets`), else fresh ones are drawn for this call. Raises RuntimeError where it was not evaluated
     (the environment failed, not the candidate)."""
-    with tempfile.TemporaryDirectory(prefix="kforge-modelnew-") as tmp:
+    options = ["--rules", rules, "--device", device] + (["--drawn", str(drawn)] if drawn is not None else [])
+    return evaluate_candidate(bundle, "--modelnew", candidate_path, options, sandbox_user, timeout_s)
+
+
+def evaluate_candidate(bundle, kind: str, candidate_path, options: list[str] = (), sandbox_user: str | None = None,
+                       timeout_s: float = 600) -> dict:
+    """The result JSON of `kforge evaluate BUNDLE KIND CANDIDATE OPTIONS...` (KIND: --modelnew, --cuda, --plan, --so);
+    RuntimeError where it was not evaluated (the environment failed, not the candidate)."""
+    with tempfile.TemporaryDirectory(prefix="kforge-evaluate-") as tmp:
         out = Path(tmp) / "result.json"
-        cmd = [kforge_binary(), "evaluate", str(bundle), "--modelnew", str(candidate_path), "--rules", rules,
-               "--device", device, "-o", str(out), "--timeout", str(int(timeout_s))]
-        if drawn is not None:
-            cmd += ["--drawn", str(drawn)]
+        cmd = [kforge_binary(), "evaluate", str(bundle), kind, str(candidate_path), *options, "-o", str(out),
+               "--timeout", str(int(timeout_s))]
         if sandbox_user:
             cmd += ["--sandbox-user", sandbox_user]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s + 120)

@@ -1,7 +1,6 @@
 // The kforge command. A thin front end: argument parsing, the Python bridge where PyTorch must run
 // (import, kb-protocol timing, export), and printing. The work is in libkforge.
 #include <fcntl.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -190,9 +189,7 @@ int cmd_build_cuda(const std::string& path, const std::string& arch, const std::
   build.sandbox = SandboxOptions{};
   build.sandbox.minimal_root = true;
   build.sandbox.memory_bytes = 16LL << 30;  // nvcc's front end can need several GiB on big templates
-  passwd* pw = getpwnam(sandbox_user.c_str());
-  if (!pw) throw UserError("no user '" + sandbox_user + "' for the sandbox");
-  build.sandbox.uid = pw->pw_uid, build.sandbox.gid = pw->pw_gid;
+  run_as(build.sandbox, sandbox_user);
   build.cache_dir = candidate_scratch(build.sandbox);  // this build's own: nothing of another's is found
   RawCudaBuild b = build_raw_cuda(read_file(path), build);
   std::cout << nlohmann::json{{"ok", b.ok}, {"log", b.log}, {"millis", b.millis}}.dump() << "\n";
@@ -263,9 +260,7 @@ int cmd_evaluate(const EvaluateArgs& a, const std::string& self) {
     UntrustedRunOptions u;
     u.sandbox.timeout_s = a.timeout_s;
     u.sandbox.memory_bytes = 0;  // the caller's own machine: its time limit bounds it
-    passwd* pw = getpwnam(a.sandbox_user.c_str());
-    if (!pw) throw UserError("no user '" + a.sandbox_user + "' for the sandbox");
-    u.sandbox.uid = pw->pw_uid, u.sandbox.gid = pw->pw_gid;
+    run_as(u.sandbox, a.sandbox_user);
     u.sandbox.scratch_dir = candidate_scratch(u.sandbox);
     u.kforge_exe = self;
     u.gpu_lock = a.gpu_lock;

@@ -1,6 +1,7 @@
 #include "env/sandbox.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
@@ -77,6 +78,13 @@ std::vector<std::string> bwrap_argv(const std::vector<std::string>& argv, const 
 }
 
 }  // namespace
+
+void run_as(SandboxOptions& o, const std::string& user) {
+  passwd* pw = getpwnam(user.c_str());
+  if (!pw) throw UserError("no user '" + user + "' for the sandbox");
+  o.uid = pw->pw_uid;
+  o.gid = pw->pw_gid;
+}
 
 std::vector<std::string> minimal_root_paths() {
   std::vector<std::string> paths;

@@ -60,6 +60,9 @@ struct SandboxOptions {
 // of /etc that the loader, Python and user lookups read).
 std::vector<std::string> minimal_root_paths();
 
+// `o` run as `user`'s uid and gid (when started as root); UserError naming the user where there is none.
+void run_as(SandboxOptions& o, const std::string& user);
+
 struct SandboxResult {
   int exit_code = -1;     // when it exited
   int signal = 0;         // when a signal ended it

@@ -1,6 +1,5 @@
 #include "server/serve_command.h"
 
-#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -87,10 +86,7 @@ int run_serve(const ServeArgs& a, const char* argv0) {
                                   : "untrusted kinds (plan, cuda, modelnew) are refused; --unsafe-shared takes them")
               << std::endl;
   o.gpu_memory_bytes = a.gpu_memory_gib > 0 ? int64_t(a.gpu_memory_gib * double(1 << 30)) : default_gpu_memory(a.workers);
-  passwd* pw = getpwnam(a.sandbox_user.c_str());
-  if (!pw) throw UserError("no user '" + a.sandbox_user + "' for the sandbox");
-  o.sandbox.uid = pw->pw_uid;
-  o.sandbox.gid = pw->pw_gid;
+  run_as(o.sandbox, a.sandbox_user);
   Service service(o);
   std::cerr << "kforge serve: http://" << a.host << ":" << a.port << " (" << a.workers << " worker(s), "
             << service.health()["queued"] << " queued job(s))" << std::endl;

@@ -19,23 +19,11 @@ from kforge.agent.workbench import Workbench
 from kforge.bridge import import_problem
 from kforge.modelnew_eval import kforge_binary
 from scripted_chat import Fail, ScriptedChatServer, Stall, says
+from test_modelnew_eval import PROBLEM  # LayerNorm then ReLU over [8, 16]
 
 pytestmark = pytest.mark.skipif(not Path(kforge_binary()).exists(), reason="the kforge binary is not built")
 USER = pwd.getpwuid(os.getuid()).pw_name  # candidates run as this user (test_modelnew_eval.py says why)
 
-PROBLEM = """import torch
-import torch.nn as nn
-class Model(nn.Module):
-    def __init__(self, d):
-        super().__init__()
-        self.norm = nn.LayerNorm(d)
-    def forward(self, x):
-        return torch.relu(self.norm(x))
-def get_inputs():
-    return [torch.randn(8, 16)]
-def get_init_inputs():
-    return [16]
-"""
 
 
 def modelnew(body: str) -> str:

@@ -7,11 +7,10 @@ import ast
 import json
 import re
 import subprocess
-import tempfile
 from pathlib import Path
 
 from kforge.bundle import read_task
-from kforge.modelnew_eval import evaluate_modelnew, kforge_binary
+from kforge.modelnew_eval import evaluate_candidate, evaluate_modelnew, kforge_binary
 
 KINDS = {"modelnew": ".py", "cuda": ".cu"}
 # What goes back to the model from a compiler or a judge's log: enough to act on, not a wall of text.
@@ -175,7 +174,7 @@ class Workbench:
             elif self.device != "cuda":
                 return {"error": "raw CUDA candidates run on a CUDA GPU; this workbench checks on the CPU only"}
             else:
-                c["result"] = evaluate_cuda(self.bundle, c["path"], self.sandbox_user, self.timeout_s)
+                c["result"] = evaluate_candidate(self.bundle, "--cuda", c["path"], [], self.sandbox_user, self.timeout_s)
         except RuntimeError as e:  # the environment failed, not the candidate: say so, do not score it
             return {"error": f"the environment could not evaluate it: {trimmed(str(e))}"}
         return c["result"]
@@ -213,16 +212,3 @@ def compile_cuda(path: Path, sandbox_user: str | None = None) -> tuple[bool, str
         return False, f"kforge build-cuda failed (exit {r.returncode}): {r.stderr[-1500:]}"
     log = re.sub(r"/tmp/kforge-candidate-\w+/raw-\w+/candidate\.cu", path.name, built["log"])
     return bool(built["ok"]), log
-
-
-def evaluate_cuda(bundle, path, sandbox_user, timeout_s) -> dict:
-    with tempfile.TemporaryDirectory(prefix="kforge-agent-") as tmp:
-        out = Path(tmp) / "result.json"
-        cmd = [kforge_binary(), "evaluate", str(bundle), "--cuda", str(path), "-o", str(out),
-               "--timeout", str(int(timeout_s))]
-        if sandbox_user:
-            cmd += ["--sandbox-user", sandbox_user]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s + 120)
-        if not out.exists():
-            raise RuntimeError(f"kforge evaluate did not evaluate {path} (exit {r.returncode}):\n{r.stderr[-3000:]}")
-        return json.loads(out.read_text())

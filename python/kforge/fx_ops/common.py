@@ -34,6 +34,11 @@ class Multi:
         self.parts, self.fields = parts, fields
 
 
+def filled(b, value) -> Val:
+    """A tensor of one value in the current node's shape and dtype (PyTorch's): a broadcast constant."""
+    return b.emit("expand", [b.const(value, b.out_dtype)], {"shape": list(b.out_shape)})
+
+
 def tensor(b, v, what="input") -> Val:
     if not isinstance(v, Val):
         b.refuse(f"{what} must be a tensor, got {type(v).__name__}")

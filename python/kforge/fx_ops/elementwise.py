@@ -5,7 +5,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from kforge.fx_ops.common import as_dtype, binary, check_inplace, on, on_module, probe, tensor, unary
+from kforge.fx_ops.common import as_dtype, binary, check_inplace, filled, on, on_module, probe, tensor, unary
 from kforge.graph_builder import Val
 
 
@@ -103,11 +103,6 @@ def to(b, input, *args, **kwargs):
 
 
 on("detach", "clone", torch.clone)(lambda b, input, *args, **kwargs: tensor(b, input))
-
-
-def filled(b, value) -> Val:
-    """A tensor of one value in forward's own shape (PyTorch's result shape and dtype): a broadcast constant."""
-    return b.emit("expand", [b.const(value, b.out_dtype)], {"shape": list(b.out_shape)})
 
 
 # Tensors made in forward from static sizes (an RNN's initial state): their values are known, their shape FX's.
