@@ -1,6 +1,7 @@
 """How much GPU memory a task needs, estimated from its graph before anything is allocated. A task whose hidden
 sets do not all fit beside the memory it runs in keeps the rest in pinned host memory and copies them to the GPU
 one at a time (session.host_task); one that cannot run even one set says so in one line, with the numbers."""
+import gc
 import math
 import os
 
@@ -45,7 +46,27 @@ def resident_sets(graph: dict, num_sets: int, free: int) -> int:
 
 
 def host_available_bytes() -> int:
+    """What the host can still give without swapping: MemAvailable (free pages plus the page cache the kernel can
+    drop), not MemFree, which a machine that has just read a few GB of files shows far too small."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def release_cached_memory() -> None:
+    """Gives back what PyTorch's caching allocators keep of freed tensors, on the GPU and in pinned host memory:
+    a previous task's streamed sets, freed but cached by the pinned-host allocator, would otherwise count as taken
+    when the next task of the same process measures what the host has free."""
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+        if hasattr(torch._C, "_host_emptyCache"):  # the pinned-host allocator's cache (no public API for it)
+            torch._C._host_emptyCache()
 
 
 def check_host_fits(graph: dict, streamed: int, available: int, path) -> None:

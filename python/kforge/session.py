@@ -91,6 +91,7 @@ def host_task(path, num_sets: int = 5, compile_baseline: bool = True) -> HostedT
     The sets that do not fit beside the task's working memory stay in pinned host memory (footprint.py).
     Without compile_baseline only eager is timed: torch.compile takes seconds per task, which training cannot
     afford on every task; the reward then measures speed against eager alone."""
+    footprint.release_cached_memory()  # what an earlier task of this process freed counts as free here
     if not isinstance(path, Problem) and Path(path).is_dir():
         stored = read_task(path)
         if stored.get("importer", {}).get("opaque"):  # a bundle kept whole: nothing for kforge's generator
@@ -327,7 +328,7 @@ def main(argv=None) -> int:
             print(f"kforge: the CUDA context is unusable after {report['name']}; stopping this process "
                   f"(exit {CONTEXT_LOST}) so that the rest run in a fresh one", file=sys.stderr, flush=True)
             return CONTEXT_LOST
-        torch.cuda.empty_cache()
+        footprint.release_cached_memory()
     return 1 if failures else 0
 
 

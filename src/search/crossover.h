@@ -18,10 +18,14 @@ struct MeasuredSchedule {
   double ms = 0;  // its time (the native median); only correct plans are offered
 };
 
+// The most crossovers one call makes with its default `rests`: two donors (the best plan, the fastest relaxed one)
+// with two rests each.
+constexpr int kCrossoverRests = 2, kCrossoverRoom = 2 * kCrossoverRests;
+
 // Each donor's products and convolutions with each of the `rests` fastest rests of `measured` other than the
 // donor's own (a rest ranked by the fastest plan that has it). Only legal schedules; the caller drops those it
 // has measured.
 std::vector<Schedule> crossovers(const GraphAnalysis& analysis, const std::vector<Schedule>& donors,
-                                 const std::vector<MeasuredSchedule>& measured, int rests = 2);
+                                 const std::vector<MeasuredSchedule>& measured, int rests = kCrossoverRests);
 
 }  // namespace kforge

@@ -3,6 +3,7 @@
 #include <array>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <cstdio>
 #include <set>
 #include <thread>
@@ -203,7 +204,24 @@ int opening_pieces(const Graph& prim, const KernelGroup& g, int64_t run, int mos
   while (pieces < most && 3 * k > run * pieces) pieces *= 2;
   return pieces;
 }
+// kforge's direct kernel for each 2-D depthwise convolution group (by key, in either partition: a conv group's
+// key is its convolution's): 256 threads of 8 rows each where legal, else the first legal tile.
+std::map<std::string, KernelSchedule> direct_depthwise(const GraphAnalysis& analysis) {
+  std::map<std::string, KernelSchedule> direct;
+  for (bool fuse : {true, false})
+    for (const KernelGroup& g : analysis.groups(fuse)) {
+      if (!g.depthwise) continue;
+      for (const KernelSchedule& ks : schedule_space(g))
+        if (ks.strategy == Strategy::tile && (!direct.count(g.key) || (ks.block == 256 && ks.items == 8))) direct[g.key] = ks;
+    }
+  return direct;
+}
 }  // namespace
+
+size_t openings_to_measure(size_t left, int budget, int measured, bool crossovers_to_come) {
+  const int room = budget - measured - (crossovers_to_come && budget >= 2 * kCrossoverRoom ? kCrossoverRoom : 0);
+  return room > 0 ? std::min(left, size_t(room)) : 0;
+}
 
 std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
   // The hand-written default first; the unfused default second: a fused row kernel with few long rows
@@ -234,9 +252,12 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
   // passes, but cuDNN's runtime-fusion engine for that graph ran 1.2x faster than the engine it picks for the bare
   // convolution (run 14.2: 1.65-1.91 ms against 2.06-2.33 ms on four conv chains). In fp16 the bare convolution's
   // engine won there (0.77 against 0.84 ms): that form stays in the space, not among the openings.
-  // Last, where the graph has 2-D depthwise convolutions: kforge's direct kernel on them (memory-bound work,
-  // where cuDNN's fp32 engines reached a twelfth of the floor in run 6.6), in fp32: a strict-tier candidate.
-  Schedule tf32, split_fp16, split_pieces, finer_pieces, split, tf32_nhwc, fp16_nhwc, fp16_products, direct;
+  // 2-D depthwise convolutions take kforge's direct kernel (fp32, strict) in every opening: memory-bound work where
+  // cuDNN's fp32 engines reached a twelfth of the floor (run 6.6) and took 6.1 ms where the direct kernel took 1/1.42
+  // of it (run 7.1); TF32 and fp16 gain nothing there (no reuse for tensor cores), and a network's depthwise layers
+  // in cuDNN cost it the whole plan (run 20.2: 11_efficientnet_mbconv 0.26x with every opening on cuDNN). The
+  // openings vary the other groups; the depthwise ones on cuDNN come last (`on_library`).
+  Schedule tf32, split_fp16, split_pieces, finer_pieces, split, tf32_nhwc, fp16_nhwc, fp16_products;
   Schedule split_fp16_fused;  // the convolutions' epilogues in cuDNN's graph
   for (auto& g : fused) {
     if (g.kind != GroupKind::matmul && g.kind != GroupKind::conv) continue;
@@ -257,10 +278,6 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
       // Only where the coarse cut splits the reduction at all.
       if (3 * matmul_k(prim, g) > kPieceRun) finer_pieces.kernels[g.key].chunks = opening_pieces(prim, g, kFinePieceRun, kMostFinePieces);
     }
-    if (g.depthwise)
-      for (const KernelSchedule& ks : schedule_space(g))  // 256 threads of 8 rows each where legal, else the first legal
-        if (ks.strategy == Strategy::tile && (!direct.kernels.count(g.key) || (ks.block == 256 && ks.items == 8)))
-          direct.kernels[g.key] = ks;
   }
   if (!tf32.kernels.empty()) queue.push_back(tf32);
   if (!split_fp16.kernels.empty()) queue.push_back(split_fp16);
@@ -270,8 +287,16 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
   if (!split.kernels.empty()) queue.push_back(split);
   if (tf32_nhwc != tf32) queue.push_back(tf32_nhwc), queue.push_back(fp16_nhwc);  // some group is a convolution
   if (!fp16_products.kernels.empty()) queue.push_back(fp16_products);
-  if (!direct.kernels.empty()) queue.push_back(direct);
-  for (const Schedule& s : row_openings(fused)) queue.push_back(s);
+  std::map<std::string, KernelSchedule> direct = direct_depthwise(analysis);
+  if (!direct.empty()) {
+    for (Schedule& s : queue)
+      for (const auto& [key, ks] : direct) s.kernels[key] = ks;
+    queue.push_back(Schedule{});  // on_library: the depthwise convolutions in cuDNN, the rest as the default
+  }
+  for (Schedule s : row_openings(fused)) {
+    for (const auto& [key, ks] : direct) s.kernels[key] = ks;
+    queue.push_back(s);
+  }
   return queue;
 }
 
@@ -315,12 +340,11 @@ OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& d
   // hands a repeat back marked as one.
   int measured = 0, proposals = 0;
   size_t next_opening = 0;
+  const bool crosses = policy == Policy::local;
   while (measured < opts.budget && proposals < 20 * opts.budget) {
     std::vector<Schedule> batch;
-    if (next_opening < queue.size()) {
-      // The openings do not depend on what is measured: one batch (their kernels compiled in parallel first), no
-      // larger than the budget left, so that it cannot overrun it.
-      size_t n = std::min(queue.size() - next_opening, size_t(opts.budget - measured));
+    if (size_t n = openings_to_measure(queue.size() - next_opening, opts.budget, measured, crosses && !crossed)) {
+      // The openings do not depend on what is measured: one batch (their kernels compiled in parallel first).
       batch.assign(queue.begin() + long(next_opening), queue.begin() + long(next_opening + n));
       next_opening += n;
       for (const Schedule& s : batch) proposer.mark(s);  // the proposer need not offer them again

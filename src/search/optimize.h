@@ -57,6 +57,13 @@ std::string to_string(Policy p);
 // measures first.
 std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis);
 
+// How many of the `left` openings the search measures next, `measured` of `budget` spent: all that fit, less the
+// crossovers' room (crossover.h's kCrossoverRoom, where the budget is at least twice it) while crossovers are to
+// come. A network's openings (every precision and layout, then a dozen row openings for its norms) would
+// otherwise spend the budget before the crossovers, whose plans join the fastest call form with the fastest other
+// rest, which no single opening has; the openings left over come after them.
+size_t openings_to_measure(size_t left, int budget, int measured, bool crossovers_to_come);
+
 // The schedules a policy measures first, in order; search goes on with the proposer's edits after them.
 // `policy` may come back changed: `trained` without a checkpoint falls back to `local`.
 std::vector<Schedule> opening_candidates(const GraphAnalysis& analysis, Policy& policy, const OptimizeOptions& opts,

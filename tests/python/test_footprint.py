@@ -64,3 +64,16 @@ def test_streamed_sets_must_fit_in_host_memory_or_the_task_says_so():
         footprint.check_host_fits(elementwise, 4, 24 * GB, "gelu.py")
     assert "51.5 GB of pinned host memory" in str(e.value) and "give fewer sets" in str(e.value)
     assert footprint.host_available_bytes() > 0
+
+
+def test_host_memory_counts_what_the_kernel_can_drop():
+    with open("/proc/meminfo") as meminfo:
+        fields = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in meminfo}
+    available = footprint.host_available_bytes()
+    # MemAvailable, read a moment apart: within 5% of it, and never below the free pages alone by much
+    assert abs(available - fields["MemAvailable"]) < 0.05 * fields["MemTotal"]
+    assert available >= fields["MemFree"] * 0.9
+
+
+def test_releasing_cached_memory_runs_without_a_gpu():
+    footprint.release_cached_memory()  # gc and, where a GPU is, PyTorch's two caches: nothing to raise here

@@ -50,15 +50,21 @@ TEST(PolicyCurves, EachPolicyProposesDistinctPlansAndHeuristicIsAPrefixOfTheRefe
   EXPECT_NE(random, heuristic);
 }
 
-// The openings are legal plans; a 2-D depthwise convolution's last is kforge's direct kernel.
-TEST(Openings, DepthwiseConvolutionsOpenWithTheDirectKernelToo) {
+// The openings are legal plans; a 2-D depthwise convolution takes kforge's direct kernel in every opening but the
+// last, which leaves it to cuDNN; other convolutions never take it.
+TEST(Openings, DepthwiseConvolutionsOpenWithTheDirectKernel) {
   for (auto& sample : testing::conv_graphs()) {
     Graph g = graph_from_json(sample.graph);
     auto openings = hand_written_openings(g);
-    for (auto& s : openings) EXPECT_NO_THROW(lower(g, s)) << sample.name << " " << to_json(s).dump();
-    bool direct = false;
-    for (auto& [key, ks] : openings.back().kernels) direct |= ks.strategy == Strategy::tile;
-    EXPECT_EQ(direct, sample.name.find("depthwise") != std::string::npos) << sample.name;
+    const bool depthwise = sample.name.find("depthwise") != std::string::npos;
+    for (size_t i = 0; i < openings.size(); ++i) {
+      const Schedule& s = openings[i];
+      EXPECT_NO_THROW(lower(g, s)) << sample.name << " " << to_json(s).dump();
+      bool direct = false;
+      for (auto& [key, ks] : s.kernels) direct |= ks.strategy == Strategy::tile;
+      EXPECT_EQ(direct, depthwise && i + 1 < openings.size()) << sample.name << " opening " << i;
+    }
+    if (depthwise) EXPECT_EQ(openings.back(), Schedule{}) << sample.name;
   }
 }
 
@@ -109,6 +115,17 @@ TEST(PolicyCurves, RefusesWhatWouldGiveAMisleadingCurve) {
   auto seqs = candidate_sequences(g, o, 4000);
   ASSERT_EQ(seqs.size(), 1u);
   EXPECT_EQ(seqs[0].first, "reference");
+}
+
+// The openings leave the crossovers their room where they would spend the budget, and come back after them.
+TEST(Openings, LeaveRoomForTheCrossovers) {
+  EXPECT_EQ(openings_to_measure(20, 12, 0, true), 8u);    // 8 openings, 4 crossovers, then the rest
+  EXPECT_EQ(openings_to_measure(12, 12, 8, true), 0u);     // crossovers next
+  EXPECT_EQ(openings_to_measure(12, 12, 10, false), 2u);   // after them, what the budget has left
+  EXPECT_EQ(openings_to_measure(5, 12, 0, true), 5u);      // few openings: all of them first
+  EXPECT_EQ(openings_to_measure(20, 4, 0, true), 4u);      // a small budget is all openings
+  EXPECT_EQ(openings_to_measure(20, 12, 0, false), 12u);   // policies without crossovers
+  EXPECT_EQ(openings_to_measure(0, 12, 0, true), 0u);
 }
 
 }  // namespace
