@@ -119,6 +119,10 @@ if [ -n "${SWEEP_PROBLEMS:-}" ]; then
 fi
 [ "$GLOB" = none ] && { tar czf "$OUT/suite_logs.tgz" -C /tmp/suite sweep 2>/dev/null; save_inductor_cache; echo "== done"; exit 0; }
 echo "== benchmark slice: problems $GLOB, budget $BUDGET, $NGPU GPU(s)"
+# Eager and torch.compile (no CUDA graphs) on a small network are bound by the host's launch rate: a busy or slow
+# host CPU slows them and not kforge's graph-launched plans. The load and the busiest processes go in the log.
+echo "host: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+ps -eo pcpu,etimes,comm --sort=-pcpu | awk 'NR > 1 && $1 > 20' | head -5
 [ -n "$all" ] || { echo "== no problem matches $GLOB"; exit 2; }
 rm -rf /dev/shm/kforge
 # One session process per GPU and budget for its share (torch and inductor start once), the budgets one after

@@ -87,6 +87,38 @@ TEST(Interpreter, AvgPoolDividesByTheWindowClippedToThePaddedInput) {
   EXPECT_EQ(out[0].data, (std::vector<double>{2, 5}));
 }
 
+// Global pooling (one window over every spatial dim) decomposes to a reduction, with the pooling's values; a window
+// short of the whole dim, or padded, stays a pooling.
+TEST(Decompose, GlobalPoolingIsAReductionOverTheSpatialDims) {
+  std::vector<double> x(2 * 3 * 4 * 5);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(double(i));
+  for (const char* op : {"avg_pool", "max_pool"}) {
+    json a = {{"nd", 2}, {"kernel", {4, 5}}, {"stride", {4, 5}}, {"padding", {0, 0}}, {"count_include_pad", true},
+              {"dilation", {1, 1}}};
+    Graph g = graph_from_json(one_op(op, {2, 3, 4, 5}, a));
+    Graph p = decompose(g);
+    bool pools = false, reduces = false;
+    for (const Node& n : p.nodes) pools |= n.op == "pool", reduces |= n.op == "reduce";
+    EXPECT_TRUE(reduces && !pools) << op;
+    auto out = interpret(p, {tensor({2, 3, 4, 5}, x)}, {});
+    ASSERT_EQ(out[0].type.shape, (Shape{2, 3, 1, 1})) << op;
+    for (int c = 0; c < 6; ++c) {
+      double sum = 0, top = -1e300;
+      for (int k = 0; k < 20; ++k) sum += x[size_t(c * 20 + k)], top = std::max(top, x[size_t(c * 20 + k)]);
+      EXPECT_NEAR(out[0].data[size_t(c)], std::string(op) == "avg_pool" ? sum / 20 : top, 1e-12) << op << " " << c;
+    }
+    a["kernel"] = {4, 4};
+    bool still_pools = false;
+    for (const Node& n : decompose(graph_from_json(one_op(op, {2, 3, 4, 5}, a))).nodes) still_pools |= n.op == "pool";
+    EXPECT_TRUE(still_pools) << op;
+    a["kernel"] = {4, 5};
+    a["padding"] = {1, 0};
+    still_pools = false;
+    for (const Node& n : decompose(graph_from_json(one_op(op, {2, 3, 4, 5}, a))).nodes) still_pools |= n.op == "pool";
+    EXPECT_TRUE(still_pools) << op;
+  }
+}
+
 TEST(Interpreter, BatchNormUsesBatchStatistics) {
   json g = {{"inputs", {{{"name", "x"}, {"shape", {2, 1, 2}}}}},
             {"nodes", {{{"name", "y"}, {"op", "batch_norm"}, {"args", {"x", "", ""}}, {"attrs", {{"eps", 0.0}}}}}},
