@@ -12,10 +12,11 @@ if [ ${#need_apt[@]} -gt 0 ] && command -v apt-get >/dev/null; then
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 # einops: problems written with it (rearrange, repeat, reduce) import through it (python/kforge/fx_ops/einops_ops.py);
-# ray: the evaluation pool across GPUs and nodes (python/kforge/pool.py); matplotlib: `kforge report`'s plots.
-python3 - <<'PY' || python3 -m pip install -q "torch>=2.4" numpy pybind11 pytest einops ray matplotlib
+# ray: the evaluation pool across GPUs and nodes (python/kforge/pool.py); matplotlib: `kforge report`'s plots;
+# tqdm: the progress bars of long runs (python/kforge/log.py).
+python3 - <<'PY' || python3 -m pip install -q "torch>=2.4" numpy pybind11 pytest einops ray matplotlib tqdm
 import importlib.util, sys
-sys.exit(0 if all(importlib.util.find_spec(m) for m in ("torch", "numpy", "pybind11", "pytest", "einops", "ray", "matplotlib")) else 1)
+sys.exit(0 if all(importlib.util.find_spec(m) for m in ("torch", "numpy", "pybind11", "pytest", "einops", "ray", "matplotlib", "tqdm")) else 1)
 PY
 command -v nvcc >/dev/null || [ -d /usr/local/cuda ] || { echo "setup: the CUDA toolkit is required (nvcc, NVRTC)"; exit 1; }
 export PATH="/usr/local/cuda/bin:$PATH"

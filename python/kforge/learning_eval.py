@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from kforge import log
+
 POLICIES = ("trained", "untrained", "random", "costmodel", "heuristic")
 COLOURS = {"trained": "#d62728", "untrained": "#7f7f7f", "random": "#1f77b4", "costmodel": "#2ca02c",
            "heuristic": "#9467bd"}
@@ -171,7 +173,9 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--compile-threads", type=int, default=16)
     p.add_argument("--training", default="", help="one line on how the policy was trained, for the report")
+    log.add_arguments(p)
     args = p.parse_args(argv)
+    log.configure(args)
     import torch
 
     import kforge._core as core
@@ -184,7 +188,7 @@ def main(argv=None) -> int:
             "reference": args.reference, "checkpoint": args.checkpoint, "cost_model": args.cost_model,
             "training": args.training, "problems_offered": len(problems)}
     results, t0 = [], time.time()
-    for path in problems:
+    for path in log.progress(problems, "problems"):
         if time.time() - t0 > args.seconds:
             meta["stopped_early"] = f"time budget of {args.seconds:.0f} s spent after {len(results)} problems"
             break
@@ -198,14 +202,14 @@ def main(argv=None) -> int:
                                               f"torch {torch.__version__}"))
         except (ImportProblemError, RuntimeError) as e:  # reported, and the other problems still evaluated
             meta.setdefault("errors", {})[path.stem] = f"{type(e).__name__}: {e}"[:500]
-            print(f"{path.stem}: {meta['errors'][path.stem]}", file=sys.stderr, flush=True)
+            log.logger.warning("%s: %s", path.stem, meta["errors"][path.stem])
             continue
         finally:
             del hosted
             torch.cuda.empty_cache()
         r["seconds"] = round(time.time() - t_task, 1)
         results.append(r)
-        print(f"{path.stem}: {r['distinct_plans_measured']} distinct plans in {r['seconds']} s", file=sys.stderr, flush=True)
+        log.logger.info("%s: %s distinct plans in %s s", path.stem, r["distinct_plans_measured"], r["seconds"])
         write_report(results, meta, args.out)  # partial results survive a timeout
     summary = write_report(results, meta, args.out)
     print(markdown(summary, meta))

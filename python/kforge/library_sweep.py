@@ -31,6 +31,7 @@ from pathlib import Path
 
 import torch
 
+from kforge import log
 from kforge.session import host_task
 
 CALL_PRECISIONS = ("fp32", "tf32", "fp16")  # the library's own arithmetic (fp16: over fp16 copies); fp16x3 is kforge's
@@ -246,7 +247,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", required=True, help="folder for NAME.json, library_sweep.json and library_sweep.md")
     parser.add_argument("--policy", default="trained", help="the search's policy (kforge.session's)")
     parser.add_argument("--seed", type=int, default=1)
+    log.add_arguments(parser)
     args = parser.parse_args(argv)
+    log.configure(args)
     if args.merge:
         return merge(args.problems, Path(args.out))
     if not torch.cuda.is_available():
@@ -257,7 +260,7 @@ def main(argv=None) -> int:
     rows = []
     meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "protocol": "native", "budget": args.budget}
     print(HEADER, flush=True)
-    for path in args.problems:
+    for path in log.progress(args.problems, "problems"):
         t0 = time.time()
         try:
             r = sweep_problem(path, args.budget, args.db, args.policy, args.seed)
@@ -267,7 +270,7 @@ def main(argv=None) -> int:
         r["seconds"] = round(time.time() - t0, 1)
         (out / f"{r['problem']}.json").write_text(json.dumps(r, indent=1))
         rows.append(r)
-        print(table_row(r), flush=True)
+        log.say(table_row(r))
         write_tables(out, rows, meta, complete=len(rows) == len(args.problems))  # kept whole if a limit cuts the run
         torch.cuda.empty_cache()
     print("\n".join(summary(rows)))

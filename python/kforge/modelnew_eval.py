@@ -17,11 +17,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+from kforge._launcher import installed_binary
+
 
 def kforge_binary() -> str:
-    """$KFORGE_BIN, else `kforge` on PATH, else the repository's build/kforge."""
-    found = os.environ.get("KFORGE_BIN") or shutil.which("kforge")
-    return found or str(Path(__file__).resolve().parents[2] / "build" / "kforge")
+    """$KFORGE_BIN, else the command installed inside this package, else `kforge` on PATH, else the repository's
+    build/kforge."""
+    found = os.environ.get("KFORGE_BIN") or installed_binary() or shutil.which("kforge")
+    return str(found or Path(__file__).resolve().parents[2] / "build" / "kforge")
 
 
 def evaluate_modelnew(bundle, candidate_path, rules: str = "none", device: str = "cuda", drawn=None,

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import ray
 
+from kforge.modelnew_eval import kforge_binary
+
 DONE = ("done", "failed", "cancelled")
 
 
@@ -232,7 +234,7 @@ def main(argv=None) -> int:
     ap.add_argument("--slots", type=int, required=True)
     ap.add_argument("--port", type=int, default=8080)
     ap.add_argument("--host", default="127.0.0.1", help="the endpoint's address (it has no authentication of its own)")
-    ap.add_argument("--kforge", default=str(Path(__file__).resolve().parents[2] / "build" / "kforge"))
+    ap.add_argument("--kforge", default=kforge_binary())
     ap.add_argument("--address", default=None, help="a Ray cluster's address (default: start a local one)")
     ap.add_argument("--cpu", action="store_true", help="slots take a CPU each, not a GPU")
     args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from kforge import footprint, roofline, timing
+from kforge import footprint, log, roofline, timing
 from kforge.bridge import TOLERANCE, flags, imported_task, output_ranges, set_tolerance
 from kforge.bundle import read_inputs, read_outputs, read_params, read_strict_tolerance, read_task
 from kforge.errors import ImportProblemError
@@ -295,22 +295,28 @@ def main(argv=None) -> int:
     parser.add_argument("--workdir", default="kforge_out")
     parser.add_argument("--sets", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    log.add_arguments(parser)
     parser.add_argument("--policy", choices=("local", "random", "costmodel", "trained", "untrained"), default="trained")
     parser.add_argument("--cost-model", default="", help="model file for --policy costmodel (kforge train-costmodel)")
     parser.add_argument("--checkpoint", default="", help="policy checkpoint file or folder for --policy trained "
                         "(default kforge_policy/: its newest; with none, the local policy, with a notice)")
     args = parser.parse_args(argv)
+    log.configure(args)
     if not torch.cuda.is_available():
-        print("kforge: error: optimize needs a CUDA GPU (none is visible to PyTorch)", file=sys.stderr)
+        log.logger.error("error: optimize needs a CUDA GPU (none is visible to PyTorch)")
         return 2
     failures = 0
     print(HEADER, flush=True)
-    for path in args.problems:
+    # One problem: the search's own bar over its candidates (with its ETA); several: a bar over the problems.
+    several = len(args.problems) > 1
+    candidates_bar = not args.no_progress and not several and not log.quiet()
+    problems = log.progress(args.problems, "problems") if several and not args.no_progress else args.problems
+    for path in problems:
         t0 = time.time()
         try:
             report = optimize_problem(path, args.budget, args.db, Path(args.workdir), args.sets, args.seed,
-                                      not args.no_progress, args.policy, args.cost_model, args.checkpoint)
+                                      candidates_bar, args.policy, args.cost_model, args.checkpoint)
         except ImportProblemError as e:
             report = {"name": Path(path).stem, "tier": "failed", "error": str(e)}
         except Exception as e:  # noqa: BLE001 -- one problem's failure must not end the others
@@ -323,7 +329,9 @@ def main(argv=None) -> int:
         if out:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(report, indent=1))
-        print(row(report) + (f"  <- {report['error'][:300]}" if report.get("error") else ""), flush=True)
+        log.say(row(report) + (f"  <- {report['error'][:300]}" if report.get("error") else ""))
+        log.logger.debug("%s: %s candidates, %s correct, %.1f s", report["name"], report.get("candidates", 0),
+                         report.get("correct_candidates", 0), report["seconds"])
         if report["tier"] == "failed" and not cuda_context_alive():
             print(f"kforge: the CUDA context is unusable after {report['name']}; stopping this process "
                   f"(exit {CONTEXT_LOST}) so that the rest run in a fresh one", file=sys.stderr, flush=True)

@@ -1,5 +1,6 @@
 // The kforge command. A thin front end: argument parsing, the Python bridge where PyTorch must run
 // (import, kb-protocol timing, export), and printing. The work is in libkforge.
+#include <chrono>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -23,6 +24,7 @@
 #include "env/gpu_device.h"
 #include "env/judge.h"
 #include "env/plan_worker.h"
+#include "env/python_runtime.h"
 #include "ir/error.h"
 #include "runtime/compiler.h"
 #include "runtime/crash_trace.h"
@@ -52,7 +54,7 @@ std::string quote(const std::string& s) {
 // `timeout_s` > 0: killed after that many seconds (a problem's code that hangs), exit 137.
 int python_status(const std::string& module, const std::vector<std::string>& args, double timeout_s = 0) {
   const char* py = std::getenv("KFORGE_PYTHON");
-  std::string cmd = "PYTHONPATH=" + quote(std::string(KFORGE_PYTHON_DIR)) + "${PYTHONPATH:+:$PYTHONPATH} " +
+  std::string cmd = "PYTHONPATH=" + quote(kforge_python_dir(KFORGE_PYTHON_DIR)) + "${PYTHONPATH:+:$PYTHONPATH} " +
                     (timeout_s > 0 ? "timeout --signal=KILL " + std::to_string(int(timeout_s)) + " " : "") +
                     (py ? std::string(py) : "python3") + " -m kforge." + module;
   for (auto& a : args) cmd += " " + quote(a);
@@ -63,10 +65,16 @@ int python_status(const std::string& module, const std::vector<std::string>& arg
 
 // The same, for steps that must succeed.
 void run_python(const std::string& module, const std::vector<std::string>& args, double timeout_s = 0) {
+  const auto start = std::chrono::steady_clock::now();
   int rc = python_status(module, args, timeout_s);
-  if (timeout_s > 0 && rc == 137)
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // SIGKILL is the time limit's only where the limit had passed: the kernel's out-of-memory killer sends it too.
+  if (timeout_s > 0 && rc == 137 && took >= timeout_s)
     throw UserError("kforge." + module + " did not finish within " + std::to_string(int(timeout_s)) +
                     " s (the problem's code hangs, or --timeout is too short for it)");
+  if (rc == 137)
+    throw UserError("kforge." + module + " was killed after " + std::to_string(int(took)) +
+                    " s (SIGKILL: the host's memory ran out, likely; see dmesg)");
   if (rc != 0) throw UserError("kforge." + module + " failed (exit " + std::to_string(rc) + "); see its message above");
 }
 
@@ -276,7 +284,7 @@ int cmd_evaluate(const EvaluateArgs& a, const std::string& self) {
                          : !a.cuda.empty()     ? CandidateKind::cuda_source
                          : !a.modelnew.empty() ? CandidateKind::modelnew
                                                : CandidateKind::shared_object;
-    if (kind == CandidateKind::modelnew) u.python = find_python(KFORGE_PYTHON_DIR);
+    if (kind == CandidateKind::modelnew) u.python = find_python(kforge_python_dir(KFORGE_PYTHON_DIR));
     const std::string& path = !a.plan.empty() ? a.plan : !a.cuda.empty() ? a.cuda : !a.modelnew.empty() ? a.modelnew : a.so;
     r = evaluate_untrusted(b, kind, path, eo, u);
     std::error_code ignored;
@@ -328,6 +336,12 @@ int main(int argc, char** argv) {
   install_crash_trace_if_asked();
   CLI::App app{"kforge: writes fused CUDA kernels for PyTorch models and measures them on the GPU"};
   app.require_subcommand(1);
+  // Levels for what the Python parts say (python/kforge/log.py reads $KFORGE_LOG_LEVEL): quiet leaves warnings,
+  // errors and results, no progress bars; verbose adds every problem's details. Before or after the subcommand.
+  bool quiet = false, verbose = false;
+  auto* quiet_flag = app.add_flag("-q,--quiet", quiet, "warnings, errors and results only: no progress bars");
+  app.add_flag("-v,--verbose", verbose, "details of every problem as well")->excludes(quiet_flag);
+  app.fallthrough();
 
   std::string problem, out, device = "cuda";
   int sets = 5;
@@ -465,6 +479,7 @@ int main(int argc, char** argv) {
 #endif
 
   CLI11_PARSE(app, argc, argv);
+  if (quiet || verbose) setenv("KFORGE_LOG_LEVEL", quiet ? "quiet" : "verbose", 1);
   try {
     if (*imp) {
       std::vector<std::string> args = {"import", problem, "-o", out, "--sets", std::to_string(sets), "--device", device};

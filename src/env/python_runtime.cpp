@@ -10,6 +10,16 @@
 
 namespace kforge {
 
+std::string kforge_python_dir(const std::string& built_in) {
+  if (const char* configured = std::getenv("KFORGE_PYTHON_DIR"); configured && *configured) return configured;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec && exe.parent_path().filename() == "_bin" && fs::is_regular_file(exe.parent_path().parent_path() / "__init__.py", ec))
+    return exe.parent_path().parent_path().parent_path().string();  // site-packages/kforge/_bin/kforge
+  return built_in;
+}
+
 PythonRuntime find_python(const std::string& kforge_dir) {
   const char* configured = std::getenv("KFORGE_PYTHON");
   std::string python = configured ? configured : "python3";

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "env/python_runtime.h"
 #include "ir/error.h"
 #include "runtime/driver.h"
 #include "server/http_api.h"
@@ -63,7 +64,7 @@ int run_serve(const ServeArgs& a, const char* argv0) {
   o.max_queue = a.max_queue;
   o.max_body = a.max_body;
   o.kforge_exe = std::filesystem::canonical("/proc/self/exe").string();
-  o.python_dir = KFORGE_PYTHON_DIR;
+  o.python_dir = kforge_python_dir(KFORGE_PYTHON_DIR);
   o.sandbox.timeout_s = a.job_timeout_s;
   o.sandbox.gpu = true;
   o.sandbox.memory_bytes = a.memory_mib << 20;

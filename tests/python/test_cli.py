@@ -73,6 +73,13 @@ def test_optimize_without_a_gpu_says_so(tmp_path):
     r = kforge("optimize", problem, "--budget", 1, "--bundle", tmp_path / "p")
     assert r.returncode == 2
     assert "needs a CUDA GPU" in r.stderr
+    r = kforge("optimize", problem, "--budget", 1, "--bundle", tmp_path / "p", "--quiet")  # quiet keeps errors
+    assert r.returncode == 2 and "kforge: error: optimize needs a CUDA GPU" in r.stderr, r.stderr
+
+
+def test_quiet_and_verbose_exclude_each_other():
+    r = kforge("-q", "-v", "lower", "x.json")
+    assert r.returncode != 0 and "--quiet excludes --verbose" in r.stderr.replace("-q,", "").replace("-v,", ""), r.stderr
 
 
 def test_train_costmodel_from_a_measurement_database(tmp_path):
