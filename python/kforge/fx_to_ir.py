@@ -63,11 +63,30 @@ def trace(model, example_inputs, file) -> torch.fx.GraphModule:
     control flow on shapes, dynamo's graph capture on the example inputs (trace_by_dynamo)."""
     # einops' functions stay whole (its own code takes a proxy for no tensor it knows): fx_ops/einops_ops.py.
     tracer = _Tracer(autowrap_modules=(math, *einops_ops.WRAPPED_MODULES))
+    attributes = [(m, dict(vars(m))) for m in model.modules()]
     try:
         graph = tracer.trace(model)
     except Exception as e:  # noqa: BLE001 -- any failure of the symbolic trace: dynamo's capture is the other way
+        restore(attributes)
         return trace_by_dynamo(model, example_inputs, file, f"{type(e).__name__}: {e}")
-    return torch.fx.GraphModule(tracer.root, graph, type(model).__name__)
+    restore(attributes, keep_new=True)  # FX's own constants (_tensor_constantN) are copied into the graph module
+    gm = torch.fx.GraphModule(tracer.root, graph, type(model).__name__)
+    restore(attributes)
+    return gm
+
+
+def restore(attributes, keep_new: bool = False) -> None:
+    """The modules' attributes as they were before a symbolic trace: forward's own assignments (`self.h0 =
+    self.h0.to(x.device)`, an RNN's initial state) ran on proxies while tracing and left them in the model, where
+    the graph's get_attr, the reference run and the baselines would read them. The graph repeats the assignment
+    at every call; the value it starts from is the model's own."""
+    for module, before in attributes:
+        now = vars(module)
+        for name in [] if keep_new else [n for n in now if n not in before]:
+            del now[name]
+        for name, value in before.items():
+            if now.get(name) is not value:
+                now[name] = value
 
 
 def trace_by_dynamo(model, example_inputs, file, why: str) -> torch.fx.GraphModule:
@@ -87,8 +106,7 @@ def trace_by_dynamo(model, example_inputs, file, why: str) -> torch.fx.GraphModu
                                        f"dynamo's graph capture (data-dependent control flow?): {detail[:300]}") from e
     finally:
         torch._dynamo.reset()
-    own = {id(t): name for name, t in [*model.named_parameters(remove_duplicate=False),
-                                       *model.named_buffers(remove_duplicate=False)]}
+    own = {id(t): name for name, t in named_tensors(model)}
     graph = captured.graph
     reads = {}  # get_attr target -> its nodes' users, all of them
     for node in graph.nodes:
@@ -158,9 +176,17 @@ def lookup(obj, qualname):
     return functools.reduce(getattr, qualname.split("."), obj)
 
 
+def named_tensors(model) -> list[tuple[str, torch.Tensor]]:
+    """The model's tensors by qualified name: parameters, buffers, and plain tensor attributes its __init__ made
+    (`self.h0 = torch.randn(...)`, an RNN's initial state), which a fresh Model, and so a ModelNew, makes too."""
+    plain = [(f"{prefix}.{name}" if prefix else name, value)
+             for prefix, module in model.named_modules(remove_duplicate=False)
+             for name, value in vars(module).items() if isinstance(value, torch.Tensor) and not name.startswith("_")]
+    return [*model.named_parameters(remove_duplicate=False), *model.named_buffers(remove_duplicate=False), *plain]
+
+
 def state_names(model) -> set[str]:
-    return {name for name, _ in model.named_parameters(remove_duplicate=False)} | {
-        name for name, _ in model.named_buffers(remove_duplicate=False)}
+    return {name for name, _ in named_tensors(model)}
 
 
 # A constant tensor of forward (torch.tensor([...]) there) is written into the graph element by element: the IR has
@@ -191,15 +217,14 @@ def convert_node(b, gm, state, node, values):
         t = lookup(gm, node.target)
         if node.target in state:
             return b.param(node.target, t.dtype, t.shape)
-        # Any other tensor FX met (torch.tensor(2.0) in forward, a plain tensor attribute) it stored as a new
-        # attribute `_tensor_constantN`, which a fresh Model (and so ModelNew) lacks.
+        # Any other tensor FX met (torch.tensor(2.0) in forward) it stored as a new attribute `_tensor_constantN`,
+        # which a fresh Model (and so ModelNew) lacks.
         if t.ndim == 0:
             return b.const(t.item(), t.dtype)
         if t.numel() <= MAX_LITERAL_ELEMENTS:
             return literal_tensor(b, t)
-        b.refuse(f"a tensor of {t.numel()} elements that is neither a parameter nor a buffer (torch.tensor(...) in "
-                 f"forward, a plain attribute) is supported up to {MAX_LITERAL_ELEMENTS} elements; register it as a "
-                 "buffer")
+        b.refuse(f"a tensor of {t.numel()} elements made in forward (torch.tensor(...)), not by the model's __init__, "
+                 f"is supported up to {MAX_LITERAL_ELEMENTS} elements; make it in __init__ or register it as a buffer")
     args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: values[n])
     if node.op == "call_module":
         module = gm.get_submodule(node.target)

@@ -53,6 +53,23 @@ class ForbidTorchOps(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
+def copy_plain_tensors(reference, candidate, graph) -> None:
+    """The task's tensors that are plain attributes of the model (`self.h0 = torch.randn(...)` in __init__, outside
+    the state_dict) into the candidate's attributes of the same name and shape, as load_state_dict does for
+    parameters and buffers: the candidate's own draw need not be the reference's."""
+    state = reference.state_dict()
+    with torch.no_grad():
+        for p in graph["params"]:
+            if p["name"] in state:
+                continue
+            try:
+                mine = lookup(candidate, p["name"])
+            except AttributeError:
+                continue  # the candidate keeps no such tensor: its forward is its own business
+            if isinstance(mine, torch.Tensor) and mine.shape == lookup(reference, p["name"]).shape:
+                mine.copy_(lookup(reference, p["name"]))
+
+
 def _trusted_objects() -> dict:
     """What the timer and these checks call: each must still be the object it was before the candidate loaded."""
     import statistics
@@ -193,6 +210,7 @@ def run_candidate(args) -> None:
     try:
         candidate = build_candidate(args.candidate, problem)
         candidate.load_state_dict(reference.state_dict(), strict=True)  # same parameters, same names
+        copy_plain_tensors(reference, candidate, graph)
         candidate = candidate.to(device)
         dropout_off(candidate.train(reference.training))  # as the reference's dropout (problem.dropout_off)
     except Exception as e:  # noqa: BLE001 -- a broken candidate is an answer, not a crash

@@ -337,11 +337,11 @@ int main(int argc, char** argv) {
   CLI::App app{"kforge: writes fused CUDA kernels for PyTorch models and measures them on the GPU"};
   app.require_subcommand(1);
   // Levels for what the Python parts say (python/kforge/log.py reads $KFORGE_LOG_LEVEL): quiet leaves warnings,
-  // errors and results, no progress bars; verbose adds every problem's details. Before or after the subcommand.
+  // errors and results, no progress bars; verbose adds every problem's details. Before the subcommand: the ones that
+  // hand their arguments to Python (train, agent, report, synth) take everything after their name as theirs.
   bool quiet = false, verbose = false;
   auto* quiet_flag = app.add_flag("-q,--quiet", quiet, "warnings, errors and results only: no progress bars");
   app.add_flag("-v,--verbose", verbose, "details of every problem as well")->excludes(quiet_flag);
-  app.fallthrough();
 
   std::string problem, out, device = "cuda";
   int sets = 5;

@@ -176,6 +176,8 @@ void post_reward(Service& svc, Access& access, const httplib::Request& req, http
       if (!r.is_discarded()) {
         rewards[i] = r.value("reward", -1.0);
         d["tier"] = r.value("tier", "failed");
+        // What a multi-turn agent acts on (a compiler error, the first mismatching elements), trimmed.
+        if (std::string log = r.value("log", ""); !log.empty()) d["log"] = log.substr(0, 2000);
       }
     } else if (job && job->status == "failed") {
       d["error"] = job->error;

@@ -73,7 +73,7 @@ def test_optimize_without_a_gpu_says_so(tmp_path):
     r = kforge("optimize", problem, "--budget", 1, "--bundle", tmp_path / "p")
     assert r.returncode == 2
     assert "needs a CUDA GPU" in r.stderr
-    r = kforge("optimize", problem, "--budget", 1, "--bundle", tmp_path / "p", "--quiet")  # quiet keeps errors
+    r = kforge("--quiet", "optimize", problem, "--budget", 1, "--bundle", tmp_path / "p")  # quiet keeps errors
     assert r.returncode == 2 and "kforge: error: optimize needs a CUDA GPU" in r.stderr, r.stderr
 
 

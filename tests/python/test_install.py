@@ -59,7 +59,7 @@ def test_the_installed_command_imports_and_lowers_a_problem_outside_the_clone(in
     problem = root / "norm_softmax.py"
     problem.write_text(SMALL_PROBLEM)
     # `kforge import` runs `python -m kforge.bridge` inside: the installed package, not the clone's
-    run([kforge, "-q", "import", problem, "-o", root / "task", "--device", "cpu"], cwd=root, env=env)
+    run([kforge, "--quiet", "import", problem, "-o", root / "task", "--device", "cpu"], cwd=root, env=env)
     out = run([kforge, "lower", root / "task", "--compile", "--arch", "sm_90"], cwd=root, env=env)
     assert ": ok" in out and "fail" not in out.lower(), out[:2000]  # every kernel compiled by NVRTC
 
