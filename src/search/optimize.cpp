@@ -253,10 +253,10 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
   // convolution (run 14.2: 1.65-1.91 ms against 2.06-2.33 ms on four conv chains). In fp16 the bare convolution's
   // engine won there (0.77 against 0.84 ms): that form stays in the space, not among the openings.
   // 2-D depthwise convolutions take kforge's direct kernel (fp32, strict) in every opening: memory-bound work where
-  // cuDNN's fp32 engines reached a twelfth of the floor (run 6.6) and took 6.1 ms where the direct kernel took 1/1.42
-  // of it (run 7.1); TF32 and fp16 gain nothing there (no reuse for tensor cores), and a network's depthwise layers
-  // in cuDNN cost it the whole plan (run 20.2: 11_efficientnet_mbconv 0.26x with every opening on cuDNN). The
-  // openings vary the other groups; the depthwise ones on cuDNN come last (`on_library`).
+  // cuDNN's fp32 engines reached a twelfth of the floor and ran 1.42x slower than the direct kernel; TF32 and fp16
+  // gain nothing there (no reuse for tensor cores), and a network whose depthwise layers follow the other
+  // convolutions into cuDNN in every opening never sees the direct kernel. The openings vary the other groups; the
+  // depthwise ones on cuDNN come last (`on_library`).
   Schedule tf32, split_fp16, split_pieces, finer_pieces, split, tf32_nhwc, fp16_nhwc, fp16_products;
   Schedule split_fp16_fused;  // the convolutions' epilogues in cuDNN's graph
   for (auto& g : fused) {

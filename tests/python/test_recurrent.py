@@ -1,16 +1,17 @@
 """nn.LSTM and nn.GRU import as their unrolled time steps (kforge.fx_ops.recurrent): every part of the result
 (output, h_n, c_n), batch first or not, stacked and bidirectional, with and without initial states and biases,
 computed by the CPU interpreter as PyTorch computes it; what cannot be verified is refused with its reason."""
-import json
 import os
 
 import numpy as np
 import pytest
 
 from kforge import bridge
-from kforge.bundle import read_inputs, read_outputs, read_params, read_task
+from kforge.bundle import read_task
 
 pytestmark = pytest.mark.skipif(os.environ.get("KFORGE_NO_CORE") == "1", reason="KFORGE_NO_CORE=1")
+if os.environ.get("KFORGE_NO_CORE") != "1":
+    from test_interpret import interpreted_sets
 
 HEADER = "import torch\nimport torch.nn as nn\n\n"
 CASES = {
@@ -42,21 +43,10 @@ def imported(tmp_path, name, text):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_recurrent_layers_compute_what_pytorch_does(name, tmp_path):
-    import kforge._core as core
-
     bundle = imported(tmp_path, name, source(*CASES[name]))
-    task = read_task(bundle)
-    graph = task["graph"]
-    assert "opaque" not in [n["op"] for n in graph["nodes"]]
-    params = [t.numpy() for t in read_params(bundle, graph, "cpu")]
-    for k in range(task["num_sets"]):
-        inputs = [t.numpy() for t in read_inputs(bundle, k, graph, "cpu")]
-        expected = [t.numpy() for t in read_outputs(bundle, k, graph, "cpu")]
-        got = core.interpret(json.dumps(graph), inputs, params)
-        assert len(got) == len(expected)
-        for j, (g, e) in enumerate(zip(got, expected)):
-            assert g.shape == e.shape, (k, j, g.shape, e.shape)
-            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5, err_msg=f"{name} set {k} output {j}")
+    assert "opaque" not in [n["op"] for n in read_task(bundle)["graph"]["nodes"]]
+    for k, j, got, expected in interpreted_sets(bundle):
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5, err_msg=f"{name} set {k} output {j}")
 
 
 def test_dropout_between_layers_in_training_mode_is_refused(tmp_path):
@@ -102,13 +92,8 @@ def get_init_inputs():
 def test_an_initial_state_made_in_init_is_the_models_own_tensor(tmp_path):
     """A plain tensor attribute (320 elements) is a tensor of the task like a parameter, and forward's assignment
     to it while tracing leaves the model as it was."""
-    import kforge._core as core
-
     bundle = imported(tmp_path, "plain_state", PLAIN_STATE)
     task = read_task(bundle)
-    graph = task["graph"]
-    assert not task["importer"].get("opaque") and [p["name"] for p in graph["params"]][:2] == ["h0", "c0"]
-    params = [t.numpy() for t in read_params(bundle, graph, "cpu")]
-    inputs = [t.numpy() for t in read_inputs(bundle, 0, graph, "cpu")]
-    for got, expected in zip(core.interpret(json.dumps(graph), inputs, params), read_outputs(bundle, 0, graph, "cpu")):
-        np.testing.assert_allclose(got, expected.numpy(), rtol=1e-4, atol=1e-5)
+    assert not task["importer"].get("opaque") and [p["name"] for p in task["graph"]["params"]][:2] == ["h0", "c0"]
+    for k, j, got, expected in interpreted_sets(bundle):
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5, err_msg=f"set {k} output {j}")
