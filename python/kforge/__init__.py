@@ -9,8 +9,8 @@ from kforge.errors import ImportProblemError
 # _core carries its own instantiations of some iostream and locale templates (with their facet ids); Python loads
 # extension modules with RTLD_LOCAL, so without this _core's references bind to its own copies, whose facet ids
 # the locales made by libstdc++.so (already loaded by torch) do not know: any number written to or read from a
-# stream then crashed, in _core or in XGBoost (device runs 4.2-4.3 of docs/results/README.md). In the global scope,
-# libstdc++'s definitions come first, for every library.
+# stream then crashed, in _core or in XGBoost. In the global scope, libstdc++'s definitions come first, for every
+# library.
 try:
     ctypes.CDLL("libstdc++.so.6", mode=ctypes.RTLD_GLOBAL)
 except OSError:  # not a GNU toolchain's process: nothing to unify

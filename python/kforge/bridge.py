@@ -87,7 +87,7 @@ def closer_reference(narrow: torch.Tensor, wide: torch.Tensor) -> torch.Tensor:
     K = 32768 (outputs ~3000) has float32 rounding past 1e-2 on its elements near zero; judged against 1e-2
     absolute, that rounding read as another function, the float32 run became the reference and every other
     summation order (cuBLAS's second algorithm, split precision in pieces) failed a strict tier of 1e-4 from
-    PyTorch's own rounding (device run 13.1). The allowance is 1e-4 of the output's scale (0.3 there), not 1e-2
+    PyTorch's own rounding (measured on the GPU). The allowance is 1e-4 of the output's scale (0.3 there), not 1e-2
     of it: a floor or comparison that flips moves an element by its own unit, which 1e-2 of a large RMS would
     pass for rounding."""
     if not narrow.is_floating_point() or not wide.is_floating_point() or wide.shape != narrow.shape:
@@ -130,9 +130,9 @@ def reference_outputs(model, inputs) -> tuple[list[torch.Tensor], list[float]]:
     """Reference outputs: the model's arithmetic done in float64 on the same float32 values, each float output
     rounded once to float32 (closer_reference says where the float32 run's own output stands instead), and the
     strict tier's tolerance on each (strict_tolerance, from the float32 run's own error against it). A float32
-    run alone carries its own rounding: device run 7.3 saw PyTorch's sum of 4093 floats 1.2e-4 from the exact
-    value, so every exact kernel failed the strict tier against it. Runs on copies: a model that writes its
-    inputs in place leaves the stored inputs as drawn."""
+    run alone carries its own rounding: PyTorch's sum of 4093 floats was measured 1.2e-4 from the exact value, so
+    every exact kernel failed the strict tier against it. Runs on copies: a model that writes its inputs in place
+    leaves the stored inputs as drawn."""
     with torch.no_grad(), exact_fp32():
         narrow = as_list(model(*[t.clone() for t in inputs]))
         wide = float64_outputs(model, inputs)

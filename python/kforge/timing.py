@@ -8,8 +8,8 @@ import torch
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # larger than any current GPU's L2 (H100: 50 MB), so no input stays cached
 MIN_WARMUP, MIN_TRIALS = 3, 20
 # KernelBench's own count (num_trials=100). Twenty medians drifted by +-0.5% between runs on kernels at the copy
-# bandwidth (docs/results/README.md, session 7: ReLU's kernel 0.6% faster than torch.relu's in a microbenchmark, 0.6%
-# slower in the suite's table); a hundred trials cost under a second per problem.
+# bandwidth (ReLU's kernel measured 0.6% faster than torch.relu's in a microbenchmark, 0.6% slower in the suite's
+# table); a hundred trials cost under a second per problem.
 KB_TRIALS = 100
 
 

@@ -3,8 +3,8 @@
 // value per output channel), so that the step writing the result adds it (the channels-last transpose back,
 // kforge's direct kernel, an in-place pass after an NCHW library call, or cuDNN's own graph: schedule
 // library_epilogue) instead of a kernel of its own reading the result back from memory: one pass over the
-// convolution's result (0.3 ms of 537 MB on the H200: run 11.3's 23_conv2d_groupnorm_tanh and
-// 26_conv2d_avgpool_sigmoid_sum each had such a kernel).
+// convolution's result (0.3 ms of 537 MB on the H200: 23_conv2d_groupnorm_tanh and 26_conv2d_avgpool_sigmoid_sum
+// each had such a kernel).
 //
 // An activation cuDNN's pointwise operations have (conv_activation_mode) that reads the convolution (or its bias
 // add) alone, and whose own result is read where a kernel would not apply it for nothing (the same rule), folds in

@@ -10,8 +10,8 @@ typedef long long i64;
 #define KF_INF __int_as_float(0x7f800000)
 #define KF_NAN __int_as_float(0x7fffffff)
 // The thread index, read anew: a register row's walks each take their own, so the compiler cannot keep one
-// walk's 64-bit element addresses alive across the block reduction for the next (device run 8.1: 24 slots of a
-// 1024-thread block spilled 920 bytes so; recomputed, 56 registers and no spill). Plain threadIdx on the host.
+// walk's 64-bit element addresses alive across the block reduction for the next (24 slots of a 1024-thread
+// block spilled 920 bytes so; recomputed, 56 registers and no spill). Plain threadIdx on the host.
 __device__ __forceinline__ int kf_tid() {
 #ifdef __CUDA_ARCH__
   int t;
@@ -151,8 +151,8 @@ struct KfOnlineSumExp {
   __device__ static T init() { return {0.0, -KF_INF}; }
   __device__ static L local_init() { return {-KF_INF, 0.f, 0.f}; }
   // Branch-free, so that an unrolled walk issues its loads together: with a branch per element the compiler
-  // kept each load behind the previous element's branches, one load in flight per thread (device run 8.3:
-  // 24_softmax_last_dim 2.6 ms fused, against 1.5 for three plain walks). Two exps an element; a scale of
+  // kept each load behind the previous element's branches, one load in flight per thread
+  // (24_softmax_last_dim 2.6 ms fused, against 1.5 for three plain walks). Two exps an element; a scale of
   // exactly 1 (the max did not grow) leaves the sum and its compensation exact.
   __device__ static L add(L a, float x) {
     const float m = fmaxf(a.m, x);                       // a NaN x leaves the max (its exp makes the sum NaN)
@@ -166,8 +166,8 @@ struct KfOnlineSumExp {
   __device__ static T widen(L a) { return {(double)a.d - (double)a.c, a.m}; }
   // The pair with the larger max keeps its sum; the other's is scaled by one float exp (the rescale's 1e-7
   // relative error is far inside the strict tier). Two double exps per combine made the block reduction of a
-  // 1024-thread row cost more than its walk (device run 8.1: 24_softmax_last_dim 3.4 ms fused, against 1.5
-  // for the three-walk kernel before).
+  // 1024-thread row cost more than its walk (24_softmax_last_dim 3.4 ms fused, against 1.5 for the three-walk
+  // kernel before).
   __device__ static T f(T a, T b) {
     if (b.m > a.m) { T t = a; a = b; b = t; }  // a holds the larger max (add() never makes a NaN max)
     if (a.m == -KF_INF) return {a.d + b.d, a.m};

@@ -70,8 +70,8 @@ PlanKernel make_kernel(const KernelGroup& g, const KernelSchedule& ks, const std
 }
 
 int64_t full_grid(int64_t blocks) {
-  // tools/microbench/elementwise_bw.cu on the H200 (device run 7.3), ReLU over 3.2 GB: 256 threads x 16 bytes x 4
-  // a thread ran 1.561 ms with a block per chunk against 1.611 with the grid clamped (clamp_grid).
+  // tools/microbench/elementwise_bw.cu on the H200, ReLU over 3.2 GB: 256 threads x 16 bytes x 4 a thread ran 1.561 ms
+  // with a block per chunk against 1.611 with the grid clamped (clamp_grid).
   return std::clamp<int64_t>(blocks, 1, kMaxGridX);
 }
 

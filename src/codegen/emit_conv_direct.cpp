@@ -1,10 +1,10 @@
 // kforge's direct depthwise convolution (a conv group under strategy tile; KernelGroup::depthwise): each output
 // channel reads one input channel through its own small kernel, so the work is a stencil over each (image,
-// channel) plane, bound by memory, where cuDNN's fp32 engines reach a fraction of the bandwidth (run 6.6 of
-// docs/results/README.md: 07_conv2d_depthwise 6.1 ms against a 0.5 ms floor). A block stages the input window of a tile of
-// outputs (schedule.h, DirectConvTile) in shared memory, zero outside the image (the padding); each thread then
-// walks `items` consecutive output rows of one column: per kernel column it loads the input column the rows
-// share into registers once and accumulates every (row, tap) product with fmaf, the weights held in registers.
+// channel) plane, bound by memory, where cuDNN's fp32 engines reach a fraction of the bandwidth (07_conv2d_depthwise
+// 6.1 ms against a 0.5 ms floor). A block stages the input window of a tile of outputs (schedule.h, DirectConvTile)
+// in shared memory, zero outside the image (the padding); each thread then walks `items` consecutive output rows of one
+// column: per kernel column it loads the input column the rows share into registers once and accumulates every (row,
+// tap) product with fmaf, the weights held in registers.
 // Plain fp32 arithmetic, one output at a time: the strict tier's. The bias was split off (ir/conv.h) and runs
 // in the pointwise kernel that reads the result, unless conv_epilogue.h folded it (and maybe an activation) back:
 // then the kernel applies them as it writes.

@@ -89,7 +89,7 @@ std::vector<PlanKernel> triangle_blocks(const PlanKernel& step, const nlohmann::
 // piece may hold hi*hi terms of some k and hi*lo of others; the sum is the same), one cuBLASLt call each. Why: inside
 // a tensor-core product every addend, the running sum included, is cut at the largest one's exponent
 // (ir/tf32.h's model), so one accumulator over a long K loses low bits of each product to its own growing
-// magnitude: run 12.3 measured 43 of 4M elements of a K = 32768 product, and a few of K = 3077 and 6144 ones,
+// magnitude: 43 of 4M elements of a K = 32768 product, and a few of K = 3077 and 6144 ones, were measured
 // outside even the widened strict tolerance. Each piece sums its range in a fresh accumulator; the first writes
 // c (beta = 0), the others add theirs to it in fp32 in the library's epilogue (beta = 1, "accumulate"), and only
 // the last applies the product's epilogue (bias and activation after the whole sum: D = act(alpha A B + beta C +
@@ -125,11 +125,11 @@ std::vector<PlanKernel> reduction_pieces(const PlanKernel& step, int pieces) {
 }
 
 // cuBLAS documents 16-byte alignment of pointers and leading dims for its tensor-core kernels (the cuBLAS guide's
-// tensor-core usage section); a result of n floats with n % 4 != 0 leaves every row but the first misaligned. Run
-// 13.3: 07_irregular (n = 5003) in fp16x3 in 4 pieces took 3.55 ms where 01_square's, about as much work, took
-// 0.86. Such a result is written to scratch rows padded to 4 floats, then copied out by one pass (`rows` rows of n
+// tensor-core usage section); a result of n floats with n % 4 != 0 leaves every row but the first misaligned.
+// 07_irregular (n = 5003) in fp16x3 in 4 pieces took 3.55 ms where 01_square's, about as much work, took 0.86.
+// Such a result is written to scratch rows padded to 4 floats, then copied out by one pass (`rows` rows of n
 // floats). Only for the 16-bit copies' products: fp32's SIMT kernels need no alignment. What the padding gains is
-// not measured yet (run 13.6: both fp16x3 candidates of 07_irregular missed the tier, so neither was timed).
+// not measured yet (both fp16x3 candidates of 07_irregular missed the tier, so neither was timed).
 PlanKernel padded_result(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, PlanKernel& step, int64_t rows,
                          int64_t n) {
   const auto I = i64_literal;

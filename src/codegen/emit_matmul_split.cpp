@@ -13,11 +13,11 @@
 //                  the pieces of a cut reduction that add to the result (device pointers; emit_matmul.cpp).
 // The library step then reads the copies ("dtype" f16 operands), sums in fp32 and writes the fp32 result with its
 // epilogue (alpha applies before the bias: cuBLASLt's D = act(alpha A B + bias)).
-// Accuracy, measured (runs 11.1-11.5 of docs/results/README.md): within 1e-4 of the exact result on the level-2 linear
-// chains (K 1024-4096 at unit scale), but ~1% of the elements of a K = 3077 product lie outside 1e-4, and a few
-// outside 1e-2 on inputs four times larger: the tensor cores' sums truncate. Summing the corrections in a second
-// step (K additions long instead of 3K) changed neither count and cost a pass over the result (12_tall_skinny
-// 1.28 -> 3.47 ms), so the three parts share one product. The check decides the tier on every input set.
+// Accuracy, measured: within 1e-4 of the exact result on the level-2 linear chains (K 1024-4096 at unit scale), but ~1%
+// of the elements of a K = 3077 product lie outside 1e-4, and a few outside 1e-2 on inputs four times larger: the
+// tensor cores' sums truncate. Summing the corrections in a second step (K additions long instead of 3K) changed
+// neither count and cost a pass over the result (12_tall_skinny 1.28 -> 3.47 ms), so the three parts share one product.
+// The check decides the tier on every input set.
 // Why scale: fp16 overflows at 65504 and loses relative precision below 2^-14; scaled, an operand of any
 // finite magnitude from ~2^-48 to ~2^78 keeps 22 significant bits in hi + lo (elements 2^28 below the largest
 // lose them gradually to fp16's subnormals: an absolute error of ~2^-39 of the largest). The scale comes from

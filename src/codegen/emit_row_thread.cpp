@@ -7,9 +7,9 @@ namespace kforge::row_parts {
 // Thread strategy with vec > 1: a thread owns `vec` neighbouring rows. The innermost dim is kept, so rows
 // k0 .. k0 + vec - 1 lie side by side in memory and one 8- or 16-byte load per step of r serves all of them;
 // each keeps its own accumulator. Fewer, wider threads: 23_argmin_middle_dim's 327680 columns of 3001 made
-// 1.2 waves of one-column threads (device run 8.1: 1.135 ms against torch.compile's 1.022), a tail where
-// a fifth of the GPU's threads ran alone; two columns a thread in 64-thread blocks: 0.900 ms (run 8.3, 103% of
-// the copy bandwidth; four in 128-thread blocks, 1.051).
+// 1.2 waves of one-column threads (1.135 ms against torch.compile's 1.022), a tail where a fifth of the GPU's
+// threads ran alone; two columns a thread in 64-thread blocks: 0.900 ms (103% of the copy bandwidth; four in
+// 128-thread blocks, 1.051).
 std::vector<PlanKernel> emit_thread_vec(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks,
                                         const std::string& name, RowShape rs) {
   const Graph& gr = *cx.partition.graph;

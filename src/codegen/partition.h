@@ -81,8 +81,8 @@ std::vector<int> stats_in_pass(const KernelGroup& g, int pass);
 bool has_online_stat(const KernelGroup& g);
 // `g` with each online statistic computed in a walk of its own after its max's (and every later walk one
 // later): where the row is cached on chip that extra walk reads the cache, not HBM, and is cheaper than the
-// online statistic's second exp and rescale per element (device run 7.3, 24_softmax_last_dim with the row in
-// shared memory: 1.49 ms in three walks; 1.98 with the online sum in run 9.1).
+// online statistic's second exp and rescale per element (24_softmax_last_dim with the row in shared memory:
+// 1.49 ms in three walks, 1.98 with the online sum).
 KernelGroup without_online_stats(const KernelGroup& g);
 
 }  // namespace kforge

@@ -15,16 +15,16 @@ KernelSchedule default_schedule(const KernelGroup& g) {
   switch (g.kind) {
     case GroupKind::pointwise:
       // One 16-byte vector a thread, 128-thread blocks, a block per chunk (emit_pointwise.cpp): the fastest
-      // of tools/microbench/elementwise_bw.cu's shapes on the H200 (device run 7.3), 1% faster than the copy
-      // engine. (Runs 2.4/2.5 had preferred 1024 x 8-byte x 4, with the grid clamped then.)
+      // of tools/microbench/elementwise_bw.cu's shapes on the H200, 1% faster than the copy engine. (Earlier
+      // measurements, with the grid clamped then, had preferred 1024 x 8-byte x 4.)
       ks.block = 128;
       ks.vec = n % 4 == 0 ? 4 : n % 2 == 0 ? 2 : 1;
       ks.items = 1;
       break;
     case GroupKind::pool:
-      // 128 threads of four outputs each: the fastest or within 3% of it on all six pooling problems of runs
-      // 8.3/8.4 (39-44: 1D/2D/3D, max and average), where 256 x 1 ran 3-16% slower (42_avg_pool1d 0.966 ms
-      // against 0.864).
+      // 128 threads of four outputs each: the fastest or within 3% of it on all six pooling problems measured
+      // (39-44: 1D/2D/3D, max and average), where 256 x 1 ran 3-16% slower (42_avg_pool1d 0.966 ms against
+      // 0.864).
       ks.block = 128;
       ks.items = 4;
       break;
@@ -33,10 +33,10 @@ KernelSchedule default_schedule(const KernelGroup& g) {
     case GroupKind::scan: {
       // Lines along a strided axis go one thread each: neighbouring threads read neighbouring addresses. A line
       // along the contiguous axis is read coalesced only by a block walking it together; one thread per such
-      // line strides by the line's length (held-out run 6.2 of docs/results/README.md, 18672 lines of 301: a thread per
-      // line 0.164 ms, a 512-thread block per line 0.064 ms). Only lines of a few elements share their sectors
-      // between neighbouring threads. Lines up to 1024 get a 128-thread block and enough items to cover them
-      // (not yet measured: run 6.2 measured 512 x 2 on its 301-long lines).
+      // line strides by the line's length (a held-out task of 18672 lines of 301: a thread per line 0.164 ms, a
+      // 512-thread block per line 0.064 ms). Only lines of a few elements share their sectors between
+      // neighbouring threads. Lines up to 1024 get a 128-thread block and enough items to cover them (not yet
+      // measured: only 512 x 2 was measured on those 301-long lines).
       const int64_t length = row_length(g);
       // A line too long for one thread (kMaxSerial) gets a block whatever its axis.
       const bool contiguous = (!keeps_innermost(g) && length >= 64) || length > kMaxSerial;
@@ -49,8 +49,8 @@ KernelSchedule default_schedule(const KernelGroup& g) {
       int64_t R = row_length(g), K = rows_of(g);
       // Innermost dim kept: a lane per row reads coalesced across the warp, warps split the rows.
       if (keeps_innermost(g)) ks.strategy = Strategy::tile, ks.block = 256;
-      // A warp per row up to 2048 elements (run 2.5: argmax over rows of 2039, a warp of 128-thread blocks
-      // 0.95 ms against 2.25 for a 256-thread block per row).
+      // A warp per row up to 2048 elements (argmax over rows of 2039: a warp of 128-thread blocks 0.95 ms against 2.25
+      // for a 256-thread block per row).
       else if (R <= 2048 && K >= 1024) ks.strategy = Strategy::warp, ks.block = R > 1024 ? 128 : 256;
       // Split: ~8 blocks of 1024 threads an SM, at most 512 chunks a row, no unroll (the best plan of all four
       // scalar losses on a 132-SM Hopper; mse 0.77 ms against 0.94 for 1024 chunks of 512 threads unrolled), where
@@ -64,8 +64,8 @@ KernelSchedule default_schedule(const KernelGroup& g) {
       const int uncached_items = ks.items;
       // Several passes over a row that fits in shared memory: read it from HBM once.
       bool passes = row_walks(g) > 1;
-      // Its walks then read shared memory, not HBM: no unroll (runs 7.3/7.4, 24_softmax_last_dim, rows of 24571
-      // cached by 1024-thread blocks: 1.49 ms without, 1.66 with four iterations unrolled).
+      // Its walks then read shared memory, not HBM: no unroll (24_softmax_last_dim, rows of 24571 cached by 1024-thread
+      // blocks: 1.49 ms without, 1.66 with four iterations unrolled).
       if (passes && (ks.strategy == Strategy::warp || ks.strategy == Strategy::block) &&
           row_cache_bytes(g, ks, 1) <= kMaxRowCache)
         ks.cache_row = RowCache::shared, ks.items = 1;

@@ -118,13 +118,13 @@ struct Lowering {
     int r = b.op("matmul", margs, n.attrs, last ? n.name : "");
     return b.reshape(r, n.type.shape);
   }
-  // A product with one output column (a matrix times a vector, a Linear layer with one output) as what it is:
-  // a reduction over K of a times b's column, broadcast along a's rows. Its arithmetic intensity is half a FLOP
-  // per byte of a, so it is bound by reading a; a row kernel walks a at the copy bandwidth (runs 10.2-10.4:
-  // 18_mean_last_dim at 100% of it) where cuBLAS's GEMV reached 92% (run 12.3, 04_matrix_vector), and the
-  // epilogue ops after it fuse into the row kernel. Plain fp32 products and sums: both tiers'. b's column
-  // becomes a row [..., 1, K] (a vector as it is; [..., K, 1] reshaped, the same memory; a transposed [..., 1, K]
-  // its source). a read transposed keeps the library product (the walk along K would be strided).
+  // A product with one output column (a matrix times a vector, a Linear layer with one output) as what it is: a
+  // reduction over K of a times b's column, broadcast along a's rows. Its arithmetic intensity is half a FLOP per byte
+  // of a, so it is bound by reading a; a row kernel walks a at the copy bandwidth (18_mean_last_dim at 100% of it)
+  // where cuBLAS's GEMV reached 92% (04_matrix_vector), and the epilogue ops after it fuse into the row kernel. Plain
+  // fp32 products and sums: both tiers'. b's column becomes a row [..., 1, K] (a vector as it is; [..., K, 1] reshaped,
+  // the same memory; a transposed [..., 1, K] its source). a read transposed keeps the library product (the walk along
+  // K would be strided).
   int matrix_vector(int a, int bm) {
     int row = bm;
     if (is_matrix_transpose(b.graph(), bm)) {

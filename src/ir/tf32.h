@@ -37,7 +37,7 @@ inline Tf32Split split_tf32(float x) {
 // One mma.sync's sum as the tensor core forms it (the shape of the model is Fasi, Higham, Mikaitis and Pranesh,
 // "Numerical behavior of NVIDIA tensor cores", 2021): the products are exact; every addend, the accumulator
 // included, is aligned to the largest one's exponent and cut to kTensorCoreSumBits significant bits there,
-// truncated rather than rounded; the sum is normalised toward zero. The width is fitted to the H200 (run 5.1):
+// truncated rather than rounded; the sum is normalised toward zero. The width is fitted to the H200:
 // the first split-precision kernel, which summed into its running accumulator, put 8.3% of a 4096^3 product's
 // elements outside 1e-4 of the fp32 reference; this model with 21 bits puts 8 to 11% there, with 24 bits 0.5%.
 constexpr int kTensorCoreSumBits = 21;

@@ -239,7 +239,7 @@ Operation operation(const ConvDims& d, bool transpose, bool channels_last, cudnn
                              : CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR),
               {}, {}};
   // The epilogue's virtual fp32 tensors, in the step's layout as y is. (A y in NCHW strides behind an NHWC
-  // convolution, which would spare the transpose back, ran 17-500x slower or wrong on the H200: run 14.1.)
+  // convolution, which would spare the transpose back, ran 17-500x slower or wrong on the H200.)
   int64_t next_virtual = kVirtual;
   auto virtual_tensor = [&]() -> cudnnBackendDescriptor_t {
     o.kept.push_back(tensor(next_virtual++, ydims, cl, CUDNN_DATA_FLOAT, true));

@@ -58,8 +58,8 @@ LoadedPlan::LoadedPlan(Plan plan, const Compiler& compiler) : plan_(std::move(pl
     CUfunction f;
     KF_CU(d.cuModuleGetFunction(&f, m, k.name.c_str()));
     // Beyond 48 KB of shared memory in all a kernel must opt in, and the 48 KB count the kernel's static
-    // shared memory too: a 49124-byte row cache plus 1 KB of reduction scratch failed to launch (device run
-    // 2.5, 32_l2_normalize_rows). Opting in to exactly the dynamic size is always allowed.
+    // shared memory too: a 49124-byte row cache plus 1 KB of reduction scratch failed to launch (on
+    // 32_l2_normalize_rows). Opting in to exactly the dynamic size is always allowed.
     if (k.smem > 0) KF_CU(d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k.smem));
     functions_.push_back(f);
     grids_.push_back(k.persistent ? std::min(k.grid, resident_blocks(f, k)) : k.grid);

@@ -20,11 +20,11 @@ class CostModel {
 };
 
 // Regression fits log ms across tasks, so most of what it learns is the tasks' sizes; pairwise ranking
-// (XGBoost's rank:pairwise, rows grouped by task) learns only the order within a task. Run 6.1's 6756
-// training measurements, 4-fold by task: docs/results/README.md, "Cost-model cross-validation on run 6.1's measurements".
+// (XGBoost's rank:pairwise, rows grouped by task) learns only the order within a task. Both were cross-validated
+// 4-fold by task on 6756 training measurements.
 enum class CostObjective { regression, pairwise };
 
-// Depth 4 at rate 0.05 cross-validated best of depths 2-8 and rates 0.05-0.1 on run 6.1's measurements.
+// Depth 4 at rate 0.05 cross-validated best of depths 2-8 and rates 0.05-0.1 on those 6756 measurements.
 struct TrainOptions {
   CostObjective objective = CostObjective::pairwise;
   int rounds = 300;
@@ -45,9 +45,9 @@ std::unique_ptr<CostModel> load_boosted_cost_model(const std::string& path);
 void save_cost_model(const CostModel& model, const std::string& path);
 
 // The order search measures candidates in from their scores: the best-scored first, then every other one a
-// uniform draw among those not yet taken (seeded). The model is trusted, not blindly: cross-validated on run
-// 6.1's measurements its top 16 were worse than 16 random plans on a few tasks it ranked confidently wrong
-// (docs/results/README.md), as the learned policy was (learned_policy.h, kProposalExploration).
+// uniform draw among those not yet taken (seeded). The model is trusted, not blindly: cross-validated on 6756
+// training measurements its top 16 were worse than 16 random plans on a few tasks it ranked confidently wrong,
+// as the learned policy was (learned_policy.h, kProposalExploration).
 std::vector<size_t> search_order(const std::vector<double>& scores, uint64_t seed);
 
 // Spearman rank correlation of two equally long series (1 = same order): how well a model ranks.

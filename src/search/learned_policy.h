@@ -44,7 +44,7 @@ struct UpdateStats {
 };
 
 // Search trusts the policy, but not blindly: a policy trained on a few dozen tasks can be sure of a choice that
-// its training never contradicted. Held-out run 6.2 (docs/results/README.md): on a cumsum along the contiguous axis the
+// its training never contradicted. On a held-out task, a cumsum along the contiguous axis, the
 // trained policy gave "one thread per line" (fast on its training scans, which ran along strided axes) to all
 // 64 of its proposals and stayed 2.6x behind random search. Every other proposal therefore takes each
 // decision uniformly with this probability.

@@ -22,7 +22,7 @@ torch::nn::Sequential mlp(int64_t in, int64_t hidden) {
 
 // The sampling generator: SplitMix64, whose whole state is one integer, so a checkpoint stores it as a JSON
 // number. (std::mt19937_64's state goes through iostreams; inside PyTorch's process on the GPU machine that
-// crashed in the locale code of libstdc++ on save: device run 4.2 of docs/results/README.md.)
+// crashed in the locale code of libstdc++ on save.)
 struct SplitMix64 {
   using result_type = uint64_t;
   uint64_t state;

@@ -106,15 +106,15 @@ namespace {
 // blocks (the copy engine fetches a block's next row while it works on this one), then a shared-memory cache
 // filled by the threads in 512-thread blocks (two rows in flight per SM, one loading while the other reduces)
 // or in 1024-thread blocks, and no cache in 1024-thread blocks (few rows in flight, so the second walk finds
-// the row in L2). Walks are unrolled so that a warp has several loads in flight (device run 8.1:
-// 26_layer_norm's cached 512-thread blocks without unroll, 1.98 ms, lost to reading x twice, 1.73; unrolled,
-// 1.74 in run 8.3). Rows in registers, 24 or 48 a thread: no longer spilling since kf_tid (12.6 ms in run 8.1),
-// 2.08 and 3.13 ms on 26 in run 9.1. Last, rows of whole 16-byte vectors walked a vector a step, uncached (the
-// second walk finds the row in L2, as torch.compile's layer norm does: 26's best, 1.41 ms in run 9.4) or
-// bulk-copied. Rows across the innermost dim (a tile of 32 side by side): a 1024- or 512-thread tile without
-// cache, whose 32 rows stay in L2 for the second walk where the default's shared-memory cache of 32 long rows
-// leaves one block per SM (tiles with their rows in registers, one block an SM, ran 1.89 ms against 1.21 for
-// 256-thread tiles uncached on 25_log_softmax_channel_dim in run 9.6: the search may still reach them).
+// the row in L2). Walks are unrolled so that a warp has several loads in flight (26_layer_norm's cached
+// 512-thread blocks without unroll, 1.98 ms, lost to reading x twice, 1.73; unrolled, 1.74). Rows in registers,
+// 24 or 48 a thread: no longer spilling since kf_tid (12.6 ms while they spilled, 2.08 and 3.13 ms on 26 since).
+// Last, rows of whole 16-byte vectors walked a vector a step, uncached (the second walk finds the row in L2, as
+// torch.compile's layer norm does: 26's best, 1.41 ms) or bulk-copied. Rows across the innermost dim (a tile of
+// 32 side by side): a 1024- or 512-thread tile without cache, whose 32 rows stay in L2 for the second walk where
+// the default's shared-memory cache of 32 long rows leaves one block per SM (tiles with their rows in registers,
+// one block an SM, ran 1.89 ms against 1.21 for 256-thread tiles uncached on 25_log_softmax_channel_dim: the
+// search may still reach them).
 // Contiguous rows walked once: bulk-copied rows in 128- and 256-thread blocks. The local search rarely reaches
 // these by single steps from the default.
 std::vector<Schedule> row_openings(const std::vector<KernelGroup>& fused) {
@@ -132,9 +132,9 @@ std::vector<Schedule> row_openings(const std::vector<KernelGroup>& fused) {
       {.strategy = Strategy::block, .block = 512, .vec = 4, .items = 4},
       {.strategy = Strategy::block, .block = 512, .vec = 4, .cache_row = RowCache::bulk},
       {.strategy = Strategy::block, .block = 1024, .vec = 4, .items = 2}};
-  // Tiles split across clusters, in registers: tools/microbench/row_cluster.cu on the H200 (device run 10.1),
-  // log-softmax over the 1021 channels of [64, 1021, 6144]: 2 blocks of 512 0.924 ms, 4 of 256 1.002, against
-  // 1.405 for uncached 256-thread tiles.
+  // Tiles split across clusters, in registers: tools/microbench/row_cluster.cu on the H200, log-softmax over the
+  // 1021 channels of [64, 1021, 6144]: 2 blocks of 512 0.924 ms, 4 of 256 1.002, against 1.405 for uncached
+  // 256-thread tiles.
   const std::vector<KernelSchedule> tiles = {{.strategy = Strategy::tile, .block = 512, .chunks = 2, .cache_row = RowCache::registers},
                                              {.strategy = Strategy::tile, .block = 256, .chunks = 4, .cache_row = RowCache::registers},
                                              {.strategy = Strategy::tile, .block = 1024, .items = 4},
@@ -153,9 +153,9 @@ std::vector<Schedule> row_openings(const std::vector<KernelGroup>& fused) {
     if (!s.kernels.empty()) out.push_back(s);
   }
   // Eighth, where a row group keeps the innermost dim and walks its rows once (a reduction over a leading or
-  // middle dim): a thread of two neighbouring columns in 64-thread blocks, the best plan of 17, 23 and 31 in runs
-  // 8.2/8.3 (23_argmin 0.900 ms), then of four in 128-thread blocks, unrolled, 19_amax's best (emit_thread_vec;
-  // the other width where a width is illegal).
+  // middle dim): a thread of two neighbouring columns in 64-thread blocks, the best plan measured on 17, 23 and
+  // 31 (23_argmin 0.900 ms), then of four in 128-thread blocks, unrolled, 19_amax's best (emit_thread_vec; the
+  // other width where a width is illegal).
   for (auto [vec, block, items] : {std::array{2, 64, 1}, std::array{4, 128, 4}}) {
     Schedule columns;
     for (const KernelGroup& g : fused)
@@ -166,8 +166,8 @@ std::vector<Schedule> row_openings(const std::vector<KernelGroup>& fused) {
     if (!columns.kernels.empty()) out.push_back(columns);
   }
   // Ninth, where a row group's default splits its rows into chunks (a whole-tensor norm or loss): the same split
-  // with its walk unrolled four times, four loads in flight a thread (run 8.3's 33_frobenius_normalize measured
-  // 512 chunks of 1024 threads only with the plain walk, 0.998x).
+  // with its walk unrolled four times, four loads in flight a thread (33_frobenius_normalize's 512 chunks of 1024
+  // threads were measured only with the plain walk, 0.998x).
   Schedule unrolled_split;
   for (const KernelGroup& g : fused) {
     if (g.kind != GroupKind::row) continue;
@@ -186,16 +186,16 @@ int64_t matmul_k(const Graph& prim, const KernelGroup& g) {
 }
 
 // The pieces an fp16x3 product's reduction opens with: its tripled K cut into runs of at most 4096 addends, a
-// power of two up to 8; 1 where K is short. Run 12.3: one accumulator over the copies of K = 3077, 6144 and 32768
-// put a few elements outside the widened strict tolerance (the tensor cores' truncating sums), over K = 4096 at
-// unit scale none; tests/ir/test_tf32.cpp (Fp16x3) models the gain. `prim` is the primitive graph the groups
+// power of two up to 8; 1 where K is short. Measured: one accumulator over the copies of K = 3077, 6144 and
+// 32768 put a few elements outside the widened strict tolerance (the tensor cores' truncating sums), over K = 4096
+// at unit scale none; tests/ir/test_tf32.cpp (Fp16x3) models the gain. `prim` is the primitive graph the groups
 // index (codegen/lower.h). With kFinePieceRun and kMostFinePieces it gives the finer opening of every product
-// the coarse cut splits: runs of at most 640 addends, up to 64 pieces. Run 13.2: over K = 32768 at 4x scale, 8
-// pieces of 12288 addends put 959 elements outside 1e-2 of the float64 result where PyTorch's own float32 put 23
-// (kforge's tf32x3 kernel, none); 64 pieces, none (run 13.3). Run 14.6 (bench/fp16x3_error.py, 2048 x K x 2048):
-// the worst error grows about linearly with the run, and runs of 384-577 addends put fp16x3 at 0.2-0.6x of
-// float32's error at K = 3077-8192 where runs of 2308 put it at 2-3x (07_irregular's misses of run 13.6, with 4
-// pieces). Each piece re-reads and rewrites the output (beta = 1): both cuts are measured.
+// the coarse cut splits: runs of at most 640 addends, up to 64 pieces. Over K = 32768 at 4x scale, 8 pieces of
+// 12288 addends put 959 elements outside 1e-2 of the float64 result where PyTorch's own float32 put 23 (kforge's
+// tf32x3 kernel, none); 64 pieces, none. bench/fp16x3_error.py (2048 x K x 2048) found the worst error growing
+// about linearly with the run, and runs of 384-577 addends put fp16x3 at 0.2-0.6x of float32's error at
+// K = 3077-8192 where runs of 2308 put it at 2-3x (07_irregular's misses, with 4 pieces). Each piece re-reads and
+// rewrites the output (beta = 1): both cuts are measured.
 constexpr int64_t kPieceRun = 4096, kFinePieceRun = 640;
 constexpr int kMostPieces = 8, kMostFinePieces = 64;
 int opening_pieces(const Graph& prim, const KernelGroup& g, int64_t run, int most) {
@@ -233,8 +233,8 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
   const std::vector<KernelGroup>& fused = analysis.groups(true);
   if (analysis.groups(false).size() != fused.size()) queue.push_back(unfused);
   // Third, where the graph has library steps: each library's first heuristic choice in TF32, the relaxed tier's
-  // natural opening (PyTorch's convolutions run TF32 by default: device run 4.1 of docs/results/README.md). The search
-  // still prefers any strict plan; the report gives the fastest relaxed plan beside it.
+  // natural opening (PyTorch's convolutions run TF32 by default). The search still prefers any strict plan; the
+  // report gives the fastest relaxed plan beside it.
   // Fourth: split precision on fp16 tensor cores (fp16x3: hi/lo copies, three products per pair, ~fp32's
   // accuracy) through cuBLASLt for products and cuDNN in channels last for convolutions, the way to strict-tier
   // tensor-core speed (both libraries' fp32 is plain SIMT arithmetic); then, where a product's K is long, the
@@ -243,14 +243,14 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
   // after the convolutions' openings, the products on one rounded fp16 copy (the check decides its tier, as for
   // every plan: relaxed, or strict where a sum after the product averages the roundings out).
   // Fifth, where the graph has convolutions: the TF32 opening in channels-last (cuDNN's tensor-core kernels are
-  // NHWC kernels; on NCHW tensors it may pick none, run 5.3 of docs/results/README.md), paying the generated transposes.
+  // NHWC kernels; on NCHW tensors it may pick none), paying the generated transposes.
   // Then, for convolutions, the same in fp16 (16-bit copies made by those transposes, fp32 sums): tensor cores
   // at twice TF32's rate, where PyTorch's own convolutions run TF32; relaxed where every input set passes 1e-2,
-  // strict where every set passes that tier (run 12.6: a sum, mean or logsumexp after the convolution).
+  // strict where every set passes that tier (as measured with a sum, mean or logsumexp after the convolution).
   // The fp16x3 opening is followed by the same with cuDNN's graph undoing the parts' scales and applying the folded
   // bias and activation (library_epilogue; conv_epilogue.h), the transpose back then only transposing: the same
   // passes, but cuDNN's runtime-fusion engine for that graph ran 1.2x faster than the engine it picks for the bare
-  // convolution (run 14.2: 1.65-1.91 ms against 2.06-2.33 ms on four conv chains). In fp16 the bare convolution's
+  // convolution (1.65-1.91 ms against 2.06-2.33 ms on four conv chains). In fp16 the bare convolution's
   // engine won there (0.77 against 0.84 ms): that form stays in the space, not among the openings.
   // 2-D depthwise convolutions take kforge's direct kernel (fp32, strict) in every opening: memory-bound work where
   // cuDNN's fp32 engines reached a twelfth of the floor and ran 1.42x slower than the direct kernel; TF32 and fp16

@@ -33,9 +33,9 @@ class ScheduleProposer {
   // cuBLASLt product, kConvEngines - 1 for a cuDNN convolution) to an index not tried yet: the algorithm or engine
   // is chosen by the heuristic first, then measured. Every product's indices come before any convolution's: a
   // cuBLASLt algorithm costs one call to try, a cuDNN engine may build for seconds at load (runtime fusion).
-  // std::nullopt once every library group of `best` has had every index. Run 15.1: the heuristic's first fp16
-  // algorithm was 10-20% slower than its third on products in pieces; run 16.3: an fp16x3 engine 8-19% faster
-  // than the search's pick on three convolutions (python/kforge/library_sweep.py).
+  // std::nullopt once every library group of `best` has had every index. Measured: the heuristic's first fp16
+  // algorithm was 10-20% slower than its third on products in pieces, and an fp16x3 engine 8-19% faster than the
+  // search's pick on three convolutions (python/kforge/library_sweep.py).
   std::optional<Schedule> next_algorithm(const Schedule& best);
   // What a measured plan's library step said (EvalResult::library, LoadedPlan::library_steps) for a group's call in
   // `form`: it offered `offered` entries, and index `requested` ran as `used`. next_algorithm skips the indices the

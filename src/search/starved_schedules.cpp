@@ -19,8 +19,8 @@ bool starves_memory(const KernelGroup& g, const KernelSchedule& ks, const GpuFac
   if (blocks < kSMs || loads < kMinThreads) return true;
   if (ks.strategy == Strategy::split && row_length(g) / ks.chunks < ks.block) return true;
   if (!keeps_innermost(g)) return false;
-  // A split's blocks walk a slice of one strided row (device run 8.1, 19_amax_first_dim: five split candidates
-  // past the 250 ms limit, against 0.90 ms for a thread per four columns; run 7.2, 17_sum_middle_dim: 15 ms).
+  // A split's blocks walk a slice of one strided row (19_amax_first_dim: five split candidates past the 250 ms
+  // limit, against 0.90 ms for a thread per four columns; 17_sum_middle_dim: 15 ms).
   if (ks.strategy == Strategy::split) return true;
   bool row_per_warp_or_block = ks.strategy == Strategy::warp || ks.strategy == Strategy::block;
   return (g.kind == GroupKind::row && row_per_warp_or_block) || (g.kind == GroupKind::scan && ks.strategy == Strategy::block);
