@@ -4,12 +4,11 @@ Where the error of an fp16x3 product comes from: one [M, K] @ [K, N] product per
 an explicit schedule (cuBLASLt in fp16x3, each number of reduction pieces, each heuristic algorithm) and run
 through kforge's Runner, against the same product in float64 (the suite's reference) and PyTorch's float32 with
 TF32 off (what the strict tier's tolerance is 4x of). Inputs at unit scale and at 4x (the hidden set where
-07_irregular's fp16x3 missed the strict tier in run 13.6). The figure is the normalised worst error,
+07_irregular's fp16x3 missed the strict tier). The figure is the normalised worst error,
 max |y - ref| / (1 + |ref|), the smallest atol = rtol that passes the result.
 
 A CPU model of the split (hi/lo as emit_matmul_split.cpp writes them, the products summed exactly) puts fp16x3 5x
-inside float32's error at K = 3077; the device's fp16x3 missed by ~60x that model (docs/results/README.md, session 13, item
-8). The table says whether the error grows with K, shrinks with pieces, or depends on the algorithm: a truncating
+inside float32's error at K = 3077; the device's fp16x3 missed by ~60x that model. The table says whether the error grows with K, shrinks with pieces, or depends on the algorithm: a truncating
 accumulator's window, split-K, or something else in cuBLASLt's fp16 kernels."""
 import argparse
 import json

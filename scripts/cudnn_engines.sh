@@ -2,7 +2,7 @@
 # Which cuDNN engine eager PyTorch runs for a convolution problem, and which ones kforge's search tried: both
 # under cuDNN's own API log (CUDNN_LOGINFO_DBG), with the libcudnn eager's process mapped (kforge's: the
 # device_build.sh line "cuDNN from ..." says, where it is not the system's). For the TF32 gap of
-# docs/results/README.md run 5.3 (eager's conv1d 3x faster than every engine kforge's heuristic list offered).
+# a conv1d (eager's 3x faster than every engine kforge's heuristic list offered).
 #
 #   run with carry [".deps"] (scripts/fetch_device_deps.sh first): bash scripts/cudnn_engines.sh [PROBLEM] [BUDGET]
 #   (default bench/level1_conv/01_conv1d.py, 12). Writes under $OUT: cudnn_eager.log.gz, cudnn_kforge.log.gz,

@@ -102,7 +102,7 @@ TEST(ConvEpilogue, ABiasFoldsIntoTheConvolutionUnlessOnlyElementwiseOpsReadTheSu
   Graph prim = primitive_graph(graph_from_json(both));
   EXPECT_EQ(prim.at(prim.outputs[0]).op, "add");
   // A sum a pooling reads: the step writing the result adds the bias, where a kernel of its own would read and
-  // write the whole result once more (run 11.3).
+  // write the whole result once more.
   nlohmann::json reduced = testing::conv_graph("conv2d_bias_relu");
   reduced["nodes"][1] = {{"name", "y"}, {"op", "avg_pool"}, {"args", {"c"}},
                          {"attrs", {{"nd", 2}, {"kernel", {2, 2}}, {"stride", {2, 2}}, {"padding", {0, 0}}, {"count_include_pad", true}}}};

@@ -1,6 +1,6 @@
 // Row kernels run on the CPU (common/cpu_kernel_runner.h): the strategies whose threads walk long stretches of a
 // row alone (a thread per row; the tile's warps, each down every W-th element of 32 rows) must keep the strict
-// tier where a row sums to nearly nothing (device run 7.2, 17_sum_middle_dim: the tile plan ran at eager's speed
+// tier where a row sums to nearly nothing (17_sum_middle_dim on the GPU: the tile plan ran at eager's speed
 // but missed 1e-4 by summing 4093 floats in order; its running sum is now compensated), and softmax's online
 // statistic (the max and the sum of exp in one walk) must match the interpreter, masked -inf elements included;
 // a thread of several neighbouring columns (vector loads) must index each of them right.

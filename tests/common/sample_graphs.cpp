@@ -162,7 +162,7 @@ std::vector<SampleGraph> sample_graphs() {
       {"name": "f", "op": "flip", "args": ["c"], "attrs": {"dims": [1]}},
       {"name": "y", "op": "add", "args": ["c", "f"]}], "outputs": ["y"]})");
   // A row cache just under 48 KB (12281 floats): with the kernel's static scratch it needs the shared-memory
-  // opt-in (device run 2.5: cuLaunchKernel "invalid argument" on 32_l2_normalize_rows).
+  // opt-in (without it, cuLaunchKernel said "invalid argument" on 32_l2_normalize_rows).
   raw("review_row_cache_near_48k", R"({"inputs": [{"name": "x", "shape": [3, 12281]}], "nodes": [
       {"name": "q", "op": "mul", "args": ["x", "x"]},
       {"name": "s", "op": "sum", "args": ["q"], "attrs": {"dims": [1], "keepdim": true}},

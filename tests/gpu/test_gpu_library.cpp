@@ -49,8 +49,8 @@ std::vector<HostTensor> draw(const Graph& g, const std::vector<int>& ids, std::m
 // same random walk: checked at 5e-2, which still catches any wrong layout, rounding or type (errors of order 1).
 // fp16x3 (split precision) meets 1e-4 here as fp32 does, but at K = 2053 the tensor cores' truncated sums put
 // some elements near 1e-4: checked there at 1e-3, which still catches any wrong part, padding or scale. Its
-// strict-tier claim on a task rests on the evaluator's check of every input set (it misses 1e-4 at K >= 3000:
-// docs/results/README.md, session 11), as every plan's does.
+// strict-tier claim on a task rests on the evaluator's check of every input set (it misses 1e-4 at K >= 3000),
+// as every plan's does.
 double tolerance_of(const Schedule& s, bool large_k) {
   double tol = 1e-4;
   for (auto& [key, ks] : s.kernels) {
@@ -80,8 +80,8 @@ TEST_P(GpuLibrary, MatchesInterpreterInBothPrecisions) {
     const double tol = tolerance_of(s, large_k);
     Plan plan = lower(g, s);
     if (large_k && plan.below_fp32()) continue;  // see the top of the file
-    // cuDNN's backward-data engines take fp16 dy and w with an fp32 dx for some geometries only (run 12.1 of
-    // docs/results/README.md: conv_transpose2d yes; the 1-D, 3-D and grouped dilated samples no, in either graph form): a
+    // cuDNN's backward-data engines take fp16 dy and w with an fp32 dx for some geometries only (measured:
+    // conv_transpose2d yes; the 1-D, 3-D and grouped dilated samples no, in either graph form): a
     // transposed convolution in fp16x3 may be refused, with the reason, as the search then records it.
     // cuDNN's runtime-fusion engines take a graph with an epilogue (schedule library_epilogue) for some layouts,
     // types and geometries only: refused with the reason, as the search then records it.

@@ -65,7 +65,7 @@ TEST(Tf32, SplitRepresentsTheInputToFp32sLastBits) {
   }
 }
 
-// The first split-precision kernel (never shipped past run 5.1) issued its three products into the running
+// The first split-precision kernel (never shipped) issued its three products into the running
 // accumulator; inside the tensor core that cuts every step's small terms at the accumulator's exponent.
 float split_in_accumulator(const float* a, const float* b, int64_t k, int64_t b_stride) {
   float acc = 0.f;
@@ -128,7 +128,7 @@ TEST(Tf32, SplitPrecisionMeetsTheStrictTierWhereOneTf32ProductFails) {
 }
 
 // K = 4096 (the square problem's): the accumulator's truncation puts several percent of the outputs outside
-// (8.3% on the H200 in run 5.1); split precision as the kernel sums it, a few in ten thousand: the strict tier
+// (8.3% on the H200); split precision as the kernel sums it, a few in ten thousand: the strict tier
 // at this K sits near fp32's own noise, which is why the verifier, not this model, decides per task.
 TEST(Tf32, AtLargeKSplitPrecisionIsNearTheStrictTiersEdge) {
   TierCheck s = strict_tier(4096, 1000, split), in_acc = strict_tier(4096, 1000, split_in_accumulator);

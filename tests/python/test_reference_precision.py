@@ -69,7 +69,7 @@ def test_where_float64_is_another_function_the_float32_run_stands():
 
 def test_float32_rounding_far_below_the_outputs_scale_is_the_same_function():
     """Elements near zero of an output whose scale is large carry float32 rounding past 1e-2: that is rounding,
-    not another function, so the float64 result stands (run 13.1: on a product over K = 32768 at 4x scale the
+    not another function, so the float64 result stands (measured: on a product over K = 32768 at 4x scale the
     float32 run became the reference, and only PyTorch's own summation order passed the strict tier)."""
     import torch
 
