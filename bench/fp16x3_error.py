@@ -8,7 +8,8 @@ TF32 off (what the strict tier's tolerance is 4x of). Inputs at unit scale and a
 max |y - ref| / (1 + |ref|), the smallest atol = rtol that passes the result.
 
 A CPU model of the split (hi/lo as emit_matmul_split.cpp writes them, the products summed exactly) puts fp16x3 5x
-inside float32's error at K = 3077; the device's fp16x3 missed by ~60x that model. The table says whether the error grows with K, shrinks with pieces, or depends on the algorithm: a truncating
+inside float32's error at K = 3077; the device's fp16x3 missed by ~60x that model. The table says whether the
+error grows with K, shrinks with pieces, or depends on the algorithm: a truncating
 accumulator's window, split-K, or something else in cuBLASLt's fp16 kernels."""
 import argparse
 import json
