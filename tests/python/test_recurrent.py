@@ -1,4 +1,4 @@
-"""nn.LSTM and nn.GRU import as their unrolled time steps (kforge.fx_ops.recurrent): every part of the result
+"""nn.RNN, nn.LSTM and nn.GRU import as their unrolled time steps (kforge.fx_ops.recurrent): every part of the result
 (output, h_n, c_n), batch first or not, stacked and bidirectional, with and without initial states and biases,
 computed by the CPU interpreter as PyTorch computes it; what cannot be verified is refused with its reason."""
 import os
@@ -21,6 +21,8 @@ CASES = {
                           "torch.randn(4, 3, 5), torch.randn(1, 3, 6), torch.randn(1, 3, 6)"),
     "gru_stacked": ("nn.GRU(5, 6, num_layers=3, batch_first=True)", "out, h = self.rnn(x)\n        return out, h",
                     "torch.randn(2, 4, 5)"),
+    "rnn_relu_stacked_bidirectional": ("nn.RNN(5, 6, num_layers=2, nonlinearity='relu', bidirectional=True)",
+                                       "out, h = self.rnn(x)\n        return out, h", "torch.randn(4, 3, 5)"),
     "gru_bidirectional_no_bias": ("nn.GRU(5, 6, bidirectional=True, bias=False)",
                                   "return self.rnn(x, h0)[1]", "torch.randn(4, 2, 5), torch.randn(2, 2, 6)"),
 }

@@ -1,7 +1,7 @@
-"""Recurrent layers (nn.LSTM, nn.GRU) as their time steps, unrolled: for each layer and direction one product of the
+"""Recurrent layers (nn.RNN, nn.LSTM, nn.GRU) as their time steps, unrolled: for each layer and direction one product of the
 whole input sequence with the input weights, then per step one product of the hidden state with the recurrent
-weights and the gates' pointwise work, in PyTorch's equations (torch.nn.LSTM / GRU docs: gates i, f, g, o and
-r, z, n in that order in the stacked weights). The step's nodes are the generator's to fuse; a persistent kernel
+weights and the gates' pointwise work, in PyTorch's equations (torch.nn.RNN / LSTM / GRU docs: tanh or relu of the
+sum; gates i, f, g, o and r, z, n in that order in the stacked weights). The step's nodes are the generator's to fuse; a persistent kernel
 per layer is an open question (docs/NOTES.md).
 
 A tuple result is picked part by part (output, then h_n and c_n); the steps are emitted once, at the first part
@@ -13,7 +13,7 @@ from kforge.fx_ops.common import Multi, on_module, tensor
 from kforge.fx_ops.matmul import product, transposed
 
 F32 = torch.float32
-GATES = {nn.LSTM: 4, nn.GRU: 3}
+GATES = {nn.RNN: 1, nn.LSTM: 4, nn.GRU: 3}
 
 
 class Steps:
@@ -95,8 +95,10 @@ class Steps:
                 h_t = self.tmp("add", [h_t, b_hh], None, h_t.shape)
             if G == 4:
                 h, c = self.lstm_step(x_t, h_t, c, H)
-            else:
+            elif G == 3:
                 h = self.gru_step(x_t, h_t, h, H)
+            else:
+                h = self.unary("tanh" if m.nonlinearity == "tanh" else "relu", self.binary("add", x_t, h_t))
             hs[t] = h
         return self.stacked(hs), h, c
 
@@ -155,5 +157,5 @@ def recurrent(b, m, input, hx=None):
     return Multi(output, final(0))
 
 
-on_module(nn.LSTM)(recurrent)
-on_module(nn.GRU)(recurrent)
+for _layer in GATES:
+    on_module(_layer)(recurrent)
