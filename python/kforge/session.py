@@ -259,6 +259,23 @@ def best_plan_as_relaxed(report: dict) -> dict:
             **{f"relaxed_{k}": report[k] for k in ("speedup_eager", "speedup_compile", "speedup_best")}}
 
 
+def baselines_alone(path) -> dict:
+    """eager's and torch.compile's times (kb protocol) of a problem kforge cannot take (an op it lacks): the user
+    still learns what PyTorch does with it. Empty where the problem does not even run in PyTorch."""
+    try:
+        problem = path if isinstance(path, Problem) else load_problem(path)
+        model = problem.build_model().to("cuda")
+        inputs = problem.draw_inputs(1, "cuda")
+        compiled = torch.compile(model)
+        with torch.no_grad():
+            base = timing.time_interleaved({"eager": lambda: model(*inputs), "compile": lambda: compiled(*inputs)})
+        return {"eager_ms": base["eager"]["median_ms"], "compile_ms": base["compile"]["median_ms"]}
+    except Exception as e:  # noqa: BLE001 -- the report keeps the import's reason; this one is said on the side
+        log.logger.warning("%s: eager and torch.compile not timed either: %s: %s", Path(str(path)).stem,
+                           type(e).__name__, str(e)[:300])
+        return {}
+
+
 def row(r: dict) -> str:
     fp32 = [r[k] for k in ("eager_fp32_ms", "compile_fp32_ms") if isinstance(r.get(k), (int, float))]
     values = {**r, "fp32_best_ms": min(fp32, default=None)}
@@ -318,7 +335,7 @@ def main(argv=None) -> int:
             report = optimize_problem(path, args.budget, args.db, Path(args.workdir), args.sets, args.seed,
                                       candidates_bar, args.policy, args.cost_model, args.checkpoint)
         except ImportProblemError as e:
-            report = {"name": Path(path).stem, "tier": "failed", "error": str(e)}
+            report = {"name": Path(path).stem, "tier": "failed", "error": str(e), **baselines_alone(path)}
         except Exception as e:  # noqa: BLE001 -- one problem's failure must not end the others
             traceback.print_exc()
             report = {"name": Path(path).stem, "tier": "failed", "error": f"{type(e).__name__}: {e}"}
