@@ -1,14 +1,15 @@
 """A small client of `kforge serve` for the device scripts (scripts/service_bench.sh, scripts/fault_injection.sh):
 their common arguments, importing the task, starting the service, registering the task, submitting jobs and
-waiting for them. Standard library only."""
+waiting for them. Standard library and the repository's kforge package (its requests: kforge.service_http)."""
 import argparse
-import json
 import socket
 import subprocess
+import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))  # the device scripts run without PYTHONPATH
+from kforge.service_http import http_json  # noqa: E402
 
 
 def common_arguments(description: str) -> argparse.ArgumentParser:
@@ -75,17 +76,8 @@ class Service:
     token: str | None = None  # sent as `Authorization: Bearer` when set (kforge serve --tokens)
 
     def request(self, method: str, path: str, body=None, raw: bytes | None = None, token: str | None = None):
-        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-        # A JSON body says so: cpp-httplib caps bodies of the default form-urlencoded type at 8 KiB (a 413).
-        headers = {"Content-Type": "application/json"}
-        if token or self.token:
-            headers["Authorization"] = f"Bearer {token or self.token}"
-        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(req, timeout=60) as r:
-                return r.status, json.loads(r.read())
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"{}")
+        return http_json(method, f"http://127.0.0.1:{self.port}{path}", body, timeout=60, token=token or self.token or "",
+                         raw=raw)
 
     def get(self, path: str):
         return self.request("GET", path)

@@ -198,10 +198,16 @@ def flags(ranges) -> dict:
             "near_zero_output": all(max(-lo, hi) < NEAR_ZERO for lo, hi in ranges)}
 
 
-def baselines(model, inputs) -> dict:
-    compiled = torch.compile(model)  # inductor, default mode
+def baselines(model, inputs, compile_baseline: bool = True) -> tuple[dict, object]:
+    """eager's and torch.compile's (inductor, default mode) times on `inputs`, interleaved (kb protocol), and the
+    compiled model; eager alone, and None, without compile_baseline."""
+    runs = {"eager": lambda: model(*inputs)}
+    compiled = None
+    if compile_baseline:
+        compiled = torch.compile(model)
+        runs["compile"] = lambda: compiled(*inputs)
     with torch.no_grad():
-        return timing.time_interleaved({"eager": lambda: model(*inputs), "compile": lambda: compiled(*inputs)})
+        return timing.time_interleaved(runs), compiled
 
 
 @dataclass
@@ -278,7 +284,7 @@ def import_problem(path, out, num_sets: int, device: str, with_baselines: bool, 
             "gpu": torch.cuda.get_device_name() if device == "cuda" else "cpu",
             "torch_version": torch.__version__,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "baselines": baselines(task.model, task.inputs0) if with_baselines and device == "cuda" else None,
+            "baselines": baselines(task.model, task.inputs0)[0] if with_baselines and device == "cuda" else None,
             "num_sets": num_sets, "flags": flags(ranges), "tolerance": TOLERANCE, "strict_tolerance": strict,
             "importer": task.importer})
         bundle.commit()

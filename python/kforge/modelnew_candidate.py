@@ -66,8 +66,9 @@ def copy_plain_tensors(reference, candidate, graph) -> None:
                 mine = lookup(candidate, p["name"])
             except AttributeError:
                 continue  # the candidate keeps no such tensor: its forward is its own business
-            if isinstance(mine, torch.Tensor) and mine.shape == lookup(reference, p["name"]).shape:
-                mine.copy_(lookup(reference, p["name"]))
+            theirs = lookup(reference, p["name"])
+            if isinstance(mine, torch.Tensor) and mine.shape == theirs.shape:
+                mine.copy_(theirs)
 
 
 def _trusted_objects() -> dict:

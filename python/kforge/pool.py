@@ -19,28 +19,14 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import ray
 
 from kforge.modelnew_eval import kforge_binary
+from kforge.service_http import http_json
 
 DONE = ("done", "failed", "cancelled")
-
-
-def http_json(method: str, url: str, body=None, timeout: float = 60, token: str = ""):
-    data = json.dumps(body).encode() if body is not None else None
-    headers = {"Content-Type": "application/json"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    req = urllib.request.Request(url, data=data, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"{}")
 
 
 @ray.remote

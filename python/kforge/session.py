@@ -20,8 +20,8 @@ from pathlib import Path
 
 import torch
 
-from kforge import footprint, log, roofline, timing
-from kforge.bridge import TOLERANCE, flags, imported_task, output_ranges, set_tolerance
+from kforge import footprint, log, roofline
+from kforge.bridge import TOLERANCE, baselines, flags, imported_task, output_ranges, set_tolerance
 from kforge.bundle import read_inputs, read_outputs, read_params, read_strict_tolerance, read_task
 from kforge.errors import ImportProblemError
 from kforge.kbtime import TIER_ORDER, HiddenSets, check_and_time, plan_tier_on_sets, tier_of, worst_tier
@@ -130,14 +130,7 @@ def host_task(path, num_sets: int = 5, compile_baseline: bool = True) -> HostedT
         task_flags = flags(ranges)
         del imported
     model = problem.build_model().to("cuda")  # a fresh model: the import's ran every set
-    inputs0 = sets[0]
-    runs = {"eager": lambda: model(*inputs0)}
-    compiled = None
-    if compile_baseline:
-        compiled = torch.compile(model)  # inductor, default mode
-        runs["compile"] = lambda: compiled(*inputs0)
-    with torch.no_grad():
-        base = timing.time_interleaved(runs)
+    base, compiled = baselines(model, sets[0], compile_baseline)
     torch.cuda.synchronize()  # the search runs on its own stream and reads these tensors
     return HostedTask(problem, model, graph, params, sets, refs, strict, task_flags, base, compiled, resident)
 
@@ -264,11 +257,7 @@ def baselines_alone(path) -> dict:
     still learns what PyTorch does with it. Empty where the problem does not even run in PyTorch."""
     try:
         problem = path if isinstance(path, Problem) else load_problem(path)
-        model = problem.build_model().to("cuda")
-        inputs = problem.draw_inputs(1, "cuda")
-        compiled = torch.compile(model)
-        with torch.no_grad():
-            base = timing.time_interleaved({"eager": lambda: model(*inputs), "compile": lambda: compiled(*inputs)})
+        base, _ = baselines(problem.build_model().to("cuda"), problem.draw_inputs(1, "cuda"))
         return {"eager_ms": base["eager"]["median_ms"], "compile_ms": base["compile"]["median_ms"]}
     except Exception as e:  # noqa: BLE001 -- the report keeps the import's reason; this one is said on the side
         log.logger.warning("%s: eager and torch.compile not timed either: %s: %s", Path(str(path)).stem,
@@ -353,7 +342,6 @@ def main(argv=None) -> int:
             print(f"kforge: the CUDA context is unusable after {report['name']}; stopping this process "
                   f"(exit {CONTEXT_LOST}) so that the rest run in a fresh one", file=sys.stderr, flush=True)
             return CONTEXT_LOST
-        footprint.release_cached_memory()
     return 1 if failures else 0
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 ray = pytest.importorskip("ray")  # scripts/setup.sh installs it
-from kforge.pool import DONE, Pool, http_json, serve  # noqa: E402
+from kforge.pool import DONE, Pool, serve  # noqa: E402
+from kforge.service_http import http_json  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from service_client import free_port  # noqa: E402

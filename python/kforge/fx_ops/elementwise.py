@@ -116,6 +116,8 @@ def full(b, size, fill_value, *, dtype=None, device=None, layout=None, requires_
     if not isinstance(fill_value, (int, float, bool)):
         b.refuse("torch.full's value must be a Python number")
     return filled(b, fill_value)
+
+
 on_module(nn.Identity)(lambda b, m, input, *args, **kwargs: tensor(b, input))
 
 

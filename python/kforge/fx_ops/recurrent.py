@@ -54,7 +54,8 @@ class Steps:
         return self.tmp("reshape", [self.piece(given, 0, index, index + 1)], {"shape": [batch, H]}, (batch, H))
 
     def run(self):
-        """(output [T, N, D*H] time-major, h_n, c_n (LSTM only) [L*D, N, H])."""
+        """(output [T, N, D*H] time-major, each layer and direction's last h, and last c (LSTM only)): the
+        last states are stacked into h_n and c_n only where picked (final), so no node is left that nothing reads."""
         if self.results is None:
             m, seq = self.m, self.x
             if m.batch_first:
@@ -69,7 +70,7 @@ class Steps:
                     finals_c.append(c_n)
                 T, N = seq.shape[0], seq.shape[1]
                 seq = outs[0] if len(outs) == 1 else self.tmp("cat", outs, {"dim": 2}, (T, N, 2 * m.hidden_size))
-            self.results = (seq, self.stacked(finals_h), self.stacked(finals_c) if finals_c[0] is not None else None)
+            self.results = (seq, finals_h, finals_c)
         return self.results
 
     def layer(self, seq, layer, direction):
@@ -148,7 +149,7 @@ def recurrent(b, m, input, hx=None):
 
     def final(k):
         def pick():
-            v = steps.run()[1 + k]
+            v = steps.stacked(steps.run()[1 + k])  # [L * D, N, H]
             return b.emit("reshape", [v], {"shape": list(v.shape)})
         return pick
 

@@ -7,29 +7,25 @@ wrong, missing or unjudged kernel. `ground_truth` is the kforge task id of the s
 
 The service's address comes from KFORGE_SERVICE_URL (default http://127.0.0.1:8080), its token, where it asks
 for one, from KFORGE_SERVICE_TOKEN; KFORGE_REWARD_TIMEOUT_S bounds the wait (default 600)."""
-import json
 import os
-import urllib.error
-import urllib.request
+
+from kforge.service_http import http_json
 
 FAILED = -1.0
 
 
 def reward_request(answers: list[str], tasks: list, timeout_s: float | None = None) -> dict:
-    """POST /reward of a running `kforge serve`: {"rewards": [...], "details": [...]}."""
+    """POST /reward of a running `kforge serve`: {"rewards": [...], "details": [...]}. RuntimeError where the
+    service refuses the request itself (an HTTP error: not a judgement of any kernel)."""
     url = os.environ.get("KFORGE_SERVICE_URL", "http://127.0.0.1:8080").rstrip("/") + "/reward"
     timeout_s = float(timeout_s or os.environ.get("KFORGE_REWARD_TIMEOUT_S", 600))
-    headers = {"Content-Type": "application/json"}
-    if os.environ.get("KFORGE_SERVICE_TOKEN"):
-        headers["Authorization"] = f"Bearer {os.environ['KFORGE_SERVICE_TOKEN']}"
-    body = json.dumps({"query": answers, "labels": [str(t) for t in tasks], "timeout_s": timeout_s}).encode()
-    with urllib.request.urlopen(urllib.request.Request(url, body, headers), timeout=timeout_s + 60) as r:
-        return json.loads(r.read())
+    body = {"query": answers, "labels": [str(t) for t in tasks], "timeout_s": timeout_s}
+    status, reply = http_json("POST", url, body, timeout=timeout_s + 60, token=os.environ.get("KFORGE_SERVICE_TOKEN", ""))
+    if status != 200:
+        raise RuntimeError(f"kforge serve refused the reward request: HTTP {status}: {str(reply)[:300]}")
+    return reply
 
 
 def compute_score(data_source, solution_str, ground_truth, extra_info=None) -> float:
     """verl's signature; a service that cannot be reached is an error of the run, not a wrong kernel: it raises."""
-    try:
-        return float(reward_request([solution_str], [ground_truth])["rewards"][0])
-    except urllib.error.HTTPError as e:
-        raise RuntimeError(f"kforge serve refused the reward request: HTTP {e.code}: {e.read()[:300]!r}") from e
+    return float(reward_request([solution_str], [ground_truth])["rewards"][0])

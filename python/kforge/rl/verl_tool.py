@@ -52,9 +52,6 @@ class KernelTool(BaseTool):
             os.environ.setdefault("KFORGE_SERVICE_URL", config["service_url"])
         self.instances: dict[str, dict] = {}
 
-    def get_openai_tool_schema(self) -> OpenAIFunctionToolSchema:
-        return self.tool_schema
-
     async def create(self, instance_id: Optional[str] = None, task=None, **kwargs) -> tuple[str, ToolResponse]:
         instance_id = instance_id or str(uuid4())
         self.instances[instance_id] = {"task": task, "best": FAILED, "submissions": 0}
