@@ -47,9 +47,16 @@ def parse_args(argv=None):
                    help="optimize every problem in one `python -m kforge.session` process (torch imported and "
                         "inductor warmed once; a problem that corrupts the CUDA context can fail the ones after it)")
     p.add_argument("--keep-sets", action="store_true", help="keep each bundle's sets/ folder (default: delete it)")
+    p.add_argument("--precision", choices=("fp32", "fp16", "bf16"),
+                   help="KernelBench's precision: each problem's Model and float inputs cast to it (kforge optimize --precision)")
     p.add_argument("--extra", action="append", default=[],
                    help="extra argument passed to `kforge optimize` (repeatable, e.g. --extra=--export=x.py)")
     return p.parse_args(argv)
+
+
+def task_name(problem: Path, precision) -> str:
+    """The report's name, as kforge.problem.task_name makes it (not imported: this driver runs without torch)."""
+    return problem.stem + (f"_{precision}" if precision not in (None, "fp32") else "")
 
 
 def find_problems(patterns, substring):
@@ -319,19 +326,21 @@ def main(argv=None):
         return 2
 
     meta = {"kforge": str(kforge), "problems_glob": args.problems, "filter": args.filter, "budget": args.budget,
+            "precision": args.precision,
             "timeout_s": args.timeout, "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
     rows = []
     if args.in_process:
         return run_in_process(args, problems, out, workdir, meta)
     for i, problem in enumerate(problems, 1):
-        name = problem.stem
+        name = task_name(problem, args.precision)
         report_path = out / "reports" / f"{name}.json"
         log_path = out / "logs" / f"{name}.log"
-        bundle = workdir / name
+        bundle = workdir / problem.stem  # kforge optimize wants the file's name (a precision's suite has its own --out)
         if report_path.exists():
             report_path.unlink()  # never read a stale report from an earlier run
         cmd = [kforge, "optimize", problem, "--budget", str(args.budget), "--db", out / "kforge.db",
-               "--report", report_path, "--bundle", bundle] + list(args.extra)
+               "--report", report_path, "--bundle", bundle] + (["--precision", args.precision] if args.precision else []) \
+            + list(args.extra)
         print(f"[{i}/{len(problems)}] {name} ...", end="", file=sys.stderr, flush=True)
         rc, timed_out, seconds, start_error = run_one(cmd, log_path, args.timeout)
         report = None
@@ -361,10 +370,10 @@ def run_in_process(args, problems, out, workdir, meta):
     """Problems in one kforge.session process, rows from the reports it writes. A problem that takes the process
     down (a crash, a corrupted CUDA context, a hang) gets a failed row, and a new process goes on after it."""
     for problem in problems:
-        (out / "reports" / f"{problem.stem}.json").unlink(missing_ok=True)
+        (out / "reports" / f"{task_name(problem, args.precision)}.json").unlink(missing_ok=True)
     env_path = str(REPO_ROOT / "python") + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
     os.environ["PYTHONPATH"] = env_path
-    report_of = lambda p: out / "reports" / f"{p.stem}.json"  # noqa: E731
+    report_of = lambda p: out / "reports" / f"{task_name(p, args.precision)}.json"  # noqa: E731
     deadline = time.monotonic() + args.timeout * len(problems)
     remaining, lost, runs = list(problems), {}, 0
     timed_out = False
@@ -372,7 +381,8 @@ def run_in_process(args, problems, out, workdir, meta):
         runs += 1
         log_path = out / "logs" / f"session-{runs}.log"
         cmd = [sys.executable, "-m", "kforge.session", *remaining, "--budget", str(args.budget), "--db", out / "kforge.db",
-               "--reports", out / "reports", "--workdir", workdir, "--no-progress"]
+               "--reports", out / "reports", "--workdir", workdir, "--no-progress"] \
+            + (["--precision", args.precision] if args.precision else [])
         rc, timed_out, _, start_error = run_one(cmd, log_path, deadline - time.monotonic())
         missing = [p for p in remaining if not report_of(p).exists()]
         if not missing or start_error:
@@ -386,7 +396,7 @@ def run_in_process(args, problems, out, workdir, meta):
     for problem in problems:
         report = json.loads(report_of(problem).read_text()) if report_of(problem).exists() else None
         rc, died_timed_out, log_path = lost.get(problem, (0, timed_out, out / "logs" / f"session-{runs}.log"))
-        rows.append(make_row(problem.stem, problem, report, 0 if report else rc, died_timed_out and report is None,
+        rows.append(make_row(task_name(problem, args.precision), problem, report, 0 if report else rc, died_timed_out and report is None,
                              (report or {}).get("seconds", 0.0), None, log_path, args.timeout))
     summary = summarise(rows)
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")

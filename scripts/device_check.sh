@@ -10,6 +10,7 @@
 #   suite in 190 s on one H100, every test passing), GPU_TEST_ARGS (more ctest
 #   arguments, word-split, so no inner quotes: "-R GpuPlans.*(softmax|pool)");
 # - SUITE_TIMEOUT (400 s for each GPU's share of the slice); a glob may carry its own budget (GLOB@BUDGET);
+# - PRECISION (fp16 or bf16: the slice in KernelBench's --precision, baselines in the same dtype);
 # - GPUS (how many to use; default all: problems dealt round-robin, one process per GPU);
 # - WARM (processes that torch.compile the slice untimed beside the build, filling inductor's caches; WARM_ALSO:
 #   globs to compile too, for a later call), INDUCTOR_CACHE (below);
@@ -60,7 +61,7 @@ if [ "${WARM:-0}" -gt 0 ]; then
   # so that the timed run finds inductor's caches full. Within WARM_TIMEOUT (400 s).
   echo "== warm-up: torch.compile of the slice, $WARM processes, in the background"
   PYTHONPATH="$ROOT/python" timeout ${WARM_TIMEOUT:-400} python3 -m kforge.warm_compile $all ${WARM_ALSO:+$(ls $WARM_ALSO)} \
-    --jobs "$WARM" > /tmp/warm_compile.txt 2>&1 &
+    --jobs "$WARM" ${PRECISION:+--precision $PRECISION} > /tmp/warm_compile.txt 2>&1 &
   warm_pid=$!
   trap 'kill $warm_pid 2>/dev/null' EXIT  # a failed build must not leave it compiling into the next call's timing
 fi
@@ -135,7 +136,7 @@ for i in $(seq 0 $((NGPU - 1))); do
      mkdir -p /dev/shm/kforge/gpu$i-b$b
      CUDA_VISIBLE_DEVICES=$i PYTHONUNBUFFERED=1 python3 bench/run_suite.py --kforge build-device/kforge --budget "$b" \
        --in-process --out /tmp/suite/gpu$i-b$b --workdir /dev/shm/kforge/gpu$i-b$b --problems "$(echo $files)" \
-       --timeout $per_problem > /tmp/suite/gpu$i-b$b.txt 2>&1
+       --timeout $per_problem ${PRECISION:+--precision $PRECISION} > /tmp/suite/gpu$i-b$b.txt 2>&1
    done) &
   pids+=($!)
 done

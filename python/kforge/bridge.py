@@ -27,11 +27,16 @@ from kforge.problem import Problem, load_problem, random_seed
 VARIANTS = [(1.0, 0.0), (0.1, 0.0), (4.0, 0.0), (1.0, 0.5)]
 CONSTANT_SPREAD, NEAR_ZERO = 1e-6, 1e-3
 TOLERANCE = {"strict": 1e-4, "relaxed": 1e-2}
+# The strict tier's floor per output dtype (the relaxed tier is 1e-2 for all three, KernelBench's own tolerance
+# for fp16 and bf16, docs/interfaces.md). A half-precision output computed in float32 and rounded once is within
+# one unit in the last place of the exact result rounded once: 2^-10 (f16), 2^-8 (bf16) of |ref|, below 1e-3 and
+# 4e-3 of 1 + |ref|.
+STRICT_FLOOR = {torch.float32: TOLERANCE["strict"], torch.float16: 1e-3, torch.bfloat16: 4e-3}
 # The strict tier's allowance over PyTorch's own float32 error on an input set (strict_tolerance): a float32 sum in
 # another order (cuBLAS's algorithms, a split-K kernel) has an error distribution like PyTorch's, and the maximum
 # over millions of elements is stable to ~1.5x, while TF32's error (10-bit mantissas) is ~2000x PyTorch's.
 FP32_ALLOWANCE = 4.0
-ERROR_CHUNK = 1 << 24  # elements per step of fp32_error
+ERROR_CHUNK = 1 << 24  # elements per step of own_error
 
 
 def as_list(out) -> list[torch.Tensor]:
@@ -77,6 +82,10 @@ def root_mean_square(t: torch.Tensor) -> float:
     return math.sqrt(total / count) if count else 0.0
 
 
+def strict_floor(t: torch.Tensor) -> float:
+    return STRICT_FLOOR.get(t.dtype, TOLERANCE["strict"])
+
+
 def closer_reference(narrow: torch.Tensor, wide: torch.Tensor) -> torch.Tensor:
     """The float64 result rounded once where it is the same function as the float32 one: a float output of the
     same shape within the relaxed tier of it (its absolute part at least the strict tier times the output's RMS),
@@ -95,15 +104,15 @@ def closer_reference(narrow: torch.Tensor, wide: torch.Tensor) -> torch.Tensor:
     rounded = wide.to(narrow.dtype)
     del wide
     tol = TOLERANCE["relaxed"]
-    atol = max(tol, TOLERANCE["strict"] * root_mean_square(rounded))
+    atol = max(tol, strict_floor(narrow) * root_mean_square(rounded))
     r, n = rounded.reshape(-1), narrow.reshape(-1)  # in chunks: allclose's temporaries of a GB-sized output add up
     close = all(torch.allclose(r[i:i + ERROR_CHUNK], n[i:i + ERROR_CHUNK], rtol=tol, atol=atol, equal_nan=True)
                 for i in range(0, r.numel(), ERROR_CHUNK))
     return rounded if close else narrow
 
 
-def fp32_error(narrow: torch.Tensor, reference: torch.Tensor) -> float:
-    """The float32 run's largest normalised error, max |narrow - ref| / (1 + |ref|): the smallest t with which
+def own_error(narrow: torch.Tensor, reference: torch.Tensor) -> float:
+    """PyTorch's own run's (float32, or the problem's half precision) largest normalised error, max |narrow - ref| / (1 + |ref|): the smallest t with which
     atol = rtol = t passes it. 0 where the reference is that run itself, or is no float; elements that are not
     finite in either are left out (they pass or fail on their own, and carry no rounding error to measure)."""
     if reference is narrow or not reference.is_floating_point():
@@ -118,12 +127,13 @@ def fp32_error(narrow: torch.Tensor, reference: torch.Tensor) -> float:
     return worst
 
 
-def strict_tolerance(e32: float) -> float:
-    """The strict tier on one output of one input set: 1e-4, or FP32_ALLOWANCE times PyTorch's own float32 error
-    there where that is larger, never above the relaxed tier. On the set scaled by 4 a product over K >= 1000
-    misses 1e-4 with any float32 arithmetic, PyTorch's own included (sums 16x larger, elements near zero): the
-    tier is meant to tell float32-faithful arithmetic from TF32 / bf16, not to ask for better than float32."""
-    return min(TOLERANCE["relaxed"], max(TOLERANCE["strict"], FP32_ALLOWANCE * e32))
+def strict_tolerance(own: float, floor: float = TOLERANCE["strict"]) -> float:
+    """The strict tier on one output of one input set: its dtype's floor (1e-4 for float32), or FP32_ALLOWANCE
+    times PyTorch's own error there where that is larger, never above the relaxed tier. On the set scaled by 4 a
+    product over K >= 1000 misses 1e-4 with any float32 arithmetic, PyTorch's own included (sums 16x larger,
+    elements near zero): the tier is meant to tell float32-faithful arithmetic from TF32 / bf16, not to ask for
+    better than float32 (in half precision: better than PyTorch's own half-precision run)."""
+    return min(TOLERANCE["relaxed"], max(floor, FP32_ALLOWANCE * own))
 
 
 def reference_outputs(model, inputs) -> tuple[list[torch.Tensor], list[float]]:
@@ -140,7 +150,7 @@ def reference_outputs(model, inputs) -> tuple[list[torch.Tensor], list[float]]:
         refs = narrow
     else:  # each float64 output freed as soon as it is rounded
         refs = [closer_reference(n, wide.pop(0)) for n in narrow]
-    return refs, [strict_tolerance(fp32_error(n, r)) for n, r in zip(narrow, refs)]
+    return refs, [strict_tolerance(own_error(n, r), strict_floor(n)) for n, r in zip(narrow, refs)]
 
 
 def run_model(model, inputs) -> list[torch.Tensor]:
@@ -233,14 +243,14 @@ class ImportedTask:
             del one  # the caller has it: not held here while the next set's references are computed
 
 
-def imported_task(path, device: str, keep_whole: bool = True) -> ImportedTask:
+def imported_task(path, device: str, keep_whole: bool = True, precision: str | None = None) -> ImportedTask:
     """The problem at `path` traced on `device`. A problem the importer cannot express is kept whole (a task for
     candidates, refused by kforge's generator), or, without `keep_whole` (a caller that only runs the generator),
     refused with ImportProblemError before anything is computed; so is one whose single hidden set cannot fit on
-    the GPU (footprint.check_fits)."""
+    the GPU (footprint.check_fits). `precision` casts the problem as KernelBench's --precision does (problem.py)."""
     if device == "cuda" and not torch.cuda.is_available():
         raise ImportProblemError(path, "--device cuda but no CUDA device is available (use --device cpu)")
-    problem = path if isinstance(path, Problem) else load_problem(path)  # a file, or one made in memory (kforge.api)
+    problem = path if isinstance(path, Problem) else load_problem(path, precision)  # a file, or one made in memory (kforge.api)
     model = problem.build_model().to(device)
     inputs0 = problem.draw_inputs(random_seed(), device)  # set 0: get_inputs() as the problem draws it
     importer = {"opaque": False}
@@ -257,13 +267,15 @@ def imported_task(path, device: str, keep_whole: bool = True) -> ImportedTask:
     if device == "cuda":  # set 0's inputs are drawn already: they are part of the set the estimate counts
         drawn = sum(t.numel() * t.element_size() for t in inputs0)
         footprint.check_fits(graph, footprint.free_bytes() + drawn, problem.path)
-    params = [lookup(model, p["name"]).detach().clone() for p in graph["params"]]
+    # A half-precision weight is an f32 param of the graph (dtypes.compute_dtype): the same values, widened exactly.
+    params = [lookup(model, p["name"]).detach().to(IR_TO_TORCH[p["dtype"]], copy=True) for p in graph["params"]]
     return ImportedTask(problem, model, inputs0, graph, params, importer, device)
 
 
-def import_problem(path, out, num_sets: int, device: str, with_baselines: bool, keep_whole: bool = True) -> None:
+def import_problem(path, out, num_sets: int, device: str, with_baselines: bool, keep_whole: bool = True,
+                   precision: str | None = None) -> None:
     """The bundle of the problem at `path` in `out` (imported_task, its hidden sets written one at a time)."""
-    task = imported_task(path, device, keep_whole)
+    task = imported_task(path, device, keep_whole, precision)
     problem, graph = task.problem, task.graph
     with BundleWriter(out) as bundle:
         for i, t in enumerate(task.params):
@@ -280,13 +292,13 @@ def import_problem(path, out, num_sets: int, device: str, with_baselines: bool, 
         # must not change what those sets' references are.
         shutil.copyfile(problem.path, bundle.tmp / "problem.py")
         bundle.write_json("task.json", {
-            "name": problem.path.stem, "source": str(problem.path), "graph": graph,
+            "name": problem.name, "source": str(problem.path), "graph": graph,
             "gpu": torch.cuda.get_device_name() if device == "cuda" else "cpu",
             "torch_version": torch.__version__,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "baselines": baselines(task.model, task.inputs0)[0] if with_baselines and device == "cuda" else None,
             "num_sets": num_sets, "flags": flags(ranges), "tolerance": TOLERANCE, "strict_tolerance": strict,
-            "importer": task.importer})
+            "importer": task.importer, "precision": task.problem.precision})
         bundle.commit()
 
 
@@ -300,11 +312,13 @@ def main(argv=None) -> int:
     imp.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                      help="where inputs and references are computed; baselines are timed on cuda only")
     imp.add_argument("--no-baselines", action="store_true", help="skip timing eager and torch.compile")
+    imp.add_argument("--precision", choices=("fp32", "fp16", "bf16"),
+                     help="KernelBench's precision: Model, ModelNew and the float inputs cast to it")
     args = parser.parse_args(argv)
     if args.sets < 1:
         parser.error("--sets must be at least 1")
     try:
-        import_problem(args.problem, args.out, args.sets, args.device, not args.no_baselines)
+        import_problem(args.problem, args.out, args.sets, args.device, not args.no_baselines, precision=args.precision)
     except ImportProblemError as e:
         print(f"kforge import: {e}", file=sys.stderr)
         return 1

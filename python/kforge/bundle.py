@@ -35,7 +35,7 @@ class BundleWriter:
     def write_tensor(self, relpath: str, t: torch.Tensor) -> None:
         path = self.tmp / relpath
         path.parent.mkdir(parents=True, exist_ok=True)
-        t.detach().contiguous().cpu().numpy().tofile(path)  # raw C-order bytes; x86 and CUDA hosts are little-endian
+        path.write_bytes(tensor_bytes(t))
 
     def write_json(self, relpath: str, obj) -> None:
         (self.tmp / relpath).write_text(json.dumps(obj, indent=1, allow_nan=False))
@@ -51,6 +51,13 @@ class BundleWriter:
             shutil.rmtree(old)
 
 
+def tensor_bytes(t: torch.Tensor) -> bytes:
+    """A tensor's raw C-order bytes (x86 and CUDA hosts are little-endian), as bundles and the judge's frames hold
+    them; a bfloat16 one as its bits (numpy has no bfloat16)."""
+    t = t.detach().contiguous().cpu()
+    return (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy().tobytes()
+
+
 def read_task(bundle) -> dict:
     return json.loads((Path(bundle) / "task.json").read_text())
 
@@ -58,8 +65,9 @@ def read_task(bundle) -> dict:
 def read_tensor(path, spec: dict, device) -> torch.Tensor:
     """A tensor written by BundleWriter.write_tensor; `spec` is an IR input/param entry (dtype, shape)."""
     dtype = IR_TO_TORCH[spec["dtype"]]
-    array = np.fromfile(path, dtype=torch.empty(0, dtype=dtype).numpy().dtype)
-    return torch.from_numpy(array).reshape(spec["shape"]).to(device)
+    stored = torch.int16 if dtype == torch.bfloat16 else dtype  # written as its bits (write_tensor)
+    array = np.fromfile(path, dtype=torch.empty(0, dtype=stored).numpy().dtype)
+    return torch.from_numpy(array).view(dtype).reshape(spec["shape"]).to(device)
 
 
 def read_params(bundle, graph: dict, device) -> list[torch.Tensor]:

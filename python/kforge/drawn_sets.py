@@ -93,7 +93,7 @@ def draw(bundle, out, fresh: int = 1, beyond: bool = True, device: str = "cuda")
         raise ValueError("at least one fresh set is drawn")
     task = read_task(bundle)
     source = Path(bundle) / "problem.py"
-    problem = load_problem(source if source.is_file() else task["source"])
+    problem = load_problem(source if source.is_file() else task["source"], task.get("precision"))
     model = model_with_bundle_params(problem, task, bundle, device)
     listing = {"sets": [], "skipped": []}
     with BundleWriter(out) as w:

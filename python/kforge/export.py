@@ -74,7 +74,7 @@ def export(bundle, plan_path) -> str:
     task = read_task(bundle)
     plan = Path(plan_path).read_text()
     json.loads(plan)  # a broken plan fails now, not at the first forward of the exported model
-    problem = load_problem(task["source"])
+    problem = load_problem(task["source"], task.get("precision"))
     graph = task["graph"]
     signature = {"inputs": graph["inputs"], "params": graph["params"]}
     return TEMPLATE.format(name=task["name"], source=task["source"], problem_source=repr(problem.path.read_text()),

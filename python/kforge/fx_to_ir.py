@@ -258,7 +258,7 @@ def convert(model, example_inputs, file) -> dict:
             for r in results:
                 if not isinstance(r, torch.fx.Node) or not isinstance(values[r], Val):
                     b.refuse("forward must return a tensor or a tuple of tensors")
-                b.outputs.append(values[r].name)
+                b.add_output(values[r])
         else:
             values[node] = convert_node(b, gm, state, node, values)
     return b.graph()

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kforge.dtypes import TORCH_TO_IR
+from kforge.dtypes import HALF, TORCH_TO_IR, compute_dtype
 from kforge.errors import ImportProblemError
 
 
@@ -48,10 +48,16 @@ class GraphBuilder:
     def refuse(self, reason: str):
         raise ImportProblemError(self.file, reason, self.node.name if self.node else None, self.op)
 
-    def ir_dtype(self, dtype: torch.dtype) -> str:
+    def storage_dtype(self, dtype: torch.dtype) -> str:
+        """The IR dtype a tensor of `dtype` is stored in (a task's inputs and outputs)."""
         if dtype not in TORCH_TO_IR:
-            self.refuse(f"dtype {dtype} is not supported (kforge has f32, i64 and bool)")
+            self.refuse(f"dtype {dtype} is not supported (kforge has f32, f16, bf16, i64 and bool)")
         return TORCH_TO_IR[dtype]
+
+    def ir_dtype(self, dtype: torch.dtype) -> str:
+        """The IR dtype a node computing a value of `dtype` has: half precision computes in f32."""
+        self.storage_dtype(dtype)  # refuses a dtype no task carries
+        return TORCH_TO_IR[compute_dtype(dtype)]
 
     # The current FX node's result as PyTorch computed it; the final IR node of a conversion takes it.
     @property
@@ -63,8 +69,23 @@ class GraphBuilder:
         return tuple(self.node.meta["tensor_meta"].shape)
 
     def add_input(self, name: str, dtype, shape) -> Val:
-        self.inputs.append({"name": name, "dtype": self.ir_dtype(dtype), "shape": list(shape)})
-        return Val(name, dtype, tuple(shape))
+        """A forward argument. A half-precision one is stored as it is and read through a cast to f32."""
+        self.inputs.append({"name": name, "dtype": self.storage_dtype(dtype), "shape": list(shape)})
+        if dtype not in HALF:
+            return Val(name, dtype, tuple(shape))
+        cast = self.fresh(f"{name}_f32")
+        self.nodes.append({"name": cast, "op": "cast", "args": [name], "attrs": {"dtype": "f32"},
+                           "shape": list(shape), "dtype": "f32"})
+        return Val(cast, dtype, tuple(shape))
+
+    def add_output(self, v: Val) -> None:
+        """A result of forward, stored in its own dtype (a half-precision result: a cast from f32 writes it)."""
+        if v.dtype in HALF:
+            name = self.fresh(f"{v.name}_{TORCH_TO_IR[v.dtype]}")
+            self.nodes.append({"name": name, "op": "cast", "args": [v.name], "attrs": {"dtype": TORCH_TO_IR[v.dtype]},
+                               "shape": list(v.shape), "dtype": TORCH_TO_IR[v.dtype]})
+            v = Val(name, v.dtype, v.shape)
+        self.outputs.append(v.name)
 
     def param(self, qualname: str, dtype, shape) -> Val:
         """A parameter or buffer under its qualified name in the model; registered once, in first-use order."""
@@ -91,7 +112,7 @@ class GraphBuilder:
         return self._add(self.fresh(f"{self.node.name}_{op}"), op, args, attrs, dtype, tuple(shape))
 
     def const(self, value, dtype) -> Val:
-        value = {torch.float32: float, torch.int64: int, torch.bool: bool}[dtype](value)
+        value = {torch.int64: int, torch.bool: bool}.get(dtype, float)(value)
         return self.emit_tmp("const", [], {"value": value, "dtype": self.ir_dtype(dtype)}, dtype, ())
 
     def cast(self, v: Val, dtype) -> Val:

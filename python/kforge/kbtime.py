@@ -18,6 +18,7 @@ import torch
 from kforge import timing
 from kforge.bridge import TOLERANCE, as_list, exact_fp32, reference_outputs, set_tolerance
 from kforge.bundle import read_inputs, read_outputs, read_params, read_strict_tolerance, read_task
+from kforge.dtypes import HALF
 from kforge.fx_to_ir import lookup
 from kforge.launch import KforgeFunction
 from kforge.problem import load_problem, random_seed
@@ -43,7 +44,9 @@ def compare(got: list[torch.Tensor], expected: list[torch.Tensor], tolerance: di
     max_abs_err is null where it is no number (a shape or dtype mismatch, a NaN): JSON cannot carry NaN."""
     if [(t.dtype, t.shape) for t in got] != [(t.dtype, t.shape) for t in expected]:
         return {**dict.fromkeys(tolerance, False), "max_abs_err": None}
-    result = {tier: all(all(torch.allclose(gc, ec, rtol=t, atol=t) for gc, ec in chunks(g, e))
+    def wide(t):  # half precision judged in float32, as the C++ verifier does (env/verify.cpp)
+        return t.float() if t.dtype in HALF else t
+    result = {tier: all(all(torch.allclose(wide(gc), wide(ec), rtol=t, atol=t) for gc, ec in chunks(g, e))
                         for g, e, t in zip(got, expected, per_output(tol, len(expected))))
               for tier, tol in tolerance.items()}
     errors = [max(float((gc.double() - ec.double()).abs().max()) for gc, ec in chunks(g, e))
@@ -73,11 +76,11 @@ def kbtime(bundle, plan_path) -> dict:
 
     task = read_task(bundle)
     graph = task["graph"]
-    problem = load_problem(task["source"])
+    problem = load_problem(task["source"], task.get("precision"))
     model = problem.build_model().to("cuda")
     params = read_params(bundle, graph, "cuda")
     for p, t in zip(graph["params"], params):
-        if not torch.equal(lookup(model, p["name"]), t):
+        if not torch.equal(lookup(model, p["name"]).to(t.dtype), t):
             raise RuntimeError(f"param {p['name']} differs from the bundle: {task['source']} changed since import")
     kforge = KforgeFunction(core.Runner(Path(plan_path).read_text()), graph)
     sets = range(task["num_sets"])

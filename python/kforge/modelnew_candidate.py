@@ -26,7 +26,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from kforge import timing
-from kforge.bundle import output_specs, read_tensor
+from kforge.bundle import output_specs, read_tensor, tensor_bytes
 from kforge.dtypes import IR_TO_TORCH
 from kforge.fx_to_ir import lookup
 from kforge.problem import dropout_off, load_problem
@@ -193,7 +193,7 @@ def run_candidate(args) -> None:
     specs = output_specs(graph)
     inputs = [[read_tensor(Path(args.inputs) / "sets" / str(k) / f"in{i}.bin", s, device)
                for i, s in enumerate(graph["inputs"])] for k in range(sets)]
-    problem = load_problem(args.problem)
+    problem = load_problem(args.problem, args.precision)
     reference = problem.build_model()
     with torch.no_grad():
         for i, p in enumerate(graph["params"]):
@@ -209,7 +209,7 @@ def run_candidate(args) -> None:
     trusted = _trusted_objects()
     t0 = time.perf_counter()
     try:
-        candidate = build_candidate(args.candidate, problem)
+        candidate = problem.as_precision(build_candidate(args.candidate, problem))  # KernelBench casts ModelNew too
         candidate.load_state_dict(reference.state_dict(), strict=True)  # same parameters, same names
         copy_plain_tensors(reference, candidate, graph)
         candidate = candidate.to(device)
@@ -234,7 +234,7 @@ def run_candidate(args) -> None:
 
     def judged(k, xs, after_timing=False) -> bool:
         out = run(xs)
-        payload = b"".join(t.detach().contiguous().cpu().numpy().tobytes() for t in out)
+        payload = b"".join(tensor_bytes(t) for t in out)
         link.send({"judge": True, "set": k, "after_timing": after_timing}, payload)
         return link.receive().get("relaxed", False)
 
@@ -283,6 +283,7 @@ def main(argv=None) -> int:
     parser.add_argument("--problem", required=True, help="the problem file (Model, get_init_inputs)")
     parser.add_argument("--rules", choices=("none", "cuda-agent"), default="none")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    parser.add_argument("--precision", choices=("fp32", "fp16", "bf16"), help="the task's (KernelBench's --precision)")
     args = parser.parse_args(argv)
     if args.prebuild:
         prebuild(args)

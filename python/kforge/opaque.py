@@ -26,13 +26,13 @@ def same(a: torch.Tensor, b: torch.Tensor) -> bool:
 def opaque_graph(model: torch.nn.Module, inputs: list[torch.Tensor], file, why: str) -> dict:
     """The IR graph of a model kept whole. Raises ImportProblemError, naming `why` (the importer's reason) and
     its own, where the model cannot run on the inputs, gives other outputs on a second run (random ops: no
-    reference could judge a candidate), or uses dtypes the environment does not carry (f32, i64, bool)."""
+    reference could judge a candidate), or uses dtypes the environment does not carry (f32, f16, bf16, i64, bool)."""
     def refuse(reason: str) -> ImportProblemError:
         return ImportProblemError(file, f"{why}; and it cannot be kept whole: {reason}")
 
     for i, t in enumerate(inputs):
         if t.dtype not in TORCH_TO_IR:
-            raise refuse(f"input {i} is {t.dtype}; tasks carry float32, int64 and bool tensors")
+            raise refuse(f"input {i} is {t.dtype}; tasks carry float32, float16, bfloat16, int64 and bool tensors")
     try:
         with torch.no_grad():
             runs = [as_list(model(*[t.clone() for t in inputs])) for _ in range(2)]
@@ -42,7 +42,7 @@ def opaque_graph(model: torch.nn.Module, inputs: list[torch.Tensor], file, why: 
     for j, t in enumerate(outputs):
         if not isinstance(t, torch.Tensor) or t.dtype not in TORCH_TO_IR:
             what = type(t).__name__ if not isinstance(t, torch.Tensor) else str(t.dtype)
-            raise refuse(f"output {j} is {what}; tasks carry float32, int64 and bool tensors")
+            raise refuse(f"output {j} is {what}; tasks carry float32, float16, bfloat16, int64 and bool tensors")
     if len(runs[1]) != len(outputs) or not all(same(a, b) for a, b in zip(outputs, runs[1])):
         raise refuse("two runs on the same inputs give other outputs (a random op?): no reference can judge it")
     # Parameters and buffers of a carried dtype, as a raw CUDA candidate receives them (a ModelNew gets the whole

@@ -41,6 +41,19 @@ def random_seed() -> int:
 
 NUMBERS = (bool, int, float)
 
+# KernelBench's --precision: the model and the float inputs cast to one dtype before anything runs.
+PRECISIONS = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def task_name(stem: str, precision: str | None) -> str:
+    """A task's name: the problem file's stem, and a precision other than fp32 (`_fp16`, `_bf16`), so that one
+    problem's tasks in several precisions keep apart in reports and the measurement database."""
+    return stem + (f"_{precision}" if precision not in (None, "fp32") else "")
+
+
+def cast_floats(tensors: list, dtype) -> list:
+    return [t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in tensors]
+
 
 def bind_numbers(model: torch.nn.Module, numbers: dict[int, object], count: int) -> torch.nn.Module:
     """`model` with the Python numbers among its inputs fixed: its forward then takes the tensors alone, in their
@@ -78,6 +91,17 @@ class Problem:
     # bound into the model (bind_numbers); None before the first draw.
     numbers: dict | None = None
     input_count: int = 0
+    # KernelBench's precision (PRECISIONS' keys): Model, every candidate's ModelNew (as_precision) and the float
+    # inputs cast to it; None: the file's own dtypes.
+    precision: str | None = None
+
+    @property
+    def name(self) -> str:
+        return task_name(self.path.stem, self.precision)
+
+    def as_precision(self, model: torch.nn.Module) -> torch.nn.Module:
+        """`model` (Model or a candidate's ModelNew) in the problem's precision, as KernelBench's harness casts both."""
+        return model.to(PRECISIONS[self.precision]) if self.precision else model
 
     def fail(self, reason: str) -> ImportProblemError:
         return ImportProblemError(self.path, reason)
@@ -102,7 +126,7 @@ class Problem:
             raise self.fail(f"Model(*get_init_inputs()) failed: {type(e).__name__}: {e}") from e
         if not isinstance(model, torch.nn.Module):
             raise self.fail(f"Model(...) gave a {type(model).__name__}, not a torch.nn.Module")
-        return self.bind(dropout_off(model))
+        return self.bind(dropout_off(self.as_precision(model)))
 
     def draw_inputs(self, seed: int, device: str) -> list[torch.Tensor]:
         """get_inputs()'s tensors under `seed`, created directly on `device`: the default-device context makes the
@@ -127,13 +151,17 @@ class Problem:
         elif not same_numbers(numbers, self.numbers) or len(inputs) != self.input_count:
             raise self.fail(f"get_inputs()'s Python numbers change between draws ({self.numbers}, then {numbers}): "
                             "kforge takes them as constants of the problem")
-        return [t.to(device) for t in inputs if isinstance(t, torch.Tensor)]  # a problem may build on the CPU
+        tensors = [t.to(device) for t in inputs if isinstance(t, torch.Tensor)]  # a problem may build on the CPU
+        return cast_floats(tensors, PRECISIONS[self.precision]) if self.precision else tensors
 
 
-def load_problem(path) -> Problem:
+def load_problem(path, precision: str | None = None) -> Problem:
     """Import the problem file under a module name unique to its path, so two problems with the same file name
-    (level1/1_x.py, level2/1_x.py) do not replace each other in sys.modules."""
+    (level1/1_x.py, level2/1_x.py) do not replace each other in sys.modules. `precision` (fp32, fp16, bf16) casts
+    it as KernelBench's --precision does; None keeps the file's own dtypes."""
     path = Path(path).resolve()
+    if precision is not None and precision not in PRECISIONS:
+        raise ImportProblemError(path, f"precision '{precision}' is not one of {', '.join(PRECISIONS)}")
     if not path.is_file():
         raise ImportProblemError(path, "no such file")
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:12]
@@ -153,4 +181,4 @@ def load_problem(path) -> Problem:
     if missing:
         raise ImportProblemError(path, f"defines no {', '.join(missing)} (a KernelBench problem defines "
                                        "Model, get_inputs and get_init_inputs)")
-    return Problem(path, module)
+    return Problem(path, module, precision=precision)

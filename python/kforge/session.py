@@ -26,7 +26,7 @@ from kforge.bundle import read_inputs, read_outputs, read_params, read_strict_to
 from kforge.errors import ImportProblemError
 from kforge.kbtime import TIER_ORDER, HiddenSets, check_and_time, plan_tier_on_sets, tier_of, worst_tier
 from kforge.launch import KforgeFunction
-from kforge.problem import Problem, load_problem
+from kforge.problem import Problem, load_problem, task_name
 
 HEADER = ("| problem | eager ms | compile ms | kforge ms | x eager | x compile | x best | tier | relaxed ms "
           "| x best (relaxed) | TF32-off best ms | x best (TF32 off) | protocol |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -85,7 +85,7 @@ def on_host(tensors) -> list:
     return [t.to("cpu").pin_memory() for t in tensors]
 
 
-def host_task(path, num_sets: int = 5, compile_baseline: bool = True) -> HostedTask:
+def host_task(path, num_sets: int = 5, compile_baseline: bool = True, precision: str | None = None) -> HostedTask:
     """Imports a problem (as `kforge import` does, one import path, kept in memory: sets of several GB never go
     through a disk) or loads a bundle from `kforge import` onto the GPU, and times its baselines (kb protocol).
     The sets that do not fit beside the task's working memory stay in pinned host memory (footprint.py).
@@ -96,7 +96,7 @@ def host_task(path, num_sets: int = 5, compile_baseline: bool = True) -> HostedT
         stored = read_task(path)
         if stored.get("importer", {}).get("opaque"):  # a bundle kept whole: nothing for kforge's generator
             raise ImportProblemError(stored["source"], f"kept whole at import: {stored['importer'].get('why')}")
-        problem, graph = load_problem(stored["source"]), stored["graph"]
+        problem, graph = load_problem(stored["source"], stored.get("precision")), stored["graph"]
         footprint.check_fits(graph, footprint.free_bytes(), problem.path)
         resident = footprint.resident_sets(graph, stored["num_sets"], footprint.free_bytes())
         footprint.check_host_fits(graph, stored["num_sets"] - resident, footprint.host_available_bytes(), problem.path)
@@ -108,7 +108,7 @@ def host_task(path, num_sets: int = 5, compile_baseline: bool = True) -> HostedT
         refs = [held(read_outputs, k) for k in range(stored["num_sets"])]
         strict, task_flags = read_strict_tolerance(stored), stored["flags"]
     else:  # a problem file
-        imported = imported_task(path, "cuda", keep_whole=False)
+        imported = imported_task(path, "cuda", keep_whole=False, precision=precision)
         problem, graph, params = imported.problem, imported.graph, imported.params
         resident = footprint.resident_sets(graph, num_sets, footprint.free_bytes())
         # Where some sets stream, every set waits in host memory while the others are drawn (a float64 reference
@@ -144,13 +144,13 @@ def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 
     sets, task_flags, base, inputs0 = hosted.sets, hosted.flags, hosted.base, hosted.sets[0]
     num_sets = len(sets)
 
-    name = problem.path.stem
+    name = problem.name
     out_dir = Path(path) if not isinstance(path, Problem) and Path(path).is_dir() else workdir / name
     out_dir.mkdir(parents=True, exist_ok=True)
     task = {"name": name, "source": str(problem.path), "graph": graph, "gpu": torch.cuda.get_device_name(),
             "torch_version": torch.__version__, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "baselines": base, "num_sets": num_sets, "flags": task_flags, "tolerance": TOLERANCE,
-            "strict_tolerance": hosted.strict_tolerance}
+            "strict_tolerance": hosted.strict_tolerance, "precision": problem.precision}
     if not (out_dir / "task.json").exists():  # a bundle keeps its own task.json (with its sets)
         (out_dir / "task.json").write_text(json.dumps(task, indent=1))
     # The search verifies on the resident sets only: a pointer into pinned host memory is valid on the GPU too
@@ -252,11 +252,11 @@ def best_plan_as_relaxed(report: dict) -> dict:
             **{f"relaxed_{k}": report[k] for k in ("speedup_eager", "speedup_compile", "speedup_best")}}
 
 
-def baselines_alone(path) -> dict:
+def baselines_alone(path, precision: str | None = None) -> dict:
     """eager's and torch.compile's times (kb protocol) of a problem kforge cannot take (an op it lacks): the user
     still learns what PyTorch does with it. Empty where the problem does not even run in PyTorch."""
     try:
-        problem = path if isinstance(path, Problem) else load_problem(path)
+        problem = path if isinstance(path, Problem) else load_problem(path, precision)
         base, _ = baselines(problem.build_model().to("cuda"), problem.draw_inputs(1, "cuda"))
         return {"eager_ms": base["eager"]["median_ms"], "compile_ms": base["compile"]["median_ms"]}
     except Exception as e:  # noqa: BLE001 -- the report keeps the import's reason; this one is said on the side
@@ -301,6 +301,8 @@ def main(argv=None) -> int:
     parser.add_argument("--workdir", default="kforge_out")
     parser.add_argument("--sets", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--precision", choices=("fp32", "fp16", "bf16"),
+                        help="KernelBench's precision for problem files: Model and the float inputs cast to it")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     log.add_arguments(parser)
     parser.add_argument("--policy", choices=("local", "random", "costmodel", "trained", "untrained"), default="trained")
@@ -321,13 +323,15 @@ def main(argv=None) -> int:
     for path in problems:
         t0 = time.time()
         try:
-            report = optimize_problem(path, args.budget, args.db, Path(args.workdir), args.sets, args.seed,
+            task = load_problem(path, args.precision) if args.precision and Path(path).is_file() else path
+            report = optimize_problem(task, args.budget, args.db, Path(args.workdir), args.sets, args.seed,
                                       candidates_bar, args.policy, args.cost_model, args.checkpoint)
         except ImportProblemError as e:
-            report = {"name": Path(path).stem, "tier": "failed", "error": str(e), **baselines_alone(path)}
+            report = {"name": task_name(Path(path).stem, args.precision), "tier": "failed", "error": str(e),
+                      **baselines_alone(path, args.precision)}
         except Exception as e:  # noqa: BLE001 -- one problem's failure must not end the others
             traceback.print_exc()
-            report = {"name": Path(path).stem, "tier": "failed", "error": f"{type(e).__name__}: {e}"}
+            report = {"name": task_name(Path(path).stem, args.precision), "tier": "failed", "error": f"{type(e).__name__}: {e}"}
         report["seconds"] = round(time.time() - t0, 1)
         failures += report["tier"] == "failed"
         out = Path(args.report) if args.report and len(args.problems) == 1 else (

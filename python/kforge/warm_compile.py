@@ -22,8 +22,8 @@ from kforge.bridge import exact_fp32
 from kforge.problem import load_problem, random_seed
 
 
-def compile_problem(path: str, device: str = "cuda") -> None:
-    problem = load_problem(path)
+def compile_problem(path: str, device: str = "cuda", precision: str | None = None) -> None:
+    problem = load_problem(path, precision)
     model = problem.build_model().to(device)
     inputs = problem.draw_inputs(random_seed(), device)
     compiled = torch.compile(model)  # as session.host_task compiles its baseline
@@ -33,13 +33,13 @@ def compile_problem(path: str, device: str = "cuda") -> None:
             compiled(*inputs)
 
 
-def compile_share(paths: list[str], device: str) -> list[str]:
+def compile_share(paths: list[str], device: str, precision: str | None = None) -> list[str]:
     """Compiles each problem in turn; returns one line per problem (its seconds, or why it failed)."""
     lines = []
     for path in paths:
         t0 = time.time()
         try:
-            compile_problem(path, device)
+            compile_problem(path, device, precision)
             lines.append(f"{Path(path).stem}: {time.time() - t0:.1f} s")
         except Exception as e:  # noqa: BLE001 -- the timed run reports a problem's failure; this only warms caches
             traceback.print_exc()
@@ -55,11 +55,12 @@ def main(argv=None) -> int:
     parser.add_argument("problems", nargs="+")
     parser.add_argument("--jobs", type=int, default=4, help="processes compiling at once (default %(default)s)")
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--precision", choices=("fp32", "fp16", "bf16"), help="KernelBench's precision (as the suite's)")
     args = parser.parse_args(argv)
     shares = [args.problems[i::args.jobs] for i in range(args.jobs) if args.problems[i::args.jobs]]
     t0 = time.time()
     with multiprocessing.get_context("spawn").Pool(len(shares)) as pool:  # spawn: no CUDA state inherited
-        results = pool.starmap(compile_share, [(share, args.device) for share in shares])
+        results = pool.starmap(compile_share, [(share, args.device, args.precision) for share in shares])
     for lines in results:
         print("\n".join(lines))
     failed = sum("failed" in line for lines in results for line in lines)

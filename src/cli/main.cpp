@@ -95,7 +95,7 @@ void write_json(const std::string& path, const nlohmann::json& j) {
 }
 
 struct OptimizeArgs {
-  std::string problem, bundle, db = "kforge.db", report, export_path;
+  std::string problem, bundle, db = "kforge.db", report, export_path, precision;
   int budget = 32, sets = 5;
   uint64_t seed = 1;
   bool no_progress = false;
@@ -116,6 +116,7 @@ int cmd_optimize(const OptimizeArgs& a) {
                                    "--seed", std::to_string(a.seed)};
   if (!a.report.empty()) args.insert(args.end(), {"--report", a.report});
   if (a.no_progress) args.push_back("--no-progress");
+  if (!a.precision.empty()) args.insert(args.end(), {"--precision", a.precision});
   args.insert(args.end(), {"--policy", a.policy});
   if (!a.cost_model.empty()) args.insert(args.end(), {"--cost-model", fs::absolute(a.cost_model).string()});
   if (!a.checkpoint.empty()) args.insert(args.end(), {"--checkpoint", fs::absolute(a.checkpoint).string()});
@@ -343,7 +344,7 @@ int main(int argc, char** argv) {
   auto* quiet_flag = app.add_flag("-q,--quiet", quiet, "warnings, errors and results only: no progress bars");
   app.add_flag("-v,--verbose", verbose, "details of every problem as well")->excludes(quiet_flag);
 
-  std::string problem, out, device = "cuda";
+  std::string problem, out, device = "cuda", precision;
   int sets = 5;
   bool no_baselines = false;
   auto* imp = app.add_subcommand("import", "trace a KernelBench problem and write its task bundle");
@@ -352,6 +353,9 @@ int main(int argc, char** argv) {
   imp->add_option("--sets", sets, "hidden input sets (at least 5 for the reward)");
   imp->add_option("--device", device, "cuda or cpu (cpu: no baselines, for tests)");
   imp->add_flag("--no-baselines", no_baselines, "skip eager / torch.compile timing");
+  const char* precision_help = "KernelBench's precision: Model, ModelNew and the float inputs cast to fp32, fp16 or bf16 "
+                               "(default: the problem file's own dtypes)";
+  imp->add_option("--precision", precision, precision_help)->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   double import_timeout_s = 1800;
   imp->add_option("--timeout", import_timeout_s, "seconds the import may take (the problem's code runs in it; 0: no limit)");
 
@@ -365,6 +369,7 @@ int main(int argc, char** argv) {
   opt->add_option("--bundle", oa.bundle, "where to import the problem (default kforge_out/NAME)");
   opt->add_option("--sets", oa.sets, "hidden input sets when importing");
   opt->add_option("--seed", oa.seed, "search seed");
+  opt->add_option("--precision", oa.precision, precision_help)->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   opt->add_flag("--no-progress", oa.no_progress, "no progress bar");
   opt->add_option("--policy", oa.policy, "trained (default: the learned policy of --checkpoint; the local search where "
                   "there is none), local (edit the best so far), random, costmodel (rank with --cost-model) or untrained "
@@ -484,6 +489,7 @@ int main(int argc, char** argv) {
     if (*imp) {
       std::vector<std::string> args = {"import", problem, "-o", out, "--sets", std::to_string(sets), "--device", device};
       if (no_baselines) args.push_back("--no-baselines");
+      if (!precision.empty()) args.insert(args.end(), {"--precision", precision});
       try {
         run_python("bridge", args, import_timeout_s);
       } catch (const UserError&) {  // a killed import leaves its half-written folder (BundleWriter's BUNDLE.tmp-*)

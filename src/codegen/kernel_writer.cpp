@@ -41,7 +41,8 @@ std::string KernelWriter::ctype(int node) const {
     case DType::f32: return "float";
     case DType::i64: return "i64";
     case DType::boolean: return "bool";
-    case DType::f16: return "unsigned short";
+    case DType::f16:
+    case DType::bf16: return "unsigned short";  // bit patterns, converted by the prelude's kf_to_* / kf_from_*
   }
   return "?";
 }
@@ -215,6 +216,15 @@ std::string unary_expression(const Node& n, const std::string& x) {
   throw InternalError("codegen: no CUDA form for unary op '" + op + "'");
 }
 
+std::string half_cast(DType from, DType to, const std::string& x) {
+  std::string f = from == DType::f16 ? "kf_from_f16(" + x + ")" : from == DType::bf16 ? "kf_from_bf16(" + x + ")"
+                                                                                       : "((float)(" + x + "))";
+  if (to == DType::f16) return "kf_to_f16(" + f + ")";
+  if (to == DType::bf16) return "kf_to_bf16(" + f + ")";
+  if (to == DType::f32) return f;
+  return "((" + std::string(to == DType::i64 ? "i64" : "bool") + ")(" + f + "))";
+}
+
 std::string KernelWriter::value(int id) {
   if (auto it = bound_.find(id); it != bound_.end()) return it->second;
   if (auto it = memo_.find(id); it != memo_.end()) return it->second;
@@ -250,6 +260,8 @@ std::string KernelWriter::value(int id) {
     else if (n.op == "maximum") e = "kf_max(" + a + ", " + b + ")";
     else if (n.op == "minimum") e = "kf_min(" + a + ", " + b + ")";
     else e = "powf(" + a + ", " + b + ")";
+  } else if (n.op == "cast" && (is_half(n.type.dtype) || is_half(g_.at(n.args[0]).type.dtype))) {
+    e = half_cast(g_.at(n.args[0]).type.dtype, n.type.dtype, value(n.args[0]));
   } else {
     e = unary_expression(n, value(n.args[0]));
   }

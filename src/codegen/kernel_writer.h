@@ -82,6 +82,8 @@ class KernelWriter {
 };
 
 std::string float_literal(double v);
+// `x`, of dtype `from`, converted to `to` where either is f16 or bf16 (stored as unsigned short bit patterns).
+std::string half_cast(DType from, DType to, const std::string& x);
 // The CUDA expression of unary op node `n` applied to `x`, which it may name more than once (a variable).
 std::string unary_expression(const Node& n, const std::string& x);
 

@@ -22,13 +22,15 @@ CompareResult compare_on_host(const void* out_p, const void* ref_p, int64_t n, D
   c.count = n;
   c.tol = tol;
   int64_t first = n;
-  if (dtype == DType::f32) {
-    const float* out = static_cast<const float*>(out_p);
-    const float* ref = static_cast<const float*>(ref_p);
+  if (dtype == DType::f32 || is_half(dtype)) {  // as the verifier's kf_compare (env/verify.cpp), in float
+    auto value = [dtype](const void* p, int64_t i) {
+      return dtype == DType::f32 ? static_cast<const float*>(p)[i]
+                                 : float(half_value(dtype, static_cast<const uint16_t*>(p)[i]));
+    };
     const float ts = float(tol.strict), tr = float(tol.relaxed);
     float max_err = 0.f;
     for (int64_t i = 0; i < n; ++i) {
-      float o = out[i], r = ref[i];
+      float o = value(out_p, i), r = value(ref_p, i);
       if (!std::isfinite(o) || !std::isfinite(r)) {
         if (!(std::isinf(o) && std::isinf(r) && o == r)) {
           ++c.nonfinite;
@@ -42,7 +44,7 @@ CompareResult compare_on_host(const void* out_p, const void* ref_p, int64_t n, D
       if (err > tr + tr * std::fabs(r)) ++c.bad_relaxed;
     }
     c.max_abs_err = max_err;
-    if (first < n) c.first_bad = first, c.got = out[first], c.expected = ref[first];
+    if (first < n) c.first_bad = first, c.got = value(out_p, first), c.expected = value(ref_p, first);
     return c;
   }
   const size_t eb = dtype_size(dtype);
@@ -325,7 +327,7 @@ std::pair<double, std::string> prebuild_modelnew(const std::vector<std::string>&
   auto arg = [&](const char* flag) { return std::find(argv.begin(), argv.end(), flag)[1]; };
   o.gpu = false;
   SandboxResult sr = run_sandboxed({argv.at(0), "-m", "kforge.modelnew_candidate", "--prebuild", "--candidate",
-                                    arg("--candidate"), "--problem", arg("--problem")}, o);
+                                    arg("--candidate"), "--problem", arg("--problem")}, o);  // built on the CPU, uncast
   // Its report is its last line (what the candidate's module printed comes before it).
   std::string out = sr.out.substr(0, sr.out.find_last_not_of("\n") + 1);
   auto j = nlohmann::json::parse(out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1), nullptr, false);
@@ -363,6 +365,9 @@ EvalResult evaluate_untrusted(const Bundle& b, CandidateKind kind, const std::st
     o.read_only_at.push_back({problem.string(), std::string(kInputs) + "/problem.py"});
   }
   std::vector<std::string> argv = candidate_command(kind, path, opts, o);
+  // KernelBench's precision of the task (python/kforge/problem.py): ModelNew is cast to it as Model was.
+  if (kind == CandidateKind::modelnew && b.task.contains("precision") && b.task["precision"].is_string())
+    argv.insert(argv.end(), {"--precision", b.task["precision"].get<std::string>()});
   o.env.push_back({"HOME", o.scratch_dir});
   o.env.push_back({"KFORGE_CACHE", o.scratch_dir + "/nvrtc"});
 

@@ -28,11 +28,17 @@ std::string short_number(double x) {
 // result[0..5]: bad_strict, bad_relaxed, nonfinite, first_bad (min), max_abs_err bits, count
 const char* kCompareSource = R"CUDA(
 typedef unsigned long long u64;
-extern "C" __global__ void kf_compare_f32(const float* __restrict__ out, const float* __restrict__ ref, long long n,
-                                          float tol_strict, float tol_relaxed, u64* result) {
+__device__ __forceinline__ float kf_value(float x, int) { return x; }
+__device__ __forceinline__ float kf_value(unsigned short h, int bf16) {  // half-precision bit patterns
+  if (bf16) return __uint_as_float((unsigned)h << 16);
+  float x; asm("cvt.f32.f16 %0, %1;" : "=f"(x) : "h"(h)); return x;
+}
+template <typename T>
+__device__ void kf_compare(const T* __restrict__ out, const T* __restrict__ ref, long long n, int bf16,
+                           float tol_strict, float tol_relaxed, u64* result) {
   u64 bad_s = 0, bad_r = 0, nonfinite = 0; long long first = n; float max_err = 0.f;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-    float o = out[i], r = ref[i];
+    float o = kf_value(out[i], bf16), r = kf_value(ref[i], bf16);
     if (!isfinite(o) || !isfinite(r)) {
       if (!(isinf(o) && isinf(r) && o == r)) { ++nonfinite; if (i < first) first = i; }
       continue;
@@ -47,6 +53,14 @@ extern "C" __global__ void kf_compare_f32(const float* __restrict__ out, const f
   if (nonfinite) atomicAdd(&result[2], nonfinite);
   if (first < n) atomicMin(&result[3], (u64)first);
   atomicMax(&result[4], (u64)__float_as_uint(max_err));  // non-negative floats order like their bits
+}
+extern "C" __global__ void kf_compare_f32(const float* __restrict__ out, const float* __restrict__ ref, long long n,
+                                          float tol_strict, float tol_relaxed, u64* result) {
+  kf_compare(out, ref, n, 0, tol_strict, tol_relaxed, result);
+}
+extern "C" __global__ void kf_compare_half(const unsigned short* __restrict__ out, const unsigned short* __restrict__ ref,
+                                           long long n, int bf16, float tol_strict, float tol_relaxed, u64* result) {
+  kf_compare(out, ref, n, bf16, tol_strict, tol_relaxed, result);
 }
 // An order-independent fingerprint of a buffer (sum and xor of its 32-bit words, mixed with the index):
 // the same before and after a run unless the run wrote into it.
@@ -123,6 +137,7 @@ Verifier::Verifier(const Compiler& compiler) {
   if (!r.ok) throw InternalError("verification kernel does not compile:\n" + r.log);
   KF_CU(d.cuModuleLoadData(&module_, r.cubin.data()));
   KF_CU(d.cuModuleGetFunction(&f32_, module_, "kf_compare_f32"));
+  KF_CU(d.cuModuleGetFunction(&half_, module_, "kf_compare_half"));
   KF_CU(d.cuModuleGetFunction(&exact_, module_, "kf_compare_exact"));
   KF_CU(d.cuModuleGetFunction(&fingerprint_, module_, "kf_fingerprint"));
   KF_CU(d.cuMemAlloc(&result_, 6 * sizeof(uint64_t)));
@@ -158,10 +173,14 @@ CompareResult Verifier::compare(CUdeviceptr out, CUdeviceptr ref, int64_t n, DTy
   KF_CU(d.cuMemcpyHtoD(result_, init, sizeof init));
   long long count = n;
   unsigned grid = unsigned(std::min<int64_t>(int64_t(Target::here().sms) * 8, (n + 255) / 256 + 1));
+  float ts = float(tol.strict), tr = float(tol.relaxed);
   if (dtype == DType::f32) {
-    float ts = float(tol.strict), tr = float(tol.relaxed);
     void* args[] = {&out, &ref, &count, &ts, &tr, &result_};
     KF_CU(d.cuLaunchKernel(f32_, grid, 1, 1, 256, 1, 1, 0, stream, args, nullptr));
+  } else if (is_half(dtype)) {
+    int bf16 = dtype == DType::bf16;
+    void* args[] = {&out, &ref, &count, &bf16, &ts, &tr, &result_};
+    KF_CU(d.cuLaunchKernel(half_, grid, 1, 1, 256, 1, 1, 0, stream, args, nullptr));
   } else {
     int eb = int(dtype_size(dtype));
     void* args[] = {&out, &ref, &count, &eb, &result_};
@@ -188,6 +207,12 @@ CompareResult Verifier::compare(CUdeviceptr out, CUdeviceptr ref, int64_t n, DTy
       KF_CU(d.cuMemcpyDtoH(&e, ref + c.first_bad * 4, 4));
       c.got = g;
       c.expected = e;
+    } else if (is_half(dtype)) {
+      uint16_t g = 0, e = 0;
+      KF_CU(d.cuMemcpyDtoH(&g, out + c.first_bad * 2, 2));
+      KF_CU(d.cuMemcpyDtoH(&e, ref + c.first_bad * 2, 2));
+      c.got = half_value(dtype, g);
+      c.expected = half_value(dtype, e);
     }
   }
   return c;

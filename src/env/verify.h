@@ -63,7 +63,7 @@ class Verifier {
 
  private:
   CUmodule module_ = nullptr;
-  CUfunction f32_ = nullptr, exact_ = nullptr, fingerprint_ = nullptr;
+  CUfunction f32_ = nullptr, half_ = nullptr, exact_ = nullptr, fingerprint_ = nullptr;
   CUdeviceptr result_ = 0;
 };
 

@@ -79,7 +79,7 @@ TensorType type_from_json(const json& j, const std::string& what) {
   if (!j.contains("shape") || !j["shape"].is_array())
     throw UserError(what + ": needs a 'shape' list");
   TensorType t;
-  t.dtype = value_dtype_from_string(j.value("dtype", "f32"));
+  t.dtype = dtype_from_string(j.value("dtype", "f32"));
   for (auto& d : j["shape"]) {
     if (!d.is_number_integer() || d.get<int64_t>() < 0)
       throw UserError(what + ": shape entries must be non-negative integers, got " + j["shape"].dump());

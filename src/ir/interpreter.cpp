@@ -60,8 +60,7 @@ HostTensor elementwise(const Node& n, const std::vector<const HostTensor*>& a) {
     else if (n.op == "triangle") r = in_triangle(n, it.c) ? v(0) : 0.0;
     else if (a.size() == 2) r = eval_binary(n.op, v(0), v(1));
     else r = eval_unary(n, v(0));
-    if (n.type.dtype == DType::i64) r = std::trunc(r);
-    if (n.type.dtype == DType::boolean) r = r != 0;
+    if (n.type.dtype != DType::f32) r = round_to(n.type.dtype, r);  // f32 stays exact: the reference's double
     out.data[i] = r;
   }
   return out;

@@ -164,14 +164,21 @@ TensorType infer_type(const Graph& g, const Node& n) {
     if (!n.attrs.contains("shape") || !n.attrs["shape"].is_array()) fail(n, "an opaque output states its shape");
     return type_from_json(n.attrs, "opaque output '" + n.name + "'");
   }
+  if (op == "cast") {
+    need_args(n, 1, 1);
+    return {dtype_from_string(n.attr_s("dtype")), arg(g, n, 0).shape};
+  }
+  // Half-precision values are storage (ir/types.h): only a cast reads them.
+  for (size_t i = 0; i < n.args.size(); ++i)
+    if (n.args[i] >= 0 && is_half(g.at(n.args[i]).type.dtype))
+      fail(n, "argument " + std::to_string(i) + " is " + to_string(g.at(n.args[i]).type.dtype) +
+                  ": half-precision values are read through a cast to f32");
   if (op == "const") {
     need_args(n, 0, 0);
     n.attr_f("value");
-    return {value_dtype_from_string(n.attrs.value("dtype", "f32")), {}};
-  }
-  if (op == "cast") {
-    need_args(n, 1, 1);
-    return {value_dtype_from_string(n.attr_s("dtype")), arg(g, n, 0).shape};
+    DType d = dtype_from_string(n.attrs.value("dtype", "f32"));
+    if (is_half(d)) fail(n, "a constant is f32, i64 or bool (half precision is storage only)");
+    return {d, {}};
   }
   if (is_unary_op(op)) {
     need_args(n, 1, 1);

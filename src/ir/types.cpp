@@ -1,6 +1,9 @@
 #include "ir/types.h"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
 
 #include "ir/error.h"
 
@@ -26,6 +29,7 @@ size_t dtype_size(DType d) {
     case DType::i64: return 8;
     case DType::boolean: return 1;
     case DType::f16: return 2;
+    case DType::bf16: return 2;
   }
   return 0;
 }
@@ -36,6 +40,7 @@ std::string to_string(DType d) {
     case DType::i64: return "i64";
     case DType::boolean: return "bool";
     case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
   }
   return "?";
 }
@@ -45,13 +50,32 @@ DType dtype_from_string(const std::string& s) {
   if (s == "i64") return DType::i64;
   if (s == "bool") return DType::boolean;
   if (s == "f16") return DType::f16;
-  throw UserError("unknown dtype '" + s + "' (kforge supports f32, i64 and bool)");
+  if (s == "bf16") return DType::bf16;
+  throw UserError("unknown dtype '" + s + "' (kforge supports f32, f16, bf16, i64 and bool)");
 }
 
-DType value_dtype_from_string(const std::string& s) {
-  DType d = dtype_from_string(s);
-  if (d == DType::f16) throw UserError("dtype 'f16' is for a plan's own buffers; graph values are f32, i64 or bool");
-  return d;
+bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
+
+double round_to(DType d, double x) {
+  switch (d) {
+    case DType::f32: return double(float(x));
+    case DType::i64: return std::trunc(x);
+    case DType::boolean: return x != 0;
+    case DType::f16: return double(_Float16(x));
+    case DType::bf16: {
+      float f = float(x);
+      if (std::isnan(f)) return f;
+      uint32_t u = std::bit_cast<uint32_t>(f);
+      u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;  // to nearest even on the upper 16 bits
+      return double(std::bit_cast<float>(u));
+    }
+  }
+  return x;
+}
+
+double half_value(DType d, uint16_t bits) {
+  if (d == DType::bf16) return double(std::bit_cast<float>(uint32_t(bits) << 16));
+  return double(std::bit_cast<_Float16>(bits));
 }
 
 std::string to_string(const Shape& s) {

@@ -7,9 +7,18 @@
 
 namespace kforge {
 
-// f16 holds IEEE half or bfloat16 bit patterns in buffers a plan adds for itself (a convolution's
-// reduced-precision copies, codegen/emit_conv.cpp); no graph value has it.
-enum class DType { f32, i64, boolean, f16 };
+// f16 (IEEE half) and bf16 are storage types: a half-precision task's inputs and outputs are stored in them, and
+// the graph reads and writes them only through `cast` (every op computes in f32, as PyTorch's half kernels do
+// inside). A plan's own reduced-precision copies (codegen/emit_conv.cpp) are f16 buffers holding either pattern.
+enum class DType { f32, i64, boolean, f16, bf16 };
+
+// f16 and bf16.
+bool is_half(DType d);
+// `x` rounded to the nearest value of dtype `d` (to nearest even; integers truncated, bools 0/1): what storing a
+// computed double into a tensor of that dtype keeps (the CPU interpreter's stores).
+double round_to(DType d, double x);
+// The value of a stored f16 or bf16 bit pattern.
+double half_value(DType d, uint16_t bits);
 
 using Shape = std::vector<int64_t>;
 
@@ -26,8 +35,6 @@ std::vector<int64_t> contiguous_strides(const Shape& shape);
 size_t dtype_size(DType d);
 std::string to_string(DType d);
 DType dtype_from_string(const std::string& s);  // throws UserError on an unknown name
-// A graph value's dtype: as dtype_from_string, but f16 (plan buffers only) is refused too.
-DType value_dtype_from_string(const std::string& s);
 std::string to_string(const Shape& s);            // "[2, 3]"
 // Numpy broadcasting of two shapes; throws UserError naming both when they do not broadcast.
 Shape broadcast_shapes(const Shape& a, const Shape& b);

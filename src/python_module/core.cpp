@@ -43,7 +43,8 @@ py::array from_host(const HostTensor& t) {
     case DType::f32: return fill(py::array_t<float>(shape));
     case DType::i64: return fill(py::array_t<int64_t>(shape));
     case DType::boolean: return fill(py::array_t<bool>(shape));
-    case DType::f16: break;  // plan temps only: never a host tensor
+    case DType::f16:
+    case DType::bf16: return fill(py::array_t<float>(shape));  // the half values, exactly (numpy has no bf16)
   }
   return py::array();
 }

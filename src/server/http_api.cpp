@@ -65,10 +65,13 @@ void post_task(Service& svc, Access& access, const httplib::Request& req, httpli
   if (!j) return;
   try {
     TaskRecord t;
+    if (j->contains("precision") && !(*j)["precision"].is_string())
+      return error(res, 400, "\"precision\" must be a string: fp32, fp16 or bf16");
+    std::string precision = j->value("precision", std::string());
     if (j->contains("bundle") && (*j)["bundle"].is_string()) t = svc.register_bundle((*j)["bundle"], *who);
-    else if (j->contains("problem") && (*j)["problem"].is_string()) t = svc.import_problem((*j)["problem"], *who);
+    else if (j->contains("problem") && (*j)["problem"].is_string()) t = svc.import_problem((*j)["problem"], *who, precision);
     else if (j->contains("problem_source") && (*j)["problem_source"].is_string())
-      t = svc.import_source(j->value("name", "problem"), (*j)["problem_source"], *who);
+      t = svc.import_source(j->value("name", "problem"), (*j)["problem_source"], *who, precision);
     else
       return error(res, 400, "give \"problem_source\" (a KernelBench file's text, with \"name\"), \"bundle\" (a task bundle "
                              "folder) or \"problem\" (a KernelBench file) as a string");

@@ -147,7 +147,8 @@ TaskRecord Service::register_bundle(const std::string& bundle_path, const std::s
   return register_imported(allowed_path(bundle_path), owner);
 }
 
-TaskRecord Service::import_source(const std::string& name, const std::string& source, const std::string& owner) {
+TaskRecord Service::import_source(const std::string& name, const std::string& source, const std::string& owner,
+                                  const std::string& precision) {
   bool plain = !name.empty() && name.size() <= 100 &&
                name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == std::string::npos;
   if (!plain) throw UserError("\"name\" must be 1-100 letters, digits, '_' or '-'");
@@ -158,16 +159,19 @@ TaskRecord Service::import_source(const std::string& name, const std::string& so
   fs::permissions(dir, fs::perms(0755));
   fs::path file = fs::path(dir) / (name + ".py");
   std::ofstream(file) << source;
-  return import_file(file.string(), owner);
+  return import_file(file.string(), owner, precision);
 }
 
-TaskRecord Service::import_problem(const std::string& problem_path, const std::string& owner) {
-  return import_file(allowed_path(problem_path), owner);
+TaskRecord Service::import_problem(const std::string& problem_path, const std::string& owner, const std::string& precision) {
+  return import_file(allowed_path(problem_path), owner, precision);
 }
 
-TaskRecord Service::import_file(const std::string& problem_path, const std::string& owner) {
+TaskRecord Service::import_file(const std::string& problem_path, const std::string& owner, const std::string& precision) {
+  if (!precision.empty() && precision != "fp32" && precision != "fp16" && precision != "bf16")
+    throw UserError("\"precision\" must be fp32, fp16 or bf16, not '" + precision + "'");
   if (!fs::is_regular_file(problem_path)) throw UserError("problem file " + problem_path + " does not exist");
-  std::string name = fs::path(problem_path).stem().string();
+  // The task's name as python/kforge/problem.py's task_name makes it: one problem's precisions keep apart.
+  std::string name = fs::path(problem_path).stem().string() + (precision.empty() || precision == "fp32" ? "" : "_" + precision);
   // A folder of this import's own: a task's bundle is never replaced by a later import of the same name.
   std::string made = (scratch(fs::absolute(fs::path(opts_.work_dir) / "imports")) / (name + "-XXXXXX")).string();
   if (!mkdtemp(made.data())) throw UserError("cannot make a folder for importing " + problem_path);
@@ -175,8 +179,10 @@ TaskRecord Service::import_file(const std::string& problem_path, const std::stri
   fs::path out = dir / name;
   SandboxOptions o = problem_sandbox(fs::absolute(dir), {fs::absolute(fs::path(problem_path).parent_path()).string()}, 0);
   GpuLock turn(opts_.workers > 0 ? gpu_lock(0) : "");  // it times the baselines: not beside another's timing
-  SandboxResult r = run_sandboxed({python_runtime().exe, "-m", "kforge.bridge", "import", fs::absolute(problem_path).string(),
-                                   "-o", (fs::absolute(out)).string()}, o);
+  std::vector<std::string> argv = {python_runtime().exe, "-m", "kforge.bridge", "import", fs::absolute(problem_path).string(),
+                                   "-o", (fs::absolute(out)).string()};
+  if (!precision.empty()) argv.insert(argv.end(), {"--precision", precision});
+  SandboxResult r = run_sandboxed(argv, o);
   if (!r.ok()) throw UserError("importing " + problem_path + " failed (" + r.cause() + "):\n" + tail(r.err));
   return register_imported(out.string(), owner);
 }

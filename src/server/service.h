@@ -73,9 +73,11 @@ class Service {
   const ServiceOptions& options() const { return opts_; }
   nlohmann::json health();
   // Imports a problem file (sandboxed: it is user code) into imports/ and registers it for `owner`.
-  TaskRecord import_problem(const std::string& problem_path, const std::string& owner = "");
+  // `precision`: KernelBench's (fp32, fp16, bf16: Model, ModelNew and the float inputs cast to it); empty: the file's.
+  TaskRecord import_problem(const std::string& problem_path, const std::string& owner = "", const std::string& precision = "");
   // The same for a problem uploaded as text (`name`: its file's stem).
-  TaskRecord import_source(const std::string& name, const std::string& source, const std::string& owner = "");
+  TaskRecord import_source(const std::string& name, const std::string& source, const std::string& owner = "",
+                           const std::string& precision = "");
   TaskRecord register_bundle(const std::string& bundle_dir, const std::string& owner = "");
   // Queues a job; throws QueueFull when the queue, or `owner`'s share of it, is at its bound.
   int64_t submit(int64_t task_id, const std::string& kind, const std::string& payload, const std::string& owner = "");
@@ -122,7 +124,7 @@ class Service {
   static std::optional<GpuDevice> told_gpu(int gpu);
   void show_gpu(SandboxOptions& o, int gpu) const;  // only that GPU's device node, where it could be told
   std::string allowed_path(const std::string& path) const;  // resolved, and inside the data root; or UserError
-  TaskRecord import_file(const std::string& problem_path, const std::string& owner);
+  TaskRecord import_file(const std::string& problem_path, const std::string& owner, const std::string& precision);
   TaskRecord register_imported(const std::string& bundle_dir, const std::string& owner);
 
   ServiceOptions opts_;

@@ -48,7 +48,7 @@ KEPT_WHOLE = [
     ("einsum_diagonal", Case("x", "torch.einsum('ii->i', x)", [], inputs="torch.randn(4, 4)").source(),
      ["einsum term 'ii' repeats an index (a diagonal): not supported"]),
     ("matmul_int64", Case("x", "x.long() @ x.long().T", []).source(),
-     ["matmul", "matrix products are supported in float32 only, got torch.int64"]),
+     ["matmul", "matrix products are supported in float32, float16 and bfloat16, got torch.int64"]),
     ("diag_of_matrix", Case("x", "torch.diag(x) + 1", []).source(), ["node 'diag'", "torch.diag is supported for a vector"]),
     ("diag_not_in_product", Case("v", "torch.diag(v) + 1", [], inputs="torch.randn(8)", args="v").source(),
      ["node 'add'", "got DiagonalMatrix"]),

@@ -73,7 +73,7 @@ def test_float32_rounding_far_below_the_outputs_scale_is_the_same_function():
     float32 run became the reference, and only PyTorch's own summation order passed the strict tier)."""
     import torch
 
-    from kforge.bridge import closer_reference, fp32_error, strict_tolerance
+    from kforge.bridge import closer_reference, own_error, strict_tolerance
 
     class Cancels(torch.nn.Module):  # a large intermediate, cancelled: float32 keeps ulp(1e6) = 1/16 of it
         def forward(self, x):
@@ -89,7 +89,7 @@ def test_float32_rounding_far_below_the_outputs_scale_is_the_same_function():
     assert float(near_zero.max()) > 0.02, "float32's rounding must pass the old absolute 1e-2 here"
     ref = closer_reference(narrow, wide)
     assert ref is not narrow and torch.equal(ref, x)
-    assert strict_tolerance(fp32_error(narrow, ref)) == 1e-2, "PyTorch's own rounding sets the strict tier here"
+    assert strict_tolerance(own_error(narrow, ref)) == 1e-2, "PyTorch's own rounding sets the strict tier here"
     # Where the float64 run is another function, the float32 run still stands: a floor that flips moves an element
     # by 1, far above rounding yet below 1e-2 of an RMS of ~300 (the review's case).
     y = torch.randn(4096, generator=g) * 3

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from kforge import bridge
-from kforge.bridge import FP32_ALLOWANCE, TOLERANCE, fp32_error, reference_outputs, set_tolerance, strict_tolerance
+from kforge.bridge import FP32_ALLOWANCE, TOLERANCE, own_error, reference_outputs, set_tolerance, strict_tolerance
 from kforge.bundle import read_inputs, read_outputs, read_strict_tolerance, read_task
 from kforge.kbtime import baseline_tiers_on_sets, compare, tier_of
 
@@ -43,7 +43,7 @@ def test_a_large_product_on_the_set_scaled_by_4_gets_float32s_own_error_and_tf32
     (ref,), (tol,) = reference_outputs(Product(), [a, b])
     with torch.no_grad():
         narrow = a @ b
-    e32 = fp32_error(narrow, ref)
+    e32 = own_error(narrow, ref)
     assert e32 > TOLERANCE["strict"] / FP32_ALLOWANCE, "this set must be one where 1e-4 asks more than float32"
     assert tol == pytest.approx(FP32_ALLOWANCE * e32) and TOLERANCE["strict"] < tol <= TOLERANCE["relaxed"]
     tolerance = set_tolerance([tol])
@@ -56,7 +56,7 @@ def test_a_large_product_on_the_set_scaled_by_4_gets_float32s_own_error_and_tf32
     with torch.no_grad():
         downcast = tf32(a) @ tf32(b)
     assert not compare([downcast], [ref], tolerance)["strict"]
-    assert fp32_error(downcast, ref) > 10 * tol
+    assert own_error(downcast, ref) > 10 * tol
 
 
 def test_an_elementwise_model_exact_in_float32_keeps_1e_4_on_every_set(tmp_path):
@@ -140,12 +140,12 @@ class ModelNew(nn.Module):
     assert r["tier"] != "strict", r["log"]
 
 
-def test_fp32_error_leaves_out_nonfinite_elements_and_is_zero_where_the_reference_is_the_float32_run():
+def test_own_error_leaves_out_nonfinite_elements_and_is_zero_where_the_reference_is_the_float32_run():
     ref = torch.tensor([1.0, float("inf"), float("nan"), 0.0])
     narrow = torch.tensor([1.0 + 1e-6, float("inf"), 5.0, 2e-6])
-    assert fp32_error(narrow, ref) == pytest.approx(2e-6)
-    assert fp32_error(narrow, narrow) == 0.0  # closer_reference fell back to the float32 run
-    assert fp32_error(torch.tensor([3]), torch.tensor([3])) == 0.0
+    assert own_error(narrow, ref) == pytest.approx(2e-6)
+    assert own_error(narrow, narrow) == 0.0  # closer_reference fell back to the float32 run
+    assert own_error(torch.tensor([3]), torch.tensor([3])) == 0.0
     assert strict_tolerance(0.0) == TOLERANCE["strict"]
     assert strict_tolerance(1e-4) == pytest.approx(4e-4)
     assert strict_tolerance(1.0) == TOLERANCE["relaxed"]

@@ -7,6 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from kforge.dtypes import FLOATS
 from kforge.fx_ops.common import module_param, on, on_module, tensor
 from kforge.fx_ops.pooling import ntuple
 
@@ -33,8 +34,8 @@ def conv_handler(nd):
     def handler(b, input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         x, w = tensor(b, input), tensor(b, weight, "conv weight")
         for v, what in ((x, "input"), (w, "weight")):
-            if v.dtype != torch.float32:
-                b.refuse(f"convolutions are supported in float32 only, got a {v.dtype} {what}")
+            if v.dtype not in FLOATS:
+                b.refuse(f"convolutions are supported in float32, float16 and bfloat16, got a {v.dtype} {what}")
         args = [x, w] if bias is None else [x, w, tensor(b, bias, "conv bias")]
         return b.emit("conv", args, conv_attrs(b, nd, x, w, stride, padding, dilation, groups))
     return handler
@@ -54,8 +55,8 @@ def conv_transpose_handler(nd):
     def handler(b, input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
         x, w = tensor(b, input), tensor(b, weight, "conv_transpose weight")
         for v, what in ((x, "input"), (w, "weight")):
-            if v.dtype != torch.float32:
-                b.refuse(f"transposed convolutions are supported in float32 only, got a {v.dtype} {what}")
+            if v.dtype not in FLOATS:
+                b.refuse(f"transposed convolutions are supported in float32, float16 and bfloat16, got a {v.dtype} {what}")
         if x.ndim != nd + 2:
             b.refuse(f"conv_transpose{nd}d input must be [N, C, {nd} spatial dims]; unbatched shape {list(x.shape)} "
                      "is not supported")

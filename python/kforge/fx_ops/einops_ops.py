@@ -5,6 +5,7 @@ holds exactly the steps einops takes with PyTorch. The tracer keeps these calls 
 einops module); a problem without einops installed never reaches here."""
 import torch
 
+from kforge.dtypes import FLOATS
 from kforge.fx_ops.common import on, on_module, tensor
 
 try:
@@ -28,7 +29,7 @@ class GraphBackend:
         return tuple(x.shape)
 
     def is_float_type(self, x):
-        return x.dtype == torch.float32
+        return x.dtype in FLOATS
 
     def reshape(self, x, shape):
         shape = tuple(int(n) for n in shape)

@@ -7,6 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from kforge.dtypes import FLOATS
 from kforge.fx_ops.common import Multi, as_dtype, module_param, on, on_module, tensor
 from kforge.graph_builder import Val
 
@@ -14,8 +15,8 @@ from kforge.graph_builder import Val
 def operands(b, *values):
     xs = [tensor(b, v, "matmul operand") for v in values]
     for x in xs:
-        if x.dtype != torch.float32:
-            b.refuse(f"matrix products are supported in float32 only, got {x.dtype}")
+        if x.dtype not in FLOATS:
+            b.refuse(f"matrix products are supported in float32, float16 and bfloat16, got {x.dtype}")
     return xs
 
 
@@ -251,8 +252,8 @@ def einsum(b, equation, *operands_):
         t, x = summed_alone(terms[0], xs[0], set(out))
         return b.emit("permute", [x], {"dims": [t.index(c) for c in out]}) if t != out else b.emit("reshape", [x], {"shape": list(b.out_shape)})
     (ta, a), (tb, y) = summed_alone(terms[0], xs[0], set(out) | set(terms[1])), summed_alone(terms[1], xs[1], set(out) | set(terms[0]))
-    if a.dtype != torch.float32 or y.dtype != torch.float32:
-        b.refuse("einsum products are supported in float32 only")
+    if a.dtype not in FLOATS or y.dtype not in FLOATS:
+        b.refuse("einsum products are supported in float32, float16 and bfloat16")
     batch = [c for c in ta if c in tb and c in out]
     contract = [c for c in ta if c in tb and c not in out]
     rows = [c for c in ta if c not in tb]

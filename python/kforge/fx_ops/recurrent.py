@@ -9,6 +9,7 @@ picked. Dropout between layers in training mode is random and refused; projectio
 import torch
 import torch.nn as nn
 
+from kforge.dtypes import FLOATS
 from kforge.fx_ops.common import Multi, on_module, tensor
 from kforge.fx_ops.matmul import product, transposed
 
@@ -135,8 +136,8 @@ def recurrent(b, m, input, hx=None):
     x = tensor(b, input)
     if x.ndim != 3:
         b.refuse(f"unbatched {type(m).__name__} input (shape {list(x.shape)}) is not supported")
-    if x.dtype != F32:
-        b.refuse(f"{type(m).__name__} is supported in float32 only, got {x.dtype}")
+    if x.dtype not in FLOATS:
+        b.refuse(f"{type(m).__name__} is supported in float32, float16 and bfloat16, got {x.dtype}")
     if hx is not None:
         hx = tuple(tensor(b, v, "initial state") for v in hx) if isinstance(hx, (tuple, list)) else (tensor(b, hx, "h0"),)
     steps = Steps(b, m, x, hx)

@@ -1,0 +1,193 @@
+"""Half-precision tasks (issue 29): problems whose tensors are float16 or bfloat16, and KernelBench's --precision
+casting an fp32 problem. The graph stores half-precision inputs and outputs as they are and computes in f32 between
+casts; the references are the model's arithmetic in float64 on the same half values, rounded once; the strict tier's
+floor follows the output's dtype. On the CPU: import, the bundle's bytes, the C++ interpreter against the references,
+NVRTC compiling the generated kernels for sm_90, and a ModelNew judged in the task's precision."""
+import importlib
+import json
+import os
+import pwd
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+
+from kforge import bridge
+from kforge.bundle import BundleWriter, read_inputs, read_outputs, read_params, read_task, read_tensor
+from kforge.modelnew_eval import evaluate_modelnew, kforge_binary
+from kforge.problem import load_problem
+
+NATIVE_FP16 = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+    def forward(self, x, y):
+        return F.gelu(x) * 2.0 + y.softmax(dim=-1), (x * y).sum(dim=0)
+def get_inputs():
+    return [torch.randn(16, 64, dtype=torch.float16), torch.randn(16, 64, dtype=torch.float16)]
+def get_init_inputs():
+    return []
+"""
+
+FP32_LINEAR = """import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self, n, k):
+        super().__init__()
+        self.fc = nn.Linear(k, n)
+        self.norm = nn.LayerNorm(n)
+    def forward(self, x):
+        return torch.relu(self.norm(self.fc(x)))
+def get_inputs():
+    return [torch.randn(8, 32)]
+def get_init_inputs():
+    return [24, 32]
+"""
+
+# An op the importer lacks (an FFT), in half precision: still a task, for candidates.
+UNTRACEABLE_FP16 = """import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.fft.rfft(x.float()).abs().half()
+def get_inputs():
+    return [torch.randn(4, 32, dtype=torch.float16)]
+def get_init_inputs():
+    return []
+"""
+
+
+def imported(tmp_path, source, precision=None, name="p"):
+    (tmp_path / f"{name}.py").write_text(source)
+    out = tmp_path / f"{name}_bundle"
+    argv = ["import", str(tmp_path / f"{name}.py"), "-o", str(out), "--device", "cpu", "--no-baselines"]
+    assert bridge.main(argv + (["--precision", precision] if precision else [])) == 0
+    return out
+
+
+def test_a_float16_problem_stores_half_values_and_computes_in_f32(tmp_path):
+    task = read_task(imported(tmp_path, NATIVE_FP16))
+    graph = task["graph"]
+    assert [i["dtype"] for i in graph["inputs"]] == ["f16", "f16"]
+    nodes = {n["name"]: n for n in graph["nodes"]}
+    assert all(nodes[o]["op"] == "cast" and nodes[o]["dtype"] == "f16" for o in graph["outputs"])
+    # Every node but the output casts computes in f32: half precision is storage only.
+    assert {n["dtype"] for n in graph["nodes"] if n["name"] not in graph["outputs"]} == {"f32"}
+    assert task["precision"] is None and task["name"] == "p"
+    assert all(t >= bridge.STRICT_FLOOR[torch.float16] for per_set in task["strict_tolerance"] for t in per_set)
+
+
+def test_precision_casts_model_and_inputs_as_kernelbench_does(tmp_path):
+    bundle = imported(tmp_path, FP32_LINEAR, precision="bf16")
+    task = read_task(bundle)
+    graph = task["graph"]
+    assert task["precision"] == "bf16" and task["name"] == "p_bf16"
+    assert graph["inputs"][0]["dtype"] == "bf16" and read_inputs(bundle, 0, graph, "cpu")[0].dtype == torch.bfloat16
+    assert read_outputs(bundle, 0, graph, "cpu")[0].dtype == torch.bfloat16
+    # Weights are f32 params of the graph holding the bf16 model's values exactly.
+    model = load_problem(tmp_path / "p.py", "bf16").build_model()
+    for spec, t in zip(graph["params"], read_params(bundle, graph, "cpu")):
+        assert spec["dtype"] == "f32" and t.dtype == torch.float32
+        assert torch.equal(t, dict(model.named_parameters())[spec["name"]].float())
+
+
+def test_references_are_the_half_values_computed_exactly_then_rounded_once(tmp_path):
+    bundle = imported(tmp_path, FP32_LINEAR, precision="fp16")
+    graph = read_task(bundle)["graph"]
+    model = load_problem(tmp_path / "p.py", "fp16").build_model().double()
+    for k in range(2):
+        x = read_inputs(bundle, k, graph, "cpu")[0]
+        exact = model(x.double()).half()
+        assert torch.equal(read_outputs(bundle, k, graph, "cpu")[0], exact)
+
+
+def test_bfloat16_tensors_keep_their_bits_through_a_bundle(tmp_path):
+    t = torch.randn(5, 7).to(torch.bfloat16)
+    with BundleWriter(tmp_path / "b") as b:
+        b.write_tensor("t.bin", t)
+        b.commit()
+    back = read_tensor(tmp_path / "b" / "t.bin", {"dtype": "bf16", "shape": [5, 7]}, "cpu")
+    assert back.dtype == torch.bfloat16 and torch.equal(back, t)
+
+
+def test_strict_floor_follows_the_outputs_dtype():
+    assert bridge.strict_tolerance(0.0, bridge.STRICT_FLOOR[torch.float16]) == 1e-3
+    assert bridge.strict_tolerance(0.0, bridge.STRICT_FLOOR[torch.bfloat16]) == 4e-3
+    assert bridge.strict_tolerance(2e-3, bridge.STRICT_FLOOR[torch.bfloat16]) == pytest.approx(8e-3)  # 4x PyTorch's own
+    assert bridge.strict_tolerance(5e-3, bridge.STRICT_FLOOR[torch.bfloat16]) == 1e-2  # never above the relaxed tier
+    assert bridge.strict_tolerance(0.0) == bridge.TOLERANCE["strict"]
+
+
+def test_a_float16_problem_with_an_op_kforge_lacks_is_kept_whole(tmp_path):
+    task = read_task(imported(tmp_path, UNTRACEABLE_FP16))
+    assert task["importer"]["opaque"]
+    assert task["graph"]["inputs"][0]["dtype"] == "f16" and task["graph"]["nodes"][0]["dtype"] == "f16"
+
+
+# The C++ build is required (a missing kforge._core fails loudly), unless KFORGE_NO_CORE=1 skips it on purpose.
+core = None if os.environ.get("KFORGE_NO_CORE") == "1" else importlib.import_module("kforge._core")
+
+
+@pytest.mark.skipif(core is None, reason="KFORGE_NO_CORE=1: kforge._core deliberately not tested")
+@pytest.mark.parametrize("source,precision", [(NATIVE_FP16, None), (FP32_LINEAR, "fp16"), (FP32_LINEAR, "bf16")],
+                         ids=["native_fp16", "precision_fp16", "precision_bf16"])
+def test_the_interpreter_meets_the_references_in_the_half_tiers(tmp_path, source, precision):
+    """The C++ interpreter computes in double and rounds each stored value to its dtype: within one unit of the
+    last place of the rounded exact result, the strict floor of the dtype."""
+    bundle = imported(tmp_path, source, precision)
+    task = read_task(bundle)
+    graph = task["graph"]
+    params = [t.numpy() for t in read_params(bundle, graph, "cpu")]
+    for k in range(task["num_sets"]):
+        inputs = [t.float().numpy() for t in read_inputs(bundle, k, graph, "cpu")]
+        got = core.interpret(json.dumps(graph), inputs, params)
+        for j, (g, e) in enumerate(zip(got, read_outputs(bundle, k, graph, "cpu"))):
+            tol = task["strict_tolerance"][k][j]
+            e = e.float().numpy()
+            assert g.shape == e.shape
+            assert np.allclose(g, e, rtol=tol, atol=tol), (k, j, np.abs(g - e).max(), tol)
+
+
+def test_the_generated_kernels_read_and_write_half_bits_and_compile(tmp_path):
+    bundle = imported(tmp_path, NATIVE_FP16)
+    source = subprocess.run([kforge_binary(), "lower", str(bundle)], capture_output=True, text=True, timeout=300)
+    assert source.returncode == 0, source.stderr
+    assert "kf_from_f16(" in source.stdout and "kf_to_f16(" in source.stdout
+    assert "unsigned short* __restrict__" in source.stdout
+    built = subprocess.run([kforge_binary(), "lower", str(bundle), "--compile", "--arch", "sm_90"], capture_output=True,
+                           text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    lines = built.stdout.split("\n")
+    assert len([x for x in lines if x]) >= 2 and all(": ok" in x for x in lines if x), built.stdout
+
+
+HONEST_LINEAR = """import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self, n, k):
+        super().__init__()
+        self.fc = nn.Linear(k, n)
+        self.norm = nn.LayerNorm(n)
+    def forward(self, x):
+        assert self.fc.weight.dtype == x.dtype == torch.bfloat16, "cast as KernelBench casts ModelNew"
+        return torch.relu(self.norm(self.fc(x)))
+"""
+
+
+@pytest.mark.skipif(not os.path.exists(kforge_binary()), reason="the kforge binary is not built")
+def test_a_modelnew_is_judged_in_the_tasks_precision(tmp_path):
+    bundle = imported(tmp_path, FP32_LINEAR, precision="bf16")
+    r = subprocess.run([kforge_binary(), "draw-sets", str(bundle), "-o", str(tmp_path / "drawn"), "--device", "cpu"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    user = pwd.getpwuid(os.getuid()).pw_name
+    honest = tmp_path / "honest.py"
+    honest.write_text(HONEST_LINEAR)
+    result = evaluate_modelnew(bundle, honest, device="cpu", drawn=tmp_path / "drawn", sandbox_user=user)
+    assert result["tier"] in ("strict", "relaxed"), result["log"]
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text(HONEST_LINEAR.replace("torch.relu(self.norm(self.fc(x)))", "self.norm(self.fc(x))"))
+    result = evaluate_modelnew(bundle, wrong, device="cpu", drawn=tmp_path / "drawn", sandbox_user=user)
+    assert result["tier"] == "failed" and "outside 0.01" in result["log"], result["log"]
