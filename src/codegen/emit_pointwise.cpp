@@ -2,19 +2,29 @@
 // block * vec * items elements. Each thread first loads `items` vectors of `vec` consecutive elements of
 // every contiguous f32 operand (8- or 16-byte accesses, llm.c's Packed128), then computes and stores
 // them: all loads are in flight before the first result is needed, so arithmetic-heavier ops (erf, tanh)
-// still keep enough bytes moving to reach the memory's bandwidth.
+// still keep enough bytes moving to reach the memory's bandwidth. Half-precision operands and outputs are
+// moved the same way, `vec` 16-bit patterns at a time (4- or 8-byte accesses).
 #include "codegen/emitters.h"
 
 namespace kforge {
+
+namespace {
+// The type of one access of `bytes` bytes: a float vector for f32 (float2, float4), unsigned integers for bits.
+std::string access_type(int bytes, bool f32) {
+  if (f32) return bytes == 16 ? "float4" : bytes == 8 ? "float2" : "float";
+  return bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int" : "unsigned short";
+}
+}  // namespace
 
 std::vector<PlanKernel> emit_pointwise(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
   const Graph& gr = *cx.partition.graph;
   KernelWriter w(cx.partition, g, cx.buffer_of_owner);
   int out = g.elem_outputs.at(0);
   int64_t n = numel(g.shape);
-  bool f32_out = gr.at(out).type.dtype == DType::f32;
-  int vec = f32_out ? ks.vec : 1, items = ks.items;
-  std::string vt = vec == 4 ? "float4" : vec == 2 ? "float2" : "float";
+  const DType out_dtype = gr.at(out).type.dtype;
+  const bool f32_out = out_dtype == DType::f32;
+  int vec = f32_out || is_half(out_dtype) ? ks.vec : 1, items = ks.items;
+  std::string vt = access_type(vec * int(dtype_size(out_dtype)), f32_out);
   std::string B = std::to_string(ks.block), V = std::to_string(vec), I = std::to_string(items);
   std::vector<std::string> coords(g.shape.size());
   std::vector<int64_t> all;
@@ -27,13 +37,19 @@ std::vector<PlanKernel> emit_pointwise(EmitContext& cx, const KernelGroup& g, co
   w.value(out);
   w.take();
   std::string decl, loads, views;
-  for (int b : w.contiguous_reads()) {
-    std::string v = "L" + std::to_string(b);
-    decl += "    " + vt + " " + v + "v[" + I + "];\n";
-    loads += "      if (base < n) " + v + "v[u] = *reinterpret_cast<const " + vt + "*>(b" + std::to_string(b) + " + base);\n";
-    views += "      const float* " + v + " = reinterpret_cast<const float*>(&" + v + "v[u]);\n";
-    w.set_vector_source(b, v + "[j]");
-  }
+  auto vector_loads = [&](const std::set<int>& buffers, bool f32) {
+    const std::string et = f32 ? "float" : "unsigned short", at = access_type(vec * (f32 ? 4 : 2), f32);
+    for (int b : buffers) {
+      std::string v = "L" + std::to_string(b);
+      decl += "    " + at + " " + v + "v[" + I + "];\n";
+      loads += "      if (base < n) " + v + "v[u] = *reinterpret_cast<const " + at + "*>(b" + std::to_string(b) + " + base);\n";
+      views += "      const " + et + "* " + v + " = reinterpret_cast<const " + et + "*>(&" + v + "v[u]);\n";
+      w.set_vector_source(b, v + "[j]");
+    }
+  };
+  const std::set<int> f32_reads = w.contiguous_reads(), half_reads = w.contiguous_half_reads();
+  vector_loads(f32_reads, true);
+  vector_loads(half_reads, false);
   w.begin_site(coords, "idx", "        ");
   std::string val = w.value(out);
   std::string stmts = w.take();
@@ -49,7 +65,7 @@ std::vector<PlanKernel> emit_pointwise(EmitContext& cx, const KernelGroup& g, co
   s += "#pragma unroll\n    for (int u = 0; u < " + I + "; ++u) {  // load phase\n" + base + loads + "    }\n";
   s += "#pragma unroll\n    for (int u = 0; u < " + I + "; ++u) {  // compute and store phase\n" + base;
   s += "      if (base >= n) break;\n" + views;
-  if (vec > 1) s += "      float O[" + V + "];\n";
+  if (vec > 1) s += "      " + std::string(f32_out ? "float" : "unsigned short") + " O[" + V + "];\n";
   s += "#pragma unroll\n      for (int j = 0; j < " + V + "; ++j) {\n";
   s += "        const i64 idx = base + j;\n" + dec + stmts;
   if (vec > 1) s += "        O[j] = " + val + ";\n";

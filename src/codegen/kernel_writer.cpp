@@ -109,9 +109,10 @@ std::string KernelWriter::load(int node, bool through_self) {
   int b = buffer_id(a.owner);
   use_buffer(b, false);
   std::string off = offset_expr(a, k_.shape);
-  // Vector loads serve f32 buffers only: a bool or i64 buffer has other element sizes.
-  if (off == linear_ && !linear_.empty() && g_.at(a.owner).type.dtype == DType::f32) {
-    contiguous_reads_.insert(b);
+  // Vector loads serve f32 and half-precision buffers: a bool or i64 buffer has other element sizes.
+  const DType stored = g_.at(a.owner).type.dtype;
+  if (off == linear_ && !linear_.empty() && (stored == DType::f32 || is_half(stored))) {
+    (stored == DType::f32 ? contiguous_reads_ : contiguous_half_reads_).insert(b);
     if (auto it = vector_src_.find(b); it != vector_src_.end()) return it->second;
   }
   if (suffix_rank_ > 0 && off == suffix_index_ && g_.at(a.owner).type.dtype == DType::f32) {

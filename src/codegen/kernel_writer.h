@@ -37,9 +37,11 @@ class KernelWriter {
   const std::set<int>& suffix_reads() const { return suffix_reads_; }
   void set_suffix_source(int buffer, const std::string& expr) { suffix_src_[buffer] = expr; }
   void clear_suffix_sources() { suffix_src_.clear(); }
-  // Buffers whose contiguous reads the last sites made (candidates for vector loads).
+  // f32 buffers whose contiguous reads the last sites made (candidates for vector loads and row caches).
   const std::set<int>& contiguous_reads() const { return contiguous_reads_; }
-  void clear_contiguous_reads() { contiguous_reads_.clear(), suffix_reads_.clear(); }
+  // The same for f16 / bf16 buffers (their vector loads hold bit patterns: pointwise kernels only).
+  const std::set<int>& contiguous_half_reads() const { return contiguous_half_reads_; }
+  void clear_contiguous_reads() { contiguous_reads_.clear(), contiguous_half_reads_.clear(), suffix_reads_.clear(); }
 
   std::string value(int node);      // emits what is needed; returns an expression
   std::string out_index(int node);  // index at which stored value `node` is written at this site
@@ -68,7 +70,7 @@ class KernelWriter {
   std::set<int> members_;
   std::map<int, std::string> bound_, memo_;
   std::map<int, std::string> vector_src_;
-  std::set<int> contiguous_reads_, suffix_reads_;
+  std::set<int> contiguous_reads_, contiguous_half_reads_, suffix_reads_;
   std::map<int, std::string> suffix_src_;
   std::vector<std::string> coords_;
   std::string linear_, indent_;

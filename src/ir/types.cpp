@@ -61,14 +61,8 @@ double round_to(DType d, double x) {
     case DType::f32: return double(float(x));
     case DType::i64: return std::trunc(x);
     case DType::boolean: return x != 0;
-    case DType::f16: return double(_Float16(x));
-    case DType::bf16: {
-      float f = float(x);
-      if (std::isnan(f)) return f;
-      uint32_t u = std::bit_cast<uint32_t>(f);
-      u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;  // to nearest even on the upper 16 bits
-      return double(std::bit_cast<float>(u));
-    }
+    case DType::f16:
+    case DType::bf16: return half_value(d, half_bits(d, x));
   }
   return x;
 }
@@ -76,6 +70,14 @@ double round_to(DType d, double x) {
 double half_value(DType d, uint16_t bits) {
   if (d == DType::bf16) return double(std::bit_cast<float>(uint32_t(bits) << 16));
   return double(std::bit_cast<_Float16>(bits));
+}
+
+uint16_t half_bits(DType d, double x) {
+  if (d == DType::f16) return std::bit_cast<uint16_t>(_Float16(x));
+  float f = float(x);
+  uint32_t u = std::bit_cast<uint32_t>(f);
+  if (std::isnan(f)) return uint16_t((u >> 16) | 0x40u);  // NaN stays NaN
+  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  // to nearest even on the upper 16 bits
 }
 
 std::string to_string(const Shape& s) {

@@ -17,8 +17,9 @@ bool is_half(DType d);
 // `x` rounded to the nearest value of dtype `d` (to nearest even; integers truncated, bools 0/1): what storing a
 // computed double into a tensor of that dtype keeps (the CPU interpreter's stores).
 double round_to(DType d, double x);
-// The value of a stored f16 or bf16 bit pattern.
+// The value of a stored f16 or bf16 bit pattern, and the pattern storing `x` (rounded to nearest even).
 double half_value(DType d, uint16_t bits);
+uint16_t half_bits(DType d, double x);
 
 using Shape = std::vector<int64_t>;
 

@@ -17,7 +17,7 @@ namespace {
 
 // Runs the sample `name`'s single kernel on the CPU under each schedule of its last group that the runner runs
 // (pointwise blocks of 128 at each vector width, a thread per row), against the interpreter; how many ran.
-int schedules_matching_the_interpreter(const char* name, uint64_t seed) {
+int schedules_matching_the_interpreter(const char* name, uint64_t seed, double tol = 1e-5) {
   Graph g = graph_from_json(testing::sample_graph(name));
   std::mt19937_64 rng(seed);
   auto inputs = testing::random_values(g, g.inputs, rng);
@@ -35,7 +35,7 @@ int schedules_matching_the_interpreter(const char* name, uint64_t seed) {
     std::vector<float> got = testing::run_plan_on_cpu(lower(analysis, s), inputs);
     EXPECT_EQ(got.size(), want[0].data.size()) << name;
     if (got.size() == want[0].data.size()) {
-      EXPECT_EQ(testing::mismatches(got, want[0], 1e-5), "") << name << " " << to_json(s).dump();
+      EXPECT_EQ(testing::mismatches(got, want[0], tol), "") << name << " " << to_json(s).dump();
     }
     ++checked;
   }
@@ -54,6 +54,15 @@ TEST(CatKernels, MatchTheInterpreterOnTheCpu) {
   if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
   for (const char* name : {"cat_middle_relu", "cat_last_softmax", "slices_swapped_halves"})
     EXPECT_GE(schedules_matching_the_interpreter(name, 7), 1) << name;
+}
+
+// Half-precision inputs and outputs (16-bit patterns, vector loads and stores of 2-8 of them) against the
+// interpreter, which rounds each stored value once: one unit in the last place of bf16 is 2^-8 relative.
+TEST(HalfPrecisionKernels, MatchTheInterpreterOnTheCpuAtEveryVectorWidth) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  EXPECT_EQ(schedules_matching_the_interpreter("half_gelu_scale", 11, 1e-3), 3);  // vec 1, 2 and 4
+  EXPECT_EQ(schedules_matching_the_interpreter("half_and_f32_add", 11, 1e-6), 3);
+  EXPECT_GE(schedules_matching_the_interpreter("bf16_softmax_rows", 11, 8e-3), 1);
 }
 
 // The interpreter's triangle is torch's: column - row against the diagonal, over the last two dims.

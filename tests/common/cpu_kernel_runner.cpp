@@ -35,6 +35,8 @@ using std::max;
 using std::min;
 struct alignas(8) float2 { float x, y; };
 struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(8) uint2 { unsigned x, y; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
 #define __restrict__
 #define __syncthreads() kf_barrier->arrive_and_wait()
 #define __device__
@@ -80,9 +82,16 @@ HostPlanBuffers plan_buffers_on_cpu(const Plan& p, const std::vector<HostTensor>
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     const PlanBuffer& pb = p.buffers[b];
     const std::vector<HostTensor>* given = pb.role == BufferRole::input ? &inputs : pb.role == BufferRole::param ? &params : nullptr;
-    if (given) h.data[b].assign(given->at(size_t(pb.index)).data.begin(), given->at(size_t(pb.index)).data.end());
-    else  // a float NaN's low half is an f16 zero: f16 buffers get 0x7e00 in both halves
-      h.data[b].assign(size_t(std::max<int64_t>(1, numel(pb.shape))), pb.dtype == DType::f16 ? std::bit_cast<float>(0x7e007e00u) : NAN);
+    if (given && is_half(pb.dtype)) {  // two 16-bit patterns a float
+      const std::vector<double>& v = given->at(size_t(pb.index)).data;
+      h.data[b].assign((v.size() + 1) / 2, 0.f);
+      auto* bits = reinterpret_cast<uint16_t*>(h.data[b].data());
+      for (size_t i = 0; i < v.size(); ++i) bits[i] = half_bits(pb.dtype, v[i]);
+    } else if (given) {
+      h.data[b].assign(given->at(size_t(pb.index)).data.begin(), given->at(size_t(pb.index)).data.end());
+    } else {  // 0x7fc0 is a NaN in f16 and bf16, 0x7fc07fc0 one in f32 (a float NaN's low half is a half zero)
+      h.data[b].assign(size_t(std::max<int64_t>(1, numel(pb.shape))), std::bit_cast<float>(0x7fc07fc0u));
+    }
     if (pb.role == BufferRole::output && pb.index == 0) h.output = int(b);
   }
   return h;
@@ -94,7 +103,12 @@ std::vector<float> run_plan_on_cpu(const Plan& p, const std::vector<HostTensor>&
   std::vector<float*> args;
   for (int b : p.kernels[0].args) args.push_back(h.data[size_t(b)].data());
   run_on_cpu(p.kernels[0], args);
-  return h.data.at(size_t(h.output));
+  const PlanBuffer& out = p.buffers.at(size_t(h.output));
+  if (!is_half(out.dtype)) return h.data.at(size_t(h.output));
+  std::vector<float> values(size_t(numel(out.shape)));  // the 16-bit patterns' values
+  const auto* bits = reinterpret_cast<const uint16_t*>(h.data.at(size_t(h.output)).data());
+  for (size_t i = 0; i < values.size(); ++i) values[i] = float(half_value(out.dtype, bits[i]));
+  return values;
 }
 
 }  // namespace kforge::testing

@@ -27,7 +27,7 @@ std::vector<HostTensor> random_values(const Graph& g, const std::vector<int>& id
     for (auto& v : t.data) {
       if (n.type.dtype == DType::boolean) v = rng() % 2;
       else if (n.type.dtype == DType::i64) v = double(rng() % uint64_t(classes));
-      else v = double(float(near_one ? 1.0 + 0.02 * u(rng) : u(rng)));
+      else v = round_to(is_half(n.type.dtype) ? n.type.dtype : DType::f32, near_one ? 1.0 + 0.02 * u(rng) : u(rng));
     }
     out.push_back(std::move(t));
   }
@@ -43,6 +43,9 @@ std::string to_bytes(const HostTensor& t) {
     } else if (t.type.dtype == DType::i64) {
       int64_t x = int64_t(t.data[i]);
       std::memcpy(&b[i * 8], &x, 8);
+    } else if (is_half(t.type.dtype)) {
+      uint16_t h = half_bits(t.type.dtype, t.data[i]);
+      std::memcpy(&b[i * 2], &h, 2);
     } else {
       b[i] = t.data[i] != 0;
     }
@@ -62,6 +65,10 @@ std::vector<double> from_bytes(const std::string& b, DType dtype) {
       int64_t x;
       std::memcpy(&x, &b[i * 8], 8);
       v[i] = double(x);
+    } else if (is_half(dtype)) {
+      uint16_t h;
+      std::memcpy(&h, &b[i * 2], 2);
+      v[i] = half_value(dtype, h);
     } else {
       v[i] = b[i] != 0;
     }

@@ -172,6 +172,21 @@ std::vector<SampleGraph> sample_graphs() {
       {"name": "s1", "op": "sum", "args": ["x"], "attrs": {"dims": [1], "keepdim": true}},
       {"name": "o1", "op": "mul", "args": ["c", "s1"]}, {"name": "t", "op": "add", "args": ["c", "s1"]},
       {"name": "o2", "op": "sum", "args": ["t"], "attrs": {"dims": [1], "keepdim": true}}], "outputs": ["o1", "o2"]})");
+  // Half precision at a task's boundary (ir/types.h): f16 / bf16 inputs read through a cast to f32, results cast
+  // back; pointwise, a row's softmax, and an f32 result from a half input.
+  raw("half_gelu_scale", R"({"inputs": [{"name": "x", "shape": [4, 1000], "dtype": "f16"}], "nodes": [
+      {"name": "xf", "op": "cast", "args": ["x"], "attrs": {"dtype": "f32"}},
+      {"name": "g", "op": "gelu", "args": ["xf"], "attrs": {"approximate": "none"}},
+      {"name": "two", "op": "const", "attrs": {"value": 2.0}},
+      {"name": "m", "op": "mul", "args": ["g", "two"]},
+      {"name": "y", "op": "cast", "args": ["m"], "attrs": {"dtype": "f16"}}], "outputs": ["y"]})");
+  raw("bf16_softmax_rows", R"({"inputs": [{"name": "x", "shape": [6, 333], "dtype": "bf16"}], "nodes": [
+      {"name": "xf", "op": "cast", "args": ["x"], "attrs": {"dtype": "f32"}},
+      {"name": "s", "op": "softmax", "args": ["xf"], "attrs": {"dim": 1}},
+      {"name": "y", "op": "cast", "args": ["s"], "attrs": {"dtype": "bf16"}}], "outputs": ["y"]})");
+  raw("half_and_f32_add", R"({"inputs": [{"name": "a", "shape": [8, 96], "dtype": "bf16"}, {"name": "b", "shape": [8, 96]}],
+      "nodes": [{"name": "af", "op": "cast", "args": ["a"], "attrs": {"dtype": "f32"}},
+      {"name": "y", "op": "add", "args": ["af", "b"]}], "outputs": ["y"]})");
   return g;
 }
 
