@@ -267,7 +267,6 @@ def imported_task(path, device: str, keep_whole: bool = True, precision: str | N
     if device == "cuda":  # set 0's inputs are drawn already: they are part of the set the estimate counts
         drawn = sum(t.numel() * t.element_size() for t in inputs0)
         footprint.check_fits(graph, footprint.free_bytes() + drawn, problem.path)
-    # A half-precision weight is an f32 param of the graph (dtypes.compute_dtype): the same values, widened exactly.
     params = [lookup(model, p["name"]).detach().to(IR_TO_TORCH[p["dtype"]], copy=True) for p in graph["params"]]
     return ImportedTask(problem, model, inputs0, graph, params, importer, device)
 

@@ -39,6 +39,7 @@ class GraphBuilder:
         self.used = set(reserved)  # every FX node name and param name, so fresh names never collide
         self.inputs, self.nodes, self.outputs = [], [], []
         self.params = {}  # qualified name -> Val, in first-use order
+        self.param_casts = {}  # qualified name of a half-precision param -> its cast to f32 (read by every use)
         self.node = None  # the FX node being converted: names the final IR node and errors
         self.op = None    # how errors name that node's target
 
@@ -94,7 +95,14 @@ class GraphBuilder:
                 self.refuse(f"parameter '{qualname}' has the same name as a forward argument; rename one")
             self.ir_dtype(dtype)  # refuse a float64 weight here, where the node that reads it is known
             self.params[qualname] = Val(qualname, dtype, tuple(shape))
-        return self.params[qualname]
+        if dtype not in HALF:
+            return self.params[qualname]
+        if qualname not in self.param_casts:  # stored as it is, read through one cast (as an input)
+            cast = self.fresh(f"{qualname}_f32")
+            self.nodes.append({"name": cast, "op": "cast", "args": [qualname], "attrs": {"dtype": "f32"},
+                               "shape": list(shape), "dtype": "f32"})
+            self.param_casts[qualname] = Val(cast, dtype, tuple(shape))
+        return self.param_casts[qualname]
 
     def fresh(self, base: str) -> str:
         name, i = base, 1
@@ -137,7 +145,7 @@ class GraphBuilder:
         """The IR graph. Params that no node reads are dropped: a buffer that forward only updates as a side
         effect (BatchNorm's running stats in training mode) is not an input of the computation."""
         read = {a for n in self.nodes for a in n["args"]} | set(self.outputs)
-        params = [{"name": p.name, "dtype": self.ir_dtype(p.dtype), "shape": list(p.shape)}
+        params = [{"name": p.name, "dtype": self.storage_dtype(p.dtype), "shape": list(p.shape)}
                   for p in self.params.values() if p.name in read]
         return {"version": 1, "inputs": self.inputs, "params": params, "nodes": self.nodes,
                 "outputs": self.outputs}

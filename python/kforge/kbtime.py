@@ -80,7 +80,7 @@ def kbtime(bundle, plan_path) -> dict:
     model = problem.build_model().to("cuda")
     params = read_params(bundle, graph, "cuda")
     for p, t in zip(graph["params"], params):
-        if not torch.equal(lookup(model, p["name"]).to(t.dtype), t):
+        if not torch.equal(lookup(model, p["name"]), t):
             raise RuntimeError(f"param {p['name']} differs from the bundle: {task['source']} changed since import")
     kforge = KforgeFunction(core.Runner(Path(plan_path).read_text()), graph)
     sets = range(task["num_sets"])

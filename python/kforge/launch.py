@@ -21,20 +21,10 @@ class KforgeFunction:
         self.param_specs = [_spec(e) for e in signature["params"]]
         self.output_specs = [(IR_TO_TORCH[dtype], tuple(shape)) for dtype, shape in runner.output_specs()]
         self._device = None  # the CUDA device of the first call; outputs go there
-        self._widened = {}  # (data_ptr, version) of a half-precision weight -> its f32 copy
-
-    def widen(self, t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-        """A model's half-precision weight as the plan reads it, the graph's f32 (dtypes.compute_dtype): widened
-        once per weight and version, so an in-place update is seen and the timed calls copy nothing."""
-        key = (t.data_ptr(), t._version)
-        if key not in self._widened:
-            self._widened[key] = t.detach().to(dtype)
-        return self._widened[key]
 
     def __call__(self, inputs, params, out=None) -> list[torch.Tensor]:
         """`out` lets a checker pass poisoned buffers, to see that the plan writes every element."""
         self._check("input", inputs, self.input_specs)
-        params = [p if p.dtype == dtype else self.widen(p, dtype) for p, (dtype, _) in zip(params, self.param_specs)]
         self._check("param", params, self.param_specs)
         if self._device is None:
             self._device = torch.device("cuda", torch.cuda.current_device())

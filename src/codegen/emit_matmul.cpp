@@ -33,16 +33,19 @@ namespace {
 constexpr int64_t kWorkspaceBytes = 32 << 20;
 const char* kWorkspaceName = "cublaslt.workspace";
 
-// The operand as the library reads it: the stored matrix, transposed or not, and its strides.
-nlohmann::json operand(const EmitContext& cx, int node, int64_t batch, std::vector<int>& args) {
+// The operand as the library reads it: the stored matrix, transposed or not, and its strides; with `direct`, the
+// task's half-precision tensor under its cast (ir/matmul.h, half_operands), with its dtype.
+nlohmann::json operand(const EmitContext& cx, int node, int64_t batch, bool direct, std::vector<int>& args) {
   const Graph& g = *cx.partition.graph;
   bool transposed = is_matrix_transpose(g, node);
-  int stored = transposed ? g.at(node).args[0] : node;
+  int stored = stored_operand(g, node, direct);
   const Shape& s = g.at(stored).type.shape;
   int64_t rows = s[s.size() - 2], cols = s.back();
   bool shared = numel(s) == rows * cols;  // batch dims all 1: one matrix for every batch entry
   args.push_back(buffer_of(cx, stored));
-  return {{"transposed", transposed}, {"ld", cols}, {"batch_stride", shared || batch == 1 ? 0 : rows * cols}};
+  nlohmann::json o = {{"transposed", transposed}, {"ld", cols}, {"batch_stride", shared || batch == 1 ? 0 : rows * cols}};
+  if (direct) o["dtype"] = to_string(g.at(stored).type.dtype);
+  return o;
 }
 
 // Elements between neighbours of an operand read as its rows x columns (A: m x k, B: k x n) along its columns
@@ -165,7 +168,8 @@ std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const
   k.kind = StepKind::cublaslt;
   k.grid = 0;  // no launch of its own: the library chooses its kernels and geometry
   k.block = 0;
-  nlohmann::json a = operand(cx, mm.args[0], batch, k.args), b = operand(cx, mm.args[1], batch, k.args);
+  const bool direct = g.half_operands.has_value();  // no copies: the library reads the half-precision tensors
+  nlohmann::json a = operand(cx, mm.args[0], batch, direct, k.args), b = operand(cx, mm.args[1], batch, direct, k.args);
   k.args.push_back(buffer_of(cx, g.anchor));
   if (has_bias(e)) k.args.push_back(buffer_of(cx, mm.args[2]));
   if (ks.strategy == Strategy::mma) return emit_matmul_mma(cx, g, ks, name, d, a, b, e, k.args);
@@ -173,12 +177,13 @@ std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const
   k.library = {{"op", "matmul"}, {"m", d.m}, {"n", d.n}, {"k", d.k}, {"batch", batch}, {"a", a}, {"b", b},
                {"c", {{"ld", d.n}, {"batch_stride", batch == 1 ? 0 : d.m * d.n}}}, {"epilogue", to_string(e)},
                {"precision", to_string(ks.precision)}, {"algo", ks.algo}, {"workspace_bytes", kWorkspaceBytes}};
+  if (direct) k.library["direct"] = true;
   k.schedule = {{"strategy", to_string(ks.strategy)}, {"precision", to_string(ks.precision)}, {"algo", ks.algo}};
   if (ks.chunks > 1) k.schedule["chunks"] = ks.chunks;
   std::vector<PlanKernel> steps = {k};
   std::vector<PlanKernel> after;  // steps after the library's: the padded result's copy out
-  if (reads_half_copies(ks.precision)) {
-    steps = emit_matmul_split(cx, g, ks, k, d, batch);
+  if (reads_half_copies(ks.precision) || direct) {
+    if (!direct) steps = emit_matmul_split(cx, g, ks, k, d, batch);
     // Not under a triangle mask: its row blocks leave the rest of the result unwritten, and the copy would carry
     // whatever the scratch held into the masked part.
     if (d.n % 4 != 0 && !mm.attrs.contains("triangle")) after.push_back(padded_result(cx, g, ks, steps.back(), batch * d.m, d.n));
@@ -230,13 +235,16 @@ void check_matmul_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffe
     if (m < 1 || n < 1 || kk < 1 || batch < 1) throw UserError(where + ": m, n, k and batch must be at least 1");
     bool bias = has_bias(epilogue_from_string(lib.at("epilogue")));
     const Precision p = precision_from_string(lib.at("precision"));
-    if (p == Precision::tf32x3 || p == Precision::bf16)
-      throw UserError(where + ": precision " + to_string(p) + " is not a cuBLASLt product's (fp32, tf32, fp16, fp16x3)");
-    const bool copies = reads_half_copies(p);
+    const bool direct = lib.value("direct", false);  // the task's half-precision tensors, read as stored
+    if (p == Precision::tf32x3 || (p == Precision::bf16 && !direct))
+      throw UserError(where + ": precision " + to_string(p) + " is not a cuBLASLt product's (fp32, tf32, fp16, fp16x3; bf16 direct)");
+    if (direct && !is_half(p)) throw UserError(where + ": a direct product reads f16 or bf16 tensors: precision fp16 or bf16");
+    const bool copies = reads_half_copies(p) && !direct;
+    const DType t = direct ? (p == Precision::bf16 ? DType::bf16 : DType::f16) : copies ? DType::f16 : DType::f32;
     for (const char* o : {"a", "b"})
-      if (lib.at(o).value("dtype", "f32") != (copies ? "f16" : "f32"))
-        throw UserError(where + ": operand " + o + " must be " + (copies ? "f16" : "f32") + " in precision " + to_string(p));
-    const DType t = copies ? DType::f16 : DType::f32;
+      if (lib.at(o).value("dtype", "f32") != to_string(t))
+        throw UserError(where + ": operand " + o + " must be " + to_string(t) + " in precision " + to_string(p) +
+                        (direct ? " (direct)" : ""));
     std::vector<StepOperand> need = {
         {"a", extent(lib.at("a"), m, kk, batch, where + " operand a"), t},
         {"b", extent(lib.at("b"), kk, n, batch, where + " operand b"), t},

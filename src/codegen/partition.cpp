@@ -5,6 +5,7 @@
 #include <set>
 
 #include "ir/error.h"
+#include "ir/matmul.h"
 #include "ir/ops.h"
 #include "ir/shape_rules.h"
 
@@ -66,14 +67,29 @@ struct Partitioner {
     p.storage.resize(n);
     for (size_t i = 0; i < n; ++i) p.storage[i] = int(i);
     for (int o : g.outputs) p.stored[o] = true;
+    // Transpose views that only half-precision products read (ir/matmul.h, half_operands): the library reads
+    // their half-precision source, so the cast under them needs no memory.
+    std::vector<int> direct_reads(n, 0), reads(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      if (!reachable[i]) continue;
+      const bool direct = g.nodes[i].op == "matmul" && half_operands(g, int(i));
+      for (size_t j = 0; j < g.nodes[i].args.size(); ++j) {
+        int a = g.nodes[i].args[j];
+        if (a < 0) continue;
+        ++reads[a];
+        if (direct && j < 2) ++direct_reads[a];
+      }
+    }
     for (size_t i = 0; i < n; ++i) {
       const Node& nd = g.nodes[i];
       if (!reachable[i]) continue;
       if (is_source(nd) || nd.op == "reduce" || nd.op == "scan" || nd.op == "pool" || nd.op == "matmul" || is_conv_op(nd.op))
         p.stored[i] = true;
       // A library call reads its operands (and bias) from memory; a transposed operand from its source's.
-      if (nd.op == "matmul")
-        for (int a : nd.args) p.stored[is_matrix_transpose(g, a) ? g.at(a).args[0] : a] = true;
+      if (nd.op == "matmul") {
+        const bool direct = half_operands(g, int(i)).has_value();
+        for (size_t j = 0; j < nd.args.size(); ++j) p.stored[stored_operand(g, nd.args[j], direct && j < 2)] = true;
+      }
       if (is_conv_op(nd.op))
         for (int a : nd.args) p.stored[a] = true;
       // A gather reads its table and a pool its window at computed positions: both need memory.
@@ -83,7 +99,8 @@ struct Partitioner {
         for (int a : nd.args)
           if (!is_view_op(g.at(a).op)) p.stored[a] = true;
       // Views are folded into strided reads of stored values only; a view of a computed value stores it.
-      if (is_view_op(nd.op)) {
+      const bool read_by_direct_products_only = reads[i] > 0 && direct_reads[i] == reads[i] && !p.stored[i];
+      if (is_view_op(nd.op) && !(read_by_direct_products_only && is_matrix_transpose(g, int(i)))) {
         const Node& src = g.at(nd.args[0]);
         if (!is_view_op(src.op) || (nd.op == "reshape" && src.op != "reshape")) p.stored[nd.args[0]] = true;
       }
@@ -142,6 +159,7 @@ struct Partitioner {
       k.anchor = root;
       k.elem_outputs = {root};
       k.conv_epilogue = is_conv_op(n.op) && (n.args.size() > 2 || n.has_attr("activation"));
+      if (auto h = n.op == "matmul" ? half_operands(g, root) : std::nullopt) k.half_operands = h->dtype;
       if (n.op == "conv") {
         ConvDims d = conv_dims(g.at(n.args[0]).type.shape, g.at(n.args[1]).type.shape, n.attrs, "node '" + n.name + "': ");
         if (d.in.size() == 2 && d.groups == d.c && d.o == d.c) k.depthwise = d;

@@ -57,6 +57,8 @@ inline bool below_fp32(Precision p) { return p == Precision::tf32 || p == Precis
 inline bool is_half(Precision p) { return p == Precision::fp16 || p == Precision::bf16; }
 // Whether a cuBLASLt product of this precision reads 16-bit copies of its operands that kforge makes first.
 inline bool reads_half_copies(Precision p) { return p == Precision::fp16 || p == Precision::fp16x3; }
+// The precision of a product that reads a task's half-precision tensors directly (KernelGroup::half_operands).
+inline Precision direct_precision(DType d) { return d == DType::bf16 ? Precision::bf16 : Precision::fp16; }
 
 // Memory layout a convolution's cuDNN step computes in. nchw: on the graph's own tensors. nhwc (channels last,
 // where cuDNN keeps its fastest engines): the step's input and weight are transposed to channels-last copies

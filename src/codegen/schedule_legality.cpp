@@ -75,6 +75,12 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
   }
   switch (g.kind) {
     case GroupKind::matmul:
+      if (g.half_operands) {  // ir/matmul.h: the library reads the task's half-precision tensors as they are
+        const Precision own = direct_precision(*g.half_operands);
+        if (ks.strategy != Strategy::library || ks.precision != own || ks.chunks != 1)
+          illegal(g, "strategy/precision/chunks", "of a product of " + to_string(*g.half_operands) +
+                                                      " tensors are fixed: library, " + to_string(own) + ", 1 piece");
+      }
       if (ks.strategy == Strategy::mma) {
         if (ks.precision != Precision::tf32 && ks.precision != Precision::tf32x3)
           illegal(g, "precision", "of mma must be tf32 or tf32x3 (tensor cores)");
@@ -89,7 +95,8 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
       if (ks.strategy != Strategy::library)
         illegal(g, "strategy", "must be library (cuBLASLt) or mma (kforge's tensor-core kernel) for a matrix product");
       if (ks.precision == Precision::tf32x3) illegal(g, "precision", "tf32x3 is kforge's own kernel's (strategy mma)");
-      if (ks.precision == Precision::bf16) illegal(g, "precision", "bf16 is for convolutions only");
+      if (ks.precision == Precision::bf16 && !g.half_operands)
+        illegal(g, "precision", "bf16 is for convolutions and products of bf16 tensors only");
       if (ks.algo < 0 || ks.algo >= kMatmulAlgos)
         illegal(g, "algo", "must be in [0, " + std::to_string(kMatmulAlgos) + ") (an index into cuBLASLt's heuristic)");
       if (ks.chunks < 1 || ks.chunks > 64 || (ks.chunks & (ks.chunks - 1)) != 0)

@@ -29,7 +29,10 @@ KernelSchedule default_schedule(const KernelGroup& g) {
       ks.items = 4;
       break;
     case GroupKind::matmul:
-    case GroupKind::conv: ks.strategy = Strategy::library; break;  // fp32, the heuristic's first algorithm
+    case GroupKind::conv:
+      ks.strategy = Strategy::library;  // fp32, the heuristic's first algorithm
+      if (g.half_operands) ks.precision = direct_precision(*g.half_operands);  // half-precision tensors as stored
+      break;
     case GroupKind::scan: {
       // Lines along a strided axis go one thread each: neighbouring threads read neighbouring addresses. A line
       // along the contiguous axis is read coalesced only by a block walking it together; one thread per such
@@ -89,7 +92,7 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
           for (int it : {1, 2, 4, 8}) keep({Strategy::flat, b, v, it, 1});
       break;
     case GroupKind::matmul:
-      for (auto p : {Precision::fp32, Precision::tf32, Precision::fp16x3, Precision::fp16})
+      for (auto p : {Precision::fp32, Precision::tf32, Precision::fp16x3, Precision::fp16, Precision::bf16})  // bf16: bf16 tensors only
         for (int a = 0; a < kMatmulAlgos; ++a)
           for (int pieces : {1, 2, 4, 8, 16, 32, 64}) keep({Strategy::library, 256, 1, 1, pieces, RowCache::none, p, a});
       for (auto p : {Precision::tf32x3, Precision::tf32})

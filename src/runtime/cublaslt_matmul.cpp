@@ -34,16 +34,19 @@ void set(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, T v) {
   KF_CUBLAS(cublaslt().cublasLtMatmulDescSetAttribute(d, a, &v, sizeof v));
 }
 
-// Whether an operand's elements are the 16-bit copies of fp16 and fp16x3 steps (else f32).
-bool half_operand(const nlohmann::json& operand) {
+// An operand's element type: f32, the 16-bit copies of fp16 and fp16x3 steps (f16), or a half-precision task's own
+// tensors read directly (f16, bf16).
+cudaDataType_t operand_type(const nlohmann::json& operand) {
   const std::string dtype = operand.value("dtype", "f32");
-  if (dtype != "f16" && dtype != "f32") throw UserError("operand dtype '" + dtype + "' (f16 or f32)");
-  return dtype == "f16";
+  if (dtype == "f32") return CUDA_R_32F;
+  if (dtype == "f16") return CUDA_R_16F;
+  if (dtype == "bf16") return CUDA_R_16BF;
+  throw UserError("operand dtype '" + dtype + "' (f32, f16 or bf16)");
 }
 
 // Bytes into its buffer an operand is read from (a triangular product's row blocks).
 size_t offset_bytes(const nlohmann::json& operand) {
-  return operand.value("offset", size_t(0)) * (half_operand(operand) ? 2 : 4);
+  return operand.value("offset", size_t(0)) * (operand_type(operand) == CUDA_R_32F ? 4 : 2);
 }
 
 // The column-major layout of a stored row-major matrix that the product reads as `rows` x `cols`
@@ -54,7 +57,7 @@ cublasLtMatrixLayout_t layout(const nlohmann::json& operand, int64_t rows, int64
   int64_t stored_rows = t ? cols : rows, stored_cols = t ? rows : cols;
   int64_t ld = operand.at("ld").get<int64_t>();  // at least stored_cols: check_library_step
   cublasLtMatrixLayout_t l;
-  KF_CUBLAS(cublaslt().cublasLtMatrixLayoutCreate(&l, half_operand(operand) ? CUDA_R_16F : CUDA_R_32F, uint64_t(stored_cols),
+  KF_CUBLAS(cublaslt().cublasLtMatrixLayoutCreate(&l, operand_type(operand), uint64_t(stored_cols),
                                                   uint64_t(stored_rows), ld));
   int32_t count = int32_t(batch);
   int64_t stride = operand.at("batch_stride").get<int64_t>();
@@ -80,8 +83,9 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const nlohmann::json& lib, const std
     // fp16 and fp16x3 read 16-bit copies (the layouts' types) and sum in fp32 (CUBLAS_COMPUTE_32F): tensor cores.
     KF_CUBLAS(cublaslt().cublasLtMatmulDescCreate(&desc_, p == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
                                                   CUDA_R_32F));
-    // Their alpha (the copies' scales undone) is computed on the device: alpha and beta are device pointers.
-    device_alpha_ = reads_half_copies(p);
+    // Their alpha (the copies' scales undone) is computed on the device: alpha and beta are device pointers. A
+    // direct product of a task's half-precision tensors (bf16 too) has no copies: alpha 1 from the host.
+    device_alpha_ = reads_half_copies(p) && !lib.value("direct", false);
     if (device_alpha_) set(desc_, CUBLASLT_MATMUL_DESC_POINTER_MODE, CUBLASLT_POINTER_MODE_DEVICE);
 
     const auto &a = lib.at("a"), &b = lib.at("b");

@@ -261,6 +261,7 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
   Schedule split_fp16_fused;  // the convolutions' epilogues in cuDNN's graph
   for (auto& g : fused) {
     if (g.kind != GroupKind::matmul && g.kind != GroupKind::conv) continue;
+    if (g.half_operands) continue;  // a product of half-precision tensors has one form (ir/matmul.h)
     tf32.kernels[g.key] = tf32_nhwc.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::tf32};
     split_fp16.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::fp16x3};
     if (g.kind == GroupKind::matmul) {

@@ -244,6 +244,62 @@ TEST(MatmulSchedule, IllegalChoicesNameTheField) {
   EXPECT_EQ(precision_from_string("fp16x3"), Precision::fp16x3);
 }
 
+// A Linear of a half-precision task (ir/types.h: x and the weights stored in f16 or bf16, each read through a cast):
+// the library reads the stored tensors (f16 / bf16 operands, fp32 sums), no cast of them is stored, the product's
+// precision is fixed to its operands' dtype; rows that are not 16-byte multiples keep the stored casts instead.
+nlohmann::json half_linear(const std::string& dtype, int64_t k) {
+  return nlohmann::json::parse(R"({"inputs": [{"name": "x", "shape": [32, )" + std::to_string(k) + R"(], "dtype": ")" + dtype + R"("}],
+    "params": [{"name": "w", "shape": [64, )" + std::to_string(k) + R"(], "dtype": ")" + dtype + R"("},
+               {"name": "bias", "shape": [64], "dtype": ")" + dtype + R"("}],
+    "nodes": [{"name": "xf", "op": "cast", "args": ["x"], "attrs": {"dtype": "f32"}},
+              {"name": "wf", "op": "cast", "args": ["w"], "attrs": {"dtype": "f32"}},
+              {"name": "bf", "op": "cast", "args": ["bias"], "attrs": {"dtype": "f32"}},
+              {"name": "wt", "op": "permute", "args": ["wf"], "attrs": {"dims": [1, 0]}},
+              {"name": "mm", "op": "matmul", "args": ["xf", "wt"]},
+              {"name": "y", "op": "add", "args": ["mm", "bf"]},
+              {"name": "r", "op": "relu", "args": ["y"]},
+              {"name": "out", "op": "cast", "args": ["r"], "attrs": {"dtype": ")" + dtype + R"("}}],
+    "outputs": ["out"]})");
+}
+
+TEST(MatmulHalfOperands, AProductOfHalfPrecisionTensorsReadsThemAsStored) {
+  for (const std::string dtype : {"f16", "bf16"}) {
+    Graph g = graph_from_json(half_linear(dtype, 96));
+    GraphAnalysis analysis(g);
+    const KernelGroup* mm = nullptr;
+    for (const KernelGroup& k : analysis.groups(true))
+      if (k.kind == GroupKind::matmul) mm = &k;
+    ASSERT_NE(mm, nullptr);
+    ASSERT_TRUE(mm->half_operands.has_value()) << dtype;
+    const Precision own = dtype == "bf16" ? Precision::bf16 : Precision::fp16;
+    EXPECT_EQ(default_schedule(*mm).precision, own);
+    for (const KernelSchedule& ks : schedule_space(*mm)) EXPECT_EQ(ks.precision, own) << dtype;
+    KernelSchedule other = default_schedule(*mm);
+    other.precision = Precision::fp32;
+    EXPECT_THROW(check_schedule(*mm, other), UserError) << "the operands are half precision: no other arithmetic";
+    Plan p = lower(analysis, {});
+    auto lib = steps(p, StepKind::cublaslt);
+    ASSERT_EQ(lib.size(), 1u);
+    EXPECT_EQ(lib[0]->library.at("a").at("dtype"), dtype);
+    EXPECT_EQ(lib[0]->library.at("b").at("dtype"), dtype);
+    EXPECT_TRUE(lib[0]->library.at("b").at("transposed"));
+    EXPECT_TRUE(lib[0]->library.value("direct", false));
+    EXPECT_EQ(p.buffers[lib[0]->args[0]].name, "x");
+    EXPECT_EQ(p.buffers[lib[0]->args[1]].name, "w");
+    for (const PlanBuffer& b : p.buffers) EXPECT_TRUE(b.name != "xf" && b.name != "wf") << "no stored cast: " << b.name;
+    EXPECT_NO_THROW(check_library_step(*lib[0], p.buffers));
+    Plan back = Plan::from_json(p.to_json());  // a plan read back is checked again
+    EXPECT_EQ(back.kernels.size(), p.kernels.size());
+  }
+  // Rows of 100 halves are not 16-byte multiples: the casts are stored and the product reads f32 as before.
+  Graph odd = graph_from_json(half_linear("f16", 100));
+  Plan p = lower(odd, {});
+  auto lib = steps(p, StepKind::cublaslt);
+  ASSERT_EQ(lib.size(), 1u);
+  EXPECT_EQ(lib[0]->library.at("a").value("dtype", "f32"), "f32");
+  EXPECT_FALSE(lib[0]->library.value("direct", false));
+}
+
 // The copies' kernels of fp16 and fp16x3 products (emit_matmul_split.cpp) compile for sm_90 on every sample:
 // transposed, batched, broadcast, vector, triangular row blocks.
 TEST(MatmulSplit, TheCopiesKernelsCompileForSm90OnEverySample) {

@@ -86,11 +86,11 @@ def test_precision_casts_model_and_inputs_as_kernelbench_does(tmp_path):
     assert task["precision"] == "bf16" and task["name"] == "p_bf16"
     assert graph["inputs"][0]["dtype"] == "bf16" and read_inputs(bundle, 0, graph, "cpu")[0].dtype == torch.bfloat16
     assert read_outputs(bundle, 0, graph, "cpu")[0].dtype == torch.bfloat16
-    # Weights are f32 params of the graph holding the bf16 model's values exactly.
+    # Weights are stored in bf16 too, each read through one cast.
     model = load_problem(tmp_path / "p.py", "bf16").build_model()
     for spec, t in zip(graph["params"], read_params(bundle, graph, "cpu")):
-        assert spec["dtype"] == "f32" and t.dtype == torch.float32
-        assert torch.equal(t, dict(model.named_parameters())[spec["name"]].float())
+        assert spec["dtype"] == "bf16" and torch.equal(t, dict(model.named_parameters())[spec["name"]])
+        assert sum(n["op"] == "cast" and n["args"] == [spec["name"]] for n in graph["nodes"]) == 1
 
 
 def test_references_are_the_half_values_computed_exactly_then_rounded_once(tmp_path):
@@ -139,9 +139,11 @@ def test_the_interpreter_meets_the_references_in_the_half_tiers(tmp_path, source
     bundle = imported(tmp_path, source, precision)
     task = read_task(bundle)
     graph = task["graph"]
-    params = [t.numpy() for t in read_params(bundle, graph, "cpu")]
+    def values(tensors):  # half-precision values exactly, as floats (numpy has no bfloat16)
+        return [t.float().numpy() if t.is_floating_point() else t.numpy() for t in tensors]
+    params = values(read_params(bundle, graph, "cpu"))
     for k in range(task["num_sets"]):
-        inputs = [t.float().numpy() for t in read_inputs(bundle, k, graph, "cpu")]
+        inputs = values(read_inputs(bundle, k, graph, "cpu"))
         got = core.interpret(json.dumps(graph), inputs, params)
         for j, (g, e) in enumerate(zip(got, read_outputs(bundle, k, graph, "cpu"))):
             tol = task["strict_tolerance"][k][j]
@@ -191,3 +193,20 @@ def test_a_modelnew_is_judged_in_the_tasks_precision(tmp_path):
     wrong.write_text(HONEST_LINEAR.replace("torch.relu(self.norm(self.fc(x)))", "self.norm(self.fc(x))"))
     result = evaluate_modelnew(bundle, wrong, device="cpu", drawn=tmp_path / "drawn", sandbox_user=user)
     assert result["tier"] == "failed" and "outside 0.01" in result["log"], result["log"]
+
+
+@pytest.mark.parametrize("precision,dtype", [("fp16", "f16"), ("bf16", "bf16")])
+def test_a_half_precision_linear_reads_its_tensors_as_stored(tmp_path, precision, dtype):
+    """The product reads x and the weight in their own dtype (no stored cast to f32 of either): PyTorch's
+    half-precision GEMM, tensor cores summing in fp32."""
+    bundle = imported(tmp_path, FP32_LINEAR, precision)
+    r = subprocess.run([kforge_binary(), "lower", str(bundle), "-o", str(tmp_path / "plan.json")], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    products = [k for k in plan["kernels"] if k.get("kind") == "cublaslt"]
+    assert len(products) == 1
+    lib = products[0]["library"]
+    assert lib["direct"] and lib["a"]["dtype"] == lib["b"]["dtype"] == dtype and lib["precision"] == precision
+    names = {b["name"] for b in plan["buffers"]}
+    assert not {"x_f32", "fc.weight_f32"} & names, names

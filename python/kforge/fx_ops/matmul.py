@@ -154,9 +154,9 @@ def multihead_attention(b, m, query, key, value, key_padding_mask=None, need_wei
     if q_in.ndim != 3:
         b.refuse("unbatched nn.MultiheadAttention inputs are not supported")
     name, E, H = b.node.target, m.embed_dim, m.num_heads
-    w_in, b_in = b.param(f"{name}.in_proj_weight", torch.float32, (3 * E, E)), b.param(f"{name}.in_proj_bias", torch.float32, (3 * E,))
-    w_out = b.param(f"{name}.out_proj.weight", torch.float32, (E, E))
-    b_out = b.param(f"{name}.out_proj.bias", torch.float32, (E,))
+    w_in, b_in = module_param(b, m, "in_proj_weight"), module_param(b, m, "in_proj_bias")
+    w_out = b.param(f"{name}.out_proj.weight", m.out_proj.weight.dtype, (E, E))
+    b_out = b.param(f"{name}.out_proj.bias", m.out_proj.bias.dtype, (E,))
     done = {}
 
     def tmp(op, args, attrs, shape):
