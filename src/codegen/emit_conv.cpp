@@ -31,6 +31,7 @@
 #include "codegen/emitters.h"
 #include "ir/conv.h"
 #include "ir/error.h"
+#include "ir/half_operands.h"
 
 namespace kforge {
 
@@ -216,8 +217,10 @@ std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const K
   k.kind = StepKind::cudnn;
   k.grid = 0;  // the library chooses its kernels and geometry
   k.block = 0;
-  k.args = {buffer_of(cx, cv.args[0]), buffer_of(cx, cv.args[1]), buffer_of(cx, g.anchor),
-            library_workspace(cx, kWorkspaceName, kWorkspaceBytes)};
+  // A half-precision task's own input and weight are read as stored (ir/half_operands.h): their casts have no memory.
+  const std::optional<HalfOperands> direct = g.half_operands ? half_operands(graph, g.anchor) : std::nullopt;
+  k.args = {buffer_of(cx, direct ? direct->a : cv.args[0]), buffer_of(cx, direct ? direct->b : cv.args[1]),
+            buffer_of(cx, g.anchor), library_workspace(cx, kWorkspaceName, kWorkspaceBytes)};
   const bool nhwc = ks.layout == Layout::nhwc;
   k.library = {{"op", cv.op}, {"layout", nhwc ? "NHWC" : "NCHW"}, {"n", d.n}, {"c", d.c}, {"o", d.o}, {"groups", d.groups},
                {"in", d.in}, {"kernel", d.kernel}, {"out", d.out}, {"stride", d.stride}, {"padding", d.padding},
@@ -240,10 +243,11 @@ std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const K
   const int64_t xc = cl.xc, yc = cl.yc, x_extent = cl.x_extent, y_extent = cl.y_extent, wc = cl.wc, taps = cl.taps;
   // In fp16 or bf16 the copies are 16-bit: the transposes in round, the one out widens (and adds the bias).
   const Element full, copy = element_of(ks.precision);
+  const Element source = direct ? Element{"unsigned short", "", copy.from} : full;  // what the transposes in read
   k.args[0] = add_temp(cx, g.key + ".x_nhwc", input_dtype(ks.precision), {d.n * xc * x_extent});
   k.args[1] = add_temp(cx, g.key + ".w_nhwc", input_dtype(ks.precision), {d.o * wc * taps});
-  std::vector<PlanKernel> steps = {transpose_step(g, ks, name + "_x_nhwc", x, k.args[0], d.n, xc, x_extent, {}, full, copy),
-                                   transpose_step(g, ks, name + "_w_nhwc", w, k.args[1], d.o, wc, taps, {}, full, copy)};
+  std::vector<PlanKernel> steps = {transpose_step(g, ks, name + "_x_nhwc", x, k.args[0], d.n, xc, x_extent, {}, source, copy),
+                                   transpose_step(g, ks, name + "_w_nhwc", w, k.args[1], d.o, wc, taps, {}, source, copy)};
   k.args[2] = add_temp(cx, g.key + ".y_nhwc", result_dtype(ks.precision), {d.n * yc * y_extent});
   if (ks.library_epilogue) library_epilogue(k, e, -1);
   steps.push_back(k);

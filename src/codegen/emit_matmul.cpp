@@ -22,6 +22,7 @@
 
 #include "codegen/emitters.h"
 #include "ir/error.h"
+#include "ir/half_operands.h"
 #include "ir/matmul.h"
 
 namespace kforge {

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "ir/error.h"
+#include "ir/half_operands.h"
 #include "ir/matmul.h"
 #include "ir/ops.h"
 #include "ir/shape_rules.h"
@@ -72,7 +73,7 @@ struct Partitioner {
     std::vector<int> direct_reads(n, 0), reads(n, 0);
     for (size_t i = 0; i < n; ++i) {
       if (!reachable[i]) continue;
-      const bool direct = g.nodes[i].op == "matmul" && half_operands(g, int(i));
+      const bool direct = half_operands(g, int(i)).has_value();
       for (size_t j = 0; j < g.nodes[i].args.size(); ++j) {
         int a = g.nodes[i].args[j];
         if (a < 0) continue;
@@ -90,8 +91,10 @@ struct Partitioner {
         const bool direct = half_operands(g, int(i)).has_value();
         for (size_t j = 0; j < nd.args.size(); ++j) p.stored[stored_operand(g, nd.args[j], direct && j < 2)] = true;
       }
-      if (is_conv_op(nd.op))
-        for (int a : nd.args) p.stored[a] = true;
+      if (is_conv_op(nd.op)) {
+        const auto h = half_operands(g, int(i));
+        for (size_t j = 0; j < nd.args.size(); ++j) p.stored[h && j < 2 ? (j == 0 ? h->a : h->b) : nd.args[j]] = true;
+      }
       // A gather reads its table and a pool its window at computed positions: both need memory.
       if ((nd.op == "gather" || nd.op == "pool") && !is_view_op(g.at(nd.args[0]).op)) p.stored[nd.args[0]] = true;
       // A concatenation reads each part at its own positions: every part needs memory.
@@ -159,10 +162,10 @@ struct Partitioner {
       k.anchor = root;
       k.elem_outputs = {root};
       k.conv_epilogue = is_conv_op(n.op) && (n.args.size() > 2 || n.has_attr("activation"));
-      if (auto h = n.op == "matmul" ? half_operands(g, root) : std::nullopt) k.half_operands = h->dtype;
+      if (auto h = half_operands(g, root)) k.half_operands = h->dtype;
       if (n.op == "conv") {
         ConvDims d = conv_dims(g.at(n.args[0]).type.shape, g.at(n.args[1]).type.shape, n.attrs, "node '" + n.name + "': ");
-        if (d.in.size() == 2 && d.groups == d.c && d.o == d.c) k.depthwise = d;
+        if (depthwise_2d(d)) k.depthwise = d;
       }
     } else if (n.op == "pool") {
       k.kind = GroupKind::pool;

@@ -58,7 +58,7 @@ struct KernelGroup {
   std::optional<ConvDims> depthwise;
   // conv: whether a bias or an activation was folded into the node (codegen/conv_epilogue.h).
   bool conv_epilogue = false;
-  // matmul: the dtype of the half-precision sources the library reads directly (ir/matmul.h, half_operands).
+  // matmul, conv: the dtype of the half-precision tensors the library reads as stored (ir/half_operands.h).
   std::optional<DType> half_operands;
   // The target (GraphAnalysis): Hopper's bulk copies and clusters need sm 90; grids are sized in its SMs.
   TargetFacts target;

@@ -31,7 +31,10 @@ KernelSchedule default_schedule(const KernelGroup& g) {
     case GroupKind::matmul:
     case GroupKind::conv:
       ks.strategy = Strategy::library;  // fp32, the heuristic's first algorithm
-      if (g.half_operands) ks.precision = direct_precision(*g.half_operands);  // half-precision tensors as stored
+      if (g.half_operands) {  // half-precision tensors read as stored (ir/half_operands.h)
+        ks.precision = direct_precision(*g.half_operands);
+        if (g.kind == GroupKind::conv) ks.layout = Layout::nhwc;
+      }
       break;
     case GroupKind::scan: {
       // Lines along a strided axis go one thread each: neighbouring threads read neighbouring addresses. A line

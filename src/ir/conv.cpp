@@ -92,6 +92,8 @@ ConvTransposeDims conv_transpose_dims(const Shape& x, const Shape& w, const nloh
   return t;
 }
 
+bool depthwise_2d(const ConvDims& d) { return d.in.size() == 2 && d.groups == d.c && d.o == d.c; }
+
 double conv_macs(const ConvDims& d) {
   return double(numel(d.result)) * double(d.c / d.groups) * double(numel(d.kernel));
 }

@@ -26,6 +26,9 @@ struct ConvDims {
 // (dilated) kernel larger than the padded input. Absent attrs take PyTorch's defaults (1, 0, 1, 1).
 ConvDims conv_dims(const Shape& x, const Shape& w, const nlohmann::json& attrs, const std::string& where);
 
+// A 2-D depthwise convolution (groups = channels = outputs): kforge's own direct kernel may take it.
+bool depthwise_2d(const ConvDims& d);
+
 // Multiply-adds of the convolution (the FLOPs are twice this).
 double conv_macs(const ConvDims& d);
 

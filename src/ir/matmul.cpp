@@ -42,28 +42,6 @@ bool is_matrix_transpose(const Graph& g, int id) {
   return true;
 }
 
-int stored_operand(const Graph& g, int operand, bool through_half_cast) {
-  int v = is_matrix_transpose(g, operand) ? g.at(operand).args[0] : operand;
-  const Node& n = g.at(v);
-  if (through_half_cast && n.op == "cast" && n.type.dtype == DType::f32 && is_half(g.at(n.args[0]).type.dtype))
-    return n.args[0];
-  return v;
-}
-
-std::optional<HalfOperands> half_operands(const Graph& g, int matmul) {
-  const Node& mm = g.at(matmul);
-  if (mm.op != "matmul" || mm.args.size() < 2) return std::nullopt;
-  HalfOperands h{stored_operand(g, mm.args[0], true), stored_operand(g, mm.args[1], true), DType::f16};
-  const Node &a = g.at(h.a), &b = g.at(h.b);
-  if (!is_half(a.type.dtype) || a.type.dtype != b.type.dtype) return std::nullopt;
-  for (const Node* s : {&a, &b})  // stored by the task (an input or param), never by a plan's kernel
-    if (s->op != "input" && s->op != "param") return std::nullopt;
-  for (const Node* s : {&a, &b})
-    if (s->type.shape.empty() || s->type.shape.back() % 8 != 0) return std::nullopt;
-  h.dtype = a.type.dtype;
-  return h;
-}
-
 namespace {
 const std::pair<Epilogue, const char*> kNames[] = {
     {Epilogue::none, "none"}, {Epilogue::bias, "bias"},           {Epilogue::relu, "relu"},

@@ -6,7 +6,6 @@
 // result's or all 1 (batch stride 0). The epilogue pass (codegen/gemm_epilogue) may then fold a bias add
 // and an activation into it: attrs {"epilogue": "bias_relu", ...} and a third argument, the bias [.., N].
 #pragma once
-#include <optional>
 #include <string>
 
 #include "ir/graph.h"
@@ -28,21 +27,6 @@ MatmulDims matmul_dims(const Shape& a, const Shape& b, const std::string& where)
 // Whether node `id` is a permute that swaps the last two dims and keeps the others: a matmul reads its
 // source transposed (the library's transpose flag) instead of copying it.
 bool is_matrix_transpose(const Graph& g, int id);
-
-// A product of two half-precision tensors of a task (inputs or params, ir/types.h), each read through a cast to
-// f32 and maybe a transpose view: the library reads the 16-bit values as they are stored (tensor cores, fp32
-// sums: PyTorch's own half-precision product), and the casts need no memory of their own. `a` and `b` are the
-// stored half-precision sources, `dtype` theirs (one for both). Only where every stored row is a multiple of 8
-// elements (16 bytes, what the tensor cores' kernels need): elsewhere the casts are stored and the product reads
-// f32 operands.
-struct HalfOperands {
-  int a = -1, b = -1;
-  DType dtype = DType::f16;
-};
-std::optional<HalfOperands> half_operands(const Graph& g, int matmul);
-// A matmul operand's stored matrix: the transposed value under a transpose view, the half-precision source under
-// `half_operands`' casts, else the operand itself.
-int stored_operand(const Graph& g, int operand, bool through_half_cast);
 
 // Epilogues: what runs on each result element after the product, in this order: + bias[n], activation.
 // gelu is GELU's tanh approximation, which is what cuBLASLt's GELU epilogue computes (PyTorch's

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <set>
 
 #include "codegen/lower.h"
 #include "ir/decompose.h"
@@ -296,6 +297,58 @@ TEST(ConvLayout, NhwcTransposesAroundTheStepAndCudnnAcceptsIt) {
     }
     EXPECT_NO_THROW(check_library_step(*lib[0], p.buffers));
     EXPECT_EQ(Plan::from_json(p.to_json()).schedule, s) << "the layout round-trips through JSON";
+  }
+}
+
+// A convolution of a half-precision task's own input and weight (ir/half_operands.h): channels last in the tensors'
+// dtype, its transposes reading them as stored (no stored cast); nothing else is legal. A depthwise one keeps
+// kforge's f32 kernel, its casts stored.
+TEST(ConvHalfOperands, TheTransposesInReadTheTensorsAsStored) {
+  Compiler c({"sm_90", "", {}});
+  for (const std::string dtype : {"f16", "bf16"}) {
+    for (int64_t groups : {1, 8}) {
+      Graph g = graph_from_json(nlohmann::json::parse(R"({"inputs": [{"name": "x", "shape": [2, 8, 10, 10], "dtype": ")" + dtype + R"("}],
+        "params": [{"name": "w", "shape": [8, )" + std::to_string(8 / groups) + R"(, 3, 3], "dtype": ")" + dtype + R"("}],
+        "nodes": [{"name": "xf", "op": "cast", "args": ["x"], "attrs": {"dtype": "f32"}},
+                  {"name": "wf", "op": "cast", "args": ["w"], "attrs": {"dtype": "f32"}},
+                  {"name": "y", "op": "conv", "args": ["xf", "wf"], "attrs": {"padding": [1, 1], "groups": )" + std::to_string(groups) + R"(}},
+                  {"name": "out", "op": "cast", "args": ["y"], "attrs": {"dtype": ")" + dtype + R"("}}],
+        "outputs": ["out"]})"));
+      GraphAnalysis analysis(g);
+      const KernelGroup* conv = nullptr;
+      for (const KernelGroup& k : analysis.groups(true))
+        if (k.kind == GroupKind::conv) conv = &k;
+      ASSERT_NE(conv, nullptr);
+      Plan p = lower(analysis, {});
+      std::set<std::string> names;
+      for (const PlanBuffer& b : p.buffers) names.insert(b.name);
+      if (groups == 8) {  // depthwise: kforge's own f32 kernel reads the stored casts
+        EXPECT_FALSE(conv->half_operands.has_value());
+        EXPECT_TRUE(names.count("xf") && names.count("wf"));
+        continue;
+      }
+      ASSERT_TRUE(conv->half_operands.has_value()) << dtype;
+      const KernelSchedule ks = default_schedule(*conv);
+      EXPECT_EQ(ks.layout, Layout::nhwc);
+      EXPECT_EQ(to_string(ks.precision), dtype == "f16" ? "fp16" : "bf16");
+      KernelSchedule nchw = ks;
+      nchw.layout = Layout::nchw;
+      EXPECT_THROW(check_schedule(*conv, nchw), UserError);
+      auto lib = steps(p, StepKind::cudnn);
+      ASSERT_EQ(lib.size(), 1u);
+      EXPECT_FALSE(names.count("xf") || names.count("wf")) << "no stored cast";
+      size_t at = size_t(lib[0] - &p.kernels[0]);
+      ASSERT_GE(at, 2u);
+      const PlanKernel &x_in = p.kernels[at - 2], &w_in = p.kernels[at - 1];
+      EXPECT_EQ(p.buffers[x_in.args[0]].name, "x");
+      EXPECT_EQ(p.buffers[w_in.args[0]].name, "w");
+      EXPECT_NE(x_in.source.find("const unsigned short* __restrict__ src"), std::string::npos) << x_in.source;
+      for (const PlanKernel* k : {&x_in, &w_in}) {
+        CompileResult r = c.compile(k->source, k->name);
+        EXPECT_TRUE(r.ok) << r.log;
+      }
+      EXPECT_NO_THROW(check_library_step(*lib[0], p.buffers));
+    }
   }
 }
 

@@ -1,0 +1,45 @@
+#include "ir/half_operands.h"
+
+#include "ir/conv.h"
+#include "ir/matmul.h"
+#include "ir/ops.h"
+
+namespace kforge {
+
+namespace {
+// The half-precision input or param `v` is a cast of, or -1.
+int half_source(const Graph& g, int v) {
+  const Node& n = g.at(v);
+  if (n.op != "cast" || n.type.dtype != DType::f32) return -1;
+  const Node& s = g.at(n.args[0]);
+  return is_half(s.type.dtype) && (s.op == "input" || s.op == "param") ? n.args[0] : -1;
+}
+}  // namespace
+
+int stored_operand(const Graph& g, int operand, bool through_half_cast) {
+  int v = is_matrix_transpose(g, operand) ? g.at(operand).args[0] : operand;
+  int s = through_half_cast ? half_source(g, v) : -1;
+  return s >= 0 ? s : v;
+}
+
+std::optional<HalfOperands> half_operands(const Graph& g, int node) {
+  const Node& n = g.at(node);
+  const bool product = n.op == "matmul";
+  if ((!product && !is_conv_op(n.op)) || n.args.size() < 2) return std::nullopt;
+  HalfOperands h;
+  h.a = product ? half_source(g, is_matrix_transpose(g, n.args[0]) ? g.at(n.args[0]).args[0] : n.args[0]) : half_source(g, n.args[0]);
+  h.b = product ? half_source(g, is_matrix_transpose(g, n.args[1]) ? g.at(n.args[1]).args[0] : n.args[1]) : half_source(g, n.args[1]);
+  if (h.a < 0 || h.b < 0 || g.at(h.a).type.dtype != g.at(h.b).type.dtype) return std::nullopt;
+  h.dtype = g.at(h.a).type.dtype;
+  if (product) {
+    for (int s : {h.a, h.b})
+      if (g.at(s).type.shape.empty() || g.at(s).type.shape.back() % 8 != 0) return std::nullopt;
+  } else if (n.op == "conv") {
+    const Node& x = g.at(n.args[0]);
+    if (depthwise_2d(conv_dims(x.type.shape, g.at(n.args[1]).type.shape, n.attrs, "node '" + n.name + "': ")))
+      return std::nullopt;
+  }
+  return h;
+}
+
+}  // namespace kforge

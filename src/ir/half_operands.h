@@ -1,0 +1,27 @@
+// Products and convolutions of a half-precision task's own tensors (ir/types.h: inputs and weights stored in f16
+// or bf16, each read through a cast to f32): the library reads the 16-bit values as they are stored, which is
+// PyTorch's own half-precision arithmetic (tensor cores, fp32 sums), and the casts need no memory of their own.
+#pragma once
+#include <optional>
+
+#include "ir/graph.h"
+#include "ir/types.h"
+
+namespace kforge {
+
+// `a` and `b` are the stored half-precision sources of a matmul's or convolution's first two operands (its input
+// and weight), `dtype` theirs (one for both). A product's operand may be read through a transpose view too, and
+// every stored row must be a multiple of 8 elements (16 bytes, what the tensor cores' kernels need); a 2-D
+// depthwise convolution keeps kforge's own f32 kernel. nullopt elsewhere: the casts are stored and the library
+// reads f32 as for an fp32 task.
+struct HalfOperands {
+  int a = -1, b = -1;
+  DType dtype = DType::f16;
+};
+std::optional<HalfOperands> half_operands(const Graph& g, int node);
+
+// A matmul operand's stored matrix: the transposed value under a transpose view, the half-precision source under
+// `half_operands`' cast (with through_half_cast), else the operand itself.
+int stored_operand(const Graph& g, int operand, bool through_half_cast);
+
+}  // namespace kforge
