@@ -72,8 +72,11 @@ class GraphBuilder:
     def add_input(self, name: str, dtype, shape) -> Val:
         """A forward argument. A half-precision one is stored as it is and read through a cast to f32."""
         self.inputs.append({"name": name, "dtype": self.storage_dtype(dtype), "shape": list(shape)})
-        if dtype not in HALF:
-            return Val(name, dtype, tuple(shape))
+        return self.read_through_cast(name, dtype, shape) if dtype in HALF else Val(name, dtype, tuple(shape))
+
+    def read_through_cast(self, name: str, dtype, shape) -> Val:
+        """The f32 value a stored half-precision tensor is read as: a cast node (its Val keeps the torch dtype,
+        so that PyTorch's type promotion still decides the handlers' casts)."""
         cast = self.fresh(f"{name}_f32")
         self.nodes.append({"name": cast, "op": "cast", "args": [name], "attrs": {"dtype": "f32"},
                            "shape": list(shape), "dtype": "f32"})
@@ -98,10 +101,7 @@ class GraphBuilder:
         if dtype not in HALF:
             return self.params[qualname]
         if qualname not in self.param_casts:  # stored as it is, read through one cast (as an input)
-            cast = self.fresh(f"{qualname}_f32")
-            self.nodes.append({"name": cast, "op": "cast", "args": [qualname], "attrs": {"dtype": "f32"},
-                               "shape": list(shape), "dtype": "f32"})
-            self.param_casts[qualname] = Val(cast, dtype, tuple(shape))
+            self.param_casts[qualname] = self.read_through_cast(qualname, dtype, shape)
         return self.param_casts[qualname]
 
     def fresh(self, base: str) -> str:

@@ -103,7 +103,7 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& group, cons
     size_t fit = in_registers ? size_t(kMaxRegisterRow / slots)
                  : bulk       ? size_t(bulk_cache_limit(ks) / (2 * br.RP * 4))
                               : size_t(kMaxRowCache / row_cache_bytes(g, ks, 1));
-    cached = cacheable_buffers(w, gr, g, rs, sk.elem_loop, fit);
+    cached = cacheable_buffers(w, gr, g, rs, sk.elem_loop, fit, !bulk);
     if (bulk) smem = 2 * br.RP * 4 * int64_t(cached.size());
     else if (!in_registers) smem = row_cache_bytes(g, ks, int(cached.size()));
     cache_base += std::to_string(int64_t(cached.size()) * rs.R) + "LL";

@@ -360,23 +360,28 @@ inline std::string elem_outputs_pass(KernelWriter& w, const KernelGroup& g, cons
 }
 
 // Row cache, shared by the strategies that walk whole rows: the buffers the first pass reads at the element
-// itself (a dry run of that pass), at most `fit` of them.
+// itself (a dry run of that pass), at most `fit` of them; half-precision ones too unless `halves` is false (a bulk
+// copy moves rows of floats).
 inline std::vector<int> cacheable_buffers(KernelWriter& w, const Graph& gr, const KernelGroup& g, const RowShape& rs,
-                                   const std::string& loop, size_t fit) {
+                                   const std::string& loop, size_t fit, bool halves = true) {
   stat_pass(w, gr, g, rs, stats_in_pass(g, 0), loop, "    ");
   w.take();
   std::vector<int> cached(w.contiguous_reads().begin(), w.contiguous_reads().end());
+  if (halves) cached.insert(cached.end(), w.contiguous_half_reads().begin(), w.contiguous_half_reads().end());
   cached.resize(std::min(cached.size(), fit));
   return cached;
 }
 
 // The first pass fills the cache unconditionally (a read under a `where` branch would leave holes), and
-// every pass, the first included, reads cached buffer i from `slot(i)`.
+// every pass, the first included, reads cached buffer i from `slot(i)`. A slot is a float: a half-precision
+// buffer's 16 bits ride in it as they are (its cast to f32 follows the read, as from memory).
 inline std::string fill_row_cache(KernelWriter& w, const std::vector<int>& cached, const std::function<std::string(size_t)>& slot) {
   std::string fill;
   for (size_t i = 0; i < cached.size(); ++i) {
-    fill += "      " + slot(i) + " = b" + std::to_string(cached[i]) + "[lin];\n";
-    w.set_vector_source(cached[i], slot(i));
+    const std::string b = "b" + std::to_string(cached[i]) + "[lin]";
+    const bool half = is_half(w.buffer_dtype(cached[i]));
+    fill += "      " + slot(i) + " = " + (half ? "__uint_as_float((unsigned)" + b + ")" : b) + ";\n";
+    w.set_vector_source(cached[i], half ? "((unsigned short)__float_as_uint(" + slot(i) + "))" : slot(i));
   }
   return fill;
 }

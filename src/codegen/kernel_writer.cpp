@@ -47,6 +47,13 @@ std::string KernelWriter::ctype(int node) const {
   return "?";
 }
 
+DType KernelWriter::buffer_dtype(int id) const {
+  if (declared_type_.count(id)) return DType::f32;
+  for (auto& [owner, b] : buffer_of_owner_)
+    if (b == id) return g_.at(owner).type.dtype;
+  return DType::f32;
+}
+
 int KernelWriter::buffer_id(int node) const {
   auto it = buffer_of_owner_.find(p_.storage[node]);
   KF_ASSERT(it != buffer_of_owner_.end(), "no buffer for '" + g_.at(node).name + "'");

@@ -49,6 +49,7 @@ class KernelWriter {
   int buffer_id(int node) const;
   std::string take();               // statements emitted so far (and clears them)
   std::string ctype(int node) const;
+  DType buffer_dtype(int buffer_id) const;  // its owner node's (a declared buffer: f32)
 
   std::string params() const;       // parameter list of every buffer used (used_ order)
   std::vector<int> used_buffers() const { return used_; }

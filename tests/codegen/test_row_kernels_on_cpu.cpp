@@ -159,6 +159,31 @@ TEST(RowOnlineSoftmax, MatchesTheInterpreterWithRescalesAndMaskedElements) {
   EXPECT_GE(register_tiles, 2);  // log_softmax's rows across the innermost dim, held in a tile's registers
 }
 
+// Half-precision rows (ir/types.h: bf16 stored, read through a cast): a log-softmax across a non-innermost dim under
+// every schedule the runner runs, the tile's register rows holding the 16-bit patterns in float slots, against the
+// interpreter within one unit in the last place of bf16 (2^-8 relative).
+TEST(RowHalfPrecision, CachedHalfRowsMatchTheInterpreter) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  Graph g = graph_from_json(nlohmann::json::parse(R"({"inputs": [{"name": "x", "shape": [3, 40, 33], "dtype": "bf16"}],
+    "nodes": [{"name": "xf", "op": "cast", "args": ["x"], "attrs": {"dtype": "f32"}},
+              {"name": "s", "op": "log_softmax", "args": ["xf"], "attrs": {"dim": 1}},
+              {"name": "y", "op": "cast", "args": ["s"], "attrs": {"dtype": "bf16"}}], "outputs": ["y"]})"));
+  std::mt19937_64 rng(23);
+  auto inputs = testing::random_values(g, g.inputs, rng);
+  std::vector<HostTensor> want = interpret(primitive_graph(g), inputs, {});
+  int checked = 0, register_tiles = 0;
+  for (const Schedule& s : cpu_runnable_schedules(g)) {
+    std::vector<float> got = testing::run_plan_on_cpu(lower(g, s), inputs);
+    ASSERT_EQ(got.size(), want[0].data.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_LE(std::abs(double(got[i]) - want[0].data[i]), 8e-3 * (1 + std::abs(want[0].data[i]))) << to_json(s).dump() << " element " << i;
+    ++checked;
+    for (auto& [key, ks] : s.kernels) register_tiles += ks.cache_row == RowCache::registers;
+  }
+  EXPECT_GE(checked, 2);
+  EXPECT_GE(register_tiles, 1);
+}
+
 // A product with one output column (ir/decompose.cpp's matrix_vector) is one row kernel: the product's
 // multiply-adds as the row's elementwise work and sum, a Linear layer's bias and ReLU in the same kernel; it
 // matches the product as torch.matmul defines it (summed here in double), under each schedule the CPU runner can run.

@@ -42,6 +42,8 @@ struct alignas(16) uint4 { unsigned x, y, z, w; };
 #define __device__
 #define __forceinline__ inline
 #define __int_as_float(i) std::bit_cast<float>(int(i))
+#define __uint_as_float(u) std::bit_cast<float>((unsigned)(u))
+#define __float_as_uint(f) std::bit_cast<unsigned>((float)(f))
 // Arguments arrive as float pointers; a kernel parameter of another element type (an i64 index output) takes one.
 struct KfAnyPtr { float* p; template <class T> operator T*() const { return reinterpret_cast<T*>(p); } };
 template <class T> T __shfl_xor_sync(unsigned, T, int) { std::abort(); }  // warps have no CPU form

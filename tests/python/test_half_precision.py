@@ -165,17 +165,11 @@ def test_the_generated_kernels_read_and_write_half_bits_and_compile(tmp_path):
     assert len([x for x in lines if x]) >= 2 and all(": ok" in x for x in lines if x), built.stdout
 
 
-HONEST_LINEAR = """import torch
-import torch.nn as nn
-class ModelNew(nn.Module):
-    def __init__(self, n, k):
-        super().__init__()
-        self.fc = nn.Linear(k, n)
-        self.norm = nn.LayerNorm(n)
-    def forward(self, x):
-        assert self.fc.weight.dtype == x.dtype == torch.bfloat16, "cast as KernelBench casts ModelNew"
-        return torch.relu(self.norm(self.fc(x)))
-"""
+# The problem's own Model as a candidate's ModelNew, checking that the judge cast it as KernelBench's harness does.
+HONEST_LINEAR = FP32_LINEAR.split("def get_inputs")[0].replace("class Model(", "class ModelNew(").replace(
+    "    def forward(self, x):\n",
+    "    def forward(self, x):\n"
+    "        assert self.fc.weight.dtype == x.dtype == torch.bfloat16, 'cast as KernelBench casts ModelNew'\n")
 
 
 @pytest.mark.skipif(not os.path.exists(kforge_binary()), reason="the kforge binary is not built")
@@ -210,3 +204,27 @@ def test_a_half_precision_linear_reads_its_tensors_as_stored(tmp_path, precision
     assert lib["direct"] and lib["a"]["dtype"] == lib["b"]["dtype"] == dtype and lib["precision"] == precision
     names = {b["name"] for b in plan["buffers"]}
     assert not {"x_f32", "fc.weight_f32"} & names, names
+
+
+SCORES_SOFTMAX = """import torch
+class Model(torch.nn.Module):
+    def forward(self, q, k):
+        return torch.bmm(q, k.transpose(1, 2)).softmax(dim=-1)
+def get_inputs():
+    return [4 * torch.randn(4, 64, 64, dtype=torch.float16), 4 * torch.randn(4, 64, 64, dtype=torch.float16)]
+def get_init_inputs():
+    return []
+"""
+
+
+def test_the_reference_is_exact_where_pytorchs_half_precision_rounding_drifts(tmp_path):
+    """PyTorch rounds the scores to fp16 before the softmax, ~2e-2 from the exact result here: the reference is the
+    exact one (the float32 run, not the half-precision one, decides whether float64 computes the same function)."""
+    bundle = imported(tmp_path, SCORES_SOFTMAX)
+    graph = read_task(bundle)["graph"]
+    q, k = read_inputs(bundle, 0, graph, "cpu")
+    exact = torch.bmm(q.double(), k.double().transpose(1, 2)).softmax(dim=-1).half()
+    ref = read_outputs(bundle, 0, graph, "cpu")[0]
+    assert torch.equal(ref, exact)
+    pytorch = torch.bmm(q, k.transpose(1, 2)).softmax(dim=-1)
+    assert bridge.own_error(pytorch, ref) > 1e-2  # so the half-precision run could not have been the judge

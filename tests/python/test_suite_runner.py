@@ -35,7 +35,7 @@ def run(tmp_path, monkeypatch, script):
         return rc, False, 1.0, None
 
     monkeypatch.setattr(rs, "run_one", fake_run_one)
-    args = SimpleNamespace(budget=2, timeout=60.0)
+    args = SimpleNamespace(budget=2, timeout=60.0, precision=None)
     rs.run_in_process(args, problems, out, tmp_path / "work", {})
     rows = {r["problem"]: r for r in json.loads((out / "suite.json").read_text())["rows"]}
     return calls, rows
