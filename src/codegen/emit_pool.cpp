@@ -2,6 +2,7 @@
 // loops unroll); a thread takes `items` outputs a block apart. Average pooling divides as PyTorch does: by the
 // window clipped to the padded input when count_include_pad, else by the number of in-bounds elements.
 #include "codegen/emitters.h"
+#include "ir/half_operands.h"
 
 namespace kforge {
 
@@ -13,7 +14,10 @@ std::vector<PlanKernel> emit_pool(EmitContext& cx, const KernelGroup& g, const K
   bool include_pad = pool.attrs.value("count_include_pad", true);
   auto kr = pool.attr_ints("kernel"), st = pool.attr_ints("stride"), pd = pool.attr_ints("padding");
   auto dl = pool.has_attr("dilation") ? pool.attr_ints("dilation") : std::vector<int64_t>(nd, 1);
-  Access in = access_of(cx.partition, pool.args[0]);
+  // A half-precision task's input is read as stored (its cast has no memory: partition.cpp), each element widened.
+  const int half = half_cast_source(gr, pool.args[0]);
+  Access in = access_of(cx.partition, half >= 0 ? half : pool.args[0]);
+  const std::string widen = half < 0 ? "" : gr.at(half).type.dtype == DType::bf16 ? "kf_from_bf16" : "kf_from_f16";
   KernelWriter w(cx.partition, g, cx.buffer_of_owner);
   int ib = w.buffer_id(in.owner);
   w.use_buffer(ib, false);
@@ -44,7 +48,7 @@ std::vector<PlanKernel> emit_pool(EmitContext& cx, const KernelGroup& g, const K
     off += " + p" + i + " * " + std::to_string(in.strides[2 + s]) + "LL";
     divisor += " * (min(" + start + " + " + std::to_string(kr[s]) + ", (i64)" + size + " + " + std::to_string(pd[s]) + ") - " + start + ")";
   }
-  b += indent + "if (" + cond + ") {\n" + indent + "  const float x = b" + std::to_string(ib) + "[" + off + "];\n";
+  b += indent + "if (" + cond + ") {\n" + indent + "  const float x = " + widen + "(b" + std::to_string(ib) + "[" + off + "]);\n";
   b += indent + (is_max ? "  acc = kf_max(acc, x);\n" : "  acc += x;\n") + indent + "  ++count;\n" + indent + "}\n";
   for (int64_t s = 0; s < nd; ++s) {
     indent.resize(indent.size() - 2);

@@ -96,7 +96,11 @@ struct Partitioner {
         for (size_t j = 0; j < nd.args.size(); ++j) p.stored[h && j < 2 ? (j == 0 ? h->a : h->b) : nd.args[j]] = true;
       }
       // A gather reads its table and a pool its window at computed positions: both need memory.
-      if ((nd.op == "gather" || nd.op == "pool") && !is_view_op(g.at(nd.args[0]).op)) p.stored[nd.args[0]] = true;
+      // A pool of a half-precision task's input reads it as stored, converting each element (emit_pool.cpp).
+      if ((nd.op == "gather" || nd.op == "pool") && !is_view_op(g.at(nd.args[0]).op)) {
+        const int half = nd.op == "pool" ? half_cast_source(g, nd.args[0]) : -1;
+        p.stored[half >= 0 ? half : nd.args[0]] = true;
+      }
       // A concatenation reads each part at its own positions: every part needs memory.
       if (nd.op == "cat")
         for (int a : nd.args)

@@ -6,19 +6,16 @@
 
 namespace kforge {
 
-namespace {
-// The half-precision input or param `v` is a cast of, or -1.
-int half_source(const Graph& g, int v) {
+int half_cast_source(const Graph& g, int v) {
   const Node& n = g.at(v);
   if (n.op != "cast" || n.type.dtype != DType::f32) return -1;
   const Node& s = g.at(n.args[0]);
   return is_half(s.type.dtype) && (s.op == "input" || s.op == "param") ? n.args[0] : -1;
 }
-}  // namespace
 
 int stored_operand(const Graph& g, int operand, bool through_half_cast) {
   int v = is_matrix_transpose(g, operand) ? g.at(operand).args[0] : operand;
-  int s = through_half_cast ? half_source(g, v) : -1;
+  int s = through_half_cast ? half_cast_source(g, v) : -1;
   return s >= 0 ? s : v;
 }
 
@@ -27,8 +24,8 @@ std::optional<HalfOperands> half_operands(const Graph& g, int node) {
   const bool product = n.op == "matmul";
   if ((!product && !is_conv_op(n.op)) || n.args.size() < 2) return std::nullopt;
   HalfOperands h;
-  h.a = product ? half_source(g, is_matrix_transpose(g, n.args[0]) ? g.at(n.args[0]).args[0] : n.args[0]) : half_source(g, n.args[0]);
-  h.b = product ? half_source(g, is_matrix_transpose(g, n.args[1]) ? g.at(n.args[1]).args[0] : n.args[1]) : half_source(g, n.args[1]);
+  h.a = product ? half_cast_source(g, is_matrix_transpose(g, n.args[0]) ? g.at(n.args[0]).args[0] : n.args[0]) : half_cast_source(g, n.args[0]);
+  h.b = product ? half_cast_source(g, is_matrix_transpose(g, n.args[1]) ? g.at(n.args[1]).args[0] : n.args[1]) : half_cast_source(g, n.args[1]);
   if (h.a < 0 || h.b < 0 || g.at(h.a).type.dtype != g.at(h.b).type.dtype) return std::nullopt;
   h.dtype = g.at(h.a).type.dtype;
   if (product) {

@@ -20,6 +20,10 @@ struct HalfOperands {
 };
 std::optional<HalfOperands> half_operands(const Graph& g, int node);
 
+// The half-precision input or param that `v` is a cast to f32 of, or -1: what a kernel reading `v` at computed
+// positions (a pooling window) reads as stored, converting each element.
+int half_cast_source(const Graph& g, int v);
+
 // A matmul operand's stored matrix: the transposed value under a transpose view, the half-precision source under
 // `half_operands`' cast (with through_half_cast), else the operand itself.
 int stored_operand(const Graph& g, int operand, bool through_half_cast);

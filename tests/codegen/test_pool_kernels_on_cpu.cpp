@@ -37,5 +37,18 @@ TEST(PoolKernels, EveryScheduleMatchesTheInterpreter) {
   EXPECT_EQ(checked, 12);  // three samples, items 1, 2, 4 and 8
 }
 
+// A pool of a half-precision task's input reads the 16-bit values as stored (no stored cast), widening each.
+TEST(PoolKernels, AHalfPrecisionInputIsReadAsStored) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  Graph g = graph_from_json(testing::sample_graph("half_max_pool"));
+  std::mt19937_64 rng(3);
+  auto inputs = testing::random_values(g, g.inputs, rng);
+  std::vector<HostTensor> want = interpret(primitive_graph(g), inputs, {});
+  Plan p = lower(g, {});
+  ASSERT_EQ(p.kernels.size(), 1u) << "the pool reads x itself: no kernel stores its cast";
+  EXPECT_NE(p.kernels[0].source.find("kf_from_f16(b"), std::string::npos) << p.kernels[0].source;
+  EXPECT_EQ(testing::mismatches(testing::run_plan_on_cpu(p, inputs), want[0], 1e-5), "");  // max of f16 values: exact
+}
+
 }  // namespace
 }  // namespace kforge

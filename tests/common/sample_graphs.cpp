@@ -184,6 +184,11 @@ std::vector<SampleGraph> sample_graphs() {
       {"name": "xf", "op": "cast", "args": ["x"], "attrs": {"dtype": "f32"}},
       {"name": "s", "op": "softmax", "args": ["xf"], "attrs": {"dim": 1}},
       {"name": "y", "op": "cast", "args": ["s"], "attrs": {"dtype": "bf16"}}], "outputs": ["y"]})");
+  raw("half_max_pool", R"({"inputs": [{"name": "x", "shape": [2, 3, 17, 19], "dtype": "f16"}], "nodes": [
+      {"name": "xf", "op": "cast", "args": ["x"], "attrs": {"dtype": "f32"}},
+      {"name": "p", "op": "pool", "args": ["xf"], "attrs": {"kind": "max", "nd": 2, "kernel": [3, 2], "stride": [2, 2],
+       "padding": [1, 1], "dilation": [1, 2]}},
+      {"name": "y", "op": "cast", "args": ["p"], "attrs": {"dtype": "f16"}}], "outputs": ["y"]})");
   raw("half_and_f32_add", R"({"inputs": [{"name": "a", "shape": [8, 96], "dtype": "bf16"}, {"name": "b", "shape": [8, 96]}],
       "nodes": [{"name": "af", "op": "cast", "args": ["a"], "attrs": {"dtype": "f32"}},
       {"name": "y", "op": "add", "args": ["af", "b"]}], "outputs": ["y"]})");
