@@ -38,8 +38,7 @@ const char* kWorkspaceName = "cublaslt.workspace";
 // task's half-precision tensor under its cast (ir/matmul.h, half_operands), with its dtype.
 nlohmann::json operand(const EmitContext& cx, int node, int64_t batch, bool direct, std::vector<int>& args) {
   const Graph& g = *cx.partition.graph;
-  bool transposed = is_matrix_transpose(g, node);
-  int stored = stored_operand(g, node, direct);
+  const auto [stored, transposed] = stored_operand(g, node, direct);
   const Shape& s = g.at(stored).type.shape;
   int64_t rows = s[s.size() - 2], cols = s.back();
   bool shared = numel(s) == rows * cols;  // batch dims all 1: one matrix for every batch entry

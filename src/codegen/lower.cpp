@@ -7,6 +7,7 @@
 #include "codegen/conv_epilogue.h"
 #include "codegen/emitters.h"
 #include "codegen/gemm_epilogue.h"
+#include "codegen/half_views.h"
 #include "codegen/reshape_sinking.h"
 #include "ir/decompose.h"
 #include "ir/error.h"
@@ -55,7 +56,7 @@ std::string sanitize(const std::string& s) {
 }  // namespace
 
 Graph primitive_graph(const Graph& graph) {
-  return fold_conv_epilogues(fold_gemm_epilogues(sink_reshapes(decompose(graph))));
+  return fold_conv_epilogues(fold_gemm_epilogues(sink_reshapes(views_before_half_casts(decompose(graph)))));
 }
 
 std::vector<KernelGroup> kernel_groups(const GraphAnalysis& analysis, bool fuse_rows) { return analysis.groups(fuse_rows); }

@@ -89,7 +89,7 @@ struct Partitioner {
       // A library call reads its operands (and bias) from memory; a transposed operand from its source's.
       if (nd.op == "matmul") {
         const bool direct = half_operands(g, int(i)).has_value();
-        for (size_t j = 0; j < nd.args.size(); ++j) p.stored[stored_operand(g, nd.args[j], direct && j < 2)] = true;
+        for (size_t j = 0; j < nd.args.size(); ++j) p.stored[stored_operand(g, nd.args[j], direct && j < 2).id] = true;
       }
       if (is_conv_op(nd.op)) {
         const auto h = half_operands(g, int(i));

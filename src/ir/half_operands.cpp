@@ -13,10 +13,18 @@ int half_cast_source(const Graph& g, int v) {
   return is_half(s.type.dtype) && (s.op == "input" || s.op == "param") ? n.args[0] : -1;
 }
 
-int stored_operand(const Graph& g, int operand, bool through_half_cast) {
-  int v = is_matrix_transpose(g, operand) ? g.at(operand).args[0] : operand;
-  int s = through_half_cast ? half_cast_source(g, v) : -1;
-  return s >= 0 ? s : v;
+StoredOperand stored_operand(const Graph& g, int operand, bool through_half_cast) {
+  const bool transposed = is_matrix_transpose(g, operand);
+  const int v = transposed ? g.at(operand).args[0] : operand;
+  if (!through_half_cast) return {v, transposed};
+  if (int s = half_cast_source(g, v); s >= 0) return {s, transposed};  // transpose(cast(x)), cast(x)
+  const Node& n = g.at(v);  // cast(transpose(x)): the view taken before the cast (codegen/half_views.h)
+  if (!transposed && n.op == "cast" && n.type.dtype == DType::f32 && is_matrix_transpose(g, n.args[0])) {
+    const int s = g.at(n.args[0]).args[0];
+    const Node& x = g.at(s);
+    if (is_half(x.type.dtype) && (x.op == "input" || x.op == "param")) return {s, true};
+  }
+  return {-1, false};
 }
 
 std::optional<HalfOperands> half_operands(const Graph& g, int node) {
@@ -24,8 +32,8 @@ std::optional<HalfOperands> half_operands(const Graph& g, int node) {
   const bool product = n.op == "matmul";
   if ((!product && !is_conv_op(n.op)) || n.args.size() < 2) return std::nullopt;
   HalfOperands h;
-  h.a = product ? half_cast_source(g, is_matrix_transpose(g, n.args[0]) ? g.at(n.args[0]).args[0] : n.args[0]) : half_cast_source(g, n.args[0]);
-  h.b = product ? half_cast_source(g, is_matrix_transpose(g, n.args[1]) ? g.at(n.args[1]).args[0] : n.args[1]) : half_cast_source(g, n.args[1]);
+  h.a = product ? stored_operand(g, n.args[0], true).id : half_cast_source(g, n.args[0]);
+  h.b = product ? stored_operand(g, n.args[1], true).id : half_cast_source(g, n.args[1]);
   if (h.a < 0 || h.b < 0 || g.at(h.a).type.dtype != g.at(h.b).type.dtype) return std::nullopt;
   h.dtype = g.at(h.a).type.dtype;
   if (product) {

@@ -24,8 +24,13 @@ std::optional<HalfOperands> half_operands(const Graph& g, int node);
 // positions (a pooling window) reads as stored, converting each element.
 int half_cast_source(const Graph& g, int v);
 
-// A matmul operand's stored matrix: the transposed value under a transpose view, the half-precision source under
-// `half_operands`' cast (with through_half_cast), else the operand itself.
-int stored_operand(const Graph& g, int operand, bool through_half_cast);
+// A matmul operand's stored matrix and whether the library reads it transposed: the transposed value under a
+// transpose view; with through_half_cast, the half-precision source under `half_operands`' cast (a transpose view
+// of it on either side of the cast); else the operand itself.
+struct StoredOperand {
+  int id = -1;
+  bool transposed = false;
+};
+StoredOperand stored_operand(const Graph& g, int operand, bool through_half_cast);
 
 }  // namespace kforge

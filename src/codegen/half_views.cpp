@@ -1,0 +1,50 @@
+#include "codegen/half_views.h"
+
+#include <map>
+
+#include "ir/ops.h"
+
+namespace kforge {
+
+namespace {
+// A name not yet used in `g`, from `base`.
+std::string fresh_name(const Graph& g, const std::string& base) {
+  std::string name = base;
+  for (int i = 1; g.find(name) >= 0; ++i) name = base + "_" + std::to_string(i);
+  return name;
+}
+}  // namespace
+
+Graph views_before_half_casts(const Graph& prim) {
+  Graph g;
+  std::vector<int> at(prim.nodes.size(), -1);  // prim's node -> g's
+  std::map<int, int> stored_under;             // g's cast to f32 -> the stored half-precision value it reads
+  for (size_t i = 0; i < prim.nodes.size(); ++i) {
+    Node n = prim.nodes[i];
+    for (int& a : n.args)
+      if (a >= 0) a = at[size_t(a)];
+    auto half_cast = is_view_op(n.op) && !n.args.empty() ? stored_under.find(n.args[0]) : stored_under.end();
+    if (half_cast != stored_under.end()) {
+      Node view = n;
+      view.name = fresh_name(prim, n.name + "_" + to_string(g.at(half_cast->second).type.dtype));
+      view.args[0] = half_cast->second;
+      view.type.dtype = g.at(half_cast->second).type.dtype;
+      const int v = g.add(std::move(view));
+      Node cast{.name = n.name, .op = "cast", .args = {v}, .attrs = {{"dtype", "f32"}}, .type = n.type};
+      at[i] = g.add(std::move(cast));
+      stored_under[at[i]] = v;
+      continue;
+    }
+    const bool reads_storage = n.op == "cast" && n.type.dtype == DType::f32 && !n.args.empty() &&
+                               is_half(g.at(n.args[0]).type.dtype) &&
+                               (g.at(n.args[0]).op == "input" || g.at(n.args[0]).op == "param" || is_view_op(g.at(n.args[0]).op));
+    at[i] = g.add(std::move(n));
+    if (reads_storage) stored_under[at[i]] = g.at(at[i]).args[0];
+  }
+  for (int id : prim.inputs) g.inputs.push_back(at[size_t(id)]);
+  for (int id : prim.params) g.params.push_back(at[size_t(id)]);
+  for (int id : prim.outputs) g.outputs.push_back(at[size_t(id)]);
+  return g;
+}
+
+}  // namespace kforge
