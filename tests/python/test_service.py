@@ -109,6 +109,10 @@ def test_bad_task_requests(server, tmp_path, bundle):
     assert got == 400 and "give \"problem_source\"" in body["error"]
     got, body = server.post("/tasks", {"problem": str(tmp_path / "missing.py")})
     assert got == 400 and "does not exist" in body["error"]
+    got, body = server.post("/tasks", {"problem_source": "x = 1", "name": "p", "precision": "fp8"})
+    assert got == 400 and "\"precision\" must be fp32, fp16 or bf16" in body["error"], body
+    got, body = server.post("/tasks", {"problem_source": "x = 1", "name": "p", "precision": 16})
+    assert got == 400 and "\"precision\" must be a string" in body["error"], body
 
 
 def test_limits_and_unknown_paths(server, bundle):
