@@ -265,6 +265,11 @@ def table(rows, summary):
     s = summary
     out.append("")
     out.append(f"- problems: {s['problems']}")
+    for p in sorted({r.get("precision") for r in rows} - {None, "fp32"}):
+        out.append(f"- precision {p} (KernelBench's --precision: models, baselines and inputs in {p}): the strict tier "
+                   f"below is the half-precision one (floor {'1e-3' if p == 'fp16' else '4e-3'} instead of 1e-4, "
+                   "docs/interfaces.md); TF32 does not touch a half-precision model, so the TF32-off columns time the "
+                   "same baselines again")
     out.append(f"- passed strict (1e-4, or fp32's own error on an input set where larger: see below): {s['passed_strict']}")
     out.append(f"- passed relaxed (1e-2, strict included): {s['passed_relaxed']}")
     pct = fmt(s["faster_than_best_baseline_pct"], ".1f")
@@ -357,6 +362,8 @@ def main(argv=None):
               + (f"  error: {row['error'][:160]}" if row["error"] else ""), file=sys.stderr, flush=True)
         write_json(out / "suite.json", {"meta": meta, "rows": rows, "summary": summarise(rows), "complete": False})
 
+    for r in rows:
+        r["precision"] = args.precision  # the merged tables' note (table)
     summary = summarise(rows)
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     write_json(out / "suite.json", {"meta": meta, "rows": rows, "summary": summary, "complete": True})
@@ -398,6 +405,8 @@ def run_in_process(args, problems, out, workdir, meta):
         rc, died_timed_out, log_path = lost.get(problem, (0, timed_out, out / "logs" / f"session-{runs}.log"))
         rows.append(make_row(task_name(problem, args.precision), problem, report, 0 if report else rc, died_timed_out and report is None,
                              (report or {}).get("seconds", 0.0), None, log_path, args.timeout))
+    for r in rows:
+        r["precision"] = args.precision  # the merged tables' note (table)
     summary = summarise(rows)
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     write_json(out / "suite.json", {"meta": meta, "rows": rows, "summary": summary, "complete": not timed_out})
