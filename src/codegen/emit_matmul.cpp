@@ -35,7 +35,7 @@ constexpr int64_t kWorkspaceBytes = 32 << 20;
 const char* kWorkspaceName = "cublaslt.workspace";
 
 // The operand as the library reads it: the stored matrix, transposed or not, and its strides; with `direct`, the
-// task's half-precision tensor under its cast (ir/matmul.h, half_operands), with its dtype.
+// task's half-precision tensor under its cast (ir/half_operands.h), with its dtype.
 nlohmann::json operand(const EmitContext& cx, int node, int64_t batch, bool direct, std::vector<int>& args) {
   const Graph& g = *cx.partition.graph;
   const auto [stored, transposed] = stored_operand(g, node, direct);

@@ -6,7 +6,6 @@
 
 #include "ir/error.h"
 #include "ir/half_operands.h"
-#include "ir/matmul.h"
 #include "ir/ops.h"
 #include "ir/shape_rules.h"
 
@@ -68,19 +67,6 @@ struct Partitioner {
     p.storage.resize(n);
     for (size_t i = 0; i < n; ++i) p.storage[i] = int(i);
     for (int o : g.outputs) p.stored[o] = true;
-    // Transpose views that only half-precision products read (ir/matmul.h, half_operands): the library reads
-    // their half-precision source, so the cast under them needs no memory.
-    std::vector<int> direct_reads(n, 0), reads(n, 0);
-    for (size_t i = 0; i < n; ++i) {
-      if (!reachable[i]) continue;
-      const bool direct = half_operands(g, int(i)).has_value();
-      for (size_t j = 0; j < g.nodes[i].args.size(); ++j) {
-        int a = g.nodes[i].args[j];
-        if (a < 0) continue;
-        ++reads[a];
-        if (direct && j < 2) ++direct_reads[a];
-      }
-    }
     for (size_t i = 0; i < n; ++i) {
       const Node& nd = g.nodes[i];
       if (!reachable[i]) continue;
@@ -106,8 +92,7 @@ struct Partitioner {
         for (int a : nd.args)
           if (!is_view_op(g.at(a).op)) p.stored[a] = true;
       // Views are folded into strided reads of stored values only; a view of a computed value stores it.
-      const bool read_by_direct_products_only = reads[i] > 0 && direct_reads[i] == reads[i] && !p.stored[i];
-      if (is_view_op(nd.op) && !(read_by_direct_products_only && is_matrix_transpose(g, int(i)))) {
+      if (is_view_op(nd.op)) {
         const Node& src = g.at(nd.args[0]);
         if (!is_view_op(src.op) || (nd.op == "reshape" && src.op != "reshape")) p.stored[nd.args[0]] = true;
       }
