@@ -168,8 +168,8 @@ TensorType infer_type(const Graph& g, const Node& n) {
     need_args(n, 1, 1);
     return {dtype_from_string(n.attr_s("dtype")), arg(g, n, 0).shape};
   }
-  // Half-precision values are storage (ir/types.h): only a cast reads them.
-  for (size_t i = 0; i < n.args.size(); ++i)
+  // Half-precision values are storage (ir/types.h): only a cast reads them, and views of them (codegen/half_views.h).
+  for (size_t i = 0; i < n.args.size() && !is_view_op(op); ++i)
     if (n.args[i] >= 0 && is_half(g.at(n.args[i]).type.dtype))
       fail(n, "argument " + std::to_string(i) + " is " + to_string(g.at(n.args[i]).type.dtype) +
                   ": half-precision values are read through a cast to f32");
