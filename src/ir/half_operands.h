@@ -12,8 +12,8 @@ namespace kforge {
 // `a` and `b` are the stored half-precision sources of a matmul's or convolution's first two operands (its input
 // and weight), `dtype` theirs (one for both). A product's operand may be read through a transpose view too, and
 // every stored row must be a multiple of 8 elements (16 bytes, what the tensor cores' kernels need); a 2-D
-// depthwise convolution keeps kforge's own f32 kernel. nullopt elsewhere: the casts are stored and the library
-// reads f32 as for an fp32 task.
+// depthwise convolution keeps kforge's own f32 kernel, and a transposed one the search's precisions. nullopt
+// elsewhere: the casts are stored and the library reads f32 as for an fp32 task.
 struct HalfOperands {
   int a = -1, b = -1;
   DType dtype = DType::f16;
