@@ -118,8 +118,8 @@ def num(x):
     return x if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
 
 
-def make_row(name, problem, report, rc, timed_out, seconds, start_error, log_path, timeout):
-    row = {"problem": name, "source": str(problem), "tier": "failed", "eager_ms": None, "compile_ms": None,
+def make_row(name, problem, report, rc, timed_out, seconds, start_error, log_path, timeout, precision=None):
+    row = {"problem": name, "source": str(problem), "precision": precision, "tier": "failed", "eager_ms": None, "compile_ms": None,
            "kforge_ms": None, "kforge_native_ms": None, "speedup_eager": None, "speedup_compile": None,
            "speedup_best": None, "bandwidth_gbs": None, "copy_bandwidth_gbs": None, "pct_copy_bw": None,
            "flops": None, "floor_ms": None, "pct_roofline": None, "matmul_tflops": None,
@@ -354,7 +354,7 @@ def main(argv=None):
                 report = json.loads(report_path.read_text())
             except (OSError, ValueError) as e:
                 start_error = (start_error + "; " if start_error else "") + f"unreadable report: {e}"
-        row = make_row(name, problem, report, rc, timed_out, seconds, start_error, log_path, args.timeout)
+        row = make_row(name, problem, report, rc, timed_out, seconds, start_error, log_path, args.timeout, args.precision)
         rows.append(row)
         if not args.keep_sets:
             shutil.rmtree(bundle / "sets", ignore_errors=True)
@@ -362,8 +362,6 @@ def main(argv=None):
               + (f"  error: {row['error'][:160]}" if row["error"] else ""), file=sys.stderr, flush=True)
         write_json(out / "suite.json", {"meta": meta, "rows": rows, "summary": summarise(rows), "complete": False})
 
-    for r in rows:
-        r["precision"] = args.precision  # the merged tables' note (table)
     summary = summarise(rows)
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     write_json(out / "suite.json", {"meta": meta, "rows": rows, "summary": summary, "complete": True})
@@ -404,9 +402,7 @@ def run_in_process(args, problems, out, workdir, meta):
         report = json.loads(report_of(problem).read_text()) if report_of(problem).exists() else None
         rc, died_timed_out, log_path = lost.get(problem, (0, timed_out, out / "logs" / f"session-{runs}.log"))
         rows.append(make_row(task_name(problem, args.precision), problem, report, 0 if report else rc, died_timed_out and report is None,
-                             (report or {}).get("seconds", 0.0), None, log_path, args.timeout))
-    for r in rows:
-        r["precision"] = args.precision  # the merged tables' note (table)
+                             (report or {}).get("seconds", 0.0), None, log_path, args.timeout, args.precision))
     summary = summarise(rows)
     meta["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     write_json(out / "suite.json", {"meta": meta, "rows": rows, "summary": summary, "complete": not timed_out})

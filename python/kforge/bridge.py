@@ -20,7 +20,7 @@ from kforge.dtypes import HALF, IR_TO_TORCH
 from kforge.errors import ImportProblemError
 from kforge.fx_to_ir import lookup
 from kforge.opaque import opaque_graph
-from kforge.problem import Problem, load_problem, random_seed
+from kforge.problem import PRECISIONS, Problem, load_problem, random_seed
 
 # (scale, shift) of float inputs per hidden set, cycling from set 0: other value ranges than get_inputs() draws,
 # mild enough that exp() and prod() stay finite.
@@ -113,8 +113,8 @@ def closer_reference(narrow: torch.Tensor, wide: torch.Tensor) -> torch.Tensor:
 
 
 def own_error(narrow: torch.Tensor, reference: torch.Tensor) -> float:
-    """PyTorch's own run's (float32, or the problem's half precision) largest normalised error, max |narrow - ref| / (1 + |ref|): the smallest t with which
-    atol = rtol = t passes it. 0 where the reference is that run itself, or is no float; elements that are not
+    """PyTorch's own run's (float32, or the problem's half precision) largest normalised error,
+    max |narrow - ref| / (1 + |ref|): the smallest t with which atol = rtol = t passes it. 0 where the reference is that run itself, or is no float; elements that are not
     finite in either are left out (they pass or fail on their own, and carry no rounding error to measure)."""
     if reference is narrow or not reference.is_floating_point():
         return 0.0
@@ -138,10 +138,9 @@ def strict_tolerance(own: float, floor: float = TOLERANCE["strict"]) -> float:
 
 
 def reference_outputs(model, inputs) -> tuple[list[torch.Tensor], list[float]]:
-    """Reference outputs: the model's arithmetic done in float64 on the same float32 (or half-precision) values, each
-    float output rounded once to its dtype (closer_reference says where the float32 run's own output stands
-    instead), and the
-    strict tier's tolerance on each (strict_tolerance, from the float32 run's own error against it). A float32
+    """Reference outputs: the model's arithmetic done in float64 on the same float32 (or half-precision) values,
+    each float output rounded once to its dtype (closer_reference says where the float32 run's own output stands
+    instead), and the strict tier's tolerance on each (strict_tolerance, from PyTorch's own run's error against it). A float32
     run alone carries its own rounding: PyTorch's sum of 4093 floats was measured 1.2e-4 from the exact value, so
     every exact kernel failed the strict tier against it. Runs on copies: a model that writes its inputs in place
     leaves the stored inputs as drawn."""
@@ -154,11 +153,9 @@ def reference_outputs(model, inputs) -> tuple[list[torch.Tensor], list[float]]:
         mid = widened_outputs(model, inputs, torch.float32) if any(n.dtype in HALF for n in narrow) else None
     if wide is None or len(wide) != len(narrow):
         refs = narrow
-    else:  # each float64 output freed as soon as it is rounded
-        refs = []
-        for j, n in enumerate(narrow):
-            m = mid[j] if mid is not None and len(mid) == len(narrow) and n.dtype in HALF else None
-            refs.append(closer_reference(n, wide.pop(0)) if m is None else closer_reference(m, wide.pop(0)).to(n.dtype))
+    else:  # each float64 output freed as soon as it is rounded; .to() of a float32 output is that output itself
+        judges = mid if mid is not None and len(mid) == len(narrow) else narrow
+        refs = [closer_reference(m if n.dtype in HALF else n, wide.pop(0)).to(n.dtype) for n, m in zip(narrow, judges)]
     return refs, [strict_tolerance(own_error(n, r), strict_floor(n)) for n, r in zip(narrow, refs)]
 
 
@@ -320,7 +317,7 @@ def main(argv=None) -> int:
     imp.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                      help="where inputs and references are computed; baselines are timed on cuda only")
     imp.add_argument("--no-baselines", action="store_true", help="skip timing eager and torch.compile")
-    imp.add_argument("--precision", choices=("fp32", "fp16", "bf16"),
+    imp.add_argument("--precision", choices=tuple(PRECISIONS),
                      help="KernelBench's precision: Model, ModelNew and the float inputs cast to it")
     args = parser.parse_args(argv)
     if args.sets < 1:

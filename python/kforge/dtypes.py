@@ -1,5 +1,6 @@
 """The IR dtypes and their torch counterparts (docs/interfaces.md). f16 and bf16 are storage: a half-precision
-task's inputs and outputs; the graph reads them through a cast to f32 and computes in f32 (HALF_COMPUTE)."""
+task's inputs, weights and outputs; the graph reads them through a cast to f32 and computes in f32
+(compute_dtype)."""
 import torch
 
 IR_TO_TORCH = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "i64": torch.int64, "bool": torch.bool}

@@ -29,7 +29,7 @@ from kforge import timing
 from kforge.bundle import output_specs, read_tensor, tensor_bytes
 from kforge.dtypes import IR_TO_TORCH
 from kforge.fx_to_ir import lookup
-from kforge.problem import dropout_off, load_problem
+from kforge.problem import PRECISIONS, dropout_off, load_problem
 
 # What a forward may still call under the CUDA-Agent rules: allocation, metadata and views of its own
 # buffers. Everything else (torch.relu, F.softmax, a + b on tensors, matmul) is a torch operator.
@@ -283,7 +283,7 @@ def main(argv=None) -> int:
     parser.add_argument("--problem", required=True, help="the problem file (Model, get_init_inputs)")
     parser.add_argument("--rules", choices=("none", "cuda-agent"), default="none")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
-    parser.add_argument("--precision", choices=("fp32", "fp16", "bf16"), help="the task's (KernelBench's --precision)")
+    parser.add_argument("--precision", choices=tuple(PRECISIONS), help="the task's (KernelBench's --precision)")
     args = parser.parse_args(argv)
     if args.prebuild:
         prebuild(args)

@@ -26,7 +26,7 @@ from kforge.bundle import read_inputs, read_outputs, read_params, read_strict_to
 from kforge.errors import ImportProblemError
 from kforge.kbtime import TIER_ORDER, HiddenSets, check_and_time, plan_tier_on_sets, tier_of, worst_tier
 from kforge.launch import KforgeFunction
-from kforge.problem import Problem, load_problem, task_name
+from kforge.problem import PRECISIONS, Problem, load_problem, task_name
 
 HEADER = ("| problem | eager ms | compile ms | kforge ms | x eager | x compile | x best | tier | relaxed ms "
           "| x best (relaxed) | TF32-off best ms | x best (TF32 off) | protocol |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -85,7 +85,7 @@ def on_host(tensors) -> list:
     return [t.to("cpu").pin_memory() for t in tensors]
 
 
-def host_task(path, num_sets: int = 5, compile_baseline: bool = True, precision: str | None = None) -> HostedTask:
+def host_task(path, num_sets: int = 5, compile_baseline: bool = True) -> HostedTask:
     """Imports a problem (as `kforge import` does, one import path, kept in memory: sets of several GB never go
     through a disk) or loads a bundle from `kforge import` onto the GPU, and times its baselines (kb protocol).
     The sets that do not fit beside the task's working memory stay in pinned host memory (footprint.py).
@@ -108,7 +108,7 @@ def host_task(path, num_sets: int = 5, compile_baseline: bool = True, precision:
         refs = [held(read_outputs, k) for k in range(stored["num_sets"])]
         strict, task_flags = read_strict_tolerance(stored), stored["flags"]
     else:  # a problem file
-        imported = imported_task(path, "cuda", keep_whole=False, precision=precision)
+        imported = imported_task(path, "cuda", keep_whole=False)
         problem, graph, params = imported.problem, imported.graph, imported.params
         resident = footprint.resident_sets(graph, num_sets, footprint.free_bytes())
         # Where some sets stream, every set waits in host memory while the others are drawn (a float64 reference
@@ -301,7 +301,7 @@ def main(argv=None) -> int:
     parser.add_argument("--workdir", default="kforge_out")
     parser.add_argument("--sets", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--precision", choices=("fp32", "fp16", "bf16"),
+    parser.add_argument("--precision", choices=tuple(PRECISIONS),
                         help="KernelBench's precision for problem files: Model and the float inputs cast to it")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     log.add_arguments(parser)

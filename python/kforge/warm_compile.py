@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from kforge.bridge import exact_fp32
-from kforge.problem import load_problem, random_seed
+from kforge.problem import PRECISIONS, load_problem, random_seed
 
 
 def compile_problem(path: str, device: str = "cuda", precision: str | None = None) -> None:
@@ -55,7 +55,7 @@ def main(argv=None) -> int:
     parser.add_argument("problems", nargs="+")
     parser.add_argument("--jobs", type=int, default=4, help="processes compiling at once (default %(default)s)")
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--precision", choices=("fp32", "fp16", "bf16"), help="KernelBench's precision (as the suite's)")
+    parser.add_argument("--precision", choices=tuple(PRECISIONS), help="KernelBench's precision (as the suite's)")
     args = parser.parse_args(argv)
     shares = [args.problems[i::args.jobs] for i in range(args.jobs) if args.problems[i::args.jobs]]
     t0 = time.time()

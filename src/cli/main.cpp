@@ -355,7 +355,8 @@ int main(int argc, char** argv) {
   imp->add_flag("--no-baselines", no_baselines, "skip eager / torch.compile timing");
   const char* precision_help = "KernelBench's precision: Model, ModelNew and the float inputs cast to fp32, fp16 or bf16 "
                                "(default: the problem file's own dtypes)";
-  imp->add_option("--precision", precision, precision_help)->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  const std::vector<std::string> precisions = {"fp32", "fp16", "bf16"};  // python/kforge/problem.py's PRECISIONS
+  imp->add_option("--precision", precision, precision_help)->check(CLI::IsMember(precisions));
   double import_timeout_s = 1800;
   imp->add_option("--timeout", import_timeout_s, "seconds the import may take (the problem's code runs in it; 0: no limit)");
 
@@ -369,7 +370,7 @@ int main(int argc, char** argv) {
   opt->add_option("--bundle", oa.bundle, "where to import the problem (default kforge_out/NAME)");
   opt->add_option("--sets", oa.sets, "hidden input sets when importing");
   opt->add_option("--seed", oa.seed, "search seed");
-  opt->add_option("--precision", oa.precision, precision_help)->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  opt->add_option("--precision", oa.precision, precision_help)->check(CLI::IsMember(precisions));
   opt->add_flag("--no-progress", oa.no_progress, "no progress bar");
   opt->add_option("--policy", oa.policy, "trained (default: the learned policy of --checkpoint; the local search where "
                   "there is none), local (edit the best so far), random, costmodel (rank with --cost-model) or untrained "

@@ -47,9 +47,8 @@ std::vector<PlanKernel> emit_pointwise(EmitContext& cx, const KernelGroup& g, co
       w.set_vector_source(b, v + "[j]");
     }
   };
-  const std::set<int> f32_reads = w.contiguous_reads(), half_reads = w.contiguous_half_reads();
-  vector_loads(f32_reads, true);
-  vector_loads(half_reads, false);
+  vector_loads(w.contiguous_reads(), true);
+  vector_loads(w.contiguous_half_reads(), false);
   w.begin_site(coords, "idx", "        ");
   std::string val = w.value(out);
   std::string stmts = w.take();

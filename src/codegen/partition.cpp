@@ -72,14 +72,16 @@ struct Partitioner {
       if (!reachable[i]) continue;
       if (is_source(nd) || nd.op == "reduce" || nd.op == "scan" || nd.op == "pool" || nd.op == "matmul" || is_conv_op(nd.op))
         p.stored[i] = true;
-      // A library call reads its operands (and bias) from memory; a transposed operand from its source's.
-      if (nd.op == "matmul") {
-        const bool direct = half_operands(g, int(i)).has_value();
-        for (size_t j = 0; j < nd.args.size(); ++j) p.stored[stored_operand(g, nd.args[j], direct && j < 2).id] = true;
-      }
-      if (is_conv_op(nd.op)) {
+      // A library call reads its operands (and bias) from memory; a product's transposed operand from its
+      // source's, a half-precision task's own input and weight as stored (ir/half_operands.h).
+      if (nd.op == "matmul" || is_conv_op(nd.op)) {
         const auto h = half_operands(g, int(i));
-        for (size_t j = 0; j < nd.args.size(); ++j) p.stored[h && j < 2 ? (j == 0 ? h->a : h->b) : nd.args[j]] = true;
+        for (size_t j = 0; j < nd.args.size(); ++j) {
+          int a = nd.args[j];
+          if (h && j < 2) a = j == 0 ? h->a : h->b;
+          else if (nd.op == "matmul") a = stored_operand(g, a, false).id;
+          p.stored[a] = true;
+        }
       }
       // A gather reads its table and a pool its window at computed positions: both need memory.
       // A pool of a half-precision task's input reads it as stored, converting each element (emit_pool.cpp).

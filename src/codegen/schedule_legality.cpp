@@ -75,7 +75,7 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
   }
   switch (g.kind) {
     case GroupKind::matmul:
-      if (g.half_operands) {  // ir/matmul.h: the library reads the task's half-precision tensors as they are
+      if (g.half_operands) {  // ir/half_operands.h: the library reads the task's half-precision tensors as stored
         const Precision own = direct_precision(*g.half_operands);
         if (ks.strategy != Strategy::library || ks.precision != own || ks.chunks != 1)
           illegal(g, "strategy/precision/chunks", "of a product of " + to_string(*g.half_operands) +

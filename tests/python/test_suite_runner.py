@@ -70,8 +70,9 @@ def test_the_summary_counts_problems_whose_baselines_miss_the_strict_tier():
 
 def test_a_half_precision_suite_says_which_tiers_its_table_holds():
     run_suite = runner()
-    row = run_suite.make_row("p_fp16", Path("p.py"), {"tier": "strict", "eager_ms": 2.0, "compile_ms": 1.0,
-                                                       "kforge_ms": 0.5}, 0, False, 1.0, None, "log", 60)
-    half = run_suite.table([{**row, "precision": "fp16"}], run_suite.summarise([row]))
-    assert "- precision fp16 (KernelBench's --precision" in half and "floor 1e-3 instead of 1e-4" in half
-    assert "- precision" not in run_suite.table([{**row, "precision": None}], run_suite.summarise([row]))
+    report = {"tier": "strict", "eager_ms": 2.0, "compile_ms": 1.0, "kforge_ms": 0.5}
+    half = run_suite.make_row("p_fp16", Path("p.py"), report, 0, False, 1.0, None, "log", 60, "fp16")
+    text = run_suite.table([half], run_suite.summarise([half]))
+    assert "- precision fp16 (KernelBench's --precision" in text and "floor 1e-3 instead of 1e-4" in text
+    full = run_suite.make_row("p", Path("p.py"), report, 0, False, 1.0, None, "log", 60)
+    assert "- precision" not in run_suite.table([full], run_suite.summarise([full]))
