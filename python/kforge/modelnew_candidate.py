@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from torch.overrides import TorchFunctionMode
 
-from kforge import timing
+from kforge import extension_build, timing
 from kforge.bundle import output_specs, read_tensor, tensor_bytes
 from kforge.dtypes import IR_TO_TORCH
 from kforge.fx_to_ir import lookup
@@ -140,10 +140,11 @@ def prebuild(args) -> None:
     t0 = time.perf_counter()
     try:
         build_candidate(args.candidate, load_problem(args.problem))
-        print(json.dumps({"prebuilt": True, "ms": (time.perf_counter() - t0) * 1e3}), flush=True)
+        print(json.dumps({"prebuilt": True, "ms": (time.perf_counter() - t0) * 1e3,
+                          "builds": extension_build.BUILDS}), flush=True)
     except Exception as e:  # noqa: BLE001 -- a candidate's failure, reported, not raised
         print(json.dumps({"prebuilt": False, "ms": (time.perf_counter() - t0) * 1e3,
-                          "why": f"{type(e).__name__}: {e}"[:2000]}), flush=True)
+                          "why": f"{type(e).__name__}: {e}"[:2000], "builds": extension_build.BUILDS}), flush=True)
 
 
 def load_candidate(path):
@@ -285,6 +286,7 @@ def main(argv=None) -> int:
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--precision", choices=tuple(PRECISIONS), help="the task's (KernelBench's --precision)")
     args = parser.parse_args(argv)
+    extension_build.install()  # the candidate's load_inline / load: split, precompiled, cached (seconds, not a minute)
     if args.prebuild:
         prebuild(args)
     elif not args.inputs:

@@ -274,6 +274,7 @@ int cmd_evaluate(const EvaluateArgs& a, const std::string& self) {
     u.kforge_exe = self;
     u.gpu_lock = a.gpu_lock;
     u.trusted_cache_dir = default_cache_dir();
+    u.torch_pch_dir = (std::filesystem::path(default_cache_dir()) / "torch_pch").string();
     u.rules = a.rules;
     u.cpu = cpu;
     if (!cpu) try {  // the GPU this process calls 0, alone: its device node and no other

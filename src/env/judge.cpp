@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "env/gpu_lock.h"
+#include "env/torch_pch.h"
 #include "ir/error.h"
 #include "runtime/target.h"
 
@@ -271,6 +272,7 @@ const char* kCandidateDir = "/candidate";
 const char* kExe = "/kforge/kforge";
 const char* kTrustedCache = "/cache";
 const char* kPython = "/kforge/python";  // the kforge package, for a ModelNew's process
+const char* kTorchPch = "/kforge_pch";   // torch/extension.h precompiled, for a ModelNew's builds
 
 }  // namespace
 
@@ -303,6 +305,10 @@ std::vector<std::string> candidate_command(CandidateKind kind, const std::string
     o.env.push_back({"TORCH_CUDA_ARCH_LIST", std::to_string(t.major) + "." + std::to_string(t.minor) + "+PTX"});
     o.env.push_back({"TRITON_CACHE_DIR", o.scratch_dir + "/.triton"});
     o.env.push_back({"TORCHINDUCTOR_CACHE_DIR", o.scratch_dir + "/.inductor"});
+    if (!opts.torch_pch_dir.empty() && fs::is_directory(opts.torch_pch_dir) && reachable_by(o.uid, opts.torch_pch_dir)) {
+      o.read_only_at.push_back({fs::absolute(opts.torch_pch_dir).string(), kTorchPch});
+      o.env.push_back({"KFORGE_TORCH_PCH", kTorchPch});
+    }
     argv = {py.exe, "-m", "kforge.modelnew_candidate", "--inputs", kInputs, "--candidate", inside, "--problem",
             std::string(kInputs) + "/problem.py", "--rules", opts.rules, "--device", opts.cpu ? "cpu" : "cuda"};
   } else {
@@ -332,9 +338,16 @@ std::pair<double, std::string> prebuild_modelnew(const std::vector<std::string>&
   std::string out = sr.out.substr(0, sr.out.find_last_not_of("\n") + 1);
   auto j = nlohmann::json::parse(out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1), nullptr, false);
   double ms = sr.seconds * 1e3;
-  if (sr.ok() && j.is_object() && j.value("prebuilt", false)) return {ms, ""};
+  std::string builds;  // what each load_inline / load did (python/kforge/extension_build.py)
+  if (j.is_object() && j.contains("builds") && j["builds"].is_array())
+    for (const auto& b : j["builds"])
+      if (b.is_object())
+        builds += "extension '" + b.value("name", std::string()) + "': " + b.value("how", std::string()) + " build, " +
+                  std::to_string(b.value("s", 0.0)).substr(0, 6) + " s" +
+                  (b.contains("why") ? " (" + b.value("why", std::string()) + ")" : "") + "\n";
+  if (sr.ok() && j.is_object() && j.value("prebuilt", false)) return {ms, builds};
   std::string why = j.is_object() ? j.value("why", std::string()) : sr.cause() + ": " + sr.err.substr(sr.err.size() > 500 ? sr.err.size() - 500 : 0);
-  return {ms, "built in its turn on the GPU: its build without a GPU failed (" + why + ")\n"};
+  return {ms, builds + "built in its turn on the GPU: its build without a GPU failed (" + why + ")\n"};
 }
 }  // namespace
 
@@ -363,6 +376,11 @@ EvalResult evaluate_untrusted(const Bundle& b, CandidateKind kind, const std::st
       throw UserError("the bundle keeps no problem file (problem.py; bundles imported before it lack one): import the "
                       "problem again to evaluate a ModelNew");
     o.read_only_at.push_back({problem.string(), std::string(kInputs) + "/problem.py"});
+  }
+  std::string pch_log;
+  if (kind == CandidateKind::modelnew && o.gpu && !opts.torch_pch_dir.empty()) {
+    std::string why = ensure_torch_pch(opts.python, opts.torch_pch_dir);
+    if (!why.empty()) pch_log = why + "\n";
   }
   std::vector<std::string> argv = candidate_command(kind, path, opts, o);
   // KernelBench's precision of the task (python/kforge/problem.py): ModelNew is cast to it as Model was.
@@ -409,7 +427,7 @@ EvalResult evaluate_untrusted(const Bundle& b, CandidateKind kind, const std::st
   end_sandboxed(p, o, sr);
   if (kind == CandidateKind::modelnew) r.protocol = "kb";  // CUDA events around the Python call, as the baselines
   r.compile_ms += prebuilt.first;
-  r.log = prebuilt.second + r.log;
+  r.log = pch_log + prebuilt.second + r.log;
   if (!r.relaxed && !sr.ok() && !sr.timed_out)
     r.log += "candidate's process " + sr.cause() + (sr.err.empty() ? "" : ":\n" + sr.err.substr(sr.err.size() > 2000 ? sr.err.size() - 2000 : 0)) + "\n";
   return r;

@@ -75,6 +75,9 @@ struct UntrustedRunOptions {
   std::string kforge_exe;          // the binary whose `run-candidate` runs inside
   std::string gpu_lock;            // taken by the judge for the candidate's turn; "" = none
   std::string trusted_cache_dir;   // NVRTC kernels written by trusted code (the verifier's): shown read-only
+  // torch/extension.h precompiled (env/torch_pch.h), built there before a ModelNew's first evaluation on the GPU
+  // and shown to it read-only: its load_inline builds take seconds. "" = none (they parse torch's headers).
+  std::string torch_pch_dir;
   // A ModelNew only: its Python, CUDA-Agent's rules ("cuda-agent": no torch operator inside forward), and the
   // CPU (checked only, never timed: eo.timing.trials is 0 there).
   PythonRuntime python;

@@ -404,6 +404,7 @@ void Service::run_untrusted(const Job& job, const TaskRecord& task, int gpu, int
   u.kforge_exe = opts_.kforge_exe;
   u.gpu_lock = gpu_lock(gpu);
   u.trusted_cache_dir = (cache_dir_ / "nvrtc").string();
+  u.torch_pch_dir = (cache_dir_ / "torch_pch").string();
   EvalOptions eo;
   eo.copy_gbs = trusted_copy_gbs(task, gpu);
   std::string gpu_name;

@@ -1,0 +1,343 @@
+"""A CUDA extension source split in two translation units: the host part (torch's headers, the functions Python
+calls, kernel launches) for the C++ compiler, which reads torch's headers from a precompiled header, and the
+device part (kernels, device functions, the types and constants they use) for nvcc, which never sees torch.
+
+Why: nvcc has no precompiled headers, and a `load_inline` source includes torch's (about 350k lines after the
+preprocessor) in each of its three front-end passes: ~50 s a candidate, nearly all of it spent on headers that the
+kernels never use. Split, the same source builds in seconds (kforge/extension_build.py).
+
+The split is by text, not by a compiler, so it is refused (`NotSplittable`, naming why) for what it cannot place
+with certainty: template kernels (nvcc gives their host stubs internal linkage, so another translation unit cannot
+launch them), device variables the host code names (cudaMemcpyToSymbol), kernels in anonymous namespaces, launches
+it cannot parse. A refused or failed split builds the way torch does; a split changes no code, only where it is
+compiled: a kernel launch `k<<<g, b, s, st>>>(args)` becomes what nvcc itself makes of it,
+`(__cudaPushCallConfiguration(g, b, s, st) ? (void)0 : k(args))`, a call of the host stub nvcc emits for `k`."""
+import re
+from dataclasses import dataclass, field
+
+# Headers only the host part may include: the device part is compiled without torch's include paths in mind.
+HOST_ONLY_INCLUDE = re.compile(r'#\s*include\s*[<"](torch/|ATen/|c10/|pybind11/|Python\.h|caffe2/)')
+# Names that make a declaration host-only: torch's, pybind's and Python's.
+HOST_NAMESPACES = re.compile(r"\b(torch|at|c10|pybind11|py|caffe2)\s*::|\bnamespace\s+(torch|at|c10|pybind11|py)\b|\b(PyObject|TORCH_CHECK|AT_DISPATCH\w*|"
+                             r"PYBIND11_MODULE|TORCH_LIBRARY\w*)\b")
+# torch's 16-bit float types are usable in kernels through two light headers (no ATen): the device part
+# includes them where it names them, and a declaration naming only them is no reason to keep it host-side.
+HALF_TYPES = re.compile(r"\b(at|c10)\s*::\s*(Half|BFloat16)\b")
+HALF_PRELUDE = ("#include <c10/util/Half.h>\n#include <c10/util/BFloat16.h>\n"
+                "namespace at { using ::c10::Half; using ::c10::BFloat16; }\n")
+DEVICE_QUALIFIERS = {"__device__", "__constant__", "__shared__", "__managed__"}
+LAUNCH_PUSH = "__cudaPushCallConfiguration"
+PUSH_DECLARATION = f'extern "C" unsigned {LAUNCH_PUSH}(dim3, dim3, size_t, struct CUstream_st*);\n'
+
+
+class NotSplittable(Exception):
+    """The source is one the split cannot place with certainty; the message says what."""
+
+
+@dataclass
+class Split:
+    host: str
+    device: str
+    kernels: list = field(default_factory=list)
+
+
+def _blank_literals(text: str) -> str:
+    """`text` with comments, string and character literals replaced by spaces (lengths and newlines kept), so that
+    braces, semicolons and keywords are found only in code."""
+    out = list(text)
+    i, n = 0, len(text)
+
+    def blank(a, b):
+        for k in range(a, b):
+            if out[k] != "\n":
+                out[k] = " "
+
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            blank(i, j)
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            blank(i, j)
+            i = j
+        elif c == "R" and text.startswith('R"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            m = re.compile(r'R"([^()\\ ]{0,16})\(').match(text, i)
+            if not m:
+                i += 1
+                continue
+            end = text.find(")" + m.group(1) + '"', m.end())
+            j = n if end < 0 else end + len(m.group(1)) + 2
+            blank(i + 1, j)
+            i = j
+        elif c in "\"'":
+            if c == "'" and i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_") and i + 1 < n and text[i + 1].isalnum():
+                i += 1  # a digit separator (1'000), not a character literal
+                continue
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            blank(i + 1, min(j, n))
+            i = j + 1
+        else:
+            i += 1
+    return "".join(out)
+
+
+@dataclass
+class Item:
+    text: str   # as written
+    code: str   # literals blanked
+    directive: bool = False
+    block: str = ""  # "namespace" or "extern" for a block whose body is split in turn
+
+
+def _items(text: str) -> list:
+    """The top-level items of `text`: preprocessor lines, declarations ending with `;`, function definitions,
+    namespace and extern "C" blocks."""
+    code = _blank_literals(text)
+    items, start, depth, paren, i, n = [], 0, 0, 0, 0, len(text)
+
+    def emit(end, **kw):
+        nonlocal start
+        if text[start:end].strip():
+            items.append(Item(text[start:end], code[start:end], **kw))
+        start = end
+
+    while i < n:
+        c = code[i]
+        if c == "#" and depth == 0 and not code[start:i].strip():
+            emit(i)
+            j = i
+            while True:  # to the end of the line, continuations included
+                k = code.find("\n", j)
+                if k < 0:
+                    j = n
+                    break
+                if code[k - 1] == "\\":
+                    j = k + 1
+                    continue
+                j = k + 1
+                break
+            emit(j, directive=True)
+            i = j
+            continue
+        if c == "(":
+            paren += 1
+        elif c == ")":
+            paren -= 1
+        elif c == "{":
+            if depth == 0:
+                head = code[start:i].strip()
+                if re.match(r"(inline\s+)?namespace\b", head) or re.match(r'extern\s*"\s*"$', head):
+                    # the body is split on its own (a namespace's kernels, declarations and host code alike)
+                    close = _matching(code, i, "{", "}")
+                    items.append(Item(text[start:close + 1], code[start:close + 1],
+                                      block="namespace" if "namespace" in head else "extern"))
+                    start = i = close + 1
+                    continue
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth < 0:
+                raise NotSplittable("unbalanced braces")
+            if depth == 0 and paren == 0 and _ends_with_body(code[start:i + 1]):
+                emit(i + 1)
+        elif c == ";" and depth == 0 and paren == 0:
+            emit(i + 1)
+        i += 1
+    if depth != 0 or paren != 0:
+        raise NotSplittable("unbalanced braces or parentheses")
+    emit(n)
+    return items
+
+
+def _matching(code: str, at: int, open_: str, close: str) -> int:
+    depth = 0
+    for j in range(at, len(code)):
+        if code[j] == open_:
+            depth += 1
+        elif code[j] == close:
+            depth -= 1
+            if depth == 0:
+                return j
+    raise NotSplittable(f"no '{close}' matches the '{open_}' at offset {at}")
+
+
+def _ends_with_body(code: str) -> bool:
+    """Whether a top-level `}` ends this item (a function's body) or the item goes on to a `;` (a class, an enum,
+    an initializer, a lambda)."""
+    head = code[:code.find("{")].strip()
+    if re.match(r"(template\s*<.*>\s*)?(typedef\s+)?(struct|class|union|enum)\b", head, re.S):
+        return False
+    if "(" not in head:
+        return False
+    depth = 0
+    for ch in head:  # an '=' outside parentheses: an initializer (`auto f = [](...) {...};`)
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "=" and depth == 0:
+            return False
+    return True
+
+
+def _tokens(code: str) -> set:
+    return set(re.findall(r"[A-Za-z_]\w*", code))
+
+
+ATTRIBUTES = {"__launch_bounds__", "__attribute__", "__align__", "alignas", "__declspec", "__cluster_dims__",
+              "__maxnreg__", "decltype", "sizeof"}
+
+
+def _declared_name(code: str) -> str:
+    """The name a declaration declares: the identifier before its parameter list, or before `[`, `=`, `{`, `;`
+    (attributes such as `__launch_bounds__(256)` skipped)."""
+    for m in re.finditer(r"([A-Za-z_]\w*)\s*(\(|\[|=|\{|;)", code):
+        if m.group(1) not in ATTRIBUTES:
+            return m.group(1)
+    raise NotSplittable("a declaration whose name cannot be found: " + " ".join(code.split())[:80])
+
+
+def _kernel_declaration(item: Item) -> str:
+    """A kernel's host-side declaration: its signature without body or CUDA attributes. nvcc's host stub for the
+    kernel is a function of this name and signature (hidden visibility, external linkage, so the library's other
+    translation units reach it)."""
+    code = item.code
+    body = code.find("{")
+    end = body if body >= 0 else code.rfind(";")
+    head = item.text[:end]
+    head = re.sub(r"__launch_bounds__\s*\(", "__kforge_launch_bounds__(", head)
+    while "__kforge_launch_bounds__(" in head:  # balanced parentheses
+        a = head.find("__kforge_launch_bounds__(")
+        b = _matching(head, a + len("__kforge_launch_bounds__"), "(", ")")
+        head = head[:a] + head[b + 1:]
+    head = re.sub(r"\b(__global__|static|__noinline__|__forceinline__|inline)\b", "", head)
+    return head.strip() + ";\n"
+
+
+def _external(item: Item) -> str:
+    """A kernel without `static` before its body: its host stub must be reachable from the host part."""
+    body = item.code.find("{")
+    end = body if body >= 0 else len(item.text)
+    return re.sub(r"\bstatic\b", "", item.text[:end]) + item.text[end:]
+
+
+def _rewrite_launches(text: str, code: str, kernels: set) -> str:
+    """Each `name<<<config>>>(args)` as nvcc lowers it: the configuration pushed, then the host stub called."""
+    out, at = [], 0
+    for m in re.finditer(r"<<<", code):
+        if m.start() < at:
+            continue
+        before = code[:m.start()].rstrip()
+        name_m = re.search(r"([A-Za-z_][\w:]*)$", before)
+        if not name_m:
+            raise NotSplittable("a kernel launch whose kernel is not a plain name (a template's arguments?)")
+        name = name_m.group(1).split("::")[-1]
+        if name not in kernels:
+            raise NotSplittable(f"launch of '{name}', which is not a kernel of this source")
+        close = code.find(">>>", m.end())
+        if close < 0:
+            raise NotSplittable("a '<<<' without its '>>>'")
+        config = _split_top_level(text[m.end():close], code[m.end():close])
+        if not 2 <= len(config) <= 4:
+            raise NotSplittable(f"a launch of '{name}' with {len(config)} configuration arguments")
+        config += ["0"] * (4 - len(config))
+        open_paren = close + 3
+        while open_paren < len(code) and code[open_paren].isspace():
+            open_paren += 1
+        if open_paren >= len(code) or code[open_paren] != "(":
+            raise NotSplittable(f"a launch of '{name}' without its arguments")
+        end = _matching(code, open_paren, "(", ")")
+        callee = text[name_m.start():name_m.end()]
+        out.append(text[at:name_m.start()])
+        out.append(f"({LAUNCH_PUSH}({', '.join(config)}) ? (void)0 : {callee}{text[open_paren:end + 1]})")
+        at = end + 1
+    out.append(text[at:])
+    return "".join(out)
+
+
+def _split_top_level(text: str, code: str) -> list:
+    parts, depth, start = [], 0, 0
+    for j, ch in enumerate(code):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            parts.append(text[start:j].strip())
+            start = j + 1
+    parts.append(text[start:].strip())
+    return [p for p in parts if p] if any(parts) else []
+
+
+def split_cuda_source(source: str) -> Split:
+    """The host and device translation units of one CUDA source; raises NotSplittable where it cannot be sure."""
+    host, device, kernels, device_names = [], [], [], set()
+    _place(_items(source), host, device, kernels, device_names)
+    kernel_set = set(kernels)
+    host_text = "".join(host)
+    host_code = _blank_literals(host_text)
+    clash = (_tokens(host_code) & device_names) - kernel_set
+    if clash:
+        raise NotSplittable(f"host code names device-only {', '.join(sorted(clash))} (a symbol copied to or from the "
+                            "device, or a device function called from the host)")
+    if "<<<" in host_code:
+        host_text = _rewrite_launches(host_text, host_code, kernel_set)
+    device_text = "".join(device)
+    if HALF_TYPES.search(_blank_literals(device_text)):
+        device_text = HALF_PRELUDE + device_text
+    # nvcc includes cuda_runtime.h in every .cu file; the host part, compiled as C++, needs it said (and dim3)
+    return Split(host="#include <cuda_runtime.h>\n" + (PUSH_DECLARATION if kernels else "") + host_text,
+                 device=device_text, kernels=kernels)
+
+
+def _place(items, host, device, kernels, device_names):
+    for it in items:
+        if it.directive:
+            line = "\n" + it.text.strip() + "\n"
+            if HOST_ONLY_INCLUDE.match(it.text.strip()):
+                host.append(line)
+            elif not re.match(r"#\s*pragma\s+once", it.text.strip()):
+                host.append(line)
+                device.append(line)
+            continue
+        if it.block:
+            brace = it.code.find("{")
+            head, body = it.text[:brace + 1], it.text[brace + 1:it.text.rfind("}")]
+            if it.block == "namespace" and re.match(r"(inline\s+)?namespace\s*\{", it.code.strip()):
+                inner_kernels = []
+                _place(_items(body), [], [], inner_kernels, set())
+                if inner_kernels:
+                    raise NotSplittable("kernels in an anonymous namespace (internal linkage: another translation "
+                                        "unit cannot launch them)")
+            h, d = [head], [head]
+            _place(_items(body), h, d, kernels, device_names)
+            host.extend(h + ["}\n"])
+            device.extend(d + ["}\n"])
+            continue
+        words = _tokens(it.code)
+        if "__global__" in words:
+            if "template" in words:
+                raise NotSplittable("a template kernel (nvcc's host stubs of templates have internal linkage)")
+            name = _declared_name(it.code)
+            kernels.append(name)
+            device.append(_external(it) + "\n")
+            host.append(_kernel_declaration(it))
+        elif words & DEVICE_QUALIFIERS and "__host__" not in words:
+            device_names.add(_declared_name(it.code))
+            device.append(it.text + "\n")
+        elif "__host__" in words or (not HOST_NAMESPACES.search(HALF_TYPES.sub("", it.code))
+                                     and _is_shared_declaration(it.code, words)):
+            host.append(it.text + "\n")
+            device.append(it.text + "\n")
+        else:
+            host.append(it.text + "\n")
+
+
+def _is_shared_declaration(code: str, words: set) -> bool:
+    """Types, aliases, compile-time constants and plain constants: what a kernel may use as well as the host."""
+    if words & {"struct", "class", "union", "enum", "typedef", "using", "constexpr"}:
+        return True
+    brace = code.find("{")
+    return "(" not in (code if brace < 0 else code[:brace]) and "const" in words

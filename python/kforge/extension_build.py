@@ -1,0 +1,340 @@
+"""`torch.utils.cpp_extension.load_inline` and `load` built in seconds, with the Python API a candidate expects.
+
+`install()` routes torch's JIT builds (both calls end in `cpp_extension._jit_compile`) through `build`:
+- a CUDA source is split (kforge/cuda_split.py): the host part compiled by the C++ compiler from a precompiled
+  torch/extension.h (`build_pch`, once per machine and optimisation level), the device part by nvcc without torch's
+  headers; the C++ sources (load_inline's main.cpp) from the same precompiled header; all in parallel, then linked
+  with torch's own flags (taken from the ninja file torch itself writes for the build);
+- the library is kept under the build folder by a SHA-256 of its sources, flags and compilers, so the same
+  candidate built again (its prebuild, then its turn on the GPU) is imported, not compiled;
+- where the split is refused or the split build fails, torch builds it as it always does; its compiler errors come
+  back trimmed to the error lines, naming the file.
+
+`python -m kforge.extension_build --pch DIR` builds the precompiled headers (trusted: torch's headers only; about
+800 MB each); candidates find them through $KFORGE_TORCH_PCH."""
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import inspect
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from kforge.cuda_split import NotSplittable, split_cuda_source
+
+PCH_ENV = "KFORGE_TORCH_PCH"
+PCH_HEADER = "torch_extension.h"
+# The optimisation levels a precompiled header is built for: GCC refuses one built at another level (__OPTIMIZE__,
+# __NO_INLINE__ differ) and compiles from the headers instead, correct but slow.
+PCH_LEVELS = {"O0": [], "O2": ["-O2"]}
+SPLIT_VERSION = 1  # bump when what the split or the build makes changes: the cache key holds it
+CUDA_SUFFIXES = (".cu", ".cuh")
+# nvcc flags that also shape the host part's code (the rest, e.g. --use_fast_math, -arch, -Xptxas, are the device's)
+HOST_FLAG = re.compile(r"^(-O\d?|-Os|-D.+|-U.+|-I.+|-std=.+|-g\d?|-f.+|-w|-W.+)$")
+REFUSED_CUDA_FLAGS = re.compile(r"^(-rdc|--relocatable-device-code|-dc$|--device-c$|-dlink|--device-link|-x$)")
+
+BUILDS = []  # what each build in this process did: {"name", "how", "s", "why"}; a candidate's report carries it
+
+
+class SplitBuildFailed(Exception):
+    pass
+
+
+class SourceError(Exception):
+    """A compiler error in a source the split build compiles as torch would (load_inline's main.cpp): torch's own
+    build would fail on it the same way, so it is the answer, not a reason to build again."""
+
+
+def install() -> None:
+    """torch's JIT builds (load_inline, load) go through `build` from now on in this process."""
+    import torch.utils.cpp_extension as ce
+    if getattr(ce._jit_compile, "kforge", False):
+        return
+    original = ce._jit_compile
+    signature = inspect.signature(original)
+
+    def jit_compile(*args, **kwargs):
+        a = signature.bind(*args, **kwargs)
+        a.apply_defaults()
+        return build(dict(a.arguments), lambda: original(*args, **kwargs))
+
+    jit_compile.kforge = True
+    ce._jit_compile = jit_compile
+
+
+def build(a: dict, torch_build):
+    """A module for _jit_compile's arguments `a`: the split build, or `torch_build()` where it cannot be used."""
+    t0 = time.perf_counter()
+    name = a["name"]
+    try:
+        module, how = _split_build(a)
+        BUILDS.append({"name": name, "how": how, "s": round(time.perf_counter() - t0, 3)})
+        return module
+    except SourceError as e:
+        BUILDS.append({"name": name, "how": "split (failed)", "s": round(time.perf_counter() - t0, 3)})
+        raise RuntimeError(str(e)) from None
+    except (NotSplittable, SplitBuildFailed, OSError) as e:
+        why = f"{type(e).__name__}: {e}"
+    t1 = time.perf_counter()
+    try:
+        module = torch_build()
+    except Exception as e:  # noqa: BLE001 -- torch's build error, trimmed, same type
+        BUILDS.append({"name": name, "how": "torch (failed)", "s": round(time.perf_counter() - t0, 3), "why": why[:300]})
+        raise type(e)(trim_build_error(str(e), name)) from None
+    BUILDS.append({"name": name, "how": "torch", "s": round(time.perf_counter() - t1, 3), "why": why[:300]})
+    return module
+
+
+COMPILER_ERROR = re.compile(r"(:\d+(:\d+)?: (fatal )?error|\(\d+\): (catastrophic )?error|undefined reference|"
+                            r"ld returned|error detected in the compilation)")
+
+
+def trim_build_error(log: str, name: str, max_lines: int = 30) -> str:
+    """A build's output cut to the compiler's error lines (with the source line each quotes), each naming its
+    file without the build folder."""
+    lines = log.splitlines()
+    keep = []
+    for i, line in enumerate(lines):
+        if not COMPILER_ERROR.search(line):
+            continue
+        keep.append(re.sub(r"(?<![\w.])/[^\s\"']*/([\w.-]+\.(cu|cpp|cc|cxx|cuh|h|hpp)\b)", r"\1", line.strip()))
+        following = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        if following and not COMPILER_ERROR.search(following) and not re.match(r"(\[\d+/\d+\]|FAILED|ninja)", following):
+            keep.append("    " + following)
+    if not keep:
+        keep = [line for line in lines if line.strip()][-max_lines:]
+    more = len(keep) - max_lines
+    text = "\n".join(keep[:max_lines]) + (f"\n... {more} more lines" if more > 0 else "")
+    return f"Error building extension '{name}':\n{text}"
+
+
+def _optimisation(flags: list) -> str | None:
+    """Which precompiled header a compile with `flags` can use (GCC's rule: the same optimisation macros)."""
+    level = "O0"
+    for f in flags:
+        if re.fullmatch(r"-O[0-9]?", f):
+            level = "O0" if f in ("-O0",) else "O2"
+        elif f in ("-Os", "-Oz", "-Og", "-Ofast"):
+            level = None
+    return level
+
+
+def _pch_include(flags: list) -> list:
+    root = os.environ.get(PCH_ENV)
+    level = _optimisation(flags)
+    if not root or level is None:
+        return []
+    header = Path(root) / level / PCH_HEADER
+    return ["-include", str(header), "-Winvalid-pch"] if (header.parent / (PCH_HEADER + ".gch")).is_file() else []
+
+
+def _ninja_variables(a: dict, sources: list, folder: str) -> dict:
+    """The compilers and flags torch would build with: the variables of the ninja file it writes for this build."""
+    import torch.utils.cpp_extension as ce
+    values = {"path": os.path.join(folder, "build.ninja"), "name": a["name"], "sources": sources,
+              "extra_cflags": a.get("extra_cflags") or [], "extra_cuda_cflags": a.get("extra_cuda_cflags") or [],
+              "extra_sycl_cflags": a.get("extra_sycl_cflags") or [], "extra_ldflags": a.get("extra_ldflags") or [],
+              "extra_include_paths": a.get("extra_include_paths") or [], "with_cuda": a["with_cuda"],
+              "with_sycl": False, "is_standalone": False, "verbose": False}
+    # as torch's _write_ninja_file_and_build_library: the link flags prepared (torch's libraries), then the file
+    values["extra_ldflags"] = _call_by_name(ce._prepare_ldflags, values)
+    _call_by_name(ce._write_ninja_file_to_build_library, values)
+    variables = {}
+    for line in Path(values["path"]).read_text().splitlines():
+        m = re.match(r"^(\w+) = (.*)$", line)
+        if m:
+            variables[m.group(1)] = shlex.split(m.group(2))
+    return variables
+
+
+def _call_by_name(function, values: dict):
+    """`function` called with the entries of `values` its parameters name (torch's private helpers gain and lose
+    parameters between versions); one it names that `values` lacks means this torch is not understood here."""
+    wants = inspect.signature(function).parameters
+    missing = [p for p in wants if p not in values]
+    if missing:
+        raise SplitBuildFailed(f"torch's {function.__name__} takes {missing}, unknown here")
+    return function(**{p: values[p] for p in wants})
+
+
+def _tool_versions(variables: dict) -> list:
+    out = []
+    for tool in ("cxx", "nvcc"):
+        if variables.get(tool):
+            out.append(_version_of(tuple(variables[tool])))
+    return out
+
+
+_VERSIONS = {}
+
+
+def _version_of(cmd: tuple) -> str:
+    if cmd not in _VERSIONS:
+        r = subprocess.run([*cmd, "--version"], capture_output=True, text=True)
+        _VERSIONS[cmd] = r.stdout.strip()
+    return _VERSIONS[cmd]
+
+
+def _host_flags(variables: dict, extra_cflags: list, extra_cuda_cflags: list) -> list:
+    """The C++ flags of a .cu file's host part: torch's C++ flags, less the user's C++ ones, plus those of its
+    CUDA flags that shape host code (as nvcc would pass them to its host compiler)."""
+    flags = list(variables.get("cflags", []))
+    for f in reversed(extra_cflags):
+        if f in flags:
+            del flags[len(flags) - 1 - flags[::-1].index(f)]
+    cuda = list(extra_cuda_cflags)
+    i = 0
+    while i < len(cuda):
+        f = cuda[i]
+        if f in ("-Xcompiler", "--compiler-options") and i + 1 < len(cuda):
+            flags += [x for x in cuda[i + 1].split(",") if x]
+            i += 2
+            continue
+        m = re.match(r"^(-Xcompiler|--compiler-options)=(.*)$", f)
+        if m:
+            flags += [x for x in m.group(2).split(",") if x]
+        elif HOST_FLAG.match(f):
+            flags.append(f)
+        i += 1
+    return flags
+
+
+def _split_build(a: dict):
+    import torch.utils.cpp_extension as ce
+    if a.get("is_standalone") or not a.get("is_python_module", True) or a.get("with_sycl"):
+        raise NotSplittable("not a Python module build")
+    sources = [os.path.abspath(s) for s in a["sources"]]
+    if any(not s.endswith((".cpp", ".cc", ".cxx", ".cu")) for s in sources):
+        raise NotSplittable("a source that is neither C++ nor CUDA")
+    if a.get("with_cuda") is None:
+        a["with_cuda"] = any(s.endswith(CUDA_SUFFIXES) for s in sources)
+    cuda_flags = [f.strip() for f in a.get("extra_cuda_cflags") or []]
+    refused = [f for f in cuda_flags if REFUSED_CUDA_FLAGS.match(f)]
+    if refused:
+        raise NotSplittable(f"relocatable device code ({refused[0]})")
+    build_dir = a["build_directory"]
+    name = a["name"]
+    texts = {s: Path(s).read_text(errors="replace") for s in sources}
+    splits = {s: split_cuda_source(t) for s, t in texts.items() if s.endswith(".cu")}
+    with tempfile.TemporaryDirectory(dir=build_dir, prefix=".kforge-") as tmp:
+        variables = _ninja_variables(a, sources, tmp)
+        host_flags = _host_flags(variables, [f.strip() for f in a.get("extra_cflags") or []], cuda_flags)
+        key = hashlib.sha256(json.dumps({
+            "v": SPLIT_VERSION, "name": name, "texts": [texts[s] for s in sources], "vars": variables,
+            "host": host_flags, "tools": _tool_versions(variables), "py": sys.version,
+        }, sort_keys=True).encode()).hexdigest()
+        final = Path(build_dir) / f"kforge-{key[:24]}"
+        if (final / f"{name}.so").is_file():
+            return ce._import_module_from_library(name, str(final), True), "cached"
+        jobs, objects, verbatim = [], [], []
+        cxx, nvcc = variables.get("cxx", ["c++"]), variables.get("nvcc", ["nvcc"])
+        for i, s in enumerate(sources):
+            stem = f"{i}_{Path(s).stem}"
+            if s in splits:
+                host = Path(tmp) / f"{stem}.host.cpp"
+                host.write_text(splits[s].host)
+                jobs.append([*cxx, *host_flags, *_pch_include(host_flags), "-c", str(host), "-o", f"{host}.o"])
+                objects.append(f"{host}.o")
+                verbatim.append(False)
+                if splits[s].device.strip():
+                    device = Path(tmp) / f"{stem}.device.cu"
+                    device.write_text(splits[s].device)
+                    jobs.append([*nvcc, *variables.get("cuda_cflags", []), "-c", str(device), "-o", f"{device}.o",
+                                 *variables.get("cuda_post_cflags", [])])
+                    objects.append(f"{device}.o")
+                    verbatim.append(False)
+            else:
+                cflags = variables.get("cflags", [])
+                obj = Path(tmp) / f"{stem}.o"
+                jobs.append([*cxx, *cflags, *_pch_include(cflags), "-c", s, "-o", str(obj),
+                             *variables.get("post_cflags", [])])
+                objects.append(str(obj))
+                # load_inline's main.cpp begins with torch/extension.h: the precompiled header changes nothing
+                verbatim.append(Path(s).name == "main.cpp" and texts[s].startswith("#include <torch/extension.h>"))
+        with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+            results = list(pool.map(lambda cmd: subprocess.run(cmd, capture_output=True, text=True, cwd=tmp), jobs))
+        failed = [(r, v) for r, v in zip(results, verbatim) if r.returncode != 0]
+        if failed:
+            r, v = failed[0]
+            raise (SourceError if v else SplitBuildFailed)(trim_build_error(r.stderr + r.stdout, name))
+        unused = [m.group(1) for r in results for m in [re.search(r"not used because (.*)", r.stderr)] if m]
+        library = Path(tmp) / "out" / f"{name}.so"
+        library.parent.mkdir()
+        r = subprocess.run([*cxx, *objects, *variables.get("ldflags", []), "-o", str(library)],
+                           capture_output=True, text=True, cwd=tmp)
+        if r.returncode != 0:
+            raise SplitBuildFailed(trim_build_error(r.stderr + r.stdout, name))
+        with contextlib.suppress(OSError):  # another process may have built it first: either is the same library
+            os.rename(library.parent, final)
+    pch = "no precompiled header" if not _pch_include(host_flags) else \
+        f"precompiled header not used: {unused[0]}" if unused else "precompiled header"
+    return ce._import_module_from_library(name, str(final), True), f"split ({pch})"
+
+
+def pch_flags(level: str) -> tuple:
+    """The compiler and flags torch builds a CUDA extension's C++ with, less the module's name, at `level`."""
+    arch = os.environ.get("TORCH_CUDA_ARCH_LIST")
+    try:  # the architectures shape only nvcc's flags; without a GPU torch would have none to take
+        os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
+        with tempfile.TemporaryDirectory() as tmp:
+            variables = _ninja_variables({"name": "kforge_pch", "with_cuda": True}, [os.path.join(tmp, "x.cu")], tmp)
+    finally:
+        if arch is None:
+            os.environ.pop("TORCH_CUDA_ARCH_LIST", None)
+    flags = [f for f in variables.get("cflags", []) if not f.startswith("-DTORCH_EXTENSION_NAME=")]
+    return variables.get("cxx", ["c++"]), flags + PCH_LEVELS[level]
+
+
+def build_pch(root: str) -> dict:
+    """The precompiled torch/extension.h of each level under `root` (built where missing or made by another
+    compiler or torch; a lock keeps concurrent callers to one build). Returns {level: "built" | "kept"}."""
+    import torch
+    Path(root).mkdir(parents=True, exist_ok=True)
+    with open(Path(root) / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        header = Path(torch.__file__).parent / "include/torch/extension.h"
+
+        def one(level):
+            cxx, flags = pch_flags(level)
+            folder = Path(root) / level
+            signature = json.dumps({"cmd": [*cxx, *flags], "tool": _version_of(tuple(cxx)), "torch": torch.__version__,
+                                    "header": os.path.getmtime(header)})
+            if (folder / "signature.json").is_file() and (folder / "signature.json").read_text() == signature \
+                    and (folder / (PCH_HEADER + ".gch")).is_file():
+                return "kept"
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            (folder / PCH_HEADER).write_text("#include <torch/extension.h>\n")
+            r = subprocess.run([*cxx, "-x", "c++-header", *flags, str(folder / PCH_HEADER), "-o",
+                                str(folder / (PCH_HEADER + ".gch.tmp"))], capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"precompiling torch/extension.h failed:\n{(r.stderr + r.stdout)[-2000:]}")
+            os.rename(folder / (PCH_HEADER + ".gch.tmp"), folder / (PCH_HEADER + ".gch"))
+            (folder / "signature.json").write_text(signature)
+            return "built"
+
+        with ThreadPoolExecutor(max_workers=len(PCH_LEVELS)) as pool:
+            done = dict(zip(PCH_LEVELS, pool.map(one, PCH_LEVELS)))
+    return done
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kforge.extension_build", description=__doc__.split("\n")[0])
+    parser.add_argument("--pch", metavar="DIR", required=True, help="build the precompiled headers under DIR")
+    args = parser.parse_args(argv)
+    t0 = time.perf_counter()
+    print(json.dumps({"pch": build_pch(args.pch), "s": round(time.perf_counter() - t0, 1)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,215 @@
+"""kforge's build of a candidate's load_inline / load (python/kforge/cuda_split.py, kforge/extension_build.py):
+the split of a CUDA source into host and device parts, pinned on sources of the shapes LLM agents write, and the
+build itself (nvcc and the C++ compiler, no GPU needed to build and import)."""
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from kforge.cuda_split import LAUNCH_PUSH, NotSplittable, split_cuda_source
+from kforge.extension_build import trim_build_error
+
+KERNELS = r'''
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <cuda_fp16.h>
+#define BLOCK 256
+// a comment with { a brace
+const int N_MAX = 1 << 20;
+struct Params { int n; float scale; };
+namespace ops {
+__device__ __forceinline__ float gelu(float x) { return 0.5f * x * (1.f + tanhf(0.79788456f * (x + 0.044715f * x * x * x))); }
+__global__ void __launch_bounds__(256) gelu_kernel(const float* __restrict__ x, float* __restrict__ y, Params p) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    #pragma unroll
+    for (int k = 0; k < 1; ++k)
+        if (i < p.n) y[i] = gelu(x[i]) * p.scale;
+}
+}
+static __global__ void fill(float* y, int n, float v) { int i = threadIdx.x; if (i < n) y[i] = v; }
+__host__ __device__ inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
+torch::Tensor gelu_cuda(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    Params p{(int)x.numel(), 1.0f};
+    const char* note = "a { string ; with <<< in it";
+    ops::gelu_kernel<<<ceil_div(p.n, BLOCK), BLOCK, 0, at::cuda::getCurrentCUDAStream()>>>(x.data_ptr<float>(), y.data_ptr<float>(), p);
+    fill<<<dim3(1, 1), dim3(32)>>>(y.data_ptr<float>(), 0, 1.f);
+    return y;
+}
+'''
+
+
+def test_kernels_go_to_the_device_part_and_their_launches_become_nvccs_own_lowering():
+    s = split_cuda_source(KERNELS)
+    assert s.kernels == ["gelu_kernel", "fill"]
+    # the device part: kernels, device functions, the types and constants they use; never torch
+    for text in ("__global__ void __launch_bounds__(256) gelu_kernel", "__device__ __forceinline__ float gelu",
+                 "#pragma unroll", "struct Params", "const int N_MAX", "#define BLOCK 256", "ceil_div", "#include <cuda_fp16.h>"):
+        assert text in s.device, text
+    assert "torch" not in s.device and "gelu_cuda" not in s.device
+    assert "static" not in s.device.split("fill")[0].splitlines()[-1]  # the host part must reach its stub
+    # the host part: torch, the host function, each kernel declared as its host stub, launches lowered
+    assert "void  gelu_kernel(const float* __restrict__ x, float* __restrict__ y, Params p);" in s.host
+    assert "void fill(float* y, int n, float v);" in s.host
+    assert "__global__" not in s.host and "__launch_bounds__" not in s.host and "tanhf" not in s.host
+    assert (f"({LAUNCH_PUSH}(ceil_div(p.n, BLOCK), BLOCK, 0, at::cuda::getCurrentCUDAStream()) ? (void)0 : "
+            "ops::gelu_kernel(x.data_ptr<float>(), y.data_ptr<float>(), p))") in s.host
+    assert f"({LAUNCH_PUSH}(dim3(1, 1), dim3(32), 0, 0) ? (void)0 : fill(y.data_ptr<float>(), 0, 1.f))" in s.host
+    assert '"a { string ; with <<< in it"' in s.host and "ceil_div" in s.host
+
+
+@pytest.mark.parametrize("source, why", [
+    ("template <typename T> __global__ void k(T* p) { p[0] = T(1); }", "template kernel"),
+    ("__constant__ float w[4];\nvoid load(const float* h) { cudaMemcpyToSymbol(w, h, 16); }", "device-only w"),
+    ("namespace { __global__ void k(float* p) { p[0] = 1.f; } }", "anonymous namespace"),
+    ("__global__ void k(float* p) { p[0] = 1.f; }\nvoid go(float* p) { launcher<<<1, 1>>>(p); }", "not a kernel"),
+    ("__global__ void k(float* p) { p[0] = 1.f; }\nvoid go(float* p) { k<<<1>>>(p); }", "1 configuration"),
+    ("__global__ void k(float* p) { p[0] = 1.f; ", "unbalanced"),
+])
+def test_what_the_split_cannot_place_with_certainty_is_refused_naming_why(source, why):
+    with pytest.raises(NotSplittable, match=why):
+        split_cuda_source(source)
+
+
+def test_a_source_without_kernels_is_all_host_code():
+    s = split_cuda_source("#include <torch/extension.h>\ntorch::Tensor twice(torch::Tensor x) { return x * 2; }\n")
+    assert s.kernels == [] and "twice" in s.host and LAUNCH_PUSH not in s.host and "twice" not in s.device
+
+
+def test_build_errors_are_cut_to_their_lines_naming_the_file():
+    log = textwrap.dedent("""\
+        [1/3] c++ -MMD -MF main.o.d -DTORCH_EXTENSION_NAME=e ... -c /tmp/x/e/main.cpp -o main.o
+        FAILED: cuda.cuda.o
+        /usr/local/cuda/bin/nvcc ... -c /tmp/x/e/cuda.cu -o cuda.cuda.o
+        /tmp/x/e/cuda.cu(7): error: identifier "undefined_thing" is undefined
+              y[i] = undefined_thing;
+        1 error detected in the compilation of "/tmp/x/e/cuda.cu".
+        ninja: build stopped: subcommand failed.
+        """)
+    out = trim_build_error(log, "e")
+    assert out.splitlines()[0] == "Error building extension 'e':"
+    assert 'cuda.cu(7): error: identifier "undefined_thing" is undefined' in out and "y[i] = undefined_thing;" in out
+    assert "/tmp/x" not in out.split("\n", 2)[1] and "[1/3]" not in out
+
+
+def _nvcc_matches_torch() -> bool:
+    if not shutil.which("nvcc") or not torch.version.cuda:
+        return False
+    out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout
+    return out.split("release ")[-1].split(".")[0] == torch.version.cuda.split(".")[0]
+
+
+needs_nvcc = pytest.mark.skipif(not _nvcc_matches_torch(), reason="needs nvcc of torch's CUDA major version")
+
+BUILD = '''
+import json, sys, time
+import torch
+from kforge import extension_build
+extension_build.install()
+from torch.utils.cpp_extension import load_inline
+CUDA = sys.argv[1]
+t0 = time.perf_counter()
+ext = load_inline("{name}", cpp_sources="torch::Tensor gelu_cuda(torch::Tensor x);", cuda_sources=CUDA,
+                  functions=["gelu_cuda"], extra_cuda_cflags={flags})
+print(json.dumps({{"builds": extension_build.BUILDS, "has": hasattr(ext, "gelu_cuda"), "s": time.perf_counter() - t0}}))
+'''
+
+
+def build_in_a_process(tmp_path, source, name="kf_gelu", flags=(), pch=None):
+    env = {**os.environ, "TORCH_CUDA_ARCH_LIST": "9.0", "TORCH_EXTENSIONS_DIR": str(tmp_path / "ext"),
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop("KFORGE_TORCH_PCH", None)
+    if pch:
+        env["KFORGE_TORCH_PCH"] = str(pch)
+    out = subprocess.run([sys.executable, "-c", BUILD.format(name=name, flags=list(flags)), source],
+                         capture_output=True, text=True, timeout=900, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    import json
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@needs_nvcc
+def test_a_split_build_makes_a_module_and_the_same_source_is_found_by_its_hash(tmp_path):
+    first = build_in_a_process(tmp_path, KERNELS)
+    assert first["has"] and first["builds"][0]["how"] == "split (no precompiled header)", first
+    again = build_in_a_process(tmp_path, KERNELS)
+    assert again["builds"][0]["how"] == "cached" and again["builds"][0]["s"] < 1, again
+    # other flags are another library
+    other = build_in_a_process(tmp_path, KERNELS, flags=["--use_fast_math"])
+    assert other["builds"][0]["how"].startswith("split"), other
+
+
+@needs_nvcc
+@pytest.mark.skipif(os.environ.get("KFORGE_SLOW_TESTS") != "1", reason="torch's own build (a minute): KFORGE_SLOW_TESTS=1")
+def test_what_the_split_refuses_torch_builds_and_its_errors_come_back_trimmed(tmp_path):
+    template = KERNELS.replace("static __global__ void fill(", "template <typename T> __global__ void fill_t(T* y) {}\n"
+                               "static __global__ void fill(")
+    r = build_in_a_process(tmp_path, template)
+    assert r["has"] and r["builds"][0]["how"] == "torch" and "template kernel" in r["builds"][0]["why"], r
+    broken = KERNELS.replace("y[i] = gelu(x[i]) * p.scale;", "y[i] = undefined_thing;")
+    env = {**os.environ, "TORCH_CUDA_ARCH_LIST": "9.0", "TORCH_EXTENSIONS_DIR": str(tmp_path / "ext2"),
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", BUILD.format(name="kf_broken", flags=[]), broken],
+                         capture_output=True, text=True, timeout=900, env=env)
+    assert out.returncode != 0
+    last = out.stderr.strip().splitlines()
+    assert any('cuda.cu' in line and 'undefined_thing' in line for line in last), out.stderr[-2000:]
+    assert "ninja: build stopped" not in out.stderr
+
+
+@needs_nvcc
+@pytest.mark.skipif(os.environ.get("KFORGE_SLOW_TESTS") != "1", reason="precompiles torch's headers (~1.6 GB, a minute)")
+def test_the_precompiled_header_is_used_at_its_optimisation_level(tmp_path):
+    from kforge.extension_build import build_pch
+    assert build_pch(str(tmp_path / "pch")) == {"O0": "built", "O2": "built"}
+    assert build_pch(str(tmp_path / "pch")) == {"O0": "kept", "O2": "kept"}
+    r = build_in_a_process(tmp_path, KERNELS, pch=tmp_path / "pch")
+    assert r["builds"][0]["how"] == "split (precompiled header)", r
+    r = build_in_a_process(tmp_path, KERNELS, flags=["-O3"], pch=tmp_path / "pch")
+    assert r["builds"][0]["how"] == "split (precompiled header)", r
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_a_split_built_module_computes_what_its_source_says(tmp_path):
+    from kforge import extension_build
+    extension_build.install()
+    from torch.utils.cpp_extension import load_inline
+    os.environ["TORCH_EXTENSIONS_DIR"] = str(tmp_path / "ext")
+    ext = load_inline("kf_gelu_gpu", cpp_sources="torch::Tensor gelu_cuda(torch::Tensor x);", cuda_sources=KERNELS,
+                      functions=["gelu_cuda"])
+    assert extension_build.BUILDS[-1]["how"].startswith("split"), extension_build.BUILDS
+    x = torch.randn(3000, device="cuda")
+    y = ext.gelu_cuda(x)  # its second launch, `fill` of 0 elements, writes none
+    assert torch.allclose(y, torch.nn.functional.gelu(x, approximate="tanh"), atol=1e-5)
+
+
+def test_torchs_half_types_reach_the_device_part_through_their_own_headers():
+    s = split_cuda_source("#include <torch/extension.h>\nusing half_t = at::Half;\n"
+                          "__global__ void twice(half_t* x, int n) { int i = threadIdx.x; if (i < n) x[i] = x[i] + x[i]; }\n"
+                          "void go(torch::Tensor x) { twice<<<1, 32>>>(x.data_ptr<at::Half>(), x.numel()); }\n")
+    assert s.device.startswith("#include <c10/util/Half.h>") and "using half_t = at::Half;" in s.device
+    assert "ATen" not in s.device and "torch" not in s.device
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_a_split_built_half_precision_kernel_computes_what_its_source_says(tmp_path):
+    from kforge import extension_build
+    extension_build.install()
+    from torch.utils.cpp_extension import load_inline
+    os.environ["TORCH_EXTENSIONS_DIR"] = str(tmp_path / "ext")
+    source = ("#include <torch/extension.h>\n"
+              "__global__ void scale_half(const at::Half* x, at::Half* y, long n, float s) {\n"
+              "  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;\n"
+              "  if (i < n) y[i] = at::Half(static_cast<float>(x[i]) * s);\n}\n"
+              "torch::Tensor scale(torch::Tensor x, double s) {\n  auto y = torch::empty_like(x);\n"
+              "  scale_half<<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<at::Half>(), y.data_ptr<at::Half>(), x.numel(), (float)s);\n"
+              "  return y;\n}\n")
+    ext = load_inline("kf_half_gpu", cpp_sources="torch::Tensor scale(torch::Tensor x, double s);", cuda_sources=source,
+                      functions=["scale"])
+    assert extension_build.BUILDS[-1]["how"].startswith("split"), extension_build.BUILDS
+    x = torch.randn(5000, device="cuda", dtype=torch.float16)
+    assert torch.equal(ext.scale(x, 0.5), (x.float() * 0.5).half())
