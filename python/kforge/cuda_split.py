@@ -7,11 +7,13 @@ preprocessor) in each of its three front-end passes: ~50 s a candidate, nearly a
 kernels never use. Split, the same source builds in seconds (kforge/extension_build.py).
 
 The split is by text, not by a compiler, so it is refused (`NotSplittable`, naming why) for what it cannot place
-with certainty: template kernels (nvcc gives their host stubs internal linkage, so another translation unit cannot
-launch them), device variables the host code names (cudaMemcpyToSymbol), kernels in anonymous namespaces, launches
-it cannot parse. A refused or failed split builds the way torch does; a split changes no code, only where it is
-compiled: a kernel launch `k<<<g, b, s, st>>>(args)` becomes what nvcc itself makes of it,
-`(__cudaPushCallConfiguration(g, b, s, st) ? (void)0 : k(args))`, a call of the host stub nvcc emits for `k`."""
+with certainty: device variables the host code names (cudaMemcpyToSymbol), kernels in anonymous namespaces,
+launches it cannot parse. A refused or failed split builds the way torch does; a split changes no code, only where
+it is compiled: a kernel launch `k<<<g, b, s, st>>>(args)` becomes what nvcc itself makes of it,
+`(__cudaPushCallConfiguration(g, b, s, st) ? (void)0 : k(args))`, a call of the host stub nvcc emits for `k`. A
+template kernel's host stub has internal linkage (nvcc's choice), so its launches `k<T><<<...>>>(args)` call a
+launcher, `__kforge_launch_k<T>(g, b, s, st, args)`, a host function template defined beside the kernel in the
+device part and instantiated there for the arguments the compiled host part asks for (`Split.device_with`)."""
 import re
 from dataclasses import dataclass, field
 
@@ -27,6 +29,9 @@ HALF_PRELUDE = ("#include <c10/util/Half.h>\n#include <c10/util/BFloat16.h>\n"
                 "namespace at { using ::c10::Half; using ::c10::BFloat16; }\n")
 DEVICE_QUALIFIERS = {"__device__", "__constant__", "__shared__", "__managed__"}
 LAUNCH_PUSH = "__cudaPushCallConfiguration"
+# A template kernel's launcher: a host function template beside the kernel in the device part, instantiated there
+# for the template arguments the host part asks for (nvcc gives a template kernel's own host stub internal linkage).
+LAUNCHER = "__kforge_launch_"
 PUSH_DECLARATION = f'extern "C" unsigned {LAUNCH_PUSH}(dim3, dim3, size_t, struct CUstream_st*);\n'
 
 
@@ -39,6 +44,14 @@ class Split:
     host: str
     device: str
     kernels: list = field(default_factory=list)
+    templates: list = field(default_factory=list)  # template kernels, launched through LAUNCHER + name
+
+    def device_with(self, needed: list) -> str:
+        """The device part with the template launchers the host part uses instantiated: `needed` are the host
+        part's undefined symbols, demangled (`void __kforge_launch_k<float>(dim3, dim3, unsigned long, ...)`),
+        each a valid declarator for an explicit instantiation."""
+        text = self.device + "".join(f"template {n};\n" for n in needed if LAUNCHER in n and n.startswith("void "))
+        return (HALF_PRELUDE + text) if HALF_TYPES.search(_blank_literals(text)) and HALF_PRELUDE not in text else text
 
 
 def _blank_literals(text: str) -> str:
@@ -171,7 +184,10 @@ def _ends_with_body(code: str) -> bool:
     """Whether a top-level `}` ends this item (a function's body) or the item goes on to a `;` (a class, an enum,
     an initializer, a lambda)."""
     head = code[:code.find("{")].strip()
-    if re.match(r"(template\s*<.*>\s*)?(typedef\s+)?(struct|class|union|enum)\b", head, re.S):
+    t = re.match(r"template\s*<", head)
+    if t:  # a template's header: its default arguments' '=' is no initializer
+        head = head[_matching_angle(head, t.end() - 1) + 1:].strip()
+    if re.match(r"(typedef\s+)?(struct|class|union|enum)\b", head):
         return False
     if "(" not in head:
         return False
@@ -218,6 +234,61 @@ def _kernel_declaration(item: Item) -> str:
     return head.strip() + ";\n"
 
 
+def _template_parts(item: Item, name: str):
+    """A template kernel's `template <...>` header, its parameter list as written, and its parameters' names."""
+    code = item.code
+    t = re.search(r"\btemplate\s*<", code)
+    close = _matching_angle(code, t.end() - 1)
+    header = item.text[t.start():close + 1]
+    open_ = re.search(r"\b" + re.escape(name) + r"\s*\(", code[close:])
+    if not open_:
+        raise NotSplittable(f"template kernel '{name}' whose parameters cannot be found")
+    start = close + open_.end() - 1
+    end = _matching(code, start, "(", ")")
+    params = item.text[start + 1:end].strip()
+    names = []
+    for p in _split_top_level(params, code[start + 1:end].strip()) if params and params != "void" else []:
+        p = re.sub(r"=.*$", "", p, flags=re.S).strip()
+        p = re.sub(r"\[[^\]]*\]\s*$", "", p).strip()
+        m = re.search(r"([A-Za-z_]\w*)$", p)
+        if not m or m.group(1) in {"int", "float", "double", "char", "long", "short", "bool", "unsigned", "__restrict__"} \
+                or p == m.group(1):
+            raise NotSplittable(f"template kernel '{name}' has an unnamed parameter ({p})")
+        names.append(m.group(1))
+    return header, params, names
+
+
+def _template_names(header: str) -> list:
+    """The names a `template <...>` header declares: `template <typename T, int B = 4>` -> [T, B]."""
+    inner = header[header.index("<") + 1:header.rindex(">")]
+    out = []
+    for part in _split_top_level(inner, _blank_literals(inner)):
+        part = re.sub(r"=.*$", "", part, flags=re.S).strip()
+        m = re.search(r"([A-Za-z_]\w*)\s*$", part)
+        if not m or "..." in part:  # a pack: its expansion is not written here
+            raise NotSplittable(f"template parameters not understood: {header}")
+        out.append(m.group(1))
+    return out
+
+
+def _matching_angle(code: str, at: int) -> int:
+    """The `>` closing the `<` at `at` (parentheses skipped, so `(a > b)` in a default argument does not close)."""
+    depth, paren = 0, 0
+    for j in range(at, len(code)):
+        ch = code[j]
+        paren += ch == "("
+        paren -= ch == ")"
+        if paren:
+            continue
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+            if depth == 0:
+                return j
+    raise NotSplittable("a template header whose '>' cannot be found")
+
+
 def _external(item: Item) -> str:
     """A kernel without `static` before its body: its host stub must be reachable from the host part."""
     body = item.code.find("{")
@@ -225,17 +296,32 @@ def _external(item: Item) -> str:
     return re.sub(r"\bstatic\b", "", item.text[:end]) + item.text[end:]
 
 
-def _rewrite_launches(text: str, code: str, kernels: set) -> str:
-    """Each `name<<<config>>>(args)` as nvcc lowers it: the configuration pushed, then the host stub called."""
+def _rewrite_launches(text: str, code: str, kernels: set, templates: set = frozenset()) -> str:
+    """Each `name<<<config>>>(args)` as nvcc lowers it: the configuration pushed, then the host stub called; a
+    template kernel's `name<args><<<config>>>(args)` as a call of its launcher."""
     out, at = [], 0
     for m in re.finditer(r"<<<", code):
         if m.start() < at:
             continue
         before = code[:m.start()].rstrip()
+        targs_at = None
+        if before.endswith(">"):  # explicit template arguments
+            depth = 0
+            for j in range(len(before) - 1, -1, -1):
+                depth += before[j] == ">"
+                depth -= before[j] == "<"
+                if depth == 0:
+                    targs_at = j
+                    break
+            if targs_at is None:
+                raise NotSplittable("a kernel launch whose template arguments cannot be read")
+            before = before[:targs_at].rstrip()
         name_m = re.search(r"([A-Za-z_][\w:]*)$", before)
         if not name_m:
-            raise NotSplittable("a kernel launch whose kernel is not a plain name (a template's arguments?)")
+            raise NotSplittable("a kernel launch whose kernel is not a plain name")
         name = name_m.group(1).split("::")[-1]
+        if targs_at is not None and name not in templates:
+            raise NotSplittable(f"a launch of '{name}' with template arguments, which is not a template kernel here")
         if name not in kernels:
             raise NotSplittable(f"launch of '{name}', which is not a kernel of this source")
         close = code.find(">>>", m.end())
@@ -253,7 +339,13 @@ def _rewrite_launches(text: str, code: str, kernels: set) -> str:
         end = _matching(code, open_paren, "(", ")")
         callee = text[name_m.start():name_m.end()]
         out.append(text[at:name_m.start()])
-        out.append(f"({LAUNCH_PUSH}({', '.join(config)}) ? (void)0 : {callee}{text[open_paren:end + 1]})")
+        if name in templates:
+            qualifier = callee[:len(callee) - len(name)]
+            targs = text[targs_at:m.start()].strip() if targs_at is not None else ""
+            args = text[open_paren + 1:end].strip()
+            out.append(f"{qualifier}{LAUNCHER}{name}{targs}({', '.join(config)}{', ' if args else ''}{args})")
+        else:
+            out.append(f"({LAUNCH_PUSH}({', '.join(config)}) ? (void)0 : {callee}{text[open_paren:end + 1]})")
         at = end + 1
     out.append(text[at:])
     return "".join(out)
@@ -273,8 +365,8 @@ def _split_top_level(text: str, code: str) -> list:
 
 def split_cuda_source(source: str) -> Split:
     """The host and device translation units of one CUDA source; raises NotSplittable where it cannot be sure."""
-    host, device, kernels, device_names = [], [], [], set()
-    _place(_items(source), host, device, kernels, device_names)
+    host, device, kernels, device_names, templates = [], [], [], set(), []
+    _place(_items(source), host, device, kernels, device_names, templates)
     kernel_set = set(kernels)
     host_text = "".join(host)
     host_code = _blank_literals(host_text)
@@ -283,16 +375,16 @@ def split_cuda_source(source: str) -> Split:
         raise NotSplittable(f"host code names device-only {', '.join(sorted(clash))} (a symbol copied to or from the "
                             "device, or a device function called from the host)")
     if "<<<" in host_code:
-        host_text = _rewrite_launches(host_text, host_code, kernel_set)
+        host_text = _rewrite_launches(host_text, host_code, kernel_set, set(templates))
     device_text = "".join(device)
     if HALF_TYPES.search(_blank_literals(device_text)):
         device_text = HALF_PRELUDE + device_text
     # nvcc includes cuda_runtime.h in every .cu file; the host part, compiled as C++, needs it said (and dim3)
     return Split(host="#include <cuda_runtime.h>\n" + (PUSH_DECLARATION if kernels else "") + host_text,
-                 device=device_text, kernels=kernels)
+                 device=device_text, kernels=kernels, templates=templates)
 
 
-def _place(items, host, device, kernels, device_names):
+def _place(items, host, device, kernels, device_names, templates):
     for it in items:
         if it.directive:
             line = "\n" + it.text.strip() + "\n"
@@ -307,19 +399,32 @@ def _place(items, host, device, kernels, device_names):
             head, body = it.text[:brace + 1], it.text[brace + 1:it.text.rfind("}")]
             if it.block == "namespace" and re.match(r"(inline\s+)?namespace\s*\{", it.code.strip()):
                 inner_kernels = []
-                _place(_items(body), [], [], inner_kernels, set())
+                _place(_items(body), [], [], inner_kernels, set(), [])
                 if inner_kernels:
                     raise NotSplittable("kernels in an anonymous namespace (internal linkage: another translation "
                                         "unit cannot launch them)")
             h, d = [head], [head]
-            _place(_items(body), h, d, kernels, device_names)
+            _place(_items(body), h, d, kernels, device_names, templates)
             host.extend(h + ["}\n"])
             device.extend(d + ["}\n"])
             continue
         words = _tokens(it.code)
-        if "__global__" in words:
-            if "template" in words:
-                raise NotSplittable("a template kernel (nvcc's host stubs of templates have internal linkage)")
+        if "__global__" in words and "template" in words:
+            t = re.search(r"\btemplate\s*<", it.code)
+            if not t:
+                raise NotSplittable("a template kernel whose template header cannot be read")
+            name = _declared_name(it.code[_matching_angle(it.code, t.end() - 1) + 1:])
+            kernels.append(name)
+            templates.append(name)
+            header, params, names = _template_parts(it, name)
+            device.append(_external(it) + "\n")
+            if "{" in it.code:  # a definition: its launcher beside it
+                device.append(f"{header}\nvoid {LAUNCHER}{name}(dim3 kf_grid, dim3 kf_block, size_t kf_shared, "
+                              f"cudaStream_t kf_stream{', ' if params else ''}{params}) {{\n"
+                              f"  {name}<{', '.join(_template_names(header))}><<<kf_grid, kf_block, kf_shared, kf_stream>>>"
+                              f"({', '.join(names)});\n}}\n")
+            host.append(f"{header}\nvoid {LAUNCHER}{name}(dim3, dim3, size_t, cudaStream_t{', ' if params else ''}{params});\n")
+        elif "__global__" in words:
             name = _declared_name(it.code)
             kernels.append(name)
             device.append(_external(it) + "\n")

@@ -36,7 +36,7 @@ PCH_HEADER = "torch_extension.h"
 # The optimisation levels a precompiled header is built for: GCC refuses one built at another level (__OPTIMIZE__,
 # __NO_INLINE__ differ) and compiles from the headers instead, correct but slow.
 PCH_LEVELS = {"O0": [], "O2": ["-O2"]}
-SPLIT_VERSION = 1  # bump when what the split or the build makes changes: the cache key holds it
+SPLIT_VERSION = 2  # bump when what the split or the build makes changes: the cache key holds it
 CUDA_SUFFIXES = (".cu", ".cuh")
 # nvcc flags that also shape the host part's code (the rest, e.g. --use_fast_math, -arch, -Xptxas, are the device's)
 HOST_FLAG = re.compile(r"^(-O\d?|-Os|-D.+|-U.+|-I.+|-std=.+|-g\d?|-f.+|-w|-W.+)$")
@@ -235,42 +235,51 @@ def _split_build(a: dict):
         final = Path(build_dir) / f"kforge-{key[:24]}"
         if (final / f"{name}.so").is_file():
             return ce._import_module_from_library(name, str(final), True), "cached"
-        jobs, objects, verbatim = [], [], []
         cxx, nvcc = variables.get("cxx", ["c++"]), variables.get("nvcc", ["nvcc"])
-        for i, s in enumerate(sources):
-            stem = f"{i}_{Path(s).stem}"
-            if s in splits:
-                host = Path(tmp) / f"{stem}.host.cpp"
-                host.write_text(splits[s].host)
-                jobs.append([*cxx, *host_flags, *_pch_include(host_flags), "-c", str(host), "-o", f"{host}.o"])
-                objects.append(f"{host}.o")
-                verbatim.append(False)
-                if splits[s].device.strip():
-                    device = Path(tmp) / f"{stem}.device.cu"
-                    device.write_text(splits[s].device)
-                    jobs.append([*nvcc, *variables.get("cuda_cflags", []), "-c", str(device), "-o", f"{device}.o",
-                                 *variables.get("cuda_post_cflags", [])])
-                    objects.append(f"{device}.o")
-                    verbatim.append(False)
-            else:
+        cuda_cflags = [*variables.get("cuda_cflags", [])]
+
+        def compile_source(i, s):
+            """The objects of source `s`, and per object (result, verbatim): a CUDA source's host part first where
+            its device part must instantiate what the host part uses."""
+            stem = Path(tmp) / f"{i}_{Path(s).stem}"
+            if s not in splits:
                 cflags = variables.get("cflags", [])
-                obj = Path(tmp) / f"{stem}.o"
-                jobs.append([*cxx, *cflags, *_pch_include(cflags), "-c", s, "-o", str(obj),
-                             *variables.get("post_cflags", [])])
-                objects.append(str(obj))
+                obj = f"{stem}.o"
+                r = _run([*cxx, *cflags, *_pch_include(cflags), "-c", s, "-o", obj, *variables.get("post_cflags", [])], tmp)
                 # load_inline's main.cpp begins with torch/extension.h: the precompiled header changes nothing
-                verbatim.append(Path(s).name == "main.cpp" and texts[s].startswith("#include <torch/extension.h>"))
-        with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-            results = list(pool.map(lambda cmd: subprocess.run(cmd, capture_output=True, text=True, cwd=tmp), jobs))
-        failed = [(r, v) for r, v in zip(results, verbatim) if r.returncode != 0]
+                return [(obj, r, Path(s).name == "main.cpp" and texts[s].startswith("#include <torch/extension.h>"))]
+            split = splits[s]
+            host, device = Path(f"{stem}.host.cpp"), Path(f"{stem}.device.cu")
+            host.write_text(split.host)
+            host_job = lambda: _run([*cxx, *host_flags, *_pch_include(host_flags), "-c", str(host), "-o", f"{host}.o"], tmp)
+            device_job = lambda text: (device.write_text(text),
+                                       _run([*nvcc, *cuda_cflags, "-c", str(device), "-o", f"{device}.o",
+                                             *variables.get("cuda_post_cflags", [])], tmp))[1]
+            if not split.device.strip():
+                return [(f"{host}.o", host_job(), False)]
+            if not split.templates:
+                with ThreadPoolExecutor(max_workers=2) as pair:
+                    h, d = pair.submit(host_job), pair.submit(device_job, split.device)
+                    return [(f"{host}.o", h.result(), False), (f"{device}.o", d.result(), False)]
+            h = host_job()
+            if h.returncode != 0:
+                return [(f"{host}.o", h, False)]
+            needed = _run(["nm", "-C", "-u", f"{host}.o"], tmp).stdout.splitlines()
+            needed = [line.strip()[2:] if line.strip().startswith("U ") else line.strip() for line in needed]
+            return [(f"{host}.o", h, False), (f"{device}.o", device_job(split.device_with(needed)), False)]
+
+        with ThreadPoolExecutor(max_workers=len(sources)) as pool:
+            done = [o for per_source in pool.map(lambda a: compile_source(*a), enumerate(sources)) for o in per_source]
+        objects = [obj for obj, _, _ in done]
+        results = [r for _, r, _ in done]
+        failed = [(r, v) for _, r, v in done if r.returncode != 0]
         if failed:
             r, v = failed[0]
             raise (SourceError if v else SplitBuildFailed)(trim_build_error(r.stderr + r.stdout, name))
         unused = [m.group(1) for r in results for m in [re.search(r"not used because (.*)", r.stderr)] if m]
         library = Path(tmp) / "out" / f"{name}.so"
         library.parent.mkdir()
-        r = subprocess.run([*cxx, *objects, *variables.get("ldflags", []), "-o", str(library)],
-                           capture_output=True, text=True, cwd=tmp)
+        r = _run([*cxx, *objects, *variables.get("ldflags", []), "-o", str(library)], tmp)
         if r.returncode != 0:
             raise SplitBuildFailed(trim_build_error(r.stderr + r.stdout, name))
         with contextlib.suppress(OSError):  # another process may have built it first: either is the same library
@@ -278,6 +287,10 @@ def _split_build(a: dict):
     pch = "no precompiled header" if not _pch_include(host_flags) else \
         f"precompiled header not used: {unused[0]}" if unused else "precompiled header"
     return ce._import_module_from_library(name, str(final), True), f"split ({pch})"
+
+
+def _run(cmd: list, cwd: str) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
 
 
 def pch_flags(level: str) -> tuple:

@@ -10,7 +10,7 @@ import textwrap
 import pytest
 import torch
 
-from kforge.cuda_split import LAUNCH_PUSH, NotSplittable, split_cuda_source
+from kforge.cuda_split import LAUNCH_PUSH, LAUNCHER, NotSplittable, split_cuda_source
 from kforge.extension_build import trim_build_error
 
 KERNELS = r'''
@@ -63,7 +63,7 @@ def test_kernels_go_to_the_device_part_and_their_launches_become_nvccs_own_lower
 
 
 @pytest.mark.parametrize("source, why", [
-    ("template <typename T> __global__ void k(T* p) { p[0] = T(1); }", "template kernel"),
+    ("template <typename... Ts> __global__ void k(Ts... p) {}", "template parameters not understood"),
     ("__constant__ float w[4];\nvoid load(const float* h) { cudaMemcpyToSymbol(w, h, 16); }", "device-only w"),
     ("namespace { __global__ void k(float* p) { p[0] = 1.f; } }", "anonymous namespace"),
     ("__global__ void k(float* p) { p[0] = 1.f; }\nvoid go(float* p) { launcher<<<1, 1>>>(p); }", "not a kernel"),
@@ -73,6 +73,51 @@ def test_kernels_go_to_the_device_part_and_their_launches_become_nvccs_own_lower
 def test_what_the_split_cannot_place_with_certainty_is_refused_naming_why(source, why):
     with pytest.raises(NotSplittable, match=why):
         split_cuda_source(source)
+
+
+TEMPLATES = r'''
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+template <typename scalar_t, int VEC = 1>
+__global__ void __launch_bounds__(256) scale_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t n, float s) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = static_cast<scalar_t>(static_cast<float>(x[i]) * s);
+}
+namespace detail {
+template <typename T>
+__global__ void fill_kernel(T* y, T v, int n) { int i = threadIdx.x; if (i < n) y[i] = v; }
+}
+torch::Tensor scale(torch::Tensor x, double s) {
+    auto y = torch::empty_like(x);
+    const int64_t n = x.numel();
+    AT_DISPATCH_FLOATING_TYPES_AND_HALF(x.scalar_type(), "scale", ([&] {
+        scale_kernel<scalar_t><<<(n + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+            x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), n, (float)s);
+    }));
+    detail::fill_kernel<<<1, 32>>>(y.data_ptr<float>(), 0.f, 0);
+    return y;
+}
+'''
+
+
+def test_template_kernels_are_launched_through_launchers_instantiated_beside_them():
+    s = split_cuda_source(TEMPLATES)
+    assert s.templates == ["scale_kernel", "fill_kernel"]  # the default argument's '=' ends no declaration early
+    assert (f"{LAUNCHER}scale_kernel<scalar_t>((n + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream(), "
+            "x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), n, (float)s);") in s.host
+    assert f"detail::{LAUNCHER}fill_kernel(1, 32, 0, 0, y.data_ptr<float>(), 0.f, 0);" in s.host
+    assert ("template <typename scalar_t, int VEC = 1>\nvoid __kforge_launch_scale_kernel(dim3, dim3, size_t, cudaStream_t, "
+            "const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t n, float s);") in s.host
+    assert "scale_kernel<scalar_t, VEC><<<kf_grid, kf_block, kf_shared, kf_stream>>>(x, y, n, s);" in s.device
+    assert "torch" not in s.device and "__global__" not in s.host
+    # what the compiled host part asks for, instantiated (c10's Half brought in by its own header)
+    needed = ["void __kforge_launch_scale_kernel<c10::Half, 1>(dim3, dim3, unsigned long, CUstream_st*, "
+              "c10::Half const*, c10::Half*, long, float)", "at::Tensor::numel() const"]
+    device = s.device_with(needed)
+    assert device.startswith("#include <c10/util/Half.h>") and device.endswith(
+        "template void __kforge_launch_scale_kernel<c10::Half, 1>(dim3, dim3, unsigned long, CUstream_st*, "
+        "c10::Half const*, c10::Half*, long, float);\n")
+    assert "numel" not in device
 
 
 def test_a_source_without_kernels_is_all_host_code():
@@ -144,12 +189,32 @@ def test_a_split_build_makes_a_module_and_the_same_source_is_found_by_its_hash(t
 
 
 @needs_nvcc
+def test_template_kernels_build_split_with_the_instantiations_their_dispatch_asks_for(tmp_path):
+    build = BUILD.replace('"torch::Tensor gelu_cuda(torch::Tensor x);"', '"torch::Tensor scale(torch::Tensor x, double s);"') \
+        .replace('functions=["gelu_cuda"]', 'functions=["scale"]').replace('hasattr(ext, "gelu_cuda")', 'hasattr(ext, "scale")')
+    env = {**os.environ, "TORCH_CUDA_ARCH_LIST": "9.0", "TORCH_EXTENSIONS_DIR": str(tmp_path / "ext"),
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop("KFORGE_TORCH_PCH", None)
+    out = subprocess.run([sys.executable, "-c", build.format(name="kf_templates", flags=[]), TEMPLATES],
+                         capture_output=True, text=True, timeout=900, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    import json
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    assert r["has"] and r["builds"][0]["how"].startswith("split"), r
+    library = next((tmp_path / "ext" / "kf_templates").glob("kforge-*/kf_templates.so"))
+    symbols = subprocess.run(["nm", "-C", str(library)], capture_output=True, text=True).stdout
+    for t in ("float", "double", "c10::Half"):  # AT_DISPATCH_FLOATING_TYPES_AND_HALF's three
+        assert f"__kforge_launch_scale_kernel<{t}, 1>" in symbols, t
+
+
+@needs_nvcc
 @pytest.mark.skipif(os.environ.get("KFORGE_SLOW_TESTS") != "1", reason="torch's own build (a minute): KFORGE_SLOW_TESTS=1")
 def test_what_the_split_refuses_torch_builds_and_its_errors_come_back_trimmed(tmp_path):
-    template = KERNELS.replace("static __global__ void fill(", "template <typename T> __global__ void fill_t(T* y) {}\n"
-                               "static __global__ void fill(")
-    r = build_in_a_process(tmp_path, template)
-    assert r["has"] and r["builds"][0]["how"] == "torch" and "template kernel" in r["builds"][0]["why"], r
+    refused = KERNELS.replace("static __global__ void fill(", "__constant__ float table[4];\n"
+                              "void upload(const float* t) { cudaMemcpyToSymbol(table, t, 16); }\n"
+                              "static __global__ void fill(")
+    r = build_in_a_process(tmp_path, refused)
+    assert r["has"] and r["builds"][0]["how"] == "torch" and "device-only table" in r["builds"][0]["why"], r
     broken = KERNELS.replace("y[i] = gelu(x[i]) * p.scale;", "y[i] = undefined_thing;")
     env = {**os.environ, "TORCH_CUDA_ARCH_LIST": "9.0", "TORCH_EXTENSIONS_DIR": str(tmp_path / "ext2"),
            "PYTHONPATH": os.pathsep.join(sys.path)}
@@ -213,3 +278,17 @@ def test_a_split_built_half_precision_kernel_computes_what_its_source_says(tmp_p
     assert extension_build.BUILDS[-1]["how"].startswith("split"), extension_build.BUILDS
     x = torch.randn(5000, device="cuda", dtype=torch.float16)
     assert torch.equal(ext.scale(x, 0.5), (x.float() * 0.5).half())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_split_built_template_kernels_compute_what_their_source_says(tmp_path):
+    from kforge import extension_build
+    extension_build.install()
+    from torch.utils.cpp_extension import load_inline
+    os.environ["TORCH_EXTENSIONS_DIR"] = str(tmp_path / "ext")
+    ext = load_inline("kf_templates_gpu", cpp_sources="torch::Tensor scale(torch::Tensor x, double s);",
+                      cuda_sources=TEMPLATES, functions=["scale"])
+    assert extension_build.BUILDS[-1]["how"].startswith("split"), extension_build.BUILDS
+    for dtype in (torch.float32, torch.float64, torch.float16):
+        x = torch.randn(5000, device="cuda", dtype=dtype)
+        assert torch.equal(ext.scale(x, 0.5), (x.float() * 0.5).to(dtype)), dtype
