@@ -1,8 +1,9 @@
 """How fast a ModelNew's `load_inline` builds: torch's own build against kforge's (python/kforge/extension_build.py),
 one candidate cold, then `--parallel` new candidates at once (each a process of its own, as the service's slots
 are), every module run on the GPU against its PyTorch reference. Sources of three shapes that agents write
-(elementwise with a struct and a namespace, a row softmax with shared memory and warp shuffles, a tiled matmul),
-each variant a new source (another constant), so no build finds another's. Writes extension_build.{json,md}
+(elementwise with a struct and a namespace, a row softmax with shared memory and warp shuffles, a tiled matmul,
+and a template kernel under AT_DISPATCH for four dtypes), each variant a new source (another constant), so no build
+finds another's. Writes extension_build.{json,md}
 under --out.
 
     python bench/extension_build_bench.py --out $OUT [--parallel 16] [--torch-builds 1]"""
@@ -100,9 +101,32 @@ torch::Tensor forward(torch::Tensor a, torch::Tensor b) {
 '''
 MATMUL_REF = "(a @ b) * VARIANT_F"
 
+DISPATCH = r'''
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+template <typename scalar_t>
+__global__ void scaled_relu(const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t n, float s) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        float v = static_cast<float>(x[i]) * s;
+        y[i] = static_cast<scalar_t>(v > 0.f ? v : 0.f);
+    }
+}
+torch::Tensor forward(torch::Tensor x) {
+    auto y = torch::empty_like(x);
+    const int64_t n = x.numel();
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::ScalarType::Half, at::ScalarType::BFloat16, x.scalar_type(), "scaled_relu", ([&] {
+        scaled_relu<scalar_t><<<1024, 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+            x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), n, VARIANT_F);
+    }));
+    return y;
+}
+'''
+DISPATCH_REF = "torch.relu(x * VARIANT_F)"
+
 FAMILIES = {"elementwise": (ELEMENTWISE, ELEMENTWISE_REF, "[torch.randn(1 << 20, device='cuda')]"),
             "softmax": (SOFTMAX, SOFTMAX_REF, "[torch.randn(512, 4096, device='cuda')]"),
-            "matmul": (MATMUL, MATMUL_REF, "[torch.randn(512, 512, device='cuda'), torch.randn(512, 512, device='cuda')]")}
+            "matmul": (MATMUL, MATMUL_REF, "[torch.randn(512, 512, device='cuda'), torch.randn(512, 512, device='cuda')]"),
+            "dispatch": (DISPATCH, DISPATCH_REF, "[torch.randn(1 << 20, device='cuda')]")}
 
 ONE = '''
 import json, sys, time
@@ -182,7 +206,7 @@ def main() -> int:
                      **finish(start(candidate(fam, 200 + i, f"one_{fam}_{i}", True), work / f"one{i}", env), t)})
         print(rows[-1], flush=True)
     t = time.perf_counter()
-    procs = [start(candidate(families[i % 3], 300 + i, f"par_{i}", True), work / f"par{i}", env) for i in range(args.parallel)]
+    procs = [start(candidate(families[i % len(families)], 300 + i, f"par_{i}", True), work / f"par{i}", env) for i in range(args.parallel)]
     parallel = [finish(p, t) for p in procs]
     parallel_wall = time.perf_counter() - t
     print(f"{args.parallel} at once: {parallel_wall:.1f} s", flush=True)
