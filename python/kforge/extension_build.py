@@ -46,7 +46,7 @@ BUILDS = []  # what each build in this process did: {"name", "how", "s", "why"};
 
 
 class SplitBuildFailed(Exception):
-    pass
+    """The split build's compiler or linker failed: torch builds the sources its own way."""
 
 
 class SourceError(Exception):
@@ -89,7 +89,9 @@ def build(a: dict, torch_build):
         module = torch_build()
     except Exception as e:  # noqa: BLE001 -- torch's build error, trimmed, same type
         BUILDS.append({"name": name, "how": "torch (failed)", "s": round(time.perf_counter() - t0, 3), "why": why[:300]})
-        raise type(e)(trim_build_error(str(e), name)) from None
+        if not str(e).startswith("Error building extension"):
+            raise
+        raise RuntimeError(trim_build_error(str(e), name)) from None  # torch raises RuntimeError for these
     BUILDS.append({"name": name, "how": "torch", "s": round(time.perf_counter() - t1, 3), "why": why[:300]})
     return module
 
