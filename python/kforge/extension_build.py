@@ -224,6 +224,7 @@ def _split_build(a: dict):
     if refused:
         raise NotSplittable(f"relocatable device code ({refused[0]})")
     build_dir = a["build_directory"]
+    os.makedirs(build_dir, exist_ok=True)  # as torch's own build makes it
     name = a["name"]
     texts = {s: Path(s).read_text(errors="replace") for s in sources}
     splits = {s: split_cuda_source(t) for s, t in texts.items() if s.endswith(".cu")}
