@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 # Headers only the host part may include: the device part is compiled without torch's include paths in mind.
 HOST_ONLY_INCLUDE = re.compile(r'#\s*include\s*[<"](torch/|ATen/|c10/|pybind11/|Python\.h|caffe2/)')
 # Names that make a declaration host-only: torch's, pybind's and Python's.
-HOST_NAMESPACES = re.compile(r"\b(torch|at|c10|pybind11|py|caffe2)\s*::|\bnamespace\s+(torch|at|c10|pybind11|py)\b|\b(PyObject|TORCH_CHECK|AT_DISPATCH\w*|"
-                             r"PYBIND11_MODULE|TORCH_LIBRARY\w*)\b")
+HOST_NAMESPACES = re.compile(r"\b(torch|at|c10|pybind11|py|caffe2)\s*::|\bnamespace\s+(torch|at|c10|pybind11|py)\b|"
+                             r"\b(PyObject|TORCH_CHECK|AT_DISPATCH\w*|PYBIND11_MODULE|TORCH_LIBRARY\w*)\b")
 # torch's 16-bit float types are usable in kernels through two light headers (no ATen): the device part
 # includes them where it names them, and a declaration naming only them is no reason to keep it host-side.
 HALF_TYPES = re.compile(r"\b(at|c10)\s*::\s*(Half|BFloat16)\b")
@@ -87,7 +87,7 @@ def _blank_literals(text: str) -> str:
             blank(i + 1, j)
             i = j
         elif c in "\"'":
-            if c == "'" and i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_") and i + 1 < n and text[i + 1].isalnum():
+            if c == "'" and i + 1 < n and text[i + 1].isalnum() and _in_number(text, i):
                 i += 1  # a digit separator (1'000), not a character literal
                 continue
             j = i + 1
@@ -98,6 +98,14 @@ def _blank_literals(text: str) -> str:
         else:
             i += 1
     return "".join(out)
+
+
+def _in_number(text: str, at: int) -> bool:
+    """Whether the word that ends just before `at` is a number (so a quote there separates its digits)."""
+    start = at
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_'."):
+        start -= 1
+    return start < at and text[start].isdigit()
 
 
 @dataclass

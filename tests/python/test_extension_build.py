@@ -292,3 +292,9 @@ def test_split_built_template_kernels_compute_what_their_source_says(tmp_path):
     for dtype in (torch.float32, torch.float64, torch.float16):
         x = torch.randn(5000, device="cuda", dtype=dtype)
         assert torch.equal(ext.scale(x, 0.5), (x.float() * 0.5).to(dtype)), dtype
+
+
+def test_quotes_are_told_apart_from_digit_separators():
+    from kforge.cuda_split import _blank_literals
+    code = _blank_literals("int n = 1'000'000; switch (c) { case'{': break; }")
+    assert "1'000'000" in code and "case' ':" in code and code.count("{") == 1 and code.count("}") == 1
