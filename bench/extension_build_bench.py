@@ -53,7 +53,7 @@ __global__ void softmax_rows(const float* x, float* y, int cols, float t) {
     m = warp_max(m);
     if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = m;
     __syncthreads();
-    m = threadIdx.x < blockDim.x / 32 ? red[threadIdx.x] : -INFINITY;
+    m = threadIdx.x % 32 < blockDim.x / 32 ? red[threadIdx.x % 32] : -INFINITY;
     m = warp_max(m);
     __syncthreads();
     float s = 0.f;
@@ -61,7 +61,7 @@ __global__ void softmax_rows(const float* x, float* y, int cols, float t) {
     s = warp_sum(s);
     if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = s;
     __syncthreads();
-    s = threadIdx.x < blockDim.x / 32 ? red[threadIdx.x] : 0.f;
+    s = threadIdx.x % 32 < blockDim.x / 32 ? red[threadIdx.x % 32] : 0.f;
     s = warp_sum(s);
     for (int c = threadIdx.x; c < cols; c += blockDim.x) y[(long)blockIdx.x * cols + c] = __expf(row[c] * t - m) / s;
 }
