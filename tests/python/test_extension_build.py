@@ -298,3 +298,30 @@ def test_quotes_are_told_apart_from_digit_separators():
     from kforge.cuda_split import _blank_literals
     code = _blank_literals("int n = 1'000'000; switch (c) { case'{': break; }")
     assert "1'000'000" in code and "case' ':" in code and code.count("{") == 1 and code.count("}") == 1
+
+
+LOAD = '''
+import json, sys
+from kforge import extension_build
+extension_build.install()
+from torch.utils.cpp_extension import load
+ext = load("kf_files", sources=sys.argv[1:])
+print(json.dumps({"builds": extension_build.BUILDS, "has": hasattr(ext, "gelu_cuda")}))
+'''
+
+
+@needs_nvcc
+def test_load_builds_files_the_same_way(tmp_path):
+    # torch.utils.cpp_extension.load: the sources are files, a C++ one holding the bindings
+    (tmp_path / "kernels.cu").write_text(KERNELS)
+    (tmp_path / "bind.cpp").write_text("#include <torch/extension.h>\ntorch::Tensor gelu_cuda(torch::Tensor x);\n"
+                                       "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"gelu_cuda\", &gelu_cuda); }\n")
+    env = {**os.environ, "TORCH_CUDA_ARCH_LIST": "9.0", "TORCH_EXTENSIONS_DIR": str(tmp_path / "ext"),
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop("KFORGE_TORCH_PCH", None)
+    out = subprocess.run([sys.executable, "-c", LOAD, str(tmp_path / "kernels.cu"), str(tmp_path / "bind.cpp")],
+                         capture_output=True, text=True, timeout=900, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    import json
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    assert r["has"] and r["builds"][0]["how"] == "split (no precompiled header)", r
