@@ -27,6 +27,12 @@ HOST_NAMESPACES = re.compile(r"\b(torch|at|c10|pybind11|py|caffe2)\s*::|\bnamesp
 HALF_TYPES = re.compile(r"\b(at|c10)\s*::\s*(Half|BFloat16)\b")
 HALF_PRELUDE = ("#include <c10/util/Half.h>\n#include <c10/util/BFloat16.h>\n"
                 "namespace at { using ::c10::Half; using ::c10::BFloat16; }\n")
+NVCC_MACROS = {"__CUDACC__", "__NVCC__", "__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__", "__CUDACC_VER_BUILD__",
+               "__CUDA_ARCH_LIST__", "__CUDACC_RDC__", "__CUDACC_EWP__", "__CUDACC_RELAXED_CONSTEXPR__",
+               "__CUDACC_EXTENDED_LAMBDA__", "__CUDACC_DEBUG__"}
+# What torch's headers give a .cu file's device code under nvcc: the device part, without them, includes these.
+DEVICE_PRELUDE = ("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <cfloat>\n#include <climits>\n"
+                  "#include <cstdint>\n")
 DEVICE_QUALIFIERS = {"__device__", "__constant__", "__shared__", "__managed__"}
 LAUNCH_PUSH = "__cudaPushCallConfiguration"
 # A template kernel's launcher: a host function template beside the kernel in the device part, instantiated there
@@ -199,10 +205,14 @@ def _ends_with_body(code: str) -> bool:
         return False
     if "(" not in head:
         return False
+    # An '=' outside parentheses and angle brackets is an initializer (`auto f = [](...) {...};`); an operator's
+    # name (`operator+=`) and comparisons (`enable_if_t<N == 4>`) are not.
+    head = re.sub(r"\boperator\s*[^\s(]+", "operator", head)
+    head = re.sub(r"==|!=|<=|>=", " ", head)
     depth = 0
-    for ch in head:  # an '=' outside parentheses: an initializer (`auto f = [](...) {...};`)
-        depth += ch == "("
-        depth -= ch == ")"
+    for ch in head:
+        depth += ch in "(<"
+        depth -= ch in ")>"
         if ch == "=" and depth == 0:
             return False
     return True
@@ -376,15 +386,22 @@ def split_cuda_source(source: str) -> Split:
     host, device, kernels, device_names, templates = [], [], [], set(), []
     _place(_items(source), host, device, kernels, device_names, templates)
     kernel_set = set(kernels)
+    both = [k for k in set(templates) if kernels.count(k) > templates.count(k) or templates.count(k) > 1]
+    if both:  # overloads across templates: the launcher would change which one a launch picks
+        raise NotSplittable(f"kernel '{both[0]}' is both a template and an overload of it, or two templates")
     host_text = "".join(host)
     host_code = _blank_literals(host_text)
+    # nvcc's host pass defines these, g++ does not: host code that asks for them would take another branch
+    asked = _tokens(host_code) & NVCC_MACROS
+    if asked:
+        raise NotSplittable(f"host code asks for {sorted(asked)[0]} (defined by nvcc, not by the C++ compiler)")
     clash = (_tokens(host_code) & device_names) - kernel_set
     if clash:
         raise NotSplittable(f"host code names device-only {', '.join(sorted(clash))} (a symbol copied to or from the "
                             "device, or a device function called from the host)")
     if "<<<" in host_code:
         host_text = _rewrite_launches(host_text, host_code, kernel_set, set(templates))
-    device_text = "".join(device)
+    device_text = DEVICE_PRELUDE + "".join(device)
     if HALF_TYPES.search(_blank_literals(device_text)):
         device_text = HALF_PRELUDE + device_text
     # nvcc includes cuda_runtime.h in every .cu file; the host part, compiled as C++, needs it said (and dim3)
@@ -416,6 +433,8 @@ def _place(items, host, device, kernels, device_names, templates):
             host.extend(h + ["}\n"])
             device.extend(d + ["}\n"])
             continue
+        if re.search(r"^\s*#\s*(define|undef)\b", it.code, re.M):
+            raise NotSplittable("a #define or #undef inside a declaration (it would reach one part only)")
         words = _tokens(it.code)
         if "__global__" in words and "template" in words:
             t = re.search(r"\btemplate\s*<", it.code)
@@ -438,19 +457,41 @@ def _place(items, host, device, kernels, device_names, templates):
             device.append(_external(it) + "\n")
             host.append(_kernel_declaration(it))
         elif words & DEVICE_QUALIFIERS and "__host__" not in words:
-            device_names.add(_declared_name(it.code))
+            device_names.add(_declared_name(_after_template_header(it.code)))
             device.append(it.text + "\n")
-        elif "__host__" in words or (not HOST_NAMESPACES.search(HALF_TYPES.sub("", it.code))
-                                     and _is_shared_declaration(it.code, words)):
+        elif "__host__" in words:
+            host.append(it.text + "\n")
+            device.append(_internal(it) + "\n")
+        elif not HOST_NAMESPACES.search(HALF_TYPES.sub("", it.code)) and _is_shared_declaration(it.code):
             host.append(it.text + "\n")
             device.append(it.text + "\n")
         else:
             host.append(it.text + "\n")
 
 
-def _is_shared_declaration(code: str, words: set) -> bool:
-    """Types, aliases, compile-time constants and plain constants: what a kernel may use as well as the host."""
-    if words & {"struct", "class", "union", "enum", "typedef", "using", "constexpr"}:
-        return True
+def _is_shared_declaration(code: str) -> bool:
+    """Types, aliases, compile-time constants and plain constants: what a kernel may use as well as the host.
+    Judged by the declaration's head: a host function whose body holds `constexpr` is the host's alone."""
     brace = code.find("{")
-    return "(" not in (code if brace < 0 else code[:brace]) and "const" in words
+    head = _after_template_header(code if brace < 0 else code[:brace])
+    words = _tokens(head)
+    if words & {"struct", "class", "union", "enum", "typedef", "using"}:
+        return True
+    if "(" in head:  # a function: shared only if constexpr (implicitly inline, no symbol clash)
+        return "constexpr" in words
+    return bool(words & {"const", "constexpr"})
+
+
+def _after_template_header(code: str) -> str:
+    t = re.match(r"\s*template\s*<", code)
+    return code[_matching_angle(code, t.end() - 1) + 1:] if t else code
+
+
+def _internal(item: Item) -> str:
+    """A host-and-device function's copy for the device part: `static` where it could clash at link time with the
+    host part's copy (a plain, non-inline, non-template definition)."""
+    head = item.code[:item.code.find("{")] if "{" in item.code else item.code
+    words = _tokens(head)
+    if "{" not in item.code or words & {"static", "inline", "__forceinline__", "constexpr", "template", "extern"}:
+        return item.text
+    return "static " + item.text.lstrip()

@@ -36,10 +36,13 @@ PCH_HEADER = "torch_extension.h"
 # The optimisation levels a precompiled header is built for: GCC refuses one built at another level (__OPTIMIZE__,
 # __NO_INLINE__ differ) and compiles from the headers instead, correct but slow.
 PCH_LEVELS = {"O0": [], "O2": ["-O2"]}
-SPLIT_VERSION = 2  # bump when what the split or the build makes changes: the cache key holds it
+SPLIT_VERSION = 3  # bump when what the split or the build makes changes: the cache key holds it
 CUDA_SUFFIXES = (".cu", ".cuh")
 # nvcc flags that also shape the host part's code (the rest, e.g. --use_fast_math, -arch, -Xptxas, are the device's)
-HOST_FLAG = re.compile(r"^(-O\d?|-Os|-D.+|-U.+|-I.+|-std=.+|-g\d?|-f.+|-w|-W.+)$")
+HOST_FLAG = re.compile(r"^(-O\d?|-Os|-D.+|-U.+|-I.+|-std=.+|-g\d?|-f(?!tz=|mad=|ast).+|-w|-W.+)$")
+# nvcc options whose next argument is for one of its own tools, never for the host compiler
+NVCC_TOOL_OPTIONS = {"-Xptxas", "-Xnvlink", "-Xcudafe", "-Xcicc", "-Xfatbin", "-Xarchive", "--ptxas-options",
+                     "--nvlink-options", "-maxrregcount", "-arch", "-code", "-gencode", "--generate-code"}
 REFUSED_CUDA_FLAGS = re.compile(r"^(-rdc|--relocatable-device-code|-dc$|--device-c$|-dlink|--device-link|-x$)")
 
 BUILDS = []  # what each build in this process did: {"name", "how", "s", "why"}; a candidate's report carries it
@@ -97,7 +100,7 @@ def build(a: dict, torch_build):
 
 
 COMPILER_ERROR = re.compile(r"(:\d+(:\d+)?: (fatal )?error|\(\d+\): (catastrophic )?error|undefined reference|"
-                            r"ld returned|error detected in the compilation)")
+                            r"multiple definition|ld returned|error detected in the compilation)")
 
 
 def trim_build_error(log: str, name: str, max_lines: int = 30) -> str:
@@ -136,7 +139,9 @@ def _pch_include(flags: list) -> list:
     if not root or level is None:
         return []
     header = Path(root) / level / PCH_HEADER
-    return ["-include", str(header), "-Winvalid-pch"] if (header.parent / (PCH_HEADER + ".gch")).is_file() else []
+    # -Winvalid-pch says when GCC reads the headers instead; never an error, even under a candidate's -Werror
+    return ["-include", str(header), "-Winvalid-pch", "-Wno-error=invalid-pch"] \
+        if (header.parent / (PCH_HEADER + ".gch")).is_file() else []
 
 
 def _ninja_variables(a: dict, sources: list, folder: str) -> dict:
@@ -201,6 +206,9 @@ def _host_flags(variables: dict, extra_cflags: list, extra_cuda_cflags: list) ->
             flags += [x for x in cuda[i + 1].split(",") if x]
             i += 2
             continue
+        if f in NVCC_TOOL_OPTIONS:
+            i += 2
+            continue
         m = re.match(r"^(-Xcompiler|--compiler-options)=(.*)$", f)
         if m:
             flags += [x for x in m.group(2).split(",") if x]
@@ -215,6 +223,8 @@ def _split_build(a: dict):
     if a.get("is_standalone") or not a.get("is_python_module", True) or a.get("with_sycl"):
         raise NotSplittable("not a Python module build")
     sources = [os.path.abspath(s) for s in a["sources"]]
+    if not sources:
+        raise NotSplittable("no sources")
     if any(not s.endswith((".cpp", ".cc", ".cxx", ".cu")) for s in sources):
         raise NotSplittable("a source that is neither C++ nor CUDA")
     if a.get("with_cuda") is None:
@@ -226,13 +236,15 @@ def _split_build(a: dict):
     build_dir = a["build_directory"]
     os.makedirs(build_dir, exist_ok=True)  # as torch's own build makes it
     name = a["name"]
-    texts = {s: Path(s).read_text(errors="replace") for s in sources}
+    raw = {s: Path(s).read_bytes() for s in sources}
+    texts = {s: b.decode(errors="replace") for s, b in raw.items()}
     splits = {s: split_cuda_source(t) for s, t in texts.items() if s.endswith(".cu")}
     with tempfile.TemporaryDirectory(dir=build_dir, prefix=".kforge-") as tmp:
         variables = _ninja_variables(a, sources, tmp)
         host_flags = _host_flags(variables, [f.strip() for f in a.get("extra_cflags") or []], cuda_flags)
         key = hashlib.sha256(json.dumps({
-            "v": SPLIT_VERSION, "name": name, "texts": [texts[s] for s in sources], "vars": variables,
+            "v": SPLIT_VERSION, "name": name, "sources": [hashlib.sha256(raw[s]).hexdigest() for s in sources],
+            "vars": variables,
             "host": host_flags, "tools": _tool_versions(variables), "py": sys.version,
         }, sort_keys=True).encode()).hexdigest()
         final = Path(build_dir) / f"kforge-{key[:24]}"
@@ -254,9 +266,12 @@ def _split_build(a: dict):
             split = splits[s]
             host, device = Path(f"{stem}.host.cpp"), Path(f"{stem}.device.cu")
             host.write_text(split.host)
-            host_job = lambda: _run([*cxx, *host_flags, *_pch_include(host_flags), "-c", str(host), "-o", f"{host}.o"], tmp)
+            # its "x.cuh" includes, found where the source lies (nvcc has no -iquote: -I there)
+            folder = str(Path(s).parent)
+            host_job = lambda: _run([*cxx, *host_flags, *_pch_include(host_flags), "-iquote", folder, "-c", str(host),
+                                     "-o", f"{host}.o"], tmp)
             device_job = lambda text: (device.write_text(text),
-                                       _run([*nvcc, *cuda_cflags, "-c", str(device), "-o", f"{device}.o",
+                                       _run([*nvcc, *cuda_cflags, "-I", folder, "-c", str(device), "-o", f"{device}.o",
                                              *variables.get("cuda_post_cflags", [])], tmp))[1]
             if not split.device.strip():
                 return [(f"{host}.o", host_job(), False)]

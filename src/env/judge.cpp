@@ -339,12 +339,16 @@ std::pair<double, std::string> prebuild_modelnew(const std::vector<std::string>&
   auto j = nlohmann::json::parse(out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1), nullptr, false);
   double ms = sr.seconds * 1e3;
   std::string builds;  // what each load_inline / load did (python/kforge/extension_build.py)
+  // The candidate's process wrote this line: a field of another type is skipped, never thrown at the judge.
+  auto text = [](const nlohmann::json& b, const char* key) {
+    return b.contains(key) && b[key].is_string() ? b[key].get<std::string>().substr(0, 400) : std::string();
+  };
   if (j.is_object() && j.contains("builds") && j["builds"].is_array())
     for (const auto& b : j["builds"])
       if (b.is_object())
-        builds += "extension '" + b.value("name", std::string()) + "': " + b.value("how", std::string()) + " build, " +
-                  std::to_string(b.value("s", 0.0)).substr(0, 6) + " s" +
-                  (b.contains("why") ? " (" + b.value("why", std::string()) + ")" : "") + "\n";
+        builds += "extension '" + text(b, "name") + "': " + text(b, "how") + " build" +
+                  (b.contains("s") && b["s"].is_number() ? ", " + std::to_string(b["s"].get<double>()).substr(0, 6) + " s" : "") +
+                  (text(b, "why").empty() ? "" : " (" + text(b, "why") + ")") + "\n";
   if (sr.ok() && j.is_object() && j.value("prebuilt", false)) return {ms, builds};
   std::string why = j.is_object() ? j.value("why", std::string()) : sr.cause() + ": " + sr.err.substr(sr.err.size() > 500 ? sr.err.size() - 500 : 0);
   return {ms, builds + "built in its turn on the GPU: its build without a GPU failed (" + why + ")\n"};

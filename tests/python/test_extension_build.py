@@ -69,6 +69,12 @@ def test_kernels_go_to_the_device_part_and_their_launches_become_nvccs_own_lower
     ("__global__ void k(float* p) { p[0] = 1.f; }\nvoid go(float* p) { launcher<<<1, 1>>>(p); }", "not a kernel"),
     ("__global__ void k(float* p) { p[0] = 1.f; }\nvoid go(float* p) { k<<<1>>>(p); }", "1 configuration"),
     ("__global__ void k(float* p) { p[0] = 1.f; ", "unbalanced"),
+    # a launch through the launcher would pick the template where C++ picks the plain overload
+    ("template <typename T> __global__ void k(T* p) {}\n__global__ void k(float* p) {}\n"
+     "void go(float* p) { k<<<1, 1>>>(p); }", "both a template and an overload"),
+    # g++ does not define nvcc's macros: this host code would take the other branch
+    ("__global__ void k(float* p) {}\n#ifdef __CUDACC__\nvoid go(float* p) { k<<<1, 1>>>(p); }\n#endif", "__CUDACC__"),
+    ("__global__ void k(float* p) {\n#undef W\n#define W 2\n p[0] = W; }", "#define or #undef inside"),
 ])
 def test_what_the_split_cannot_place_with_certainty_is_refused_naming_why(source, why):
     with pytest.raises(NotSplittable, match=why):
@@ -118,6 +124,19 @@ def test_template_kernels_are_launched_through_launchers_instantiated_beside_the
         "template void __kforge_launch_scale_kernel<c10::Half, 1>(dim3, dim3, unsigned long, CUstream_st*, "
         "c10::Half const*, c10::Half*, long, float);\n")
     assert "numel" not in device
+
+
+def test_each_declaration_lands_where_its_head_says():
+    s = split_cuda_source(
+        "template <typename T, int BLOCK = 256> __device__ T block_sum(T v) { return v; }\n"
+        "const int BLOCK = 128;\n"
+        "__device__ __forceinline__ float4& operator+=(float4& a, const float4& b) { a.x += b.x; return a; }\n"
+        "__host__ __device__ int cdiv(int a, int b) { return (a + b - 1) / b; }\n"
+        "__global__ void k(float4* p) { p[0] += p[1]; }\n"
+        "void go(float4* p) { constexpr int threads = BLOCK; k<<<cdiv(1, threads), threads>>>(p); }\n")
+    assert s.kernels == ["k"]  # `operator+=`'s '=' ended no declaration early; BLOCK is the host's too
+    assert "static __host__ __device__ int cdiv" in s.device and "\n__host__ __device__ int cdiv" in s.host
+    assert "void go" not in s.device  # `constexpr` in its body makes no host function shared
 
 
 def test_a_source_without_kernels_is_all_host_code():
@@ -313,7 +332,8 @@ print(json.dumps({"builds": extension_build.BUILDS, "has": hasattr(ext, "gelu_cu
 @needs_nvcc
 def test_load_builds_files_the_same_way(tmp_path):
     # torch.utils.cpp_extension.load: the sources are files, a C++ one holding the bindings
-    (tmp_path / "kernels.cu").write_text(KERNELS)
+    (tmp_path / "local.cuh").write_text("#define KF_HALF 0.5f\n")  # found beside its source by both parts
+    (tmp_path / "kernels.cu").write_text('#include "local.cuh"\n' + KERNELS.replace("1.0f};", "KF_HALF * 2.f};"))
     (tmp_path / "bind.cpp").write_text("#include <torch/extension.h>\ntorch::Tensor gelu_cuda(torch::Tensor x);\n"
                                        "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"gelu_cuda\", &gelu_cuda); }\n")
     env = {**os.environ, "TORCH_CUDA_ARCH_LIST": "9.0", "TORCH_EXTENSIONS_DIR": str(tmp_path / "ext"),
