@@ -39,6 +39,16 @@ LAUNCH_PUSH = "__cudaPushCallConfiguration"
 # for the template arguments the host part asks for (nvcc gives a template kernel's own host stub internal linkage).
 LAUNCHER = "__kforge_launch_"
 PUSH_DECLARATION = f'extern "C" unsigned {LAUNCH_PUSH}(dim3, dim3, size_t, struct CUstream_st*);\n'
+# What nvcc's host pass has and the C++ compiler lacks: cuda_runtime.h declares its kernel-taking templates under
+# __CUDACC__ only (thin casts to the runtime's `const void*` functions), and CUDA's headers give host code min and max.
+HOST_PRELUDE = """#include <algorithm>
+template <class T> static inline cudaError_t cudaFuncSetAttribute(T* f, cudaFuncAttribute a, int v) {
+  return ::cudaFuncSetAttribute((const void*)f, a, v); }
+template <class T> static inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* a, T* f) {
+  return ::cudaFuncGetAttributes(a, (const void*)f); }
+using std::min;
+using std::max;
+"""
 
 
 class NotSplittable(Exception):
@@ -405,7 +415,7 @@ def split_cuda_source(source: str) -> Split:
     if HALF_TYPES.search(_blank_literals(device_text)):
         device_text = HALF_PRELUDE + device_text
     # nvcc includes cuda_runtime.h in every .cu file; the host part, compiled as C++, needs it said (and dim3)
-    return Split(host="#include <cuda_runtime.h>\n" + (PUSH_DECLARATION if kernels else "") + host_text,
+    return Split(host="#include <cuda_runtime.h>\n" + HOST_PRELUDE + (PUSH_DECLARATION if kernels else "") + host_text,
                  device=device_text, kernels=kernels, templates=templates)
 
 
