@@ -36,7 +36,7 @@ PCH_HEADER = "torch_extension.h"
 # The optimisation levels a precompiled header is built for: GCC refuses one built at another level (__OPTIMIZE__,
 # __NO_INLINE__ differ) and compiles from the headers instead, correct but slow.
 PCH_LEVELS = {"O0": [], "O2": ["-O2"]}
-SPLIT_VERSION = 3  # bump when what the split or the build makes changes: the cache key holds it
+SPLIT_VERSION = 4  # bump when what the split or the build makes changes: the cache key holds it
 CUDA_SUFFIXES = (".cu", ".cuh")
 # nvcc flags that also shape the host part's code (the rest, e.g. --use_fast_math, -arch, -Xptxas, are the device's)
 HOST_FLAG = re.compile(r"^(-O\d?|-Os|-D.+|-U.+|-I.+|-std=.+|-g\d?|-f(?!tz=|mad=|ast).+|-w|-W.+)$")
