@@ -244,6 +244,7 @@ def _split_build(a: dict):
         host_flags = _host_flags(variables, [f.strip() for f in a.get("extra_cflags") or []], cuda_flags)
         key = hashlib.sha256(json.dumps({
             "v": SPLIT_VERSION, "name": name, "sources": [hashlib.sha256(raw[s]).hexdigest() for s in sources],
+            "parts": [[splits[s].host, splits[s].device] for s in sources if s in splits],  # what the split made
             "vars": variables,
             "host": host_flags, "tools": _tool_versions(variables), "py": sys.version,
         }, sort_keys=True).encode()).hexdigest()
