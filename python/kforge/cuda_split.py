@@ -207,10 +207,8 @@ def _matching(code: str, at: int, open_: str, close: str) -> int:
 def _ends_with_body(code: str) -> bool:
     """Whether a top-level `}` ends this item (a function's body) or the item goes on to a `;` (a class, an enum,
     an initializer, a lambda)."""
-    head = code[:code.find("{")].strip()
-    t = re.match(r"template\s*<", head)
-    if t:  # a template's header: its default arguments' '=' is no initializer
-        head = head[_matching_angle(head, t.end() - 1) + 1:].strip()
+    # a template's header is dropped first: its default arguments' '=' is no initializer
+    head = _after_template_header(code[:code.find("{")]).strip()
     if re.match(r"(typedef\s+)?(struct|class|union|enum)\b", head):
         return False
     if "(" not in head:
@@ -253,11 +251,8 @@ def _kernel_declaration(item: Item) -> str:
     body = code.find("{")
     end = body if body >= 0 else code.rfind(";")
     head = item.text[:end]
-    head = re.sub(r"__launch_bounds__\s*\(", "__kforge_launch_bounds__(", head)
-    while "__kforge_launch_bounds__(" in head:  # balanced parentheses
-        a = head.find("__kforge_launch_bounds__(")
-        b = _matching(head, a + len("__kforge_launch_bounds__"), "(", ")")
-        head = head[:a] + head[b + 1:]
+    while m := re.search(r"__launch_bounds__\s*\(", head):  # with its balanced parentheses
+        head = head[:m.start()] + head[_matching(head, m.end() - 1, "(", ")") + 1:]
     head = re.sub(r"\b(__global__|static|__noinline__|__forceinline__|inline)\b", "", head)
     return head.strip() + ";\n"
 
@@ -324,7 +319,7 @@ def _external(item: Item) -> str:
     return re.sub(r"\bstatic\b", "", item.text[:end]) + item.text[end:]
 
 
-def _rewrite_launches(text: str, code: str, kernels: set, templates: set = frozenset()) -> str:
+def _rewrite_launches(text: str, code: str, kernels: set, templates: set) -> str:
     """Each `name<<<config>>>(args)` as nvcc lowers it: the configuration pushed, then the host stub called; a
     template kernel's `name<args><<<config>>>(args)` as a call of its launcher."""
     out, at = [], 0
@@ -432,14 +427,12 @@ def _place(items, host, device, kernels, device_names, templates):
         if it.block:
             brace = it.code.find("{")
             head, body = it.text[:brace + 1], it.text[brace + 1:it.text.rfind("}")]
-            if it.block == "namespace" and re.match(r"(inline\s+)?namespace\s*\{", it.code.strip()):
-                inner_kernels = []
-                _place(_items(body), [], [], inner_kernels, set(), [])
-                if inner_kernels:
-                    raise NotSplittable("kernels in an anonymous namespace (internal linkage: another translation "
-                                        "unit cannot launch them)")
-            h, d = [head], [head]
-            _place(_items(body), h, d, kernels, device_names, templates)
+            h, d, inner = [head], [head], []
+            _place(_items(body), h, d, inner, device_names, templates)
+            if inner and re.match(r"(inline\s+)?namespace\s*\{", it.code.strip()):
+                raise NotSplittable("kernels in an anonymous namespace (internal linkage: another translation "
+                                    "unit cannot launch them)")
+            kernels.extend(inner)
             host.extend(h + ["}\n"])
             device.extend(d + ["}\n"])
             continue
@@ -447,10 +440,10 @@ def _place(items, host, device, kernels, device_names, templates):
             raise NotSplittable("a #define or #undef inside a declaration (it would reach one part only)")
         words = _tokens(it.code)
         if "__global__" in words and "template" in words:
-            t = re.search(r"\btemplate\s*<", it.code)
-            if not t:
+            after = _after_template_header(it.code)
+            if after is it.code:
                 raise NotSplittable("a template kernel whose template header cannot be read")
-            name = _declared_name(it.code[_matching_angle(it.code, t.end() - 1) + 1:])
+            name = _declared_name(after)
             kernels.append(name)
             templates.append(name)
             header, params, names = _template_parts(it, name)
@@ -493,6 +486,7 @@ def _is_shared_declaration(code: str) -> bool:
 
 
 def _after_template_header(code: str) -> str:
+    """`code` after its leading `template <...>` header (`code` itself where it has none)."""
     t = re.match(r"\s*template\s*<", code)
     return code[_matching_angle(code, t.end() - 1) + 1:] if t else code
 

@@ -312,8 +312,8 @@ def _run(cmd: list, cwd: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
 
 
-def pch_flags(level: str) -> tuple:
-    """The compiler and flags torch builds a CUDA extension's C++ with, less the module's name, at `level`."""
+def torch_cxx_flags() -> tuple:
+    """The compiler and flags torch builds a CUDA extension's C++ with, less the module's name."""
     arch = os.environ.get("TORCH_CUDA_ARCH_LIST")
     try:  # the architectures shape only nvcc's flags; without a GPU torch would have none to take
         os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
@@ -323,7 +323,7 @@ def pch_flags(level: str) -> tuple:
         if arch is None:
             os.environ.pop("TORCH_CUDA_ARCH_LIST", None)
     flags = [f for f in variables.get("cflags", []) if not f.startswith("-DTORCH_EXTENSION_NAME=")]
-    return variables.get("cxx", ["c++"]), flags + PCH_LEVELS[level]
+    return variables.get("cxx", ["c++"]), flags
 
 
 def build_pch(root: str) -> dict:
@@ -334,9 +334,10 @@ def build_pch(root: str) -> dict:
     with open(Path(root) / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         header = Path(torch.__file__).parent / "include/torch/extension.h"
+        cxx, torch_flags = torch_cxx_flags()  # once, before the levels' threads (it sets the environment)
 
         def one(level):
-            cxx, flags = pch_flags(level)
+            flags = torch_flags + PCH_LEVELS[level]
             folder = Path(root) / level
             signature = json.dumps({"cmd": [*cxx, *flags], "tool": _version_of(tuple(cxx)), "torch": torch.__version__,
                                     "header": os.path.getmtime(header)})
