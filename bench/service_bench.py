@@ -5,13 +5,14 @@ ModelNew built with torch's load_inline, all on one task of KernelBench level-1 
 Each kind: submit N jobs at once, wait for all; the rate is N over the time from the first submission to the
 last answer. Writes service_bench.json and service_bench.md under --out."""
 import json
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from service_client import Service, common_arguments, import_bundle  # noqa: E402
+from service_client import Service, common_arguments, import_bundle, slot_users  # noqa: E402
 
 RAW = """// variant {variant}
 #include <cuda_runtime.h>
@@ -76,11 +77,16 @@ def measure(svc, task, kind, payloads, timeout_s):
         if j.get("status") != "done" and len(errors) < 3:
             errors.append((j.get("error") or "")[-600:])
     results = [j["result"] for j in jobs.values() if j.get("status") == "done"]
+    builds = {}  # how a ModelNew's extensions were built (the judge's log: "extension 'x': HOW build, S s")
+    for r in results:
+        for m in re.finditer(r"^extension '[^']*': (.*?) build", r.get("log", ""), re.M):
+            builds[m.group(1)] = builds.get(m.group(1), 0) + 1
     median = lambda xs: sorted(xs)[len(xs) // 2] if xs else None  # noqa: E731
     return {"kind": kind, "jobs": len(ids), "wall_s": round(wall, 2), "per_gpu_minute": round(len(ids) / wall * 60, 1),
             "seconds_per_job": round(wall / len(ids), 3), "tiers": tiers,
             "median_native_ms": median([r["native"]["median_ms"] for r in results if r.get("native", {}).get("trials")]),
-            "median_compile_ms": median([r.get("compile_ms", 0) for r in results]), "errors": errors}
+            "median_compile_ms": median([r.get("compile_ms", 0) for r in results]), "errors": errors,
+            **({"builds": builds} if builds else {})}
 
 
 def main() -> int:
@@ -112,7 +118,7 @@ def main() -> int:
     svc = Service(args.kforge, args.work / "service", args.out / "serve.log", "--workers", "1", "--slots-per-gpu", str(args.slots),
                   "--compile-workers", "8", "--max-queue", "1000", "--job-timeout", "300", "--memory-limit", "65536",
                   "--sandbox-user", args.sandbox_user, "--fresh-every", str(args.fresh_every),
-                  "--unsafe-shared")  # a machine of its own: no delegated cgroup needed
+                  "--unsafe-shared", *slot_users(args))  # a machine of its own: no delegated cgroup needed
     rows = []
     try:
         task = svc.add_task(bundle)
@@ -165,6 +171,8 @@ def main() -> int:
         lines += ["", f"Issue 29's target, new load_inline candidates at >= 30 judged per GPU-minute: "
                       f"{'met' if r['per_gpu_minute'] >= 30 and r['tiers'].get('strict', 0) == r['jobs'] else 'NOT met'} "
                       f"({r['per_gpu_minute']}, tiers {r['tiers']})."]
+    built = [f"{row['kind']}: extensions built {json.dumps(row['builds'])}" for row in rows if row.get("builds")]
+    lines += ["", *built] if built else []
     errors = [e for row in rows for e in row["errors"]]
     if errors:
         lines += ["", "First errors:", *["    " + e.replace("\n", "\n    ") for e in errors[:4]]]

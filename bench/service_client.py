@@ -42,13 +42,20 @@ def import_written(args, name: str, source: str) -> Path:
     return bundle
 
 
+def slot_users(args) -> list:
+    """`kforge serve`'s flag that runs each evaluation slot's untrusted jobs as a user id of its own, where the
+    sandbox drops to nobody (an unused id reads what nobody reads): the process limit counts per user, and slots
+    sharing one user fail each other's forks once a ModelNew's compilers run in several at once."""
+    return ["--sandbox-uid-base", "200000"] if args.sandbox_user == "nobody" else []
+
+
 def adversarial_service(args, *extra: str) -> "Service":
     """`kforge serve` for the suites that throw faulty and hostile candidates at it, on a machine of its own: one
     GPU, three slots, untrusted kinds without a delegated cgroup (--unsafe-shared), and, where the sandbox drops to
     nobody, each slot's untrusted jobs as a user id of their own (an unused id reads what nobody reads)."""
     return Service(args.kforge, args.work / "service", args.out / "serve.log", "--workers", "1", "--slots-per-gpu", "3",
                    "--memory-limit", "16384", "--compile-workers", "8", "--sandbox-user", args.sandbox_user,
-                   "--unsafe-shared", *(["--sandbox-uid-base", "200000"] if args.sandbox_user == "nobody" else []), *extra)
+                   "--unsafe-shared", *slot_users(args), *extra)
 
 
 def free_port() -> int:

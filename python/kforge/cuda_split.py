@@ -67,10 +67,10 @@ class Split:
         part's undefined symbols, demangled (`void __kforge_launch_k<float>(dim3, dim3, unsigned long, ...)`),
         each a valid declarator for an explicit instantiation."""
         text = self.device + "".join(f"template {n};\n" for n in needed if LAUNCHER in n and n.startswith("void "))
-        return (HALF_PRELUDE + text) if HALF_TYPES.search(_blank_literals(text)) and HALF_PRELUDE not in text else text
+        return (HALF_PRELUDE + text) if HALF_TYPES.search(blank_literals(text)) and HALF_PRELUDE not in text else text
 
 
-def _blank_literals(text: str) -> str:
+def blank_literals(text: str) -> str:
     """`text` with comments, string and character literals replaced by spaces (lengths and newlines kept), so that
     braces, semicolons and keywords are found only in code."""
     out = list(text)
@@ -135,7 +135,7 @@ class Item:
 def _items(text: str) -> list:
     """The top-level items of `text`: preprocessor lines, declarations ending with `;`, function definitions,
     namespace and extern "C" blocks."""
-    code = _blank_literals(text)
+    code = blank_literals(text)
     items, start, depth, paren, i, n = [], 0, 0, 0, 0, len(text)
 
     def emit(end, **kw):
@@ -285,7 +285,7 @@ def _template_names(header: str) -> list:
     """The names a `template <...>` header declares: `template <typename T, int B = 4>` -> [T, B]."""
     inner = header[header.index("<") + 1:header.rindex(">")]
     out = []
-    for part in _split_top_level(inner, _blank_literals(inner)):
+    for part in _split_top_level(inner, blank_literals(inner)):
         part = re.sub(r"=.*$", "", part, flags=re.S).strip()
         m = re.search(r"([A-Za-z_]\w*)\s*$", part)
         if not m or "..." in part:  # a pack: its expansion is not written here
@@ -395,7 +395,7 @@ def split_cuda_source(source: str) -> Split:
     if both:  # overloads across templates: the launcher would change which one a launch picks
         raise NotSplittable(f"kernel '{both[0]}' is both a template and an overload of it, or two templates")
     host_text = "".join(host)
-    host_code = _blank_literals(host_text)
+    host_code = blank_literals(host_text)
     # nvcc's host pass defines these, g++ does not: host code that asks for them would take another branch
     asked = _tokens(host_code) & NVCC_MACROS
     if asked:
@@ -407,7 +407,7 @@ def split_cuda_source(source: str) -> Split:
     if "<<<" in host_code:
         host_text = _rewrite_launches(host_text, host_code, kernel_set, set(templates))
     device_text = DEVICE_PRELUDE + "".join(device)
-    if HALF_TYPES.search(_blank_literals(device_text)):
+    if HALF_TYPES.search(blank_literals(device_text)):
         device_text = HALF_PRELUDE + device_text
     # nvcc includes cuda_runtime.h in every .cu file; the host part, compiled as C++, needs it said (and dim3)
     return Split(host="#include <cuda_runtime.h>\n" + HOST_PRELUDE + (PUSH_DECLARATION if kernels else "") + host_text,

@@ -29,14 +29,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from kforge.cuda_split import NotSplittable, split_cuda_source
+from kforge.cuda_split import NotSplittable, blank_literals, split_cuda_source
 
 PCH_ENV = "KFORGE_TORCH_PCH"
 PCH_HEADER = "torch_extension.h"
 # The optimisation levels a precompiled header is built for: GCC refuses one built at another level (__OPTIMIZE__,
 # __NO_INLINE__ differ) and compiles from the headers instead, correct but slow.
 PCH_LEVELS = {"O0": [], "O2": ["-O2"]}
-SPLIT_VERSION = 4  # bump when what the split or the build makes changes: the cache key holds it
+SPLIT_VERSION = 5  # bump when what the split or the build makes changes: the cache key holds it
 CUDA_SUFFIXES = (".cu", ".cuh")
 # nvcc flags that also shape the host part's code (the rest, e.g. --use_fast_math, -arch, -Xptxas, are the device's)
 HOST_FLAG = re.compile(r"^(-O\d?|-Os|-D.+|-U.+|-I.+|-std=.+|-g\d?|-f(?!tz=|mad=|ast).+|-w|-W.+)$")
@@ -251,61 +251,103 @@ def _split_build(a: dict):
         final = Path(build_dir) / f"kforge-{key[:24]}"
         if (final / f"{name}.so").is_file():
             return ce._import_module_from_library(name, str(final), True), "cached"
-        cxx, nvcc = variables.get("cxx", ["c++"]), variables.get("nvcc", ["nvcc"])
-        cuda_cflags = [*variables.get("cuda_cflags", [])]
-
-        def compile_source(i, s):
-            """The objects of source `s`, and per object (result, verbatim): a CUDA source's host part first where
-            its device part must instantiate what the host part uses."""
-            stem = Path(tmp) / f"{i}_{Path(s).stem}"
-            if s not in splits:
-                cflags = variables.get("cflags", [])
-                obj = f"{stem}.o"
-                r = _run([*cxx, *cflags, *_pch_include(cflags), "-c", s, "-o", obj, *variables.get("post_cflags", [])], tmp)
-                # load_inline's main.cpp begins with torch/extension.h: the precompiled header changes nothing
-                return [(obj, r, Path(s).name == "main.cpp" and texts[s].startswith("#include <torch/extension.h>"))]
-            split = splits[s]
-            host, device = Path(f"{stem}.host.cpp"), Path(f"{stem}.device.cu")
-            host.write_text(split.host)
-            # its "x.cuh" includes, found where the source lies (nvcc has no -iquote: -I there)
-            folder = str(Path(s).parent)
-            host_job = lambda: _run([*cxx, *host_flags, *_pch_include(host_flags), "-iquote", folder, "-c", str(host),
-                                     "-o", f"{host}.o"], tmp)
-            device_job = lambda text: (device.write_text(text),
-                                       _run([*nvcc, *cuda_cflags, "-I", folder, "-c", str(device), "-o", f"{device}.o",
-                                             *variables.get("cuda_post_cflags", [])], tmp))[1]
-            if not split.device.strip():
-                return [(f"{host}.o", host_job(), False)]
-            if not split.templates:
-                with ThreadPoolExecutor(max_workers=2) as pair:
-                    h, d = pair.submit(host_job), pair.submit(device_job, split.device)
-                    return [(f"{host}.o", h.result(), False), (f"{device}.o", d.result(), False)]
-            h = host_job()
-            if h.returncode != 0:
-                return [(f"{host}.o", h, False)]
-            needed = _run(["nm", "-C", "-u", f"{host}.o"], tmp).stdout.splitlines()
-            needed = [line.strip()[2:] if line.strip().startswith("U ") else line.strip() for line in needed]
-            return [(f"{host}.o", h, False), (f"{device}.o", device_job(split.device_with(needed)), False)]
-
-        with ThreadPoolExecutor(max_workers=len(sources)) as pool:
-            done = [o for per_source in pool.map(lambda a: compile_source(*a), enumerate(sources)) for o in per_source]
-        objects = [obj for obj, _, _ in done]
-        results = [r for _, r, _ in done]
-        failed = [(r, v) for _, r, v in done if r.returncode != 0]
-        if failed:
-            r, v = failed[0]
-            raise (SourceError if v else SplitBuildFailed)(trim_build_error(r.stderr + r.stdout, name))
-        unused = [m.group(1) for r in results for m in [re.search(r"not used because (.*)", r.stderr)] if m]
-        library = Path(tmp) / "out" / f"{name}.so"
-        library.parent.mkdir()
-        r = _run([*cxx, *objects, *variables.get("ldflags", []), "-o", str(library)], tmp)
-        if r.returncode != 0:
-            raise SplitBuildFailed(trim_build_error(r.stderr + r.stdout, name))
+        joined = _joinable(sources, texts, splits)
+        built = Path(tmp) / "out"
+        try:  # one unit where load_inline's main.cpp can join a host part; apart where that fails
+            unused = _compile_and_link(name, sources, texts, splits, variables, host_flags, joined, Path(tmp) / "one", built)
+        except (SplitBuildFailed, SourceError):
+            if joined is None:
+                raise
+            joined = None
+            shutil.rmtree(built, ignore_errors=True)
+            unused = _compile_and_link(name, sources, texts, splits, variables, host_flags, None, Path(tmp) / "apart", built)
         with contextlib.suppress(OSError):  # another process may have built it first: either is the same library
-            os.rename(library.parent, final)
+            os.rename(built, final)
     pch = "no precompiled header" if not _pch_include(host_flags) else \
         f"precompiled header not used: {unused[0]}" if unused else "precompiled header"
-    return ce._import_module_from_library(name, str(final), True), f"split ({pch})"
+    return ce._import_module_from_library(name, str(final), True), f"split ({pch}{', one unit' if joined else ''})"
+
+
+# load_inline's main.cpp: torch's include, the candidate's cpp_sources, then the bindings torch writes for `functions`
+MAIN_INCLUDE = "#include <torch/extension.h>\n"
+MAIN_BINDINGS = re.compile(r"\nPYBIND11_MODULE\(TORCH_EXTENSION_NAME, m\) \{\n(m\.def\([^\n]*\);\n)*\}\s*$")
+
+
+def _joinable(sources: list, texts: dict, splits: dict) -> tuple | None:
+    """(main.cpp, the CUDA source) where load_inline's main.cpp may be compiled in one unit before that source's
+    host part, else None. Every unit that includes torch/extension.h pays GCC's instantiation of what the headers
+    leave pending (nearly all of a host compile, precompiled header or not), so one unit instead of two halves a
+    candidate's compile work. Joined only where main.cpp holds declarations and bindings alone (no directive,
+    definition, using or namespace): nothing that could change what the host part after them means."""
+    cu = [s for s in sources if s in splits and splits[s].host.strip()]
+    main = [s for s in sources if s not in splits and Path(s).name == "main.cpp"]
+    if len(sources) != 2 or len(cu) != 1 or len(main) != 1 or not texts[main[0]].startswith(MAIN_INCLUDE):
+        return None
+    body = blank_literals(texts[main[0]])[len(MAIN_INCLUDE):]
+    bindings = MAIN_BINDINGS.search(body)
+    declarations = body[:bindings.start()] if bindings else body
+    if re.search(r"[#{}]|\busing\b|\bnamespace\b", declarations):
+        return None
+    return main[0], cu[0]
+
+
+def _compile_and_link(name, sources, texts, splits, variables, host_flags, joined, folder: Path, built: Path) -> list:
+    """Every source compiled in `folder` (main.cpp at the head of the CUDA source's host part where `joined`), in
+    parallel, and linked into built/<name>.so. Returns the reasons GCC gave for a precompiled header not used."""
+    folder.mkdir()
+    tmp = str(folder)
+    cxx, nvcc = variables.get("cxx", ["c++"]), variables.get("nvcc", ["nvcc"])
+    cuda_cflags = [*variables.get("cuda_cflags", [])]
+
+    def compile_source(i, s):
+        """The objects of source `s`, and per object (result, verbatim): a CUDA source's host part first where
+        its device part must instantiate what the host part uses."""
+        stem = Path(tmp) / f"{i}_{Path(s).stem}"
+        if s not in splits:
+            cflags = variables.get("cflags", [])
+            obj = f"{stem}.o"
+            r = _run([*cxx, *cflags, *_pch_include(cflags), "-c", s, "-o", obj, *variables.get("post_cflags", [])], tmp)
+            # load_inline's main.cpp begins with torch/extension.h: the precompiled header changes nothing
+            return [(obj, r, Path(s).name == "main.cpp" and texts[s].startswith(MAIN_INCLUDE))]
+        split = splits[s]
+        host, device = Path(f"{stem}.host.cpp"), Path(f"{stem}.device.cu")
+        # joined: main.cpp first, then the host part numbered as its own file (errors name its lines)
+        host.write_text(texts[joined[0]] + f'\n#line 1 "{host.name}"\n' + split.host if joined else split.host)
+        # its "x.cuh" includes, found where the source lies (nvcc has no -iquote: -I there)
+        folder = str(Path(s).parent)
+        host_job = lambda: _run([*cxx, *host_flags, *_pch_include(host_flags), "-iquote", folder, "-c", str(host),
+                                 "-o", f"{host}.o"], tmp)
+        device_job = lambda text: (device.write_text(text),
+                                   _run([*nvcc, *cuda_cflags, "-I", folder, "-c", str(device), "-o", f"{device}.o",
+                                         *variables.get("cuda_post_cflags", [])], tmp))[1]
+        if not split.device.strip():
+            return [(f"{host}.o", host_job(), False)]
+        if not split.templates:
+            with ThreadPoolExecutor(max_workers=2) as pair:
+                h, d = pair.submit(host_job), pair.submit(device_job, split.device)
+                return [(f"{host}.o", h.result(), False), (f"{device}.o", d.result(), False)]
+        h = host_job()
+        if h.returncode != 0:
+            return [(f"{host}.o", h, False)]
+        needed = _run(["nm", "-C", "-u", f"{host}.o"], tmp).stdout.splitlines()
+        needed = [line.strip()[2:] if line.strip().startswith("U ") else line.strip() for line in needed]
+        return [(f"{host}.o", h, False), (f"{device}.o", device_job(split.device_with(needed)), False)]
+
+    units = [(i, s) for i, s in enumerate(sources) if not joined or s != joined[0]]
+    with ThreadPoolExecutor(max_workers=len(units)) as pool:
+        done = [o for per_source in pool.map(lambda a: compile_source(*a), units) for o in per_source]
+    objects = [obj for obj, _, _ in done]
+    results = [r for _, r, _ in done]
+    failed = [(r, v) for _, r, v in done if r.returncode != 0]
+    if failed:
+        r, v = failed[0]
+        raise (SourceError if v else SplitBuildFailed)(trim_build_error(r.stderr + r.stdout, name))
+    unused = [m.group(1) for r in results for m in [re.search(r"not used because (.*)", r.stderr)] if m]
+    built.mkdir()
+    r = _run([*cxx, *objects, *variables.get("ldflags", []), "-o", str(built / f"{name}.so")], tmp)
+    if r.returncode != 0:
+        raise SplitBuildFailed(trim_build_error(r.stderr + r.stdout, name))
+    return unused
 
 
 def _run(cmd: list, cwd: str) -> subprocess.CompletedProcess:

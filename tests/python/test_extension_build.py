@@ -102,7 +102,8 @@ torch::Tensor scale(torch::Tensor x, double s) {
         scale_kernel<scalar_t><<<(n + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream()>>>(
             x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), n, (float)s);
     }));
-    detail::fill_kernel<<<1, 32>>>(y.data_ptr<float>(), 0.f, 0);
+    auto z = torch::empty({1}, x.options().dtype(torch::kFloat));  // float whatever x is
+    detail::fill_kernel<<<1, 32>>>(z.data_ptr<float>(), 0.f, 0);
     return y;
 }
 '''
@@ -113,7 +114,7 @@ def test_template_kernels_are_launched_through_launchers_instantiated_beside_the
     assert s.templates == ["scale_kernel", "fill_kernel"]  # the default argument's '=' ends no declaration early
     assert (f"{LAUNCHER}scale_kernel<scalar_t>((n + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream(), "
             "x.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), n, (float)s);") in s.host
-    assert f"detail::{LAUNCHER}fill_kernel(1, 32, 0, 0, y.data_ptr<float>(), 0.f, 0);" in s.host
+    assert f"detail::{LAUNCHER}fill_kernel(1, 32, 0, 0, z.data_ptr<float>(), 0.f, 0);" in s.host
     assert ("template <typename scalar_t, int VEC = 1>\nvoid __kforge_launch_scale_kernel(dim3, dim3, size_t, cudaStream_t, "
             "const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t n, float s);") in s.host
     assert "scale_kernel<scalar_t, VEC><<<kf_grid, kf_block, kf_shared, kf_stream>>>(x, y, n, s);" in s.device
@@ -201,12 +202,49 @@ def build_in_a_process(tmp_path, source, name="kf_gelu", flags=(), pch=None):
 @needs_nvcc
 def test_a_split_build_makes_a_module_and_the_same_source_is_found_by_its_hash(tmp_path):
     first = build_in_a_process(tmp_path, KERNELS)
-    assert first["has"] and first["builds"][0]["how"] == "split (no precompiled header)", first
+    assert first["has"] and first["builds"][0]["how"] == "split (no precompiled header, one unit)", first
     again = build_in_a_process(tmp_path, KERNELS)
     assert again["builds"][0]["how"] == "cached" and again["builds"][0]["s"] < 1, again
     # other flags are another library
     other = build_in_a_process(tmp_path, KERNELS, flags=["--use_fast_math"])
     assert other["builds"][0]["how"].startswith("split"), other
+
+
+def test_main_cpp_joins_the_host_part_only_where_it_holds_declarations_and_bindings(tmp_path):
+    from kforge.extension_build import _joinable
+    cu = tmp_path / "cuda.cu"
+    splits = {str(cu): split_cuda_source(KERNELS)}
+    bindings = ('PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n'
+                'm.def("gelu_cuda", torch::wrap_pybind_function(gelu_cuda), "a { doc } #with using");\n}')
+
+    def joinable(cpp_sources):
+        main = str(tmp_path / "main.cpp")
+        return _joinable([main, str(cu)], {main: "#include <torch/extension.h>\n" + cpp_sources + "\n" + bindings,
+                                           str(cu): KERNELS}, splits)
+
+    assert joinable("torch::Tensor gelu_cuda(torch::Tensor x, double s = 1.0);  // a {comment}") is not None
+    for not_alone in ("#define N 4\ntorch::Tensor gelu_cuda(torch::Tensor x);",
+                      "static int n() { return 4; }\ntorch::Tensor gelu_cuda(torch::Tensor x);",
+                      "using namespace at;\ntorch::Tensor gelu_cuda(torch::Tensor x);",
+                      "namespace k { int n(); }\ntorch::Tensor gelu_cuda(torch::Tensor x);"):
+        assert joinable(not_alone) is None, not_alone
+
+
+@needs_nvcc
+def test_a_joined_unit_that_does_not_compile_is_built_apart(tmp_path):
+    # main.cpp's declaration of `helper` clashes with the CUDA source's static one only when they share a unit
+    clash = KERNELS.replace("torch::Tensor gelu_cuda(", "static int helper(int n) { return n; }\ntorch::Tensor gelu_cuda(")
+    build = BUILD.replace('cpp_sources="torch::Tensor gelu_cuda(torch::Tensor x);"',
+                          'cpp_sources="int helper(int n);\\ntorch::Tensor gelu_cuda(torch::Tensor x);"')
+    env = {**os.environ, "TORCH_CUDA_ARCH_LIST": "9.0", "TORCH_EXTENSIONS_DIR": str(tmp_path / "ext"),
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop("KFORGE_TORCH_PCH", None)
+    out = subprocess.run([sys.executable, "-c", build.format(name="kf_clash", flags=[]), clash],
+                         capture_output=True, text=True, timeout=900, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    import json
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    assert r["has"] and r["builds"][0]["how"] == "split (no precompiled header)", r
 
 
 @needs_nvcc
@@ -254,9 +292,9 @@ def test_the_precompiled_header_is_used_at_its_optimisation_level(tmp_path):
     assert build_pch(str(tmp_path / "pch")) == {"O0": "built", "O2": "built"}
     assert build_pch(str(tmp_path / "pch")) == {"O0": "kept", "O2": "kept"}
     r = build_in_a_process(tmp_path, KERNELS, pch=tmp_path / "pch")
-    assert r["builds"][0]["how"] == "split (precompiled header)", r
+    assert r["builds"][0]["how"] == "split (precompiled header, one unit)", r
     r = build_in_a_process(tmp_path, KERNELS, flags=["-O3"], pch=tmp_path / "pch")
-    assert r["builds"][0]["how"] == "split (precompiled header)", r
+    assert r["builds"][0]["how"] == "split (precompiled header, one unit)", r
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
@@ -316,8 +354,8 @@ def test_split_built_template_kernels_compute_what_their_source_says(tmp_path):
 
 
 def test_quotes_are_told_apart_from_digit_separators():
-    from kforge.cuda_split import _blank_literals
-    code = _blank_literals("int n = 1'000'000; switch (c) { case'{': break; }")
+    from kforge.cuda_split import blank_literals
+    code = blank_literals("int n = 1'000'000; switch (c) { case'{': break; }")
     assert "1'000'000" in code and "case' ':" in code and code.count("{") == 1 and code.count("}") == 1
 
 
