@@ -182,6 +182,21 @@ struct VecWalk {
 inline std::string vector_type(int V) { return V == 4 ? "float4" : "float2"; }
 inline constexpr const char* kVectorLane[] = {".x", ".y", ".z", ".w"};
 inline std::string vector_read(int V, const std::string& ptr) { return "*reinterpret_cast<const " + vector_type(V) + "*>(" + ptr + ")"; }
+// Half-precision buffers move V 16-bit patterns a load (4 or 8 bytes); lane j is the j-th pattern, the lower bits
+// first (little-endian, on the GPU and the CPU runner alike), converted by the cast that reads it.
+inline std::string half_vector_type(int V) { return V == 4 ? "uint2" : "unsigned int"; }
+inline std::string half_vector_read(int V, const std::string& ptr) {
+  return "*reinterpret_cast<const " + half_vector_type(V) + "*>(" + ptr + ")";
+}
+inline std::string half_lane(int V, const std::string& v, int j) {
+  const std::string word = V == 4 ? v + (j < 2 ? ".x" : ".y") : v;
+  return "((unsigned short)(" + word + ((j & 1) ? " >> 16" : "") + "))";
+}
+// The vector of V patterns `lanes[0..V)` (unsigned short values), as half_vector_type(V).
+inline std::string half_vector_of(int V, const std::vector<std::string>& lanes) {
+  auto pair = [&](int j) { return "((unsigned)" + lanes[size_t(j)] + " | ((unsigned)" + lanes[size_t(j) + 1] + " << 16))"; };
+  return V == 4 ? "make_uint2(" + pair(0) + ", " + pair(2) + ")" : pair(0);
+}
 
 // One step of a vectorized walk; emit_lane(j) emits lane j's work through `w` (its r, coordinates and lin in
 // scope) and returns statements to follow it.
@@ -195,16 +210,20 @@ inline std::string vec_step(KernelWriter& w, const KernelGroup& g, const RowShap
   emit_lane(0);
   w.take();
   const std::vector<int> vectors(w.contiguous_reads().begin(), w.contiguous_reads().end());
+  const std::vector<int> halves(w.contiguous_half_reads().begin(), w.contiguous_half_reads().end());
   // Values over the row's dims alone (a norm's weight), read at r: one vector a step too, at kf_rv * V.
   std::vector<int> row_vectors;
   for (int b : w.suffix_reads())
     if (std::find(vectors.begin(), vectors.end(), b) == vectors.end()) row_vectors.push_back(b);
   std::string s = in + "const i64 kf_lin = k * " + std::to_string(rs.R) + "LL + kf_rv * " + V + ";\n";
   for (int b : vectors) s += in + "const " + vt + " kf_v" + std::to_string(b) + " = " + vw.vector_at(b) + ";\n";
+  for (int b : halves)
+    s += in + "const " + half_vector_type(vw.V) + " kf_h" + std::to_string(b) + " = " + half_vector_read(vw.V, "b" + std::to_string(b) + " + kf_lin") + ";\n";
   for (int b : row_vectors)
     s += in + "const " + vt + " kf_w" + std::to_string(b) + " = " + vector_read(vw.V, "b" + std::to_string(b) + " + kf_rv * " + V) + ";\n";
   for (int j = 0; j < vw.V; ++j) {
     for (int b : vectors) w.set_vector_source(b, "kf_v" + std::to_string(b) + kVectorLane[j]);
+    for (int b : halves) w.set_vector_source(b, half_lane(vw.V, "kf_h" + std::to_string(b), j));
     for (int b : row_vectors) w.set_suffix_source(b, "kf_w" + std::to_string(b) + kVectorLane[j]);
     Coords c = coords_at(g, rs, true, in2);
     begin_row_site(w, c, rs, in2);
@@ -322,13 +341,14 @@ inline std::string elem_outputs_pass(KernelWriter& w, const KernelGroup& g, cons
                               const VecWalk& vw = {}) {
   if (g.elem_outputs.empty()) return "";
   if (vw.V > 1) {
-    // Float outputs written at the element itself leave as one vector a step; the others element by element.
+    // Float and half-precision outputs written at the element itself leave as one vector a step; the others
+    // element by element.
     std::set<int> vector_outs;
     std::string step = vec_step(w, g, rs, vw, "      ", [&](int j) {
       std::string writes;
       for (int o : g.elem_outputs) {
         std::string v = w.value(o), at = w.out_index(o);
-        if (at == "lin" && w.ctype(o) == "float") {
+        if (at == "lin" && (w.ctype(o) == "float" || w.ctype(o) == "unsigned short")) {
           vector_outs.insert(o);
           writes += "        kf_o" + std::to_string(o) + "_" + std::to_string(j) + " = " + v + ";\n";
         } else {
@@ -339,13 +359,18 @@ inline std::string elem_outputs_pass(KernelWriter& w, const KernelGroup& g, cons
     });
     std::string decls, stores;
     for (int o : vector_outs) {
+      const bool half = w.ctype(o) != "float";
       std::string lanes;
+      std::vector<std::string> names;
       for (int j = 0; j < vw.V; ++j) {
-        decls += "      float kf_o" + std::to_string(o) + "_" + std::to_string(j) + ";\n";
-        lanes += (j ? ", kf_o" : "kf_o") + std::to_string(o) + "_" + std::to_string(j);
+        names.push_back("kf_o" + std::to_string(o) + "_" + std::to_string(j));
+        decls += "      " + w.ctype(o) + " " + names.back() + ";\n";
+        lanes += (j ? ", " : "") + names.back();
       }
-      stores += "      *reinterpret_cast<float" + std::to_string(vw.V) + "*>(" + w.buf(o) + " + kf_lin) = make_float" +
-                std::to_string(vw.V) + "(" + lanes + ");\n";
+      stores += half ? "      *reinterpret_cast<" + half_vector_type(vw.V) + "*>(" + w.buf(o) + " + kf_lin) = " +
+                           half_vector_of(vw.V, names) + ";\n"
+                     : "      *reinterpret_cast<float" + std::to_string(vw.V) + "*>(" + w.buf(o) + " + kf_lin) = make_float" +
+                           std::to_string(vw.V) + "(" + lanes + ");\n";
     }
     return "    " + loop + " {\n" + decls + step + stores + "    }\n";
   }

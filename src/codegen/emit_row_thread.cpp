@@ -1,5 +1,5 @@
 // The thread strategy of row kernels with vec > 1: a thread owns neighbouring rows and reads them with vector
-// loads (emit_row_parts.h has the shared pieces).
+// loads, of floats or of 16-bit patterns (emit_row_parts.h has the shared pieces).
 #include "codegen/emit_row_parts.h"
 
 namespace kforge::row_parts {
@@ -23,15 +23,20 @@ std::vector<PlanKernel> emit_thread_vec(EmitContext& cx, const KernelGroup& g, c
   for (int s : g.stats) w.value(stat_operand(gr, g, s));
   w.take();
   const std::vector<int> vectors(w.contiguous_reads().begin(), w.contiguous_reads().end());
+  const std::vector<int> halves(w.contiguous_half_reads().begin(), w.contiguous_half_reads().end());
   std::string decls, step, finish;
   for (int b : vectors) step += "      " + vt + " kf_v" + std::to_string(b) + ";\n";
+  for (int b : halves) step += "      " + half_vector_type(V) + " kf_h" + std::to_string(b) + ";\n";
   step += "      {\n" + in + "const i64 k = k0;\n" + first.stmts;
   for (int b : vectors)
     step += in + "kf_v" + std::to_string(b) + " = " + vector_read(V, "b" + std::to_string(b) + " + lin") + ";\n";
+  for (int b : halves)
+    step += in + "kf_h" + std::to_string(b) + " = " + half_vector_read(V, "b" + std::to_string(b) + " + lin") + ";\n";
   step += "      }\n";
   for (int j = 0; j < V; ++j) {
     const std::string J = std::to_string(j);
     for (int b : vectors) w.set_vector_source(b, "kf_v" + std::to_string(b) + kVectorLane[j]);
+    for (int b : halves) w.set_vector_source(b, half_lane(V, "kf_h" + std::to_string(b), j));
     Coords c = coords_at(g, rs, true, in);
     w.begin_site(c.c, c.linear, in);
     std::string updates, fin;

@@ -404,6 +404,26 @@ TEST(Schedule, BlockRowsWalkWholeVectorsWhereRowsAreWholeVectors) {
   EXPECT_THROW(check_schedule(kernel_groups(odd, true).at(0), {Strategy::block, 128, 4, 1, 1}), UserError);
 }
 
+// The same walk over half-precision rows: x and y move 4 16-bit patterns a load and a store (8 bytes), the
+// lanes read and packed low bits first; the f32 weight and bias as before.
+TEST(Schedule, BlockRowsWalkWholeVectorsOfHalfPrecisionPatterns) {
+  for (const char* dtype : {"f16", "bf16"}) {
+    Graph g = graph_from_json(nlohmann::json::parse(std::string(R"({"inputs": [{"name": "x", "shape": [5, 8, 20], "dtype": ")") +
+      dtype + R"("}], "params": [{"name": "w", "shape": [8, 20]}, {"name": "b", "shape": [8, 20]}],
+      "nodes": [{"name": "xf", "op": "cast", "args": ["x"], "attrs": {"dtype": "f32"}},
+                {"name": "n", "op": "layer_norm", "args": ["xf", "w", "b"], "attrs": {"normalized_ndim": 2, "eps": 1e-5}},
+                {"name": "y", "op": "cast", "args": ["n"], "attrs": {"dtype": ")" + dtype + R"("}}], "outputs": ["y"]})"));
+    for (int vec : {2, 4}) {
+      PlanKernel k = one_kernel_under(g, {Strategy::block, 128, vec, 2, 1});  // compiles for sm_90
+      const std::string vt = vec == 4 ? "uint2" : "unsigned int";
+      for (std::string step : {"const " + vt + " kf_h", "*reinterpret_cast<" + vt + "*>(", std::string(" >> 16))"),
+                               std::string(" << 16))"), std::string("const float")})
+        EXPECT_NE(k.source.find(step), std::string::npos) << dtype << " vec " << vec << ": " << step << "\n" << k.source;
+      EXPECT_EQ(k.source.find("[kf_lin + "), std::string::npos) << k.source;
+    }
+  }
+}
+
 TEST(Schedule, TilesCacheTheirThirtyTwoRowsInSharedMemory) {
   // log_softmax over the middle dim of [3, 19, 11]: rows side by side (tile), three walks over each.
   Graph g = graph_from_json(sample("log_softmax"));

@@ -159,6 +159,34 @@ TEST(RowOnlineSoftmax, MatchesTheInterpreterWithRescalesAndMaskedElements) {
   EXPECT_GE(register_tiles, 2);  // log_softmax's rows across the innermost dim, held in a tile's registers
 }
 
+// Half-precision columns under a thread of 2 or 4 of them: one 4- or 8-byte load serves their 16-bit patterns,
+// lane j the j-th (low bits first), against the interpreter within one unit in the last place of f16 and bf16.
+TEST(RowColumns, VectorThreadsReadHalfPrecisionPatternsLaneByLane) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  for (const char* dtype : {"f16", "bf16"}) {
+    Graph g = graph_from_json(nlohmann::json::parse(std::string(R"({"inputs": [{"name": "x", "shape": [2, 37, 96], "dtype": ")") +
+      dtype + R"("}], "nodes": [{"name": "xf", "op": "cast", "args": ["x"], "attrs": {"dtype": "f32"}},
+                {"name": "s", "op": "sum", "args": ["xf"], "attrs": {"dims": [1], "keepdim": false}},
+                {"name": "y", "op": "cast", "args": ["s"], "attrs": {"dtype": ")" + dtype + R"("}}], "outputs": ["y"]})"));
+    std::mt19937_64 rng(31);
+    auto inputs = testing::random_values(g, g.inputs, rng);
+    std::vector<HostTensor> want = interpret(primitive_graph(g), inputs, {});
+    int vectors = 0;
+    for (const Schedule& s : cpu_runnable_schedules(g)) {
+      if (s.kernels.begin()->second.vec == 1) continue;
+      Plan p = lower(g, s);
+      ASSERT_NE(p.kernels.at(0).source.find("kf_h"), std::string::npos) << p.kernels.at(0).source;
+      std::vector<float> got = testing::run_plan_on_cpu(p, inputs);
+      ASSERT_EQ(got.size(), want[0].data.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_LE(std::abs(double(got[i]) - want[0].data[i]), 8e-3 * (1 + std::abs(want[0].data[i])))
+            << dtype << " " << to_json(s).dump() << " column " << i;
+      ++vectors;
+    }
+    EXPECT_GE(vectors, 2) << dtype;
+  }
+}
+
 // Half-precision rows (ir/types.h: bf16 stored, read through a cast): a log-softmax across a non-innermost dim under
 // every schedule the runner runs, the tile's register rows holding the 16-bit patterns in float slots, against the
 // interpreter within one unit in the last place of bf16 (2^-8 relative).

@@ -173,7 +173,7 @@ std::vector<SampleGraph> sample_graphs() {
       {"name": "o1", "op": "mul", "args": ["c", "s1"]}, {"name": "t", "op": "add", "args": ["c", "s1"]},
       {"name": "o2", "op": "sum", "args": ["t"], "attrs": {"dims": [1], "keepdim": true}}], "outputs": ["o1", "o2"]})");
   // Half precision at a task's boundary (ir/types.h): f16 / bf16 inputs read through a cast to f32, results cast
-  // back; pointwise, a row's softmax, and an f32 result from a half input.
+  // back; pointwise, a row's softmax and layer norm, and an f32 result from a half input.
   raw("half_gelu_scale", R"({"inputs": [{"name": "x", "shape": [4, 1000], "dtype": "f16"}], "nodes": [
       {"name": "xf", "op": "cast", "args": ["x"], "attrs": {"dtype": "f32"}},
       {"name": "g", "op": "gelu", "args": ["xf"], "attrs": {"approximate": "none"}},
@@ -184,6 +184,12 @@ std::vector<SampleGraph> sample_graphs() {
       {"name": "xf", "op": "cast", "args": ["x"], "attrs": {"dtype": "f32"}},
       {"name": "s", "op": "softmax", "args": ["xf"], "attrs": {"dim": 1}},
       {"name": "y", "op": "cast", "args": ["s"], "attrs": {"dtype": "bf16"}}], "outputs": ["y"]})");
+  // rows of whole vectors: a block's walk moves 2 or 4 16-bit patterns a load and a store
+  raw("f16_layer_norm_rows", R"({"inputs": [{"name": "x", "shape": [6, 8, 40], "dtype": "f16"}],
+      "params": [{"name": "w", "shape": [8, 40]}, {"name": "b", "shape": [8, 40]}], "nodes": [
+      {"name": "xf", "op": "cast", "args": ["x"], "attrs": {"dtype": "f32"}},
+      {"name": "n", "op": "layer_norm", "args": ["xf", "w", "b"], "attrs": {"normalized_ndim": 2, "eps": 1e-5}},
+      {"name": "y", "op": "cast", "args": ["n"], "attrs": {"dtype": "f16"}}], "outputs": ["y"]})");
   raw("half_max_pool", R"({"inputs": [{"name": "x", "shape": [2, 3, 17, 19], "dtype": "f16"}], "nodes": [
       {"name": "xf", "op": "cast", "args": ["x"], "attrs": {"dtype": "f32"}},
       {"name": "p", "op": "pool", "args": ["xf"], "attrs": {"kind": "max", "nd": 2, "kernel": [3, 2], "stride": [2, 2],
