@@ -130,18 +130,20 @@ class Item:
     code: str   # literals blanked
     directive: bool = False
     block: str = ""  # "namespace" or "extern" for a block whose body is split in turn
+    line: int = 1    # the source's line where `text` begins
 
 
-def _items(text: str) -> list:
-    """The top-level items of `text`: preprocessor lines, declarations ending with `;`, function definitions,
-    namespace and extern "C" blocks."""
+def _items(text: str, first_line: int = 1) -> list:
+    """The top-level items of `text` (whose first line is the source's `first_line`): preprocessor lines,
+    declarations ending with `;`, function definitions, namespace and extern "C" blocks."""
     code = blank_literals(text)
     items, start, depth, paren, i, n = [], 0, 0, 0, 0, len(text)
 
     def emit(end, **kw):
         nonlocal start
         if text[start:end].strip():
-            items.append(Item(text[start:end], code[start:end], **kw))
+            at = start + len(text[start:end]) - len(text[start:end].lstrip())  # from its first character
+            items.append(Item(text[at:end], code[at:end], line=first_line + text.count("\n", 0, at), **kw))
         start = end
 
     while i < n:
@@ -173,7 +175,8 @@ def _items(text: str) -> list:
                     # the body is split on its own (a namespace's kernels, declarations and host code alike)
                     close = _matching(code, i, "{", "}")
                     items.append(Item(text[start:close + 1], code[start:close + 1],
-                                      block="namespace" if "namespace" in head else "extern"))
+                                      block="namespace" if "namespace" in head else "extern",
+                                      line=first_line + text.count("\n", 0, start)))
                     start = i = close + 1
                     continue
             depth += 1
@@ -386,10 +389,12 @@ def _split_top_level(text: str, code: str) -> list:
     return [p for p in parts if p] if any(parts) else []
 
 
-def split_cuda_source(source: str) -> Split:
-    """The host and device translation units of one CUDA source; raises NotSplittable where it cannot be sure."""
+def split_cuda_source(source: str, path: str = "") -> Split:
+    """The host and device translation units of one CUDA source; raises NotSplittable where it cannot be sure.
+    Given the source's `path`, each item of a part is preceded by a #line naming the source's file and line, so
+    that a compiler's errors point into the source, not into the part."""
     host, device, kernels, device_names, templates = [], [], [], set(), []
-    _place(_items(source), host, device, kernels, device_names, templates)
+    _place(_items(source), host, device, kernels, device_names, templates, path)
     kernel_set = set(kernels)
     both = [k for k in set(templates) if kernels.count(k) > templates.count(k) or templates.count(k) > 1]
     if both:  # overloads across templates: the launcher would change which one a launch picks
@@ -414,10 +419,13 @@ def split_cuda_source(source: str) -> Split:
                  device=device_text, kernels=kernels, templates=templates)
 
 
-def _place(items, host, device, kernels, device_names, templates):
+def _place(items, host, device, kernels, device_names, templates, path=""):
     for it in items:
+        if path:  # `#line N "file"`: the next line is the source's line N
+            host.append(f'#line {it.line} "{path}"\n')
+            device.append(f'#line {it.line} "{path}"\n')
         if it.directive:
-            line = "\n" + it.text.strip() + "\n"
+            line = ("" if path else "\n") + it.text.strip() + "\n"  # on a line of its own
             if HOST_ONLY_INCLUDE.match(it.text.strip()):
                 host.append(line)
             elif not re.match(r"#\s*pragma\s+once", it.text.strip()):
@@ -427,8 +435,8 @@ def _place(items, host, device, kernels, device_names, templates):
         if it.block:
             brace = it.code.find("{")
             head, body = it.text[:brace + 1], it.text[brace + 1:it.text.rfind("}")]
-            h, d, inner = [head], [head], []
-            _place(_items(body), h, d, inner, device_names, templates)
+            h, d, inner = [head + ("\n" if path else "")], [head + ("\n" if path else "")], []
+            _place(_items(body, it.line + it.text.count("\n", 0, brace + 1)), h, d, inner, device_names, templates, path)
             if inner and re.match(r"(inline\s+)?namespace\s*\{", it.code.strip()):
                 raise NotSplittable("kernels in an anonymous namespace (internal linkage: another translation "
                                     "unit cannot launch them)")

@@ -7,8 +7,11 @@
   with torch's own flags (taken from the ninja file torch itself writes for the build);
 - the library is kept under the build folder by a SHA-256 of its sources, flags and compilers, so the same
   candidate built again (its prebuild, then its turn on the GPU) is imported, not compiled;
-- where the split is refused or the split build fails, torch builds it as it always does; its compiler errors come
-  back trimmed to the error lines, naming the file.
+- where the split is refused, or a part fails for a name or overload the split may have left out of it, torch
+  builds it as it always does; an error the source alone explains (syntax, types) is answered at once; compiler
+  errors come back trimmed to the error lines, naming the source's file and lines (#line marks in the parts);
+- a build that failed in the source's lines is remembered in the build folder, so the candidate's turn on the GPU
+  does not build it again.
 
 `python -m kforge.extension_build --pch DIR` builds the precompiled headers (trusted: torch's headers only; about
 800 MB each); candidates find them through $KFORGE_TORCH_PCH."""
@@ -53,8 +56,9 @@ class SplitBuildFailed(Exception):
 
 
 class SourceError(Exception):
-    """A compiler error in a source the split build compiles as torch would (load_inline's main.cpp): torch's own
-    build would fail on it the same way, so it is the answer, not a reason to build again."""
+    """A compiler error the source explains (in a source compiled as torch would, load_inline's main.cpp, or in a
+    part at the source's own lines, no name missing): torch's own build would fail on it the same way, so it is
+    the answer, not a reason to build again."""
 
 
 def install() -> None:
@@ -75,16 +79,22 @@ def install() -> None:
 
 
 def build(a: dict, torch_build):
-    """A module for _jit_compile's arguments `a`: the split build, or `torch_build()` where it cannot be used."""
+    """A module for _jit_compile's arguments `a`: the split build, or `torch_build()` where it cannot be used. A
+    build that failed in the source's own lines fails again at once with the same message (the candidate's turn
+    on the GPU repeats its prebuild's build)."""
     t0 = time.perf_counter()
     name = a["name"]
+    memo = _failure_memo(a)
+    if memo is not None and memo.is_file():
+        BUILDS.append({"name": name, "how": "failed before", "s": round(time.perf_counter() - t0, 3)})
+        raise RuntimeError(memo.read_text())
     try:
         module, how = _split_build(a)
         BUILDS.append({"name": name, "how": how, "s": round(time.perf_counter() - t0, 3)})
         return module
     except SourceError as e:
         BUILDS.append({"name": name, "how": "split (failed)", "s": round(time.perf_counter() - t0, 3)})
-        raise RuntimeError(str(e)) from None
+        raise RuntimeError(_remember(memo, str(e))) from None
     except (NotSplittable, SplitBuildFailed, OSError) as e:
         why = f"{type(e).__name__}: {e}"
     t1 = time.perf_counter()
@@ -94,9 +104,36 @@ def build(a: dict, torch_build):
         BUILDS.append({"name": name, "how": "torch (failed)", "s": round(time.perf_counter() - t0, 3), "why": why[:300]})
         if not str(e).startswith("Error building extension"):
             raise
-        raise RuntimeError(trim_build_error(str(e), name)) from None  # torch raises RuntimeError for these
+        raise RuntimeError(_remember(memo, trim_build_error(str(e), name))) from None  # torch raises RuntimeError
     BUILDS.append({"name": name, "how": "torch", "s": round(time.perf_counter() - t1, 3), "why": why[:300]})
     return module
+
+
+def _failure_memo(a: dict) -> Path | None:
+    """Where a failed build of exactly these sources and arguments is remembered: beside the builds, in the
+    build folder (a candidate's own), named by a SHA-256 of the sources' bytes, torch's build arguments, torch
+    and Python; None where the sources cannot be read."""
+    try:
+        sources = [Path(s).read_bytes() for s in a.get("sources") or []]
+    except OSError:
+        return None
+    import torch
+    arguments = {k: v for k, v in a.items() if isinstance(v, (str, int, float, bool, list, type(None))) and k != "verbose"}
+    key = hashlib.sha256(json.dumps({"v": SPLIT_VERSION, "sources": [hashlib.sha256(b).hexdigest() for b in sources],
+                                     "arguments": arguments, "torch": torch.__version__, "py": sys.version},
+                                    sort_keys=True, default=str).encode()).hexdigest()
+    return Path(a["build_directory"]) / f"kforge-{key[:24]}.error"
+
+
+def _remember(memo: Path | None, message: str) -> str:
+    """`message`, kept at `memo` where the compiler placed it in the source's lines (file:line: error): what the
+    machine caused (a fork refused, a compiler killed) names no line and is tried again next time."""
+    if memo is not None and any(re.search(r":\d+(:\d+)?: (fatal )?error|\(\d+\): (catastrophic )?error", line)
+                                for line in message.splitlines()):
+        with contextlib.suppress(OSError):
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            memo.write_text(message)
+    return message
 
 
 COMPILER_ERROR = re.compile(r"(:\d+(:\d+)?: (fatal )?error|\(\d+\): (catastrophic )?error|undefined reference|"
@@ -238,7 +275,7 @@ def _split_build(a: dict):
     name = a["name"]
     raw = {s: Path(s).read_bytes() for s in sources}
     texts = {s: b.decode(errors="replace") for s, b in raw.items()}
-    splits = {s: split_cuda_source(t) for s, t in texts.items() if s.endswith(".cu")}
+    splits = {s: split_cuda_source(t, s) for s, t in texts.items() if s.endswith(".cu")}
     with tempfile.TemporaryDirectory(dir=build_dir, prefix=".kforge-") as tmp:
         variables = _ninja_variables(a, sources, tmp)
         host_flags = _host_flags(variables, [f.strip() for f in a.get("extra_cflags") or []], cuda_flags)
@@ -266,6 +303,23 @@ def _split_build(a: dict):
     pch = "no precompiled header" if not _pch_include(host_flags) else \
         f"precompiled header not used: {unused[0]}" if unused else "precompiled header"
     return ce._import_module_from_library(name, str(final), True), f"split ({pch}{', one unit' if joined else ''})"
+
+
+# Errors a part could meet for what the split left out of it (the host part has no kernels' bodies, the device
+# part no torch): a name not found, an overload not found. GCC's wording, then nvcc's (EDG).
+MISSING_NAME = re.compile(r"(was not declared in this scope|is not a member of|does not name a (type|template)|"
+                          r"has not been declared|is not a namespace|no matching function|no member named|"
+                          r"is undefined|has no member|is not a template|must be a class or namespace name|"
+                          r"no instance of|not a class or struct|incomplete type)")
+
+
+def _the_sources_own(log: str) -> bool:
+    """Whether a part's compile failed in a way the source alone explains: compiler errors at lines of it, none of
+    them a name or overload not found (which the split may have caused by what it left out: torch then builds the
+    source whole, a minute, and its error is the answer). Syntax and type errors in the source's own code are the
+    same in its parts, so they are answered at once."""
+    errors = [line for line in log.splitlines() if COMPILER_ERROR.search(line)]
+    return bool(errors) and not any(MISSING_NAME.search(line) or "undefined reference" in line for line in errors)
 
 
 # load_inline's main.cpp: torch's include, the candidate's cpp_sources, then the bindings torch writes for `functions`
@@ -311,6 +365,7 @@ def _compile_and_link(name, sources, texts, splits, variables, host_flags, joine
             return [(obj, r, Path(s).name == "main.cpp" and texts[s].startswith(MAIN_INCLUDE))]
         split = splits[s]
         host, device = Path(f"{stem}.host.cpp"), Path(f"{stem}.device.cu")
+        parts[str(host)] = parts[str(device)] = s
         # joined: main.cpp first, then the host part numbered as its own file (errors name its lines)
         host.write_text(texts[joined[0]] + f'\n#line 1 "{host.name}"\n' + split.host if joined else split.host)
         # its "x.cuh" includes, found where the source lies (nvcc has no -iquote: -I there)
@@ -333,6 +388,7 @@ def _compile_and_link(name, sources, texts, splits, variables, host_flags, joine
         needed = [line.strip()[2:] if line.strip().startswith("U ") else line.strip() for line in needed]
         return [(f"{host}.o", h, False), (f"{device}.o", device_job(split.device_with(needed)), False)]
 
+    parts = {}  # each part's file: the source it came from, which its errors name
     units = [(i, s) for i, s in enumerate(sources) if not joined or s != joined[0]]
     with ThreadPoolExecutor(max_workers=len(units)) as pool:
         done = [o for per_source in pool.map(lambda a: compile_source(*a), units) for o in per_source]
@@ -341,7 +397,10 @@ def _compile_and_link(name, sources, texts, splits, variables, host_flags, joine
     failed = [(r, v) for _, r, v in done if r.returncode != 0]
     if failed:
         r, v = failed[0]
-        raise (SourceError if v else SplitBuildFailed)(trim_build_error(r.stderr + r.stdout, name))
+        log = r.stderr + r.stdout
+        for part, source in parts.items():
+            log = log.replace(part, source).replace(Path(part).name, Path(source).name)
+        raise (SourceError if v or _the_sources_own(log) else SplitBuildFailed)(trim_build_error(log, name))
     unused = [m.group(1) for r in results for m in [re.search(r"not used because (.*)", r.stderr)] if m]
     built.mkdir()
     r = _run([*cxx, *objects, *variables.get("ldflags", []), "-o", str(built / f"{name}.so")], tmp)

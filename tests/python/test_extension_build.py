@@ -147,6 +147,27 @@ def test_a_source_without_kernels_is_all_host_code():
     assert s.kernels == [] and "twice" in s.host and LAUNCH_PUSH not in s.host and "twice" not in s.device
 
 
+def test_each_part_names_the_source_line_its_code_came_from():
+    # with the source's path, every item of a part follows a #line naming where it begins in the source, so that
+    # compiler errors point into the candidate's file (torch's own build names cuda.cu's lines too)
+    s = split_cuda_source(KERNELS, "/build/cuda.cu")
+    lines = KERNELS.split("\n")
+    for part in (s.host, s.device):
+        at, copied = None, 0
+        for line in part.split("\n"):
+            if line.startswith("#line "):
+                number, path = line.split()[1:]
+                assert path == '"/build/cuda.cu"', line
+                at = int(number)
+                continue
+            if at is not None and line.strip() in {x.strip() for x in lines} and line.strip() not in ("{", "}", ""):
+                assert lines[at - 1].strip() == line.strip(), (at, line)
+                copied += 1
+            at = None if at is None else at + 1
+        assert copied >= 5, part
+    assert "#line" not in split_cuda_source(KERNELS).host  # without a path, no marks
+
+
 def test_build_errors_are_cut_to_their_lines_naming_the_file():
     log = textwrap.dedent("""\
         [1/3] c++ -MMD -MF main.o.d -DTORCH_EXTENSION_NAME=e ... -c /tmp/x/e/main.cpp -o main.o
@@ -245,6 +266,42 @@ def test_a_joined_unit_that_does_not_compile_is_built_apart(tmp_path):
     import json
     r = json.loads(out.stdout.strip().splitlines()[-1])
     assert r["has"] and r["builds"][0]["how"] == "split (no precompiled header)", r
+
+
+FAILING_BUILD = r"""
+import json, sys
+from kforge import extension_build
+extension_build.install()
+from torch.utils.cpp_extension import load_inline
+try:
+    load_inline("kf_broken", cpp_sources="torch::Tensor gelu_cuda(torch::Tensor x);", cuda_sources=sys.argv[1],
+                functions=["gelu_cuda"])
+except RuntimeError as e:
+    print(json.dumps({"error": str(e), "builds": extension_build.BUILDS}))
+"""
+
+
+@needs_nvcc
+def test_an_error_in_the_sources_own_code_is_answered_at_once_and_remembered(tmp_path):
+    # a type error in the kernel: no name the split could have left out, so no build by torch (a minute) follows;
+    # the error names cuda.cu's line, and the same build asked again (the candidate's turn) fails at once
+    broken = KERNELS.replace("y[i] = gelu(x[i]) * p.scale;", "y[i] = gelu(x[i]) * p.scale; float* bad = 1.5;")
+    env = {**os.environ, "TORCH_CUDA_ARCH_LIST": "9.0", "TORCH_EXTENSIONS_DIR": str(tmp_path / "ext"),
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop("KFORGE_TORCH_PCH", None)
+    import json
+    runs = []
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", FAILING_BUILD, broken], capture_output=True, text=True,
+                             timeout=900, env=env)
+        assert out.returncode == 0 and out.stdout.strip(), out.stderr[-3000:]
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    first, again = runs
+    assert [b["how"] for b in first["builds"]] == ["split (failed)"], first
+    written = (tmp_path / "ext" / "kf_broken" / "cuda.cu").read_text().split("\n")
+    line = next(i + 1 for i, text in enumerate(written) if "float* bad" in text)
+    assert f"cuda.cu({line}): error" in first["error"] and "device.cu" not in first["error"], first["error"]
+    assert [b["how"] for b in again["builds"]] == ["failed before"] and again["error"] == first["error"], again
 
 
 @needs_nvcc
