@@ -34,7 +34,7 @@ __device__ __forceinline__ void kf_bulk_init(unsigned long long* bar) {
 __device__ __forceinline__ void kf_bulk_expect(unsigned long long* bar, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(kf_smem_addr(bar)), "r"(bytes) : "memory");
 }
-__device__ __forceinline__ void kf_bulk_copy(float* dst, const float* src, unsigned bytes, unsigned long long* bar) {
+__device__ __forceinline__ void kf_bulk_copy(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                :: "r"(kf_smem_addr(dst)), "l"(src), "r"(bytes), "r"(kf_smem_addr(bar)) : "memory");
 }

@@ -14,38 +14,45 @@ namespace {
 // Bulk row cache (RowCache::bulk): each block owns rows k, k + gridDim.x, ... and two row buffers. While it
 // works on row k in one, the copy engine fills the other with its next row (cp.async.bulk), so HBM keeps
 // streaming through the block's reductions and writes, with no thread issuing a load. Buffer i of a row is at
-// kf_row[stage * NB*RP + i * RP + sh + r], sh = the row start's float offset past a 16-byte boundary: the
-// middle of the row, 16-byte aligned at both ends, is copied; threads load the 0-3 floats on either side.
+// kf_cur[i * RP + r], kf_cur = the stage's slots + sh, sh = the row start's element offset past a 16-byte boundary:
+// the middle of the row, 16-byte aligned at both ends, is copied; threads load the elements on either side. The
+// cached buffers are all f32 rows or all half-precision ones (16-bit patterns, converted by the cast that reads
+// them): a copy moves bytes, and one element size keeps every slot's alignment.
 struct BulkRow {
   std::vector<int> cached;  // buffer ids, read at the element itself
-  int64_t R = 0, RP = 0;    // row length; floats per buffer slot (bulk_row_floats)
+  int64_t R = 0, RP = 0;    // row length; elements per buffer slot (a multiple of 8, 16 bytes either way)
+  int esize = 4;            // bytes an element: 4 (floats) or 2 (half-precision patterns)
+  std::string et() const { return esize == 4 ? "float" : "unsigned short"; }
+  std::string slots() const { return esize == 4 ? "kf_row" : "reinterpret_cast<unsigned short*>(kf_row)"; }
+  int64_t align() const { return 16 / esize; }  // elements between 16-byte boundaries
   std::string stride() const { return std::to_string(int64_t(cached.size()) * RP); }
   // The 16-byte-aligned middle [lo, hi) of row `row` (an i64 expression), as declarations sh, lo, hi + suffix.
   std::string bounds(const std::string& row, const std::string& sfx, const std::string& in) const {
-    const std::string Rs = std::to_string(R) + "LL";
-    return in + "const int sh" + sfx + " = (int)((" + row + ") * " + Rs + " & 3);\n" +
-           in + "const i64 lo" + sfx + " = (4 - sh" + sfx + ") & 3, hi" + sfx + " = " + Rs + " - ((sh" + sfx + " + " + Rs + ") & 3);\n";
+    const std::string Rs = std::to_string(R) + "LL", m = std::to_string(align() - 1), A = std::to_string(align());
+    return in + "const int sh" + sfx + " = (int)((" + row + ") * " + Rs + " & " + m + ");\n" +
+           in + "const i64 lo" + sfx + " = (" + A + " - sh" + sfx + ") & " + m + ", hi" + sfx + " = " + Rs + " - ((sh" + sfx + " + " + Rs + ") & " + m + ");\n";
   }
   // Thread 0 starts the copies of row `row` into buffer stage `stage` (both expressions).
   std::string fetch(const std::string& row, const std::string& stage, const std::string& in) const {
-    const std::string i2 = in + "  ", bar = "&kf_bar[" + stage + "]";
-    std::string s = in + "{\n" + bounds(row, "", i2) + i2 + "float* const dst = kf_row + (" + stage + ") * " + stride() + " + sh + lo;\n";
-    s += i2 + "kf_bulk_fence();\n" + i2 + "kf_bulk_expect(" + bar + ", (unsigned)(" + std::to_string(cached.size()) + " * (hi - lo) * 4));\n";
+    const std::string i2 = in + "  ", bar = "&kf_bar[" + stage + "]", E = std::to_string(esize);
+    std::string s = in + "{\n" + bounds(row, "", i2) + i2 + et() + "* const dst = " + slots() + " + (" + stage + ") * " + stride() + " + sh + lo;\n";
+    s += i2 + "kf_bulk_fence();\n" + i2 + "kf_bulk_expect(" + bar + ", (unsigned)(" + std::to_string(cached.size()) + " * (hi - lo) * " + E + "));\n";
     for (size_t i = 0; i < cached.size(); ++i)
       s += i2 + "kf_bulk_copy(dst + " + std::to_string(int64_t(i) * RP) + ", b" + std::to_string(cached[i]) + " + (" + row +
-           ") * " + std::to_string(R) + "LL + lo, (unsigned)((hi - lo) * 4), " + bar + ");\n";
+           ") * " + std::to_string(R) + "LL + lo, (unsigned)((hi - lo) * " + E + "), " + bar + ");\n";
     return s + in + "}\n";
   }
   // The head of row k's iteration kf_it: start the next row's copy, wait for this one's, load the edges.
   std::string row_start(const std::string& K) const {
+    const std::string A = std::to_string(align());
     std::string s = "    const int kf_stage = (int)(kf_it & 1);\n";
     s += "    if (threadIdx.x == 0 && k + gridDim.x < " + K + ")\n" + fetch("k + gridDim.x", "kf_stage ^ 1", "    ");
     s += bounds("k", "", "    ");
-    s += "    float* const kf_cur = kf_row + kf_stage * " + stride() + " + sh;\n";
+    s += "    " + et() + "* const kf_cur = " + slots() + " + kf_stage * " + stride() + " + sh;\n";
     s += "    kf_bulk_wait(&kf_bar[kf_stage], (unsigned)(kf_it >> 1) & 1u);\n";
-    s += "    if (threadIdx.x < 8) {  // the floats outside the copied middle: [0, lo) and [hi, R)\n";
-    s += "      const i64 r = threadIdx.x < 4 ? (i64)threadIdx.x : hi + threadIdx.x - 4;\n";
-    s += "      if (threadIdx.x < 4 ? r < lo : r < " + std::to_string(R) + "LL) {\n";
+    s += "    if (threadIdx.x < " + std::to_string(2 * align()) + ") {  // the elements outside the copied middle: [0, lo) and [hi, R)\n";
+    s += "      const i64 r = threadIdx.x < " + A + " ? (i64)threadIdx.x : hi + threadIdx.x - " + A + ";\n";
+    s += "      if (threadIdx.x < " + A + " ? r < lo : r < " + std::to_string(R) + "LL) {\n";
     for (size_t i = 0; i < cached.size(); ++i)
       s += "        kf_cur[" + std::to_string(int64_t(i) * RP) + "LL + r] = b" + std::to_string(cached[i]) + "[k * " +
            std::to_string(R) + "LL + r];\n";
@@ -98,23 +105,35 @@ std::vector<PlanKernel> emit_row(EmitContext& cx, const KernelGroup& group, cons
   std::string cache_base = ks.strategy == Strategy::warp ? "(threadIdx.x >> 5) * " : "0 * ";
   BulkRow br;
   br.R = rs.R, br.RP = bulk_row_floats(g);
-  if (ks.cache_row != RowCache::none) {
+  if (bulk) {
+    // The f32 rows where there are any, else the half-precision ones; as many as fit, the rest re-read from memory.
+    std::vector<int> f32, halves;
+    for (int b : cacheable_buffers(w, gr, g, rs, sk.elem_loop, SIZE_MAX))
+      (is_half(w.buffer_dtype(b)) ? halves : f32).push_back(b);
+    cached = f32.empty() ? halves : f32;
+    br.esize = f32.empty() ? 2 : 4;
+    if (br.esize == 2) br.RP = (rs.R + 7 + 7) / 8 * 8;  // room for a start up to 7 past a boundary; slots stay aligned
+    cached.resize(std::min(cached.size(), size_t(bulk_cache_limit(ks) / (2 * br.RP * br.esize))));
+    smem = 2 * br.RP * br.esize * int64_t(cached.size());
+    cache_base += std::to_string(int64_t(cached.size()) * rs.R) + "LL";
+  } else if (ks.cache_row != RowCache::none) {
     // As many row buffers as fit; the rest are re-read from memory.
-    size_t fit = in_registers ? size_t(kMaxRegisterRow / slots)
-                 : bulk       ? size_t(bulk_cache_limit(ks) / (2 * br.RP * 4))
-                              : size_t(kMaxRowCache / row_cache_bytes(g, ks, 1));
-    cached = cacheable_buffers(w, gr, g, rs, sk.elem_loop, fit, !bulk);
-    if (bulk) smem = 2 * br.RP * 4 * int64_t(cached.size());
-    else if (!in_registers) smem = row_cache_bytes(g, ks, int(cached.size()));
+    size_t fit = in_registers ? size_t(kMaxRegisterRow / slots) : size_t(kMaxRowCache / row_cache_bytes(g, ks, 1));
+    cached = cacheable_buffers(w, gr, g, rs, sk.elem_loop, fit);
+    if (!in_registers) smem = row_cache_bytes(g, ks, int(cached.size()));
     cache_base += std::to_string(int64_t(cached.size()) * rs.R) + "LL";
   }
   br.cached = cached;
-  vw.vector_at = [&](int b) {
+  // A vector walk reads a bulk-cached buffer's vector from its slot, the others' from memory.
+  auto slot_or_memory = [&](int b, bool half) {
     auto at = std::find(cached.begin(), cached.end(), b);
-    if (bulk && at != cached.end())
-      return vector_read(vw.V, "kf_cur + " + std::to_string(int64_t(at - cached.begin()) * br.RP) + "LL + kf_rv * " + std::to_string(vw.V));
-    return vector_read(vw.V, "b" + std::to_string(b) + " + kf_lin");
+    const std::string from = bulk && at != cached.end()
+                                 ? "kf_cur + " + std::to_string(int64_t(at - cached.begin()) * br.RP) + "LL + kf_rv * " + std::to_string(vw.V)
+                                 : "b" + std::to_string(b) + " + kf_lin";
+    return half ? half_vector_read(vw.V, from) : vector_read(vw.V, from);
   };
+  vw.vector_at = [&](int b) { return slot_or_memory(b, false); };
+  vw.half_vector_at = [&](int b) { return slot_or_memory(b, true); };
   std::string fill = bulk ? "" : fill_row_cache(w, cached, [&](size_t i) {
     if (in_registers) return "kf_reg" + std::to_string(i) + "[kf_j]";
     return "kf_row[" + cache_base + " + " + std::to_string(int64_t(i) * rs.R) + "LL + r]";

@@ -175,7 +175,8 @@ inline void begin_row_site(KernelWriter& w, const Coords& c, const RowShape& rs,
 // loads put more bytes in flight a thread than scalar ones, as torch.compile's row kernels do.
 struct VecWalk {
   int V = 1;
-  std::function<std::string(int)> vector_at;  // buffer id -> the step's vector
+  std::function<std::string(int)> vector_at;       // f32 buffer id -> the step's vector
+  std::function<std::string(int)> half_vector_at;  // half-precision buffer id -> its patterns' vector (or from memory)
 };
 
 // A vector of V floats (V = 2 or 4), its lanes, and its read at `ptr` (16- or 8-byte aligned).
@@ -218,7 +219,8 @@ inline std::string vec_step(KernelWriter& w, const KernelGroup& g, const RowShap
   std::string s = in + "const i64 kf_lin = k * " + std::to_string(rs.R) + "LL + kf_rv * " + V + ";\n";
   for (int b : vectors) s += in + "const " + vt + " kf_v" + std::to_string(b) + " = " + vw.vector_at(b) + ";\n";
   for (int b : halves)
-    s += in + "const " + half_vector_type(vw.V) + " kf_h" + std::to_string(b) + " = " + half_vector_read(vw.V, "b" + std::to_string(b) + " + kf_lin") + ";\n";
+    s += in + "const " + half_vector_type(vw.V) + " kf_h" + std::to_string(b) + " = " +
+         (vw.half_vector_at ? vw.half_vector_at(b) : half_vector_read(vw.V, "b" + std::to_string(b) + " + kf_lin")) + ";\n";
   for (int b : row_vectors)
     s += in + "const " + vt + " kf_w" + std::to_string(b) + " = " + vector_read(vw.V, "b" + std::to_string(b) + " + kf_rv * " + V) + ";\n";
   for (int j = 0; j < vw.V; ++j) {

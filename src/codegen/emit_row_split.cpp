@@ -21,7 +21,8 @@ std::vector<PlanKernel> emit_split(EmitContext& cx, const KernelGroup& g, const 
                                    const std::string& name, const RowShape& rs) {
   const Graph& gr = *cx.partition.graph;
   KF_ASSERT(!has_online_stat(g), "emit_split on a group with an online softmax statistic (check_schedule refuses it)");
-  int64_t C = ks.chunks, L = (rs.R + C - 1) / C;
+  // Chunks of whole vectors where the walk reads `vec` neighbouring elements a step (rows of whole vectors: legality).
+  const int64_t C = ks.chunks, V = ks.vec, L = ((rs.R + C - 1) / C + V - 1) / V * V;
   std::map<int, Partials> part;
   for (int s : g.stats) {
     std::string kind = gr.at(s).attr_s("kind"), tag = g.stats.size() > 1 ? "." + gr.at(s).name : "";
@@ -37,9 +38,17 @@ std::vector<PlanKernel> emit_split(EmitContext& cx, const KernelGroup& g, const 
 
   // Stage 1: block (k, chunk) reduces its slice of row k, all statistics in one walk.
   KernelWriter w1(cx.partition, g, cx.buffer_of_owner);
+  const std::string step = std::to_string(ks.block);
   std::string loop = unrolled(ks) + "for (i64 r = chunk * " + std::to_string(L) + "LL + threadIdx.x; r < min((chunk + 1) * " +
-                     std::to_string(L) + "LL, " + std::to_string(rs.R) + "LL); r += " + std::to_string(ks.block) + ")";
-  std::string pass = stat_pass(w1, gr, g, rs, g.stats, loop, "  ");
+                     std::to_string(L) + "LL, " + std::to_string(rs.R) + "LL); r += " + step + ")";
+  VecWalk vw;
+  if (V > 1) {  // one 8- or 16-byte load of each row buffer a step (f32 or 16-bit patterns), vector kf_rv of the row
+    vw.V = int(V);
+    vw.vector_at = [&](int b) { return vector_read(vw.V, "b" + std::to_string(b) + " + kf_lin"); };
+    loop = unrolled(ks) + "for (i64 kf_rv = chunk * " + std::to_string(L / V) + "LL + threadIdx.x; kf_rv < min((chunk + 1) * " +
+           std::to_string(L / V) + "LL, " + std::to_string(rs.R / V) + "LL); kf_rv += " + step + ")";
+  }
+  std::string pass = stat_pass(w1, gr, g, rs, g.stats, loop, "  ", "", vw);
   std::string store;
   for (int s : g.stats) {
     const Partials& pt = part[s];

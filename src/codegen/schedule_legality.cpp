@@ -155,8 +155,9 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
         illegal(g, "strategy", "thread would walk " + std::to_string(row_length(g)) + " elements serially");
       if (ks.strategy == Strategy::warp && row_length(g) > 32 * kMaxSerial)
         illegal(g, "strategy", "warp would walk " + std::to_string(row_length(g) / 32) + " elements per lane");
-      if (ks.vec != 1 && ks.strategy == Strategy::block) {
-        // A block's walks `vec` neighbouring elements a step (emit_row.cpp, VecWalk): rows contiguous, whole vectors.
+      if (ks.vec != 1 && (ks.strategy == Strategy::block || ks.strategy == Strategy::split)) {
+        // A block's walks `vec` neighbouring elements a step (emit_row.cpp, VecWalk): rows contiguous, whole vectors
+        // (a split's chunks too: emit_row_split.cpp rounds them to whole vectors).
         if (ks.vec != 2 && ks.vec != 4) illegal(g, "vec", "must be 1, 2 or 4");
         if (!reduces_innermost(g) || row_length(g) % ks.vec)
           illegal(g, "vec", "needs the reduced dims innermost and rows a multiple of " + std::to_string(ks.vec) + " long (aligned vectors)");

@@ -140,7 +140,8 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
             keep({Strategy::block, b, 4, it, c});
           }
         for (int b : {256, 512, 1024})
-          for (int c : {8, 32, 128, 512}) keep({Strategy::split, b, 1, it, c});
+          for (int c : {8, 32, 128, 512})
+            for (int v : {1, 4}) keep({Strategy::split, b, v, it, c});
       }
       break;
   }

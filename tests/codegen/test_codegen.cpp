@@ -383,6 +383,75 @@ TEST(Schedule, BulkRowsCopyTheNextRowWhileTheBlockWorksOnThisOne) {
   EXPECT_TRUE(one_kernel_under(mean, {Strategy::block, 128, 1, 1, 1, RowCache::bulk}).persistent);
 }
 
+// Half-precision rows copied the same way as their 16-bit patterns: a row's start up to 7 elements past a 16-byte
+// boundary, so slots of R + 14 rounded to 8 and up to 8 edge elements a side; a vector walk reads its patterns
+// from the slot. Where f32 rows are read too, the f32 ones are cached (one element size a kernel).
+TEST(Schedule, BulkRowsOfHalfPrecisionPatternsAreCopiedTheSameWay) {
+  auto half_softmax = [](const char* extra_input) {
+    return graph_from_json(nlohmann::json::parse(std::string(R"({"inputs": [{"name": "x", "shape": [6, 1023], "dtype": "bf16"})") +
+      extra_input + R"(], "nodes": [{"name": "xf", "op": "cast", "args": ["x"], "attrs": {"dtype": "f32"}},
+      {"name": "s", "op": "softmax", "args": ["xf"], "attrs": {"dim": 1}},
+      {"name": "y", "op": "cast", "args": ["s"], "attrs": {"dtype": "bf16"}}], "outputs": ["y"]})"));
+  };
+  PlanKernel k = one_kernel_under(half_softmax(""), {Strategy::block, 256, 1, 1, 1, RowCache::bulk});  // compiles for sm_90
+  EXPECT_EQ(k.smem, 2 * 1032 * 2);
+  EXPECT_TRUE(k.persistent);
+  for (const char* step : {"unsigned short* const kf_cur = reinterpret_cast<unsigned short*>(kf_row)", " & 7);",
+                           "(hi - lo) * 2)", "threadIdx.x < 16", "kf_from_bf16(kf_cur["})
+    EXPECT_NE(k.source.find(step), std::string::npos) << step << "\n" << k.source;
+  nlohmann::json ln = nlohmann::json::parse(R"({"inputs": [{"name": "x", "shape": [5, 8, 20], "dtype": "f16"}],
+    "params": [{"name": "w", "shape": [8, 20]}, {"name": "b", "shape": [8, 20]}],
+    "nodes": [{"name": "xf", "op": "cast", "args": ["x"], "attrs": {"dtype": "f32"}},
+              {"name": "n", "op": "layer_norm", "args": ["xf", "w", "b"], "attrs": {"normalized_ndim": 2, "eps": 1e-5}},
+              {"name": "y", "op": "cast", "args": ["n"], "attrs": {"dtype": "f16"}}], "outputs": ["y"]})");
+  PlanKernel v = one_kernel_under(graph_from_json(ln), {Strategy::block, 128, 4, 2, 1, RowCache::bulk});
+  EXPECT_NE(v.source.find("*reinterpret_cast<const uint2*>(kf_cur + "), std::string::npos) << v.source;
+  // an f32 input beside the half one: the f32 rows are the cached ones
+  Graph mixed = graph_from_json(nlohmann::json::parse(R"({"inputs": [{"name": "x", "shape": [6, 1023], "dtype": "bf16"},
+      {"name": "z", "shape": [6, 1023]}], "nodes": [{"name": "xf", "op": "cast", "args": ["x"], "attrs": {"dtype": "f32"}},
+      {"name": "a", "op": "add", "args": ["xf", "z"]}, {"name": "s", "op": "softmax", "args": ["a"], "attrs": {"dim": 1}}],
+      "outputs": ["s"]})"));
+  PlanKernel m = one_kernel_under(mixed, {Strategy::block, 256, 1, 1, 1, RowCache::bulk});
+  EXPECT_EQ(m.smem, 2 * 1028 * 4);
+  EXPECT_NE(m.source.find("float* const kf_cur = kf_row"), std::string::npos) << m.source;
+}
+
+// A split's chunks are whole vectors where its walk reads 4 neighbouring elements a step: floats as float4, 16-bit
+// patterns as uint2 (a mean of squared differences over one row, as a loss is).
+TEST(Schedule, SplitChunksWalkWholeVectors) {
+  for (const char* dtype : {"f32", "f16"}) {
+    const bool half = std::string(dtype) != "f32";
+    nlohmann::json j = nlohmann::json::parse(R"({"inputs": [{"name": "a", "shape": [4096, 100]}, {"name": "b", "shape": [4096, 100]}],
+      "nodes": [{"name": "d", "op": "sub", "args": ["af", "bf"]}, {"name": "q", "op": "mul", "args": ["d", "d"]},
+      {"name": "m", "op": "mean", "args": ["q"], "attrs": {"dims": [0, 1], "keepdim": false}}], "outputs": ["m"]})");
+    if (half) {  // the inputs stored in f16, read through casts
+      for (auto& in : j["inputs"]) in["dtype"] = dtype;
+      j["nodes"].insert(j["nodes"].begin(), {{{"name", "af"}, {"op", "cast"}, {"args", {"a"}}, {"attrs", {{"dtype", "f32"}}}},
+                                             {{"name", "bf"}, {"op", "cast"}, {"args", {"b"}}, {"attrs", {{"dtype", "f32"}}}}});
+    } else {
+      j["nodes"][0]["args"] = {"a", "b"};
+    }
+    Graph g = graph_from_json(j);
+    std::vector<PlanKernel> ks;
+    for (auto& grp : kernel_groups(g, true)) {
+      if (grp.kind != GroupKind::row) continue;
+      Schedule s;
+      s.kernels[grp.key] = {Strategy::split, 256, 4, 1, 7};  // 409600 / 7 rounded up to whole vectors
+      EXPECT_NO_THROW(check_schedule(grp, s.kernels[grp.key]));
+      for (auto& k : lower(g, s).kernels) {
+        CompileResult c = Compiler({"sm_90", "", {}}).compile(k.source, k.name);
+        EXPECT_TRUE(c.ok) << c.log;
+        ks.push_back(k);
+      }
+    }
+    ASSERT_FALSE(ks.empty());
+    const std::string& partial = ks.at(0).source;
+    const std::string read = half ? "const uint2 kf_h" : "const float4 kf_v";
+    for (std::string step : {read, std::string("kf_rv < min((chunk + 1) * 14629LL, 102400LL)")})
+      EXPECT_NE(partial.find(step), std::string::npos) << dtype << ": " << step << "\n" << partial;
+  }
+}
+
 TEST(Schedule, BlockRowsWalkWholeVectorsWhereRowsAreWholeVectors) {
   // layer_norm over rows of 8 * 20: x, the weight and the bias read 16 bytes at a time, y written so; the
   // weight indexed by the row's own r (no division into coordinates).
