@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The test command: C++ tests (GPU-free ones; GPU tests too when a GPU is present) and Python tests. GPU-free tests
-# labelled `slow` (the CPU emulation of split-precision kernels, minutes on two cores) run with KFORGE_SLOW_TESTS=1,
-# as CI runs them.
+# The test command: C++ tests (GPU-free ones; GPU tests too when a GPU is present) and Python tests, about five
+# minutes on two cores. GPU-free tests labelled `slow` (C++: the CPU emulation of split-precision kernels, the NVRTC
+# sweeps; Python, marked slow: builds of torch extensions, services judging ModelNew jobs) run with
+# KFORGE_SLOW_TESTS=1, as CI runs them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 select=(-L "cpu|slow")

@@ -366,8 +366,10 @@ def _compile_and_link(name, sources, texts, splits, variables, host_flags, joine
         split = splits[s]
         host, device = Path(f"{stem}.host.cpp"), Path(f"{stem}.device.cu")
         parts[str(host)] = parts[str(device)] = s
-        # joined: main.cpp first, then the host part numbered as its own file (errors name its lines)
-        host.write_text(texts[joined[0]] + f'\n#line 1 "{host.name}"\n' + split.host if joined else split.host)
+        # joined: main.cpp first, then the host part, each numbered as its own file (the part's #line marks name
+        # the source's lines)
+        host.write_text(f'#line 1 "{joined[0]}"\n' + texts[joined[0]] + f'\n#line 1 "{host.name}"\n' + split.host
+                        if joined else split.host)
         # its "x.cuh" includes, found where the source lies (nvcc has no -iquote: -I there)
         folder = str(Path(s).parent)
         host_job = lambda: _run([*cxx, *host_flags, *_pch_include(host_flags), "-iquote", folder, "-c", str(host),

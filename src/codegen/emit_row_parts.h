@@ -387,14 +387,13 @@ inline std::string elem_outputs_pass(KernelWriter& w, const KernelGroup& g, cons
 }
 
 // Row cache, shared by the strategies that walk whole rows: the buffers the first pass reads at the element
-// itself (a dry run of that pass), at most `fit` of them; half-precision ones too unless `halves` is false (a bulk
-// copy moves rows of floats).
+// itself (a dry run of that pass), f32 ones first, at most `fit` of them.
 inline std::vector<int> cacheable_buffers(KernelWriter& w, const Graph& gr, const KernelGroup& g, const RowShape& rs,
-                                   const std::string& loop, size_t fit, bool halves = true) {
+                                   const std::string& loop, size_t fit) {
   stat_pass(w, gr, g, rs, stats_in_pass(g, 0), loop, "    ");
   w.take();
   std::vector<int> cached(w.contiguous_reads().begin(), w.contiguous_reads().end());
-  if (halves) cached.insert(cached.end(), w.contiguous_half_reads().begin(), w.contiguous_half_reads().end());
+  cached.insert(cached.end(), w.contiguous_half_reads().begin(), w.contiguous_half_reads().end());
   cached.resize(std::min(cached.size(), fit));
   return cached;
 }

@@ -191,6 +191,8 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
             illegal(g, "cache_row", "bulk needs the block strategy and the reduced dims innermost (each row one contiguous run)");
           if (row_length(g) < kMinBulkRow)
             illegal(g, "cache_row", "bulk needs rows of at least " + std::to_string(kMinBulkRow) + " elements");
+          // Sized for f32 rows (what the group's rows are is the emitter's to find): 16-bit rows, whose slots take
+          // half, are left out where only they would fit (rows of ~29K-57K elements).
           if (2 * bulk_row_floats(g) * 4 > bulk_cache_limit(ks))
             illegal(g, "cache_row", "bulk needs two row buffers of " + std::to_string(bulk_row_floats(g) * 4) + " bytes of shared memory");
         }

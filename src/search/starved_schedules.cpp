@@ -17,7 +17,8 @@ bool starves_memory(const KernelGroup& g, const KernelSchedule& ks, const GpuFac
   // A thread of `vec` columns has vec loads' bytes in flight (a flat thread's vec is in its count already).
   const double loads = ks.strategy == Strategy::thread ? threads * ks.vec : threads;
   if (blocks < kSMs || loads < kMinThreads) return true;
-  if (ks.strategy == Strategy::split && row_length(g) / ks.chunks < ks.block) return true;
+  // A split's chunk must give each of its threads a step at least (a vector walk's step is vec elements).
+  if (ks.strategy == Strategy::split && row_length(g) / (int64_t(ks.chunks) * ks.vec) < ks.block) return true;
   if (!keeps_innermost(g)) return false;
   // A split's blocks walk a slice of one strided row (19_amax_first_dim: five split candidates past the 250 ms
   // limit, against 0.90 ms for a thread per four columns; 17_sum_middle_dim: 15 ms).

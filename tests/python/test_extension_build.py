@@ -220,6 +220,7 @@ def build_in_a_process(tmp_path, source, name="kf_gelu", flags=(), pch=None):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_a_split_build_makes_a_module_and_the_same_source_is_found_by_its_hash(tmp_path):
     first = build_in_a_process(tmp_path, KERNELS)
@@ -251,6 +252,7 @@ def test_main_cpp_joins_the_host_part_only_where_it_holds_declarations_and_bindi
         assert joinable(not_alone) is None, not_alone
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_a_joined_unit_that_does_not_compile_is_built_apart(tmp_path):
     # main.cpp's declaration of `helper` clashes with the CUDA source's static one only when they share a unit
@@ -281,6 +283,7 @@ except RuntimeError as e:
 """
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_an_error_in_the_sources_own_code_is_answered_at_once_and_remembered(tmp_path):
     # a type error in the kernel: no name the split could have left out, so no build by torch (a minute) follows;
@@ -304,6 +307,7 @@ def test_an_error_in_the_sources_own_code_is_answered_at_once_and_remembered(tmp
     assert [b["how"] for b in again["builds"]] == ["failed before"] and again["error"] == first["error"], again
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_template_kernels_build_split_with_the_instantiations_their_dispatch_asks_for(tmp_path):
     build = BUILD.replace('"torch::Tensor gelu_cuda(torch::Tensor x);"', '"torch::Tensor scale(torch::Tensor x, double s);"') \
@@ -324,7 +328,7 @@ def test_template_kernels_build_split_with_the_instantiations_their_dispatch_ask
 
 
 @needs_nvcc
-@pytest.mark.skipif(os.environ.get("KFORGE_SLOW_TESTS") != "1", reason="torch's own build (a minute): KFORGE_SLOW_TESTS=1")
+@pytest.mark.slow
 def test_what_the_split_refuses_torch_builds_and_its_errors_come_back_trimmed(tmp_path):
     refused = KERNELS.replace("static __global__ void fill(", "__constant__ float table[4];\n"
                               "void upload(const float* t) { cudaMemcpyToSymbol(table, t, 16); }\n"
@@ -343,7 +347,7 @@ def test_what_the_split_refuses_torch_builds_and_its_errors_come_back_trimmed(tm
 
 
 @needs_nvcc
-@pytest.mark.skipif(os.environ.get("KFORGE_SLOW_TESTS") != "1", reason="precompiles torch's headers (~1.6 GB, a minute)")
+@pytest.mark.slow
 def test_the_precompiled_header_is_used_at_its_optimisation_level(tmp_path):
     from kforge.extension_build import build_pch
     assert build_pch(str(tmp_path / "pch")) == {"O0": "built", "O2": "built"}
@@ -426,6 +430,7 @@ print(json.dumps({"builds": extension_build.BUILDS, "has": hasattr(ext, "gelu_cu
 '''
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_load_builds_files_the_same_way(tmp_path):
     # torch.utils.cpp_extension.load: the sources are files, a C++ one holding the bindings

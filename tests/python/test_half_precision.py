@@ -230,7 +230,7 @@ def test_the_reference_is_exact_where_pytorchs_half_precision_rounding_drifts(tm
     assert bridge.own_error(pytorch, ref) > 1e-2  # so the half-precision run could not have been the judge
 
 
-@pytest.mark.skipif(os.environ.get("KFORGE_SLOW_TESTS") != "1", reason="every bench problem twice (minutes): KFORGE_SLOW_TESTS=1")
+@pytest.mark.slow
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_every_bench_problem_is_traced_and_lowered_in_half_precision(tmp_path, precision):
     """Issue 29's suites in fp16 and bf16: each of the repository's problems, cast by KernelBench's --precision, is

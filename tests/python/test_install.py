@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(os.environ.get("KFORGE_SLOW_TESTS") != "1",
-                                reason="builds the package (minutes): KFORGE_SLOW_TESTS=1")
+pytestmark = pytest.mark.slow
 
 
 def run(cmd, cwd, env=None, timeout=1800):

@@ -256,6 +256,7 @@ def nvcc_major():
 
 @pytest.mark.skipif(not torch.version.cuda or nvcc_major() != torch.version.cuda.split(".")[0],
                     reason="needs nvcc of torch's CUDA major version (cpp_extension refuses another)")
+@pytest.mark.slow
 def test_a_load_inline_build_made_without_a_gpu_is_found_built_again(tmp_path):
     # What the judge gives both the prebuild and the load in the turn: no GPU for the first, the same architectures
     # for both, one extensions folder.

@@ -215,6 +215,7 @@ def test_raw_cuda_jobs_are_built_by_the_compile_pool(server, workdir, bundle):
     assert server.get("/health")[1]["status"] == "ok"
 
 
+@pytest.mark.slow
 def test_a_modelnew_job_sees_the_problem_it_is_checked_against(workdir, bundle):
     # As root inside the sandbox: the job's Python must import torch, which this machine may keep in a
     # folder the user nobody cannot read. What is tested is the sandbox's view of the problem file.
@@ -256,6 +257,7 @@ def test_a_build_in_a_private_folder_is_staged_where_the_sandbox_user_reads_it(w
         s.kill()
 
 
+@pytest.mark.slow
 def test_rewards_for_rl_frameworks(workdir, bundle, monkeypatch):
     """POST /reward answers OpenRLHF's remote reward model contract ({"query", "labels"} -> {"rewards"}), each
     answer's candidate a job of its own; verl's compute_score (python/kforge/rl/verl_reward.py) goes through it.

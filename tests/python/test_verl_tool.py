@@ -14,8 +14,7 @@ import pytest
 from test_service import Server, bundle, workdir  # noqa: F401 (fixtures)
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(os.environ.get("KFORGE_SLOW_TESTS") != "1",
-                                reason="installs verl (minutes): KFORGE_SLOW_TESTS=1")
+pytestmark = pytest.mark.slow
 
 ROLLOUT = """
 import asyncio, json, sys

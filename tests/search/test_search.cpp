@@ -80,6 +80,13 @@ TEST(Proposer, LocalSearchSkipsSchedulesThatStarveTheMemory) {
   EXPECT_FALSE(starves_memory(mid, {Strategy::tile, 64, 1, 4, 1}, GpuFacts{}));
   EXPECT_FALSE(starves_memory(mid, {Strategy::thread, 128, 1, 1, 1}, GpuFacts{}));
   EXPECT_FALSE(starves_memory(mid, default_schedule(mid), GpuFacts{}));
+  // a split of rows of 65536 in 32 chunks: 2048 elements a chunk feed a 1024-thread block, 512 vectors of four do not
+  Graph rows = graph_from_json(nlohmann::json::parse(R"({"inputs": [{"name": "x", "shape": [512, 65536]}],
+      "nodes": [{"name": "y", "op": "sum", "args": ["x"], "attrs": {"dims": [1], "keepdim": false}}], "outputs": ["y"]})"));
+  KernelGroup long_rows = kernel_groups(rows, true).front();
+  EXPECT_FALSE(starves_memory(long_rows, {Strategy::split, 1024, 1, 1, 32}, GpuFacts{}));
+  EXPECT_TRUE(starves_memory(long_rows, {Strategy::split, 1024, 4, 1, 32}, GpuFacts{}));
+  EXPECT_FALSE(starves_memory(long_rows, {Strategy::split, 256, 4, 1, 32}, GpuFacts{}));
   // cumprod along the middle dim: a block per line reads it strided; a thread per line is coalesced.
   Graph scan = graph_from_json(nlohmann::json::parse(R"({"inputs": [{"name": "x", "shape": [256, 1021, 1536]}],
       "nodes": [{"name": "y", "op": "cumprod", "args": ["x"], "attrs": {"dim": 1, "reverse": false}}], "outputs": ["y"]})"));
