@@ -63,6 +63,13 @@ def load_inline_source(variant) -> str:
     return LOAD_INLINE.replace("{variant}", str(variant))
 
 
+def broken_source(variant) -> str:
+    """A new load_inline candidate with a type error in its kernel (the kind an agent's first drafts have): judged
+    "does not build" from its own compiler error, without torch's build or a second build in its turn."""
+    return load_inline_source(f"broken_{variant}").replace("y[i] = fmaxf(x[i], 0.f);",
+                                                          "y[i] = fmaxf(x[i], 0.f); float* wrong = 1.5;")
+
+
 def measure(svc, task, kind, payloads, timeout_s):
     if not payloads:
         return None
@@ -86,6 +93,8 @@ def measure(svc, task, kind, payloads, timeout_s):
             "seconds_per_job": round(wall / len(ids), 3), "tiers": tiers,
             "median_native_ms": median([r["native"]["median_ms"] for r in results if r.get("native", {}).get("trials")]),
             "median_compile_ms": median([r.get("compile_ms", 0) for r in results]), "errors": errors,
+            "not_built": sum(1 for r in results if not r.get("compiled")),
+            "named_lines": sum(1 for r in results if re.search(r"cuda\.cu\(\d+\): error", r.get("log", ""))),
             **({"builds": builds} if builds else {})}
 
 
@@ -100,6 +109,8 @@ def main() -> int:
     ap.add_argument("--load-inline", type=int, default=1,
                     help="new load_inline ModelNew candidates (each its own source), after one that warms the machine "
                          "(torch's headers precompiled once)")
+    ap.add_argument("--broken", type=int, default=0,
+                    help="new load_inline candidates with a compile error in their kernel (the time to their verdict)")
     ap.add_argument("--fresh-every", type=int, default=128,
                     help="kforge serve --fresh-every: evaluations per draw of fresh sets (0: the stored sets only)")
     ap.add_argument("--tag", default="", help="suffix of the output files' names")
@@ -143,6 +154,10 @@ def main() -> int:
             rows.append(measure(svc, task, "modelnew", [{"source": load_inline_source(i)} for i in range(args.load_inline)], 600))
             rows[-1]["kind"] = "modelnew (load_inline, each a new source)"
             print(rows[-1], flush=True)
+        if args.broken:
+            rows.append(measure(svc, task, "modelnew", [{"source": broken_source(i)} for i in range(args.broken)], 600))
+            rows[-1]["kind"] = "modelnew (load_inline, a compile error in its kernel, each a new source)"
+            print(rows[-1], flush=True)
         health = svc.get("/health")[1]
     finally:
         svc.stop()
@@ -171,6 +186,11 @@ def main() -> int:
         lines += ["", f"Issue 29's target, new load_inline candidates at >= 30 judged per GPU-minute: "
                       f"{'met' if r['per_gpu_minute'] >= 30 and r['tiers'].get('strict', 0) == r['jobs'] else 'NOT met'} "
                       f"({r['per_gpu_minute']}, tiers {r['tiers']})."]
+    broken = [r for r in rows if "compile error" in r["kind"]]
+    if broken:
+        r = broken[0]
+        lines += ["", f"Candidates with a compile error: {r['per_gpu_minute']} judged per GPU-minute; {r['not_built']} of "
+                      f"{r['jobs']} answered 'does not build', {r['named_lines']} naming the line of cuda.cu."]
     built = [f"{row['kind']}: extensions built {json.dumps(row['builds'])}" for row in rows if row.get("builds")]
     lines += ["", *built] if built else []
     errors = [e for row in rows for e in row["errors"]]

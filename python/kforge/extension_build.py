@@ -55,6 +55,10 @@ class SplitBuildFailed(Exception):
     """The split build's compiler or linker failed: torch builds the sources its own way."""
 
 
+class JoinedUnitFailed(Exception):
+    """The unit of load_inline's main.cpp and a host part failed to compile: built again with the two apart."""
+
+
 class SourceError(Exception):
     """A compiler error the source explains (in a source compiled as torch would, load_inline's main.cpp, or in a
     part at the source's own lines, no name missing): torch's own build would fail on it the same way, so it is
@@ -290,11 +294,9 @@ def _split_build(a: dict):
             return ce._import_module_from_library(name, str(final), True), "cached"
         joined = _joinable(sources, texts, splits)
         built = Path(tmp) / "out"
-        try:  # one unit where load_inline's main.cpp can join a host part; apart where that fails
+        try:  # one unit where load_inline's main.cpp can join a host part; apart where that unit fails
             unused = _compile_and_link(name, sources, texts, splits, variables, host_flags, joined, Path(tmp) / "one", built)
-        except (SplitBuildFailed, SourceError):
-            if joined is None:
-                raise
+        except JoinedUnitFailed:
             joined = None
             shutil.rmtree(built, ignore_errors=True)
             unused = _compile_and_link(name, sources, texts, splits, variables, host_flags, None, Path(tmp) / "apart", built)
@@ -396,9 +398,11 @@ def _compile_and_link(name, sources, texts, splits, variables, host_flags, joine
         done = [o for per_source in pool.map(lambda a: compile_source(*a), units) for o in per_source]
     objects = [obj for obj, _, _ in done]
     results = [r for _, r, _ in done]
-    failed = [(r, v) for _, r, v in done if r.returncode != 0]
+    failed = [(obj, r, v) for obj, r, v in done if r.returncode != 0]
+    if joined and any(obj.endswith(".host.cpp.o") for obj, _, _ in failed):
+        raise JoinedUnitFailed()  # its error may be the joining's (a name declared in both): the device part's is not
     if failed:
-        r, v = failed[0]
+        _, r, v = failed[0]
         log = r.stderr + r.stdout
         for part, source in parts.items():
             log = log.replace(part, source).replace(Path(part).name, Path(source).name)
@@ -407,6 +411,8 @@ def _compile_and_link(name, sources, texts, splits, variables, host_flags, joine
     built.mkdir()
     r = _run([*cxx, *objects, *variables.get("ldflags", []), "-o", str(built / f"{name}.so")], tmp)
     if r.returncode != 0:
+        if joined:
+            raise JoinedUnitFailed()
         raise SplitBuildFailed(trim_build_error(r.stderr + r.stdout, name))
     return unused
 
