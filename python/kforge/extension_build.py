@@ -124,9 +124,40 @@ def _failure_memo(a: dict) -> Path | None:
     import torch
     arguments = {k: v for k, v in a.items() if isinstance(v, (str, int, float, bool, list, type(None))) and k != "verbose"}
     key = hashlib.sha256(json.dumps({"v": SPLIT_VERSION, "sources": [hashlib.sha256(b).hexdigest() for b in sources],
+                                     "headers": local_headers(a.get("sources") or [], a.get("extra_include_paths") or []),
                                      "arguments": arguments, "torch": torch.__version__, "py": sys.version},
                                     sort_keys=True, default=str).encode()).hexdigest()
     return Path(a["build_directory"]) / f"kforge-{key[:24]}.error"
+
+
+LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+
+def local_headers(sources: list, include_paths: list, limit: int = 256) -> dict:
+    """SHA-256 of every header the sources include with quotes ("x.cuh"), found as the compilers find them (beside
+    the including file, then in the extra include paths), and of the headers those include in turn: a build's key
+    holds what it reads besides torch's and the system's headers (<...>), so a header edited since is a new build."""
+    seen, queue = {}, [Path(s) for s in sources]
+    while queue and len(seen) < limit:
+        including = queue.pop()
+        try:
+            text = including.read_text(errors="replace")
+        except OSError:
+            continue
+        for name in LOCAL_INCLUDE.findall(blank_comments(text)):
+            for folder in [including.parent, *map(Path, include_paths)]:
+                header = (folder / name).resolve()
+                if header.is_file():
+                    if str(header) not in seen:
+                        seen[str(header)] = hashlib.sha256(header.read_bytes()).hexdigest()
+                        queue.append(header)
+                    break
+    return seen
+
+
+def blank_comments(text: str) -> str:
+    """`text` without its comments (a commented-out #include reads nothing)."""
+    return re.sub(r"/\*.*?\*/|//[^\n]*", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
 
 
 def _remember(memo: Path | None, message: str) -> str:
@@ -285,6 +316,7 @@ def _split_build(a: dict):
         host_flags = _host_flags(variables, [f.strip() for f in a.get("extra_cflags") or []], cuda_flags)
         key = hashlib.sha256(json.dumps({
             "v": SPLIT_VERSION, "name": name, "sources": [hashlib.sha256(raw[s]).hexdigest() for s in sources],
+            "headers": local_headers(sources, a.get("extra_include_paths") or []),
             "parts": [[splits[s].host, splits[s].device] for s in sources if s in splits],  # what the split made
             "vars": variables,
             "host": host_flags, "tools": _tool_versions(variables), "py": sys.version,

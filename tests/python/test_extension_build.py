@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -166,6 +167,21 @@ def test_each_part_names_the_source_line_its_code_came_from():
             at = None if at is None else at + 1
         assert copied >= 5, part
     assert "#line" not in split_cuda_source(KERNELS).host  # without a path, no marks
+
+
+def test_the_headers_a_source_includes_are_in_its_key(tmp_path):
+    # "x.cuh" beside the source, one it includes in turn from an extra include path; <...> and comments are not read
+    from kforge.extension_build import local_headers
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "deep.h").write_text("#define DEEP 1\n")
+    (tmp_path / "local.cuh").write_text('#include "deep.h"\n#include <cuda_runtime.h>\n')
+    source = tmp_path / "k.cu"
+    source.write_text('#include "local.cuh"\n// #include "missing.cuh"\n/* #include "gone.h" */\n__global__ void k() {}\n')
+    first = local_headers([str(source)], [str(tmp_path / "inc")])
+    assert sorted(Path(h).name for h in first) == ["deep.h", "local.cuh"], first
+    (tmp_path / "inc" / "deep.h").write_text("#define DEEP 2\n")
+    again = local_headers([str(source)], [str(tmp_path / "inc")])
+    assert again != first and again[str((tmp_path / "local.cuh").resolve())] == first[str((tmp_path / "local.cuh").resolve())]
 
 
 def test_build_errors_are_cut_to_their_lines_naming_the_file():
