@@ -339,10 +339,11 @@ def _split_build(a: dict):
     return ce._import_module_from_library(name, str(final), True), f"split ({pch}{', one unit' if joined else ''})"
 
 
-# Errors a part could meet for what the split left out of it (the host part has no kernels' bodies, the device
+# Errors a part could meet for what the split left out of it (the host part has no kernels' bodies and, compiled
+# by g++ alone, none of what CUDA's headers declare under __CUDACC__, such as half-precision operators; the device
 # part no torch): a name not found, an overload not found. GCC's wording, then nvcc's (EDG).
 MISSING_NAME = re.compile(r"(was not declared in this scope|is not a member of|does not name a (type|template)|"
-                          r"has not been declared|is not a namespace|no matching function|no member named|"
+                          r"has not been declared|is not a namespace|no matching function|no match for|no member named|"
                           r"is undefined|has no member|is not a template|must be a class or namespace name|"
                           r"no instance of|not a class or struct|incomplete type)")
 

@@ -184,6 +184,21 @@ def test_the_headers_a_source_includes_are_in_its_key(tmp_path):
     assert again != first and again[str((tmp_path / "local.cuh").resolve())] == first[str((tmp_path / "local.cuh").resolve())]
 
 
+def test_only_errors_the_split_cannot_have_caused_are_the_sources_own():
+    from kforge.extension_build import _the_sources_own
+    own = ['cuda.cu(8): error: a value of type "double" cannot be used to initialize an entity of type "float *"',
+           "/b/cuda.cu:14:3: error: expected ';' before 'return'"]
+    # what a part lacks (kernels' bodies, torch, CUDA's __CUDACC__-only declarations) shows as a name or overload
+    # not found, and a log without the source's lines names nothing of it
+    maybe_the_splits = ['cuda.cu(8): error: identifier "at_helper" is undefined',
+                        "/b/cuda.cu:20:9: error: no match for 'operator+' (operand types are '__half' and '__half')",
+                        "/b/cuda.cu:21:5: error: 'cuda_only' was not declared in this scope",
+                        "undefined reference to `k(float*)'", "c++: fatal error: Killed signal terminated program cc1plus"]
+    assert all(_the_sources_own(line) for line in own)
+    assert not any(_the_sources_own(line) for line in maybe_the_splits)
+    assert not _the_sources_own("\n".join(own + maybe_the_splits[:1]))  # one such error is reason enough
+
+
 def test_build_errors_are_cut_to_their_lines_naming_the_file():
     log = textwrap.dedent("""\
         [1/3] c++ -MMD -MF main.o.d -DTORCH_EXTENSION_NAME=e ... -c /tmp/x/e/main.cpp -o main.o
