@@ -48,6 +48,12 @@ NVCC_TOOL_OPTIONS = {"-Xptxas", "-Xnvlink", "-Xcudafe", "-Xcicc", "-Xfatbin", "-
                      "--nvlink-options", "-maxrregcount", "-arch", "-code", "-gencode", "--generate-code"}
 REFUSED_CUDA_FLAGS = re.compile(r"^(-rdc|--relocatable-device-code|-dc$|--device-c$|-dlink|--device-link|-x$)")
 
+# A compiler's error at a line of a file (GCC's file:line:col, nvcc's file(line)), and every line of a build's log
+# worth keeping.
+SOURCE_LINE_ERROR = re.compile(r":\d+(:\d+)?: (fatal )?error|\(\d+\): (catastrophic )?error")
+COMPILER_ERROR = re.compile(SOURCE_LINE_ERROR.pattern + r"|undefined reference|multiple definition|ld returned|"
+                            r"error detected in the compilation")
+
 BUILDS = []  # what each build in this process did: {"name", "how", "s", "why"}; a candidate's report carries it
 
 
@@ -163,16 +169,14 @@ def blank_comments(text: str) -> str:
 def _remember(memo: Path | None, message: str) -> str:
     """`message`, kept at `memo` where the compiler placed it in the source's lines (file:line: error): what the
     machine caused (a fork refused, a compiler killed) names no line and is tried again next time."""
-    if memo is not None and any(re.search(r":\d+(:\d+)?: (fatal )?error|\(\d+\): (catastrophic )?error", line)
-                                for line in message.splitlines()):
+    if memo is not None and SOURCE_LINE_ERROR.search(message):
         with contextlib.suppress(OSError):
             memo.parent.mkdir(parents=True, exist_ok=True)
             memo.write_text(message)
     return message
 
 
-COMPILER_ERROR = re.compile(r"(:\d+(:\d+)?: (fatal )?error|\(\d+\): (catastrophic )?error|undefined reference|"
-                            r"multiple definition|ld returned|error detected in the compilation)")
+
 
 
 def trim_build_error(log: str, name: str, max_lines: int = 30) -> str:

@@ -1,6 +1,7 @@
 """kforge's build of a candidate's load_inline / load (python/kforge/cuda_split.py, kforge/extension_build.py):
 the split of a CUDA source into host and device parts, pinned on sources of the shapes LLM agents write, and the
 build itself (nvcc and the C++ compiler, no GPU needed to build and import)."""
+import json
 import os
 import shutil
 import subprocess
@@ -238,17 +239,25 @@ print(json.dumps({{"builds": extension_build.BUILDS, "has": hasattr(ext, "gelu_c
 '''
 
 
-def build_in_a_process(tmp_path, source, name="kf_gelu", flags=(), pch=None):
-    env = {**os.environ, "TORCH_CUDA_ARCH_LIST": "9.0", "TORCH_EXTENSIONS_DIR": str(tmp_path / "ext"),
+def run_in_a_process(tmp_path, script, *args, ext="ext", pch=None) -> subprocess.CompletedProcess:
+    """`python -c script args...` in a fresh process: kforge importable, torch's extensions under tmp_path/ext, the
+    precompiled headers only where `pch` names them."""
+    env = {**os.environ, "TORCH_CUDA_ARCH_LIST": "9.0", "TORCH_EXTENSIONS_DIR": str(tmp_path / ext),
            "PYTHONPATH": os.pathsep.join(sys.path)}
     env.pop("KFORGE_TORCH_PCH", None)
     if pch:
         env["KFORGE_TORCH_PCH"] = str(pch)
-    out = subprocess.run([sys.executable, "-c", BUILD.format(name=name, flags=list(flags)), source],
-                         capture_output=True, text=True, timeout=900, env=env)
-    assert out.returncode == 0, out.stderr[-3000:]
-    import json
+    return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=900, env=env)
+
+
+def last_json(out: subprocess.CompletedProcess) -> dict:
+    """The JSON line a script ended with, once it exited cleanly."""
+    assert out.returncode == 0 and out.stdout.strip(), out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def build_in_a_process(tmp_path, source, name="kf_gelu", flags=(), pch=None, script=BUILD):
+    return last_json(run_in_a_process(tmp_path, script.format(name=name, flags=list(flags)), source, pch=pch))
 
 
 @pytest.mark.slow
@@ -290,14 +299,7 @@ def test_a_joined_unit_that_does_not_compile_is_built_apart(tmp_path):
     clash = KERNELS.replace("torch::Tensor gelu_cuda(", "static int helper(int n) { return n; }\ntorch::Tensor gelu_cuda(")
     build = BUILD.replace('cpp_sources="torch::Tensor gelu_cuda(torch::Tensor x);"',
                           'cpp_sources="int helper(int n);\\ntorch::Tensor gelu_cuda(torch::Tensor x);"')
-    env = {**os.environ, "TORCH_CUDA_ARCH_LIST": "9.0", "TORCH_EXTENSIONS_DIR": str(tmp_path / "ext"),
-           "PYTHONPATH": os.pathsep.join(sys.path)}
-    env.pop("KFORGE_TORCH_PCH", None)
-    out = subprocess.run([sys.executable, "-c", build.format(name="kf_clash", flags=[]), clash],
-                         capture_output=True, text=True, timeout=900, env=env)
-    assert out.returncode == 0, out.stderr[-3000:]
-    import json
-    r = json.loads(out.stdout.strip().splitlines()[-1])
+    r = build_in_a_process(tmp_path, clash, name="kf_clash", script=build)
     assert r["has"] and r["builds"][0]["how"] == "split (no precompiled header)", r
 
 
@@ -320,17 +322,7 @@ def test_an_error_in_the_sources_own_code_is_answered_at_once_and_remembered(tmp
     # a type error in the kernel: no name the split could have left out, so no build by torch (a minute) follows;
     # the error names cuda.cu's line, and the same build asked again (the candidate's turn) fails at once
     broken = KERNELS.replace("y[i] = gelu(x[i]) * p.scale;", "y[i] = gelu(x[i]) * p.scale; float* bad = 1.5;")
-    env = {**os.environ, "TORCH_CUDA_ARCH_LIST": "9.0", "TORCH_EXTENSIONS_DIR": str(tmp_path / "ext"),
-           "PYTHONPATH": os.pathsep.join(sys.path)}
-    env.pop("KFORGE_TORCH_PCH", None)
-    import json
-    runs = []
-    for _ in range(2):
-        out = subprocess.run([sys.executable, "-c", FAILING_BUILD, broken], capture_output=True, text=True,
-                             timeout=900, env=env)
-        assert out.returncode == 0 and out.stdout.strip(), out.stderr[-3000:]
-        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    first, again = runs
+    first, again = (last_json(run_in_a_process(tmp_path, FAILING_BUILD, broken)) for _ in range(2))
     assert [b["how"] for b in first["builds"]] == ["split (failed)"], first
     written = (tmp_path / "ext" / "kf_broken" / "cuda.cu").read_text().split("\n")
     line = next(i + 1 for i, text in enumerate(written) if "float* bad" in text)
@@ -343,14 +335,7 @@ def test_an_error_in_the_sources_own_code_is_answered_at_once_and_remembered(tmp
 def test_template_kernels_build_split_with_the_instantiations_their_dispatch_asks_for(tmp_path):
     build = BUILD.replace('"torch::Tensor gelu_cuda(torch::Tensor x);"', '"torch::Tensor scale(torch::Tensor x, double s);"') \
         .replace('functions=["gelu_cuda"]', 'functions=["scale"]').replace('hasattr(ext, "gelu_cuda")', 'hasattr(ext, "scale")')
-    env = {**os.environ, "TORCH_CUDA_ARCH_LIST": "9.0", "TORCH_EXTENSIONS_DIR": str(tmp_path / "ext"),
-           "PYTHONPATH": os.pathsep.join(sys.path)}
-    env.pop("KFORGE_TORCH_PCH", None)
-    out = subprocess.run([sys.executable, "-c", build.format(name="kf_templates", flags=[]), TEMPLATES],
-                         capture_output=True, text=True, timeout=900, env=env)
-    assert out.returncode == 0, out.stderr[-3000:]
-    import json
-    r = json.loads(out.stdout.strip().splitlines()[-1])
+    r = build_in_a_process(tmp_path, TEMPLATES, name="kf_templates", script=build)
     assert r["has"] and r["builds"][0]["how"].startswith("split"), r
     library = next((tmp_path / "ext" / "kf_templates").glob("kforge-*/kf_templates.so"))
     symbols = subprocess.run(["nm", "-C", str(library)], capture_output=True, text=True).stdout
@@ -367,10 +352,7 @@ def test_what_the_split_refuses_torch_builds_and_its_errors_come_back_trimmed(tm
     r = build_in_a_process(tmp_path, refused)
     assert r["has"] and r["builds"][0]["how"] == "torch" and "device-only table" in r["builds"][0]["why"], r
     broken = KERNELS.replace("y[i] = gelu(x[i]) * p.scale;", "y[i] = undefined_thing;")
-    env = {**os.environ, "TORCH_CUDA_ARCH_LIST": "9.0", "TORCH_EXTENSIONS_DIR": str(tmp_path / "ext2"),
-           "PYTHONPATH": os.pathsep.join(sys.path)}
-    out = subprocess.run([sys.executable, "-c", BUILD.format(name="kf_broken", flags=[]), broken],
-                         capture_output=True, text=True, timeout=900, env=env)
+    out = run_in_a_process(tmp_path, BUILD.format(name="kf_broken", flags=[]), broken, ext="ext2")
     assert out.returncode != 0
     last = out.stderr.strip().splitlines()
     assert any('cuda.cu' in line and 'undefined_thing' in line for line in last), out.stderr[-2000:]
@@ -469,12 +451,5 @@ def test_load_builds_files_the_same_way(tmp_path):
     (tmp_path / "kernels.cu").write_text('#include "local.cuh"\n' + KERNELS.replace("1.0f};", "KF_HALF * 2.f};"))
     (tmp_path / "bind.cpp").write_text("#include <torch/extension.h>\ntorch::Tensor gelu_cuda(torch::Tensor x);\n"
                                        "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"gelu_cuda\", &gelu_cuda); }\n")
-    env = {**os.environ, "TORCH_CUDA_ARCH_LIST": "9.0", "TORCH_EXTENSIONS_DIR": str(tmp_path / "ext"),
-           "PYTHONPATH": os.pathsep.join(sys.path)}
-    env.pop("KFORGE_TORCH_PCH", None)
-    out = subprocess.run([sys.executable, "-c", LOAD, str(tmp_path / "kernels.cu"), str(tmp_path / "bind.cpp")],
-                         capture_output=True, text=True, timeout=900, env=env)
-    assert out.returncode == 0, out.stderr[-3000:]
-    import json
-    r = json.loads(out.stdout.strip().splitlines()[-1])
+    r = last_json(run_in_a_process(tmp_path, LOAD, str(tmp_path / "kernels.cu"), str(tmp_path / "bind.cpp")))
     assert r["has"] and r["builds"][0]["how"] == "split (no precompiled header)", r
