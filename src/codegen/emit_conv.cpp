@@ -251,8 +251,10 @@ std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const K
   k.args[2] = add_temp(cx, g.key + ".y_nhwc", result_dtype(ks.precision), {d.n * yc * y_extent});
   if (ks.library_epilogue) library_epilogue(k, e, -1);
   steps.push_back(k);
+  // The way back widens to f32, or keeps 16 bits where the result is kept in the task's dtype (half_results.h).
+  const Element back = is_half(graph.at(g.anchor).type.dtype) ? copy : full;
   steps.push_back(transpose_step(g, ks, name + "_y_nchw", k.args[2], y, d.n, y_extent, yc, ks.library_epilogue ? ConvEpilogue{} : e,
-                                 copy, full));
+                                 copy, back));
   return steps;
 }
 

@@ -178,6 +178,9 @@ std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const
                {"c", {{"ld", d.n}, {"batch_stride", batch == 1 ? 0 : d.m * d.n}}}, {"epilogue", to_string(e)},
                {"precision", to_string(ks.precision)}, {"algo", ks.algo}, {"workspace_bytes", kWorkspaceBytes}};
   if (direct) k.library["direct"] = true;
+  // A result kept in the task's dtype (codegen/half_results.h): the library writes 16 bits, its bias is 16-bit too.
+  const DType result_dtype = graph.at(g.anchor).type.dtype;
+  if (is_half(result_dtype)) k.library["c"]["dtype"] = to_string(result_dtype);
   k.schedule = {{"strategy", to_string(ks.strategy)}, {"precision", to_string(ks.precision)}, {"algo", ks.algo}};
   if (ks.chunks > 1) k.schedule["chunks"] = ks.chunks;
   std::vector<PlanKernel> steps = {k};
@@ -186,7 +189,7 @@ std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const
     if (!direct) steps = emit_matmul_split(cx, g, ks, k, d, batch);
     // Not under a triangle mask: its row blocks leave the rest of the result unwritten, and the copy would carry
     // whatever the scratch held into the masked part.
-    if (d.n % 4 != 0 && !mm.attrs.contains("triangle")) after.push_back(padded_result(cx, g, ks, steps.back(), batch * d.m, d.n));
+    if (d.n % 4 != 0 && !mm.attrs.contains("triangle") && !is_half(result_dtype)) after.push_back(padded_result(cx, g, ks, steps.back(), batch * d.m, d.n));
   }
   const Shape& result = graph.at(g.anchor).type.shape;
   const bool plain = result.size() >= 2 && result[result.size() - 2] == d.m && result.back() == d.n;
@@ -245,14 +248,17 @@ void check_matmul_step(const PlanKernel& k, const std::vector<PlanBuffer>& buffe
       if (lib.at(o).value("dtype", "f32") != to_string(t))
         throw UserError(where + ": operand " + o + " must be " + to_string(t) + " in precision " + to_string(p) +
                         (direct ? " (direct)" : ""));
+    // The result is f32, or a direct product's 16-bit dtype (codegen/half_results.h); a bias is the result's type.
+    const DType c = dtype_from_string(lib.at("c").value("dtype", "f32"));
+    if (c != DType::f32 && !(direct && c == t))
+      throw UserError(where + ": result c must be f32" + (direct ? " or " + to_string(t) : std::string()));
     std::vector<StepOperand> need = {
         {"a", extent(lib.at("a"), m, kk, batch, where + " operand a"), t},
         {"b", extent(lib.at("b"), kk, n, batch, where + " operand b"), t},
-        {"c", extent(lib.at("c"), m, n, batch, where + " result c")}};
-    if (bias) need.push_back({"bias", n});
+        {"c", extent(lib.at("c"), m, n, batch, where + " result c"), c}};
+    if (bias) need.push_back({"bias", n, c});
     const bool accumulate = lib.value("accumulate", false);
     if (copies) need.push_back({"alpha", accumulate ? 3 : 2});  // alpha, beta 0 and beta 1
-    if (lib.at("c").value("dtype", "f32") != "f32") throw UserError(where + ": result c must be f32");
     const int64_t workspace = lib.at("workspace_bytes").get<int64_t>();
     if (workspace < 0 || workspace > (int64_t(1) << 32)) throw UserError(where + ": workspace_bytes must be in [0, 4 GiB]");
     need.push_back({"workspace", (workspace + 3) / 4});

@@ -2,18 +2,10 @@
 
 #include <map>
 
+#include "ir/half_operands.h"
 #include "ir/ops.h"
 
 namespace kforge {
-
-namespace {
-// A name not yet used in `g`, from `base`.
-std::string fresh_name(const Graph& g, const std::string& base) {
-  std::string name = base;
-  for (int i = 1; g.find(name) >= 0; ++i) name = base + "_" + std::to_string(i);
-  return name;
-}
-}  // namespace
 
 Graph views_before_half_casts(const Graph& prim) {
   Graph g;
@@ -26,7 +18,7 @@ Graph views_before_half_casts(const Graph& prim) {
     auto half_cast = is_view_op(n.op) && !n.args.empty() ? stored_under.find(n.args[0]) : stored_under.end();
     if (half_cast != stored_under.end()) {
       Node view = n;
-      view.name = fresh_name(prim, n.name + "_" + to_string(g.at(half_cast->second).type.dtype));
+      view.name = fresh_name(n.name + "_" + to_string(g.at(half_cast->second).type.dtype), {&prim, &g});
       view.args[0] = half_cast->second;
       view.type.dtype = g.at(half_cast->second).type.dtype;
       const int v = g.add(std::move(view));
@@ -37,7 +29,7 @@ Graph views_before_half_casts(const Graph& prim) {
     }
     const bool reads_storage = n.op == "cast" && n.type.dtype == DType::f32 && !n.args.empty() &&
                                is_half(g.at(n.args[0]).type.dtype) &&
-                               (g.at(n.args[0]).op == "input" || g.at(n.args[0]).op == "param" || is_view_op(g.at(n.args[0]).op));
+                               (is_stored_half(g, n.args[0]) || is_view_op(g.at(n.args[0]).op));
     at[i] = g.add(std::move(n));
     if (reads_storage) stored_under[at[i]] = g.at(at[i]).args[0];
   }

@@ -7,6 +7,7 @@
 #include "codegen/conv_epilogue.h"
 #include "codegen/emitters.h"
 #include "codegen/gemm_epilogue.h"
+#include "codegen/half_results.h"
 #include "codegen/half_views.h"
 #include "codegen/reshape_sinking.h"
 #include "ir/decompose.h"
@@ -56,7 +57,8 @@ std::string sanitize(const std::string& s) {
 }  // namespace
 
 Graph primitive_graph(const Graph& graph) {
-  return fold_conv_epilogues(fold_gemm_epilogues(sink_reshapes(views_before_half_casts(decompose(graph)))));
+  const Graph folded = fold_conv_epilogues(fold_gemm_epilogues(sink_reshapes(views_before_half_casts(decompose(graph)))));
+  return views_before_half_casts(half_results(folded));  // the views of the new 16-bit results too
 }
 
 std::vector<KernelGroup> kernel_groups(const GraphAnalysis& analysis, bool fuse_rows) { return analysis.groups(fuse_rows); }

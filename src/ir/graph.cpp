@@ -61,6 +61,17 @@ int Graph::find(const std::string& name) const {
   return -1;
 }
 
+std::string fresh_name(const std::string& base, std::initializer_list<const Graph*> graphs) {
+  auto used = [&](const std::string& name) {
+    for (const Graph* g : graphs)
+      if (g->find(name) >= 0) return true;
+    return false;
+  };
+  std::string name = base;
+  for (int i = 1; used(name); ++i) name = base + "_" + std::to_string(i);
+  return name;
+}
+
 int Graph::add(Node n) {
   nodes.push_back(std::move(n));
   return int(nodes.size()) - 1;

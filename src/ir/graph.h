@@ -2,6 +2,7 @@
 // vector; an argument is the index of an earlier node (-1 for an absent optional argument). Ops carry
 // their attributes as JSON so that new ops need no new struct; shape_rules.cpp gives each op its meaning.
 #pragma once
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -42,6 +43,10 @@ struct Graph {
   // Number of uses of each node by other nodes and by the outputs.
   std::vector<int> use_counts() const;
 };
+
+// `base`, or `base`_1, _2, ...: the first that names no node of any graph in `graphs` (a pass building a graph
+// from another names its new nodes so).
+std::string fresh_name(const std::string& base, std::initializer_list<const Graph*> graphs);
 
 Graph graph_from_json(const json& j);  // checks names and argument order, then infers types
 // Bytes a task must move at least: its inputs and params read once (what its slices take, where it is read only

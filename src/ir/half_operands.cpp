@@ -5,11 +5,15 @@
 
 namespace kforge {
 
+bool is_stored_half(const Graph& g, int v) {
+  const Node& n = g.at(v);
+  return is_half(n.type.dtype) && (n.op == "input" || n.op == "param" || n.op == "matmul" || n.op == "conv" || n.op == "cast");
+}
+
 int half_cast_source(const Graph& g, int v) {
   const Node& n = g.at(v);
   if (n.op != "cast" || n.type.dtype != DType::f32) return -1;
-  const Node& s = g.at(n.args[0]);
-  return is_half(s.type.dtype) && (s.op == "input" || s.op == "param") ? n.args[0] : -1;
+  return is_stored_half(g, n.args[0]) ? n.args[0] : -1;
 }
 
 StoredOperand stored_operand(const Graph& g, int operand, bool through_half_cast) {
@@ -20,8 +24,7 @@ StoredOperand stored_operand(const Graph& g, int operand, bool through_half_cast
   const Node& n = g.at(v);  // cast(transpose(x)): the view taken before the cast (codegen/half_views.h)
   if (!transposed && n.op == "cast" && n.type.dtype == DType::f32 && is_matrix_transpose(g, n.args[0])) {
     const int s = g.at(n.args[0]).args[0];
-    const Node& x = g.at(s);
-    if (is_half(x.type.dtype) && (x.op == "input" || x.op == "param")) return {s, true};
+    if (is_stored_half(g, s)) return {s, true};
   }
   return {-1, false};
 }

@@ -365,6 +365,10 @@ std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>&
     }
     else if (is_view_op(n.op)) vals[id] = view(n, *a[0]);
     else throw UserError("interpret: '" + n.name + "' is a high-level op (" + n.op + "); decompose the graph first");
+    if (is_half(n.type.dtype) && !is_elementwise_op(n.op) && !is_view_op(n.op)) {  // a library result kept in 16 bits
+      vals[id].type = n.type;
+      for (double& v : vals[id].data) v = round_to(n.type.dtype, v);
+    }
   }
   std::vector<HostTensor> out;
   for (int o : g.outputs) out.push_back(vals[o]);
