@@ -134,7 +134,7 @@ def make_row(name, problem, report, rc, timed_out, seconds, start_error, log_pat
                   "correct_candidates", "bytes_min", "flops", "floor_ms", "pct_roofline", "matmul_tflops", "flags", "gpu",
                   "torch_version", "error", "relaxed_tier", "relaxed_ms", "relaxed_speedup_best", "eager_tier",
                   "compile_tier", "eager_fp32_ms", "compile_fp32_ms", "eager_fp32_tier", "compile_fp32_tier",
-                  "fp32_baselines", "speedup_best_fp32", "strict_tolerance_widest", "below_fp32"):
+                  "fp32_baselines", "speedup_best_fp32", "strict_tolerance_widest", "below_fp32", "compile_failed"):
             if k in report:
                 row[k] = report[k]
         if row["tier"] not in ("strict", "relaxed", "failed"):
@@ -295,6 +295,12 @@ def table(rows, summary):
     out.append(f"- geometric mean speedup over best baseline: {fmt(s['geomean_speedup_best'], '.3f')} "
                f"(over {s['geomean_speedup_best_over']} passed problems; "
                f"vs eager {fmt(s['geomean_speedup_eager'], '.3f')}, vs compile {fmt(s['geomean_speedup_compile'], '.3f')})")
+    no_compile = [r for r in rows if r.get("compile_failed")]
+    if no_compile:  # their "x best" is over eager alone
+        out.append("")
+        out.append("torch.compile failed (kforge compared with eager alone):")
+        for r in no_compile:
+            out.append(f"- {r['problem']}: {r['compile_failed']}")
     failed = [r for r in rows if r["tier"] == "failed"]
     if failed:
         out.append("")

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 
 import torch
 
-from kforge import footprint, fx_to_ir, timing
+from kforge import footprint, fx_to_ir, log, timing
 from kforge.bundle import BundleWriter, output_specs
 from kforge.dtypes import HALF, IR_TO_TORCH
 from kforge.errors import ImportProblemError
@@ -216,14 +216,44 @@ def flags(ranges) -> dict:
 
 def baselines(model, inputs, compile_baseline: bool = True) -> tuple[dict, object]:
     """eager's and torch.compile's (inductor, default mode) times on `inputs`, interleaved (kb protocol), and the
-    compiled model; eager alone, and None, without compile_baseline."""
+    compiled model; eager alone, and None, without compile_baseline. Where torch.compile cannot compile the model
+    (an inductor error), eager alone too, the reason under "compile_failed": PyTorch's failure is not the task's,
+    and kforge is then compared with eager."""
     runs = {"eager": lambda: model(*inputs)}
-    compiled = None
-    if compile_baseline:
-        compiled = torch.compile(model)
+    compiled, failed = compiled_model(model, inputs) if compile_baseline else (None, None)
+    if compiled is not None:
         runs["compile"] = lambda: compiled(*inputs)
     with torch.no_grad():
-        return timing.time_interleaved(runs), compiled
+        stats = timing.time_interleaved(runs)
+    if failed:
+        stats["compile_failed"] = failed
+    return stats, compiled
+
+
+def compiled_model(model, inputs) -> tuple[object, str | None]:
+    """torch.compile(model), compiled by a first call on `inputs`, and None; or None and the reason where inductor
+    cannot compile the model (said once in the log)."""
+    compiled = torch.compile(model)
+    try:
+        with torch.no_grad():
+            compiled(*inputs)
+        return compiled, None
+    except Exception as e:  # noqa: BLE001 -- any failure of inductor's: eager stands alone
+        first_line = (str(e).strip().splitlines() or [""])[0]
+        failed = f"{type(e).__name__}: {first_line[:300]}"
+        log.logger.warning("torch.compile failed on this model (%s); kforge is compared with eager alone", failed)
+        return None, failed
+
+
+def best_baseline_ms(*times) -> float:
+    """The better (smaller) of the baselines' times that were measured (None: torch.compile failed, or was not
+    asked for)."""
+    return min(t for t in times if t is not None)
+
+
+def ratio(baseline_ms, ours_ms):
+    """baseline / ours, None where the baseline was not measured."""
+    return None if baseline_ms is None else baseline_ms / ours_ms
 
 
 @dataclass

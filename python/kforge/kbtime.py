@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from kforge import timing
-from kforge.bridge import TOLERANCE, as_list, exact_fp32, reference_outputs, set_tolerance
+from kforge.bridge import TOLERANCE, as_list, compiled_model, exact_fp32, reference_outputs, set_tolerance
 from kforge.bundle import read_inputs, read_outputs, read_params, read_strict_tolerance, read_task
 from kforge.dtypes import HALF
 from kforge.fx_to_ir import lookup
@@ -87,7 +87,8 @@ def kbtime(bundle, plan_path) -> dict:
     hidden = HiddenSets([read_inputs(bundle, k, graph, "cuda") for k in sets],
                         [read_outputs(bundle, k, graph, "cuda") for k in sets],
                         [set_tolerance(strict) for strict in read_strict_tolerance(task)])
-    return check_and_time(problem, model, torch.compile(model), kforge, params, hidden.inputs[0], hidden)
+    compiled, _ = compiled_model(model, hidden.inputs[0])
+    return check_and_time(problem, model, compiled, kforge, params, hidden.inputs[0], hidden)
 
 
 def tf32_off(run):
@@ -112,17 +113,19 @@ def check_and_time(problem, model, compiled, kforge: KforgeFunction, params, inp
     fresh = [t.contiguous() for t in problem.draw_inputs(random_seed(), "cuda")]  # the plan reads dense memory
     expected, strict = reference_outputs(model, fresh)
     tolerance = set_tolerance(strict)
-    defaults = {"eager": model, "compile": compiled}
+    # torch.compile where it compiled the model (bridge.baselines: where it failed, eager stands alone)
+    defaults = {"eager": model, **({"compile": compiled} if compiled is not None else {})}
     with torch.no_grad():
         check = compare(kforge(fresh, params, out=poisoned(kforge)), expected, tolerance)
     check["strict_tolerance"] = max(strict, default=TOLERANCE["strict"])
     tiers = tiers_everywhere(defaults, fresh, expected, tolerance, hidden)
-    runs = {"eager": lambda: model(*inputs), "compile": lambda: compiled(*inputs), "kforge": lambda: kforge(inputs, params)}
+    runs = {name: (lambda run=run: run(*inputs)) for name, run in defaults.items()}
+    runs["kforge"] = lambda: kforge(inputs, params)
     timed_fp32 = hidden is not None and any(tier != "strict" for tier in tiers.values())
     if timed_fp32:
         fp32 = {f"{name}_fp32": tf32_off(run) for name, run in defaults.items()}
         tiers.update(tiers_everywhere(fp32, fresh, expected, tolerance, hidden))
-        runs.update(eager_fp32=lambda: fp32["eager_fp32"](*inputs), compile_fp32=lambda: fp32["compile_fp32"](*inputs))
+        runs.update({name: (lambda run=run: run(*inputs)) for name, run in fp32.items()})
     with torch.no_grad():
         stats = timing.time_interleaved(runs)
     result = {**stats, "check": check, "baseline_tiers": tiers}

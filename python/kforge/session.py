@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from kforge import footprint, log, roofline
-from kforge.bridge import TOLERANCE, baselines, flags, imported_task, output_ranges, set_tolerance
+from kforge.bridge import TOLERANCE, baselines, best_baseline_ms, flags, imported_task, output_ranges, ratio, set_tolerance
 from kforge.bundle import read_inputs, read_outputs, read_params, read_strict_tolerance, read_task
 from kforge.errors import ImportProblemError
 from kforge.kbtime import TIER_ORDER, HiddenSets, check_and_time, plan_tier_on_sets, tier_of, worst_tier
@@ -49,7 +49,8 @@ class HostedTask:
     refs: list
     strict_tolerance: list  # [set][output]
     flags: dict
-    base: dict  # {"eager": Stats, "compile": Stats (absent without the compile baseline)}
+    base: dict  # {"eager": Stats, "compile": Stats (absent without the compile baseline or where it failed:
+                #  "compile_failed", the reason)}
     compiled: object = None  # torch.compile(model), when its baseline was timed
     resident: int = 0
 
@@ -157,14 +158,16 @@ def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 
     # (unified addressing), and a plan would read it across PCIe at a hundredth of the speed.
     set_ptrs, ref_ptrs, param_ptrs = hosted.pointers()
     result = json.loads(core.optimize(json.dumps(graph), name, set_ptrs, ref_ptrs, param_ptrs, budget, db,
-                                      base["eager"]["median_ms"], base["compile"]["median_ms"], seed, progress,
+                                      base["eager"]["median_ms"], hosted.baseline_ms("compile"), seed, progress,
                                       f"torch {torch.__version__}", policy, cost_model, checkpoint,
                                       hosted.resident_tolerance()))
     report = {"name": name, "source": str(problem.path), "gpu": result["gpu"], "torch_version": torch.__version__,
               "protocol": "kb", "policy": result["policy"], "candidates": result["candidates"], "correct_candidates": result["correct"],
               "strict_candidates": result["strict"], "copy_bandwidth_gbs": result["copy_gbs"], "flags": task_flags,
-              "eager_ms": base["eager"]["median_ms"], "compile_ms": base["compile"]["median_ms"],
+              "eager_ms": base["eager"]["median_ms"], "compile_ms": median_ms(base, "compile"),
               "strict_tolerance": [max(t, default=TOLERANCE["strict"]) for t in hosted.strict_tolerance], "error": None}
+    if "compile_failed" in base:
+        report["compile_failed"] = base["compile_failed"]
     report["strict_tolerance_widest"] = max(report["strict_tolerance"])
     if "plan" not in result:
         report.update(tier="failed", error=f"no correct candidate among {result['candidates']}: {result['log'][:2000]}")
@@ -179,14 +182,15 @@ def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 
     kb = check_and_time(problem, model, compiled, kforge, params, inputs0, hosted.hidden())
     check = kb["check"]
     (out_dir / "kb.json").write_text(json.dumps(kb, indent=1))
-    eager, comp, ours = (kb[k]["median_ms"] for k in ("eager", "compile", "kforge"))
+    eager, comp, ours = (median_ms(kb, k) for k in ("eager", "compile", "kforge"))
     # The search verified on the resident sets; the plan must hold its tier on the streamed ones too.
     tier = held_tier(result["tier"], check, plan_tier_on_sets(kforge, params, hosted.streamed()))
     native = result["native"]["median_ms"]
     report["strict_tolerance_widest"] = max(report["strict_tolerance_widest"], check["strict_tolerance"])
     report.update(tier=tier, eager_ms=eager, compile_ms=comp, kforge_ms=ours, kforge_native_ms=native,
-                  eager_tier=kb["baseline_tiers"]["eager"], compile_tier=kb["baseline_tiers"]["compile"],
-                  speedup_eager=eager / ours, speedup_compile=comp / ours, speedup_best=min(eager, comp) / ours,
+                  eager_tier=kb["baseline_tiers"]["eager"], compile_tier=kb["baseline_tiers"].get("compile"),
+                  speedup_eager=eager / ours, speedup_compile=ratio(comp, ours),
+                  speedup_best=best_baseline_ms(eager, comp) / ours,
                   **fp32_baselines_report(kb, ours, tier),
                   bytes_min=result["min_bytes"], bandwidth_gbs=result["min_bytes"] / (ours * 1e-3) / 1e9,
                   native_bandwidth_gbs=result["min_bytes"] / (native * 1e-3) / 1e9,
@@ -212,10 +216,16 @@ def fp32_baselines_report(kb: dict, ours: float, tier: str) -> dict:
     """The strict tier's baselines (kbtime.check_and_time): eager and torch.compile with TF32 off where PyTorch's
     defaults miss the strict tier, else the defaults themselves ("fp32_baselines": "defaults"), and the strict
     plan's speedup over the better of the two (null for a plan outside the strict tier)."""
-    eager, comp = kb["eager_fp32"]["median_ms"], kb["compile_fp32"]["median_ms"]
+    eager, comp = median_ms(kb, "eager_fp32"), median_ms(kb, "compile_fp32")
     return {"fp32_baselines": kb["fp32_baselines"], "eager_fp32_ms": eager, "compile_fp32_ms": comp,
-            "eager_fp32_tier": kb["baseline_tiers"]["eager_fp32"], "compile_fp32_tier": kb["baseline_tiers"]["compile_fp32"],
-            "speedup_best_fp32": min(eager, comp) / ours if tier == "strict" else None}
+            "eager_fp32_tier": kb["baseline_tiers"]["eager_fp32"], "compile_fp32_tier": kb["baseline_tiers"].get("compile_fp32"),
+            "speedup_best_fp32": best_baseline_ms(eager, comp) / ours if tier == "strict" else None}
+
+
+def median_ms(stats: dict, name: str):
+    """A timed run's median (kbtime.check_and_time, bridge.baselines), None where it was not timed (torch.compile
+    failed on the model)."""
+    return stats[name]["median_ms"] if name in stats else None
 
 
 def relaxed_tier_report(result: dict, hosted: HostedTask, out_dir: Path, report: dict) -> dict:
@@ -231,7 +241,7 @@ def relaxed_tier_report(result: dict, hosted: HostedTask, out_dir: Path, report:
     kforge = KforgeFunction(core.Runner(plan_json), hosted.graph)
     kb = check_and_time(hosted.problem, hosted.model, hosted.compiled, kforge, hosted.params, hosted.sets[0])
     check = kb["check"]
-    eager, comp, ours = (kb[k]["median_ms"] for k in ("eager", "compile", "kforge"))
+    eager, comp, ours = (median_ms(kb, k) for k in ("eager", "compile", "kforge"))
     tier = held_tier(result["relaxed"]["tier"], check, plan_tier_on_sets(kforge, hosted.params, hosted.streamed()))
     if tier == "failed":  # the best plan, which passed, stands for the relaxed tier
         return {**best_plan_as_relaxed(report),
@@ -239,8 +249,8 @@ def relaxed_tier_report(result: dict, hosted: HostedTask, out_dir: Path, report:
     return {"relaxed_tier": tier, "relaxed_ms": ours, "relaxed_native_ms": result["relaxed"]["native"]["median_ms"],
             "strict_tolerance_widest": max(report.get("strict_tolerance_widest", TOLERANCE["strict"]),
                                            check.get("strict_tolerance", TOLERANCE["strict"])),
-            "relaxed_speedup_eager": eager / ours, "relaxed_speedup_compile": comp / ours,
-            "relaxed_speedup_best": min(eager, comp) / ours, "relaxed_schedule": result["relaxed"]["plan"]["schedule"],
+            "relaxed_speedup_eager": eager / ours, "relaxed_speedup_compile": ratio(comp, ours),
+            "relaxed_speedup_best": best_baseline_ms(eager, comp) / ours, "relaxed_schedule": result["relaxed"]["plan"]["schedule"],
             "relaxed_kb": kb}
 
 
@@ -258,7 +268,8 @@ def baselines_alone(path, precision: str | None = None) -> dict:
     try:
         problem = path if isinstance(path, Problem) else load_problem(path, precision)
         base, _ = baselines(problem.build_model().to("cuda"), problem.draw_inputs(1, "cuda"))
-        return {"eager_ms": base["eager"]["median_ms"], "compile_ms": base["compile"]["median_ms"]}
+        return {"eager_ms": base["eager"]["median_ms"], "compile_ms": median_ms(base, "compile"),
+                **({"compile_failed": base["compile_failed"]} if "compile_failed" in base else {})}
     except Exception as e:  # noqa: BLE001 -- the report keeps the import's reason; this one is said on the side
         log.logger.warning("%s: eager and torch.compile not timed either: %s: %s", Path(str(path)).stem,
                            type(e).__name__, str(e)[:300])

@@ -64,3 +64,12 @@ def test_a_relaxed_plan_failing_a_streamed_set_gives_way_to_the_best_plan(timed,
     monkeypatch.setattr(session, "plan_tier_on_sets", lambda kforge, params, hidden: "relaxed")
     r = session.relaxed_tier_report(relaxed_result(tier="strict"), HOSTED, tmp_path, BEST)
     assert r["relaxed_tier"] == "relaxed", "strict on the fresh draw, relaxed on a streamed set: relaxed"
+
+
+def test_without_torch_compile_the_relaxed_plan_is_compared_with_eager(timed, tmp_path):
+    """torch.compile failed on the model (bridge.compiled_model): the timing run has eager alone."""
+    timed["kb"] = kb(eager=1.0, compile_ms=None, ours=0.8, strict=False, relaxed=True)
+    del timed["kb"]["compile"]
+    r = session.relaxed_tier_report(relaxed_result(), HOSTED, tmp_path, BEST)
+    assert r["relaxed_speedup_best"] == pytest.approx(1.0 / 0.8)
+    assert r["relaxed_speedup_compile"] is None

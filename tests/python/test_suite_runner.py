@@ -76,3 +76,13 @@ def test_a_half_precision_suite_says_which_tiers_its_table_holds():
     assert "- precision fp16 (KernelBench's --precision" in text and "floor 1e-3 instead of 1e-4" in text
     full = run_suite.make_row("p", Path("p.py"), report, 0, False, 1.0, None, "log", 60)
     assert "- precision" not in run_suite.table([full], run_suite.summarise([full]))
+
+
+def test_a_problem_torch_compile_failed_on_is_compared_with_eager_and_says_so():
+    run_suite = runner()
+    report = {"tier": "strict", "eager_ms": 2.0, "compile_ms": None, "kforge_ms": 0.5, "speedup_eager": 4.0,
+              "speedup_compile": None, "speedup_best": 4.0, "compile_failed": "InductorError: TypeError: list indices"}
+    row = run_suite.make_row("p", Path("p.py"), report, 0, False, 1.0, None, "log", 60)
+    assert row["tier"] == "strict" and row["speedup_best"] == 4.0
+    text = run_suite.table([row], run_suite.summarise([row]))
+    assert "torch.compile failed (kforge compared with eager alone):\n- p: InductorError: TypeError: list indices" in text
