@@ -61,6 +61,30 @@ struct Partitioner {
       }
   }
 
+  // An elementwise value that more than one reader recomputes is stored where its expression reads more than
+  // kMaxRecomputedReads stored values. Why: every kernel reading it recomputes its whole expression, and a
+  // recurrence unrolled in time reaches back through every step: an LSTM's cell state c_t = f_t c_(t-1) + i_t g_t
+  // (read by h_t and by c_(t+1)) made step t's kernel read the gates of all t steps before it, quadratic in the
+  // steps (a 3-layer, 128-step LSTM: 60 ms where PyTorch takes 4). Below the bound a few extra reads of small
+  // buffers cost less than the launch of a kernel storing the value.
+  static constexpr size_t kMaxRecomputedReads = 8;
+  void store_deep_recomputations() {
+    const std::vector<int> uses = g.use_counts();
+    std::vector<std::set<int>> reads(g.nodes.size());  // of each computed value: the stored values it reads
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (!reachable[i] || p.stored[i]) continue;
+      for (int a : g.nodes[i].args) {
+        if (a < 0) continue;
+        if (p.stored[a]) reads[i].insert(a);
+        else reads[i].insert(reads[a].begin(), reads[a].end());
+      }
+      if (is_elementwise_op(g.nodes[i].op) && uses[i] > 1 && reads[i].size() > kMaxRecomputedReads) {
+        p.stored[i] = true;
+        reads[i].clear();
+      }
+    }
+  }
+
   void mark_stored() {
     size_t n = g.nodes.size();
     p.stored.assign(n, false);
@@ -99,6 +123,7 @@ struct Partitioner {
         if (!is_view_op(src.op) || (nd.op == "reshape" && src.op != "reshape")) p.stored[nd.args[0]] = true;
       }
     }
+    store_deep_recomputations();
     // A reshape of a stored value is an alias of its memory; stored reshapes own nothing.
     for (size_t i = 0; i < n; ++i) {
       const Node& nd = g.nodes[i];

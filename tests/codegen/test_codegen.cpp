@@ -140,6 +140,41 @@ TEST(Partition, ElementwiseChainsAreOneKernel) {
   EXPECT_EQ(kernels_for(sample("permute_copy"), true), 1);
 }
 
+// A recurrence unrolled in time, as the importer writes an LSTM: the state c_t = 0.5 c_(t-1) + m_t (m_t a product of
+// the previous output) is read by the output h_t = tanh(c_t), a product's operand, and by c_(t+1). Recomputed, c_t
+// would reach back through every step; stored where its expression reads more than a few stored values, no kernel
+// reads more than that many, however many the steps.
+nlohmann::json unrolled_recurrence(int steps) {
+  nlohmann::json nodes = nlohmann::json::array();
+  nodes.push_back({{"name", "half"}, {"op", "const"}, {"attrs", {{"value", 0.5}}}});
+  std::string h = "x", c;
+  for (int t = 0; t < steps; ++t) {
+    const std::string m = "m" + std::to_string(t), ct = "c" + std::to_string(t), ht = "h" + std::to_string(t);
+    nodes.push_back({{"name", m}, {"op", "matmul"}, {"args", {h, "w"}}});
+    if (c.empty()) {
+      nodes.push_back({{"name", ct}, {"op", "mul"}, {"args", {m, "half"}}});
+    } else {
+      nodes.push_back({{"name", ct + "_decay"}, {"op", "mul"}, {"args", {c, "half"}}});
+      nodes.push_back({{"name", ct}, {"op", "add"}, {"args", {ct + "_decay", m}}});
+    }
+    nodes.push_back({{"name", ht}, {"op", "tanh"}, {"args", {ct}}});
+    h = ht, c = ct;
+  }
+  return {{"inputs", {{{"name", "x"}, {"shape", {4, 8}}}}}, {"params", {{{"name", "w"}, {"shape", {8, 8}}}}},
+          {"nodes", nodes}, {"outputs", {h}}};
+}
+
+TEST(Partition, AnUnrolledRecurrenceStoresItsStateInsteadOfRecomputingEveryStep) {
+  for (int steps : {6, 40}) {
+    Graph g = graph_from_json(unrolled_recurrence(steps));
+    Plan p = lower(g, {});
+    size_t widest = 0;
+    for (const PlanKernel& k : p.kernels)
+      if (k.kind == StepKind::nvrtc) widest = std::max(widest, k.args.size());
+    EXPECT_LE(widest, 10u) << steps << " steps: a kernel reads every earlier step";
+  }
+}
+
 TEST(Schedule, IllegalSchedulesNameKernelAndField) {
   Graph g = graph_from_json(sample("softmax"));
   auto groups = kernel_groups(g, true);
