@@ -13,13 +13,14 @@ namespace kforge {
 
 namespace {
 
-// The one half-precision dtype of a task's inputs and params; nullopt for an f32 task or a mixed one.
+// The one half-precision dtype of every floating-point input and param of a task; nullopt for an f32 task or a
+// mixed one (where PyTorch computes in f32 on its f32 tensors, nothing is rounded).
 std::optional<DType> task_dtype(const Graph& g) {
-  std::set<DType> half;
+  std::set<DType> floats;
   for (const auto* ids : {&g.inputs, &g.params})
     for (int id : *ids)
-      if (is_half(g.at(id).type.dtype)) half.insert(g.at(id).type.dtype);
-  return half.size() == 1 ? std::optional<DType>(*half.begin()) : std::nullopt;
+      if (const DType d = g.at(id).type.dtype; d == DType::f32 || is_half(d)) floats.insert(d);
+  return floats.size() == 1 && is_half(*floats.begin()) ? std::optional<DType>(*floats.begin()) : std::nullopt;
 }
 
 // The stored 16-bit tensor of dtype `d` a product's bias reads (a cast to f32 of it, or of a reshape of it: the
@@ -77,13 +78,15 @@ class Rewrite {
     return g_.add(std::move(c));
   }
 
-  // An f32 operand computed by elementwise arithmetic, as cast(cast(x, d), f32): the kernel computing it stores the
-  // 16 bits the library reads. A transpose view of one is taken of the rounded value. Else `operand` unchanged.
+  // An f32 operand computed by elementwise arithmetic, or a permuted, sliced, expanded or flipped view (which the
+  // library needs stored contiguous: a kernel copies it), as cast(cast(x, d), f32): the kernel computing or copying
+  // it stores the 16 bits the library reads. A transpose view of one is taken of the rounded value. A reshape is
+  // left alone: of a stored value it is an alias, no copy. Else `operand` unchanged.
   int rounded_operand(int operand, bool product) {
     const bool transposed = product && is_matrix_transpose(g_, operand);
     const int x = transposed ? g_.at(operand).args[0] : operand;
     const Node& n = g_.at(x);
-    if (n.type.dtype != DType::f32 || !is_elementwise_op(n.op) || half_cast_source(g_, x) >= 0 ||
+    if (n.type.dtype != DType::f32 || !(is_elementwise_op(n.op) || (is_view_op(n.op) && n.op != "reshape")) || half_cast_source(g_, x) >= 0 ||
         stored_operand(g_, operand, true).id >= 0)
       return operand;
     const std::string name = n.name;
