@@ -138,6 +138,14 @@ TEST(HalfResults, AnF32OutputStaysF32) {
   EXPECT_EQ(p.buffers.at(lib[0]->args[2]).dtype, DType::f32);
 }
 
+// A task with f32 tensors beside its half-precision ones computes in f32 where PyTorch does: nothing is rounded.
+TEST(HalfResults, AMixedTaskKeepsF32Results) {
+  nlohmann::json j = half_graph("attention", "f16");
+  j["inputs"][2]["dtype"] = "f32";  // v in f32, read through a cast from f32 to f32
+  Plan p = lower(graph_from_json(j), {});
+  for (const PlanKernel* k : steps(p, StepKind::cublaslt)) EXPECT_EQ(k->library.at("c").value("dtype", "f32"), "f32") << k->name;
+}
+
 TEST(HalfResults, EveryKernelCompilesForSm90) {
   Compiler c({"sm_90", "", {}});
   for (const std::string dtype : {"f16", "bf16"})
