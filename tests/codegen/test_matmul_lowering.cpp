@@ -7,6 +7,7 @@
 
 #include "codegen/gemm_epilogue.h"
 #include "codegen/lower.h"
+#include "common/half_graphs.h"
 #include "common/plan_steps.h"
 #include "common/matmul_graphs.h"
 #include "common/random_inputs.h"
@@ -24,6 +25,7 @@ Plan lower_sample(const std::string& name, const Schedule& s = {}) {
   return lower(graph_from_json(testing::matmul_graph(name)), s);
 }
 
+using testing::half_linear;
 using testing::steps;
 
 TEST(MatmulLowering, EveryProductIsOneCublasLtStep) {
@@ -247,21 +249,6 @@ TEST(MatmulSchedule, IllegalChoicesNameTheField) {
 // A Linear of a half-precision task (ir/types.h: x and the weights stored in f16 or bf16, each read through a cast):
 // the library reads the stored tensors (f16 / bf16 operands, fp32 sums), no cast of them is stored, the product's
 // precision is fixed to its operands' dtype; rows that are not 16-byte multiples keep the stored casts instead.
-nlohmann::json half_linear(const std::string& dtype, int64_t k) {
-  return nlohmann::json::parse(R"({"inputs": [{"name": "x", "shape": [32, )" + std::to_string(k) + R"(], "dtype": ")" + dtype + R"("}],
-    "params": [{"name": "w", "shape": [64, )" + std::to_string(k) + R"(], "dtype": ")" + dtype + R"("},
-               {"name": "bias", "shape": [64], "dtype": ")" + dtype + R"("}],
-    "nodes": [{"name": "xf", "op": "cast", "args": ["x"], "attrs": {"dtype": "f32"}},
-              {"name": "wf", "op": "cast", "args": ["w"], "attrs": {"dtype": "f32"}},
-              {"name": "bf", "op": "cast", "args": ["bias"], "attrs": {"dtype": "f32"}},
-              {"name": "wt", "op": "permute", "args": ["wf"], "attrs": {"dims": [1, 0]}},
-              {"name": "mm", "op": "matmul", "args": ["xf", "wt"]},
-              {"name": "y", "op": "add", "args": ["mm", "bf"]},
-              {"name": "r", "op": "relu", "args": ["y"]},
-              {"name": "out", "op": "cast", "args": ["r"], "attrs": {"dtype": ")" + dtype + R"("}}],
-    "outputs": ["out"]})");
-}
-
 TEST(MatmulHalfOperands, AProductOfHalfPrecisionTensorsReadsThemAsStored) {
   for (const std::string dtype : {"f16", "bf16"}) {
     Graph g = graph_from_json(half_linear(dtype, 96));

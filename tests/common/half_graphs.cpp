@@ -11,10 +11,10 @@ nlohmann::json in_dtype(std::string text, const std::string& dtype) {
 }
 }  // namespace
 
-std::vector<SampleGraph> half_library_graphs(const std::string& dtype) {
-  return {
-      {"linear_relu", in_dtype(R"({"inputs": [{"name": "x", "shape": [32, 96], "dtype": "DT"}],
-        "params": [{"name": "w", "shape": [64, 96], "dtype": "DT"}, {"name": "bias", "shape": [64], "dtype": "DT"}],
+nlohmann::json half_linear(const std::string& dtype, int64_t k) {
+  const std::string K = std::to_string(k);
+  return in_dtype(R"({"inputs": [{"name": "x", "shape": [32, )" + K + R"(], "dtype": "DT"}],
+        "params": [{"name": "w", "shape": [64, )" + K + R"(], "dtype": "DT"}, {"name": "bias", "shape": [64], "dtype": "DT"}],
         "nodes": [{"name": "xf", "op": "cast", "args": ["x"], "attrs": {"dtype": "f32"}},
                   {"name": "wf", "op": "cast", "args": ["w"], "attrs": {"dtype": "f32"}},
                   {"name": "bf", "op": "cast", "args": ["bias"], "attrs": {"dtype": "f32"}},
@@ -23,7 +23,12 @@ std::vector<SampleGraph> half_library_graphs(const std::string& dtype) {
                   {"name": "y", "op": "add", "args": ["mm", "bf"]},
                   {"name": "r", "op": "relu", "args": ["y"]},
                   {"name": "out", "op": "cast", "args": ["r"], "attrs": {"dtype": "DT"}}],
-        "outputs": ["out"]})", dtype)},
+        "outputs": ["out"]})", dtype);
+}
+
+std::vector<SampleGraph> half_library_graphs(const std::string& dtype) {
+  return {
+      {"linear_relu", half_linear(dtype, 96)},
       {"attention", in_dtype(R"({"inputs": [{"name": "q", "shape": [2, 3, 40, 16], "dtype": "DT"},
                    {"name": "k", "shape": [2, 3, 48, 16], "dtype": "DT"}, {"name": "v", "shape": [2, 3, 48, 24], "dtype": "DT"}],
         "nodes": [{"name": "qf", "op": "cast", "args": ["q"], "attrs": {"dtype": "f32"}},

@@ -12,5 +12,7 @@ namespace kforge::testing {
 
 // Every graph in `dtype` ("f16" or "bf16").
 std::vector<SampleGraph> half_library_graphs(const std::string& dtype);
+// A Linear with a bias and a ReLU, x [32, k] times w [64, k] transposed: the graph "linear_relu" at k = 96.
+nlohmann::json half_linear(const std::string& dtype, int64_t k);
 
 }  // namespace kforge::testing
