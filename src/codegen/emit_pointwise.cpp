@@ -4,6 +4,8 @@
 // them: all loads are in flight before the first result is needed, so arithmetic-heavier ops (erf, tanh)
 // still keep enough bytes moving to reach the memory's bandwidth. Half-precision operands and outputs are
 // moved the same way, `vec` 16-bit patterns at a time (4- or 8-byte accesses).
+#include <algorithm>
+
 #include "codegen/emitters.h"
 
 namespace kforge {
@@ -19,12 +21,10 @@ std::string access_type(int bytes, bool f32) {
 std::vector<PlanKernel> emit_pointwise(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
   const Graph& gr = *cx.partition.graph;
   KernelWriter w(cx.partition, g, cx.buffer_of_owner);
-  int out = g.elem_outputs.at(0);
+  const std::vector<int>& outs = g.elem_outputs;  // one, or values of the same shape computed together (partition.cpp)
   int64_t n = numel(g.shape);
-  const DType out_dtype = gr.at(out).type.dtype;
-  const bool f32_out = out_dtype == DType::f32;
-  int vec = f32_out || is_half(out_dtype) ? ks.vec : 1, items = ks.items;
-  std::string vt = access_type(vec * int(dtype_size(out_dtype)), f32_out);
+  auto vectorizable = [&](int o) { return gr.at(o).type.dtype == DType::f32 || is_half(gr.at(o).type.dtype); };
+  int vec = std::all_of(outs.begin(), outs.end(), vectorizable) ? ks.vec : 1, items = ks.items;
   std::string B = std::to_string(ks.block), V = std::to_string(vec), I = std::to_string(items);
   std::vector<std::string> coords(g.shape.size());
   std::vector<int64_t> all;
@@ -34,7 +34,7 @@ std::vector<PlanKernel> emit_pointwise(EmitContext& cx, const KernelGroup& g, co
   // registers the load phase filled.
   std::string dec = decompose_index("idx", all, g.shape, coords, "        ");
   w.begin_site(coords, "idx", "        ");
-  w.value(out);
+  for (int out : outs) w.value(out);
   w.take();
   std::string decl, loads, views;
   auto vector_loads = [&](const std::set<int>& buffers, bool f32) {
@@ -50,9 +50,11 @@ std::vector<PlanKernel> emit_pointwise(EmitContext& cx, const KernelGroup& g, co
   vector_loads(w.contiguous_reads(), true);
   vector_loads(w.contiguous_half_reads(), false);
   w.begin_site(coords, "idx", "        ");
-  std::string val = w.value(out);
+  std::vector<std::string> vals;
+  for (int out : outs) vals.push_back(w.value(out));
   std::string stmts = w.take();
-  std::string oidx = w.out_index(out);
+  std::vector<std::string> oidx;  // before params(): out_index marks each output's buffer written
+  for (int out : outs) oidx.push_back(w.out_index(out));
 
   std::string chunk = std::to_string(int64_t(ks.block) * vec * items);
   std::string base = "      const i64 base = chunk + ((i64)u * " + B + " + threadIdx.x) * " + V + ";\n";
@@ -64,13 +66,23 @@ std::vector<PlanKernel> emit_pointwise(EmitContext& cx, const KernelGroup& g, co
   s += "#pragma unroll\n    for (int u = 0; u < " + I + "; ++u) {  // load phase\n" + base + loads + "    }\n";
   s += "#pragma unroll\n    for (int u = 0; u < " + I + "; ++u) {  // compute and store phase\n" + base;
   s += "      if (base >= n) break;\n" + views;
-  if (vec > 1) s += "      " + std::string(f32_out ? "float" : "unsigned short") + " O[" + V + "];\n";
+  // Output k's vector O<k>, stored whole after the element loop (vec > 1), or each element where it lies.
+  auto element_type = [&](int o) { return std::string(gr.at(o).type.dtype == DType::f32 ? "float" : "unsigned short"); };
+  if (vec > 1)
+    for (size_t k = 0; k < outs.size(); ++k) s += "      " + element_type(outs[k]) + " O" + std::to_string(k) + "[" + V + "];\n";
   s += "#pragma unroll\n      for (int j = 0; j < " + V + "; ++j) {\n";
   s += "        const i64 idx = base + j;\n" + dec + stmts;
-  if (vec > 1) s += "        O[j] = " + val + ";\n";
-  else s += "        " + w.buf(out) + "[" + oidx + "] = " + val + ";\n";
+  for (size_t k = 0; k < outs.size(); ++k) {
+    if (vec > 1) s += "        O" + std::to_string(k) + "[j] = " + vals[k] + ";\n";
+    else s += "        " + w.buf(outs[k]) + "[" + oidx[k] + "] = " + vals[k] + ";\n";
+  }
   s += "      }\n";
-  if (vec > 1) s += "      *reinterpret_cast<" + vt + "*>(" + w.buf(out) + " + base) = *reinterpret_cast<const " + vt + "*>(O);\n";
+  if (vec > 1)
+    for (size_t k = 0; k < outs.size(); ++k) {
+      const DType d = gr.at(outs[k]).type.dtype;
+      const std::string vt = access_type(vec * int(dtype_size(d)), d == DType::f32), O = "O" + std::to_string(k);
+      s += "      *reinterpret_cast<" + vt + "*>(" + w.buf(outs[k]) + " + base) = *reinterpret_cast<const " + vt + "*>(" + O + ");\n";
+    }
   s += "    }\n  }\n}\n";
   int64_t per_block = int64_t(ks.block) * vec * items;
   return {generated_kernel(g, ks, name, s, w.used_buffers(), full_grid((n + per_block - 1) / per_block), ks.block)};

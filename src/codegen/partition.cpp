@@ -269,6 +269,13 @@ struct Partitioner {
         else if (is_elementwise_op(n.op)) ok = n.type.shape == k.shape || n.type.shape == row_shape(k);
       } else if (k.kind == GroupKind::scan || k.kind == GroupKind::pool) {
         ok = is_elementwise_op(n.op) && n.type.shape == k.shape && x == k.anchor;
+      } else if (k.kind == GroupKind::pointwise) {
+        // A stored value of the same shape computed from a pointwise kernel's output is written by that kernel
+        // too: one launch where there were two, the shared reads once (an unrolled LSTM's state c_t and output
+        // h_t = o_t tanh(c_t); a residual sum and its activation). Only where both move in vectors (f32 or
+        // 16-bit: emit_pointwise.cpp) or neither does, so a bool or i64 output does not narrow an f32 one's.
+        auto vectorized = [&](int v) { return g.at(v).type.dtype == DType::f32 || is_half(g.at(v).type.dtype); };
+        ok = is_elementwise_op(n.op) && n.type.shape == k.shape && vectorized(id) == vectorized(k.elem_outputs.at(0));
       }
       if (!ok || !can_join(id, gi)) continue;
       if (n.op == "reduce") k.stats.push_back(id);

@@ -65,6 +65,35 @@ TEST(HalfPrecisionKernels, MatchTheInterpreterOnTheCpuAtEveryVectorWidth) {
   EXPECT_GE(schedules_matching_the_interpreter("bf16_softmax_rows", 11, 8e-3), 1);
 }
 
+// Two outputs of one pointwise kernel (partition.cpp: a stored value computed from another joins its kernel), each
+// stored whole under every vector width, against the interpreter.
+TEST(PointwiseKernels, OneKernelWritesBothOutputsAtEveryVectorWidth) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  Graph g = graph_from_json(testing::sample_graph("residual_and_activation"));
+  std::mt19937_64 rng(13);
+  auto inputs = testing::random_values(g, g.inputs, rng);
+  const std::vector<HostTensor> want = interpret(primitive_graph(g), inputs, {});
+  GraphAnalysis analysis(g);
+  ASSERT_EQ(analysis.groups(true).size(), 1u) << "one kernel for both outputs";
+  const KernelGroup& grp = analysis.groups(true)[0];
+  EXPECT_EQ(grp.elem_outputs.size(), 2u);
+  for (int vec : {1, 2, 4}) {
+    Schedule s;
+    s.kernels[grp.key] = {.strategy = Strategy::flat, .block = 128, .vec = vec};
+    const Plan p = lower(analysis, s);
+    ASSERT_EQ(p.kernels.size(), 1u);
+    testing::HostPlanBuffers h = testing::plan_buffers_on_cpu(p, inputs);
+    std::vector<float*> args;
+    for (int b : p.kernels[0].args) args.push_back(h.data[size_t(b)].data());
+    testing::run_on_cpu(p.kernels[0], args);
+    for (const PlanBuffer& b : p.buffers) {
+      if (b.role != BufferRole::output) continue;
+      const std::vector<float>& got = h.data[size_t(&b - &p.buffers[0])];
+      EXPECT_EQ(testing::mismatches(got, want[size_t(b.index)], 1e-6), "") << "output " << b.index << " at vec " << vec;
+    }
+  }
+}
+
 // The interpreter's triangle is torch's: column - row against the diagonal, over the last two dims.
 TEST(TriangleKernels, TheInterpreterKeepsTorchsTriangle) {
   Graph g = graph_from_json(testing::unary_graph("triangle", {2, 3, 4}, {{"upper", true}, {"diagonal", 1}}));

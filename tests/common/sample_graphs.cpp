@@ -195,6 +195,12 @@ std::vector<SampleGraph> sample_graphs() {
       {"name": "p", "op": "pool", "args": ["xf"], "attrs": {"kind": "max", "nd": 2, "kernel": [3, 2], "stride": [2, 2],
        "padding": [1, 1], "dilation": [1, 2]}},
       {"name": "y", "op": "cast", "args": ["p"], "attrs": {"dtype": "f16"}}], "outputs": ["y"]})");
+  // Two stored values of one shape, the second computed from the first: one pointwise kernel writes both.
+  raw("residual_and_activation", R"({"inputs": [{"name": "x", "shape": [6, 52]}, {"name": "y", "shape": [52]}], "nodes": [
+      {"name": "s", "op": "add", "args": ["x", "y"]},
+      {"name": "t", "op": "tanh", "args": ["s"]},
+      {"name": "two", "op": "const", "attrs": {"value": 2.0}},
+      {"name": "r", "op": "mul", "args": ["t", "two"]}], "outputs": ["r", "s"]})");
   raw("half_and_f32_add", R"({"inputs": [{"name": "a", "shape": [8, 96], "dtype": "bf16"}, {"name": "b", "shape": [8, 96]}],
       "nodes": [{"name": "af", "op": "cast", "args": ["a"], "attrs": {"dtype": "f32"}},
       {"name": "y", "op": "add", "args": ["af", "b"]}], "outputs": ["y"]})");
