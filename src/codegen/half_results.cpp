@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <optional>
 #include <set>
 
 #include "ir/half_operands.h"
@@ -12,16 +11,6 @@
 namespace kforge {
 
 namespace {
-
-// The one half-precision dtype of every floating-point input and param of a task; nullopt for an f32 task or a
-// mixed one (where PyTorch computes in f32 on its f32 tensors, nothing is rounded).
-std::optional<DType> task_dtype(const Graph& g) {
-  std::set<DType> floats;
-  for (const auto* ids : {&g.inputs, &g.params})
-    for (int id : *ids)
-      if (const DType d = g.at(id).type.dtype; d == DType::f32 || is_half(d)) floats.insert(d);
-  return floats.size() == 1 && is_half(*floats.begin()) ? std::optional<DType>(*floats.begin()) : std::nullopt;
-}
 
 // The stored 16-bit tensor of dtype `d` a product's bias reads (a cast to f32 of it, or of a reshape of it: the
 // same contiguous values), or -1.
@@ -35,7 +24,7 @@ int stored_bias(const Graph& g, int bias, DType d) {
 
 class Rewrite {
  public:
-  Rewrite(const Graph& prim, DType d) : prim_(prim), d_(d) {}
+  explicit Rewrite(const Graph& prim) : prim_(prim) {}
 
   Graph run() {
     for (size_t i = 0; i < prim_.nodes.size(); ++i) {
@@ -48,8 +37,9 @@ class Rewrite {
         at_[i] = r;
         continue;
       }
-      if ((n.op == "matmul" || n.op == "conv") && n.type.dtype == DType::f32) {
-        at_[i] = library(std::move(n), output);
+      const std::string storage = n.attrs.value("storage_dtype", "");
+      if ((n.op == "matmul" || n.op == "conv") && n.type.dtype == DType::f32 && (storage == "f16" || storage == "bf16")) {
+        at_[i] = library(std::move(n), output, dtype_from_string(storage));
         continue;
       }
       at_[i] = g_.add(std::move(n));
@@ -78,36 +68,58 @@ class Rewrite {
     return g_.add(std::move(c));
   }
 
-  // An f32 operand computed by elementwise arithmetic, or a permuted, sliced, expanded or flipped view (which the
-  // library needs stored contiguous: a kernel copies it), as cast(cast(x, d), f32): the kernel computing or copying
-  // it stores the 16 bits the library reads. A transpose view of one is taken of the rounded value. A reshape is
-  // left alone: of a stored value it is an alias, no copy. Else `operand` unchanged.
-  int rounded_operand(int operand, bool product) {
-    const bool transposed = product && is_matrix_transpose(g_, operand);
-    const int x = transposed ? g_.at(operand).args[0] : operand;
-    const Node& n = g_.at(x);
-    if (n.type.dtype != DType::f32 || !(is_elementwise_op(n.op) || (is_view_op(n.op) && n.op != "reshape")) || half_cast_source(g_, x) >= 0 ||
-        stored_operand(g_, operand, true).id >= 0)
-      return operand;
-    const std::string name = n.name;
-    const int wide = add_cast(add_cast(x, d_, name_for(name + "_" + to_string(d_))), DType::f32, name_for(name + "_rounded"));
-    if (!transposed) return wide;
-    Node view = g_.at(operand);
-    view.name = name_for(view.name + "_rounded");
-    view.args[0] = wide;
-    return g_.add(std::move(view));
+  // `view` (a node of the graph) taken of `source` instead, in `source`'s dtype.
+  int view_of(const Node& view, int source) {
+    Node v = view;
+    v.name = name_for(view.name + "_" + to_string(g_.at(source).type.dtype));
+    v.args[0] = source;
+    v.type.dtype = g_.at(source).type.dtype;
+    return g_.add(std::move(v));
   }
 
-  int library(Node n, bool output) {
+  // A 16-bit value of dtype d in memory with x's values rounded: the stored value x is a cast of, or x rounded by
+  // the kernel computing it (x elementwise), or a permuted, sliced, expanded or flipped view of x copied in 16 bits
+  // (the library needs it contiguous: a kernel copies it anyway). -1 for what is stored by its nature in f32 (a
+  // reduction, a scan, a pool): rounding it would cost a kernel of its own. One rounding per value, however many
+  // products read it.
+  int stored_16_bits(int x, DType d) {
+    if (const int s = half_cast_source(g_, x); s >= 0) return g_.at(s).type.dtype == d ? s : -1;
+    const Node& n = g_.at(x);
+    if (n.type.dtype != DType::f32 || !(is_elementwise_op(n.op) || (is_view_op(n.op) && n.op != "reshape"))) return -1;
+    auto [at, fresh] = rounded_.try_emplace({x, d}, -1);
+    if (fresh) at->second = add_cast(x, d, name_for(n.name + "_" + to_string(d)));
+    return at->second;
+  }
+
+  // The operand read as cast(s, f32) of a 16-bit value s of dtype d in memory: as stored_16_bits, and through
+  // reshapes (one reshape of s: an alias of a stored value, no copy) or a transpose view (the library's flag) taken
+  // of s. Else `operand` unchanged.
+  int rounded_operand(int operand, bool product, DType d) {
+    if (stored_operand(g_, operand, true).id >= 0) return operand;
+    const Node& op = g_.at(operand);
+    int source = operand;
+    if (op.op == "reshape")
+      while (g_.at(source).op == "reshape") source = g_.at(source).args[0];
+    else if (product && is_matrix_transpose(g_, operand))
+      source = op.args[0];
+    const int s = stored_16_bits(source, d);
+    if (s < 0) return operand;
+    const int read = source != operand ? view_of(g_.at(operand), s) : s;
+    return add_cast(read, DType::f32, name_for(g_.at(operand).name + "_rounded"));
+  }
+
+  int library(Node n, bool output, DType d) {
     const size_t mark = g_.nodes.size();
     const std::vector<int> original = n.args;
+    const auto memo = rounded_;
     const bool product = n.op == "matmul";
-    for (size_t j = 0; j < 2 && j < n.args.size(); ++j) n.args[j] = rounded_operand(n.args[j], product);
+    for (size_t j = 0; j < 2 && j < n.args.size(); ++j) n.args[j] = rounded_operand(n.args[j], product, d);
     const std::string name = n.name;
     int id = g_.add(n);
     const auto h = half_operands(g_, id);
-    if (!h || h->dtype != d_) {  // the library reads f32 here: no operand rounded for it
+    if (!h || h->dtype != d) {  // the library reads f32 here: no operand rounded for it
       g_.nodes.resize(mark);
+      rounded_ = memo;
       n.args = original;
       return g_.add(std::move(n));
     }
@@ -116,30 +128,27 @@ class Rewrite {
     if (product) {
       if (r.type.shape.back() % 8 != 0) return id;  // 16-byte rows: cuBLAS's tensor-core alignment
       if (r.args.size() > 2) {
-        const int bias = stored_bias(g_, r.args[2], d_);
+        const int bias = stored_bias(g_, r.args[2], d);
         if (bias < 0) return id;
         r.args[2] = bias;
       }
     }
-    r.type.dtype = d_;  // keeps its name, and so its group's key: a schedule names the same group either way
+    r.type.dtype = d;  // keeps its name, and so its group's key: a schedule names the same group either way
     const int wide = add_cast(id, DType::f32, name_for(name + "_f32"));
     widened_[wide] = id;
     return wide;
   }
 
   const Graph& prim_;
-  const DType d_;
   Graph g_;
-  std::vector<int> at_;          // prim's node -> g's value of the same function (f32 where it was)
-  std::map<int, int> widened_;   // g's cast to f32 -> the 16-bit result it reads
-  std::set<int> outputs_;        // 16-bit results that became graph outputs
+  std::vector<int> at_;                      // prim's node -> g's value of the same function (f32 where it was)
+  std::map<int, int> widened_;               // g's cast to f32 -> the 16-bit result it reads
+  std::set<int> outputs_;                    // 16-bit results that became graph outputs
+  std::map<std::pair<int, DType>, int> rounded_;  // a computed f32 value -> its stored 16-bit rounding
 };
 
 }  // namespace
 
-Graph half_results(const Graph& prim) {
-  const auto d = task_dtype(prim);
-  return d ? Rewrite(prim, *d).run() : prim;
-}
+Graph half_results(const Graph& prim) { return Rewrite(prim).run(); }
 
 }  // namespace kforge

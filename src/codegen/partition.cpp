@@ -204,14 +204,16 @@ struct Partitioner {
     return m;
   }
 
-  // Whether the expression of `id` reads a member of `mem` through a view (expand, permute, flip, slice) or a
-  // concatenation (its parts at shifted positions): the kernel would read the member's memory, which it writes
-  // itself (or never, for a statistic).
+  // Whether the expression of `id` reads a member of `mem` through a view (expand, permute, flip, slice), a
+  // concatenation (its parts at shifted positions) or a gather (its table at computed positions): the kernel would
+  // read the member's memory, which it writes itself (or never, for a statistic).
   bool reads_through_view(int id, const std::vector<int>& mem, bool under_view = false) const {
     for (int a : g.at(id).args) {
       if (a < 0) continue;
       bool member = std::find(mem.begin(), mem.end(), p.storage[a]) != mem.end();
-      if (member && (under_view || p.storage[a] != a || g.at(id).op == "cat")) return true;
+      if (member && (under_view || p.storage[a] != a || g.at(id).op == "cat" ||
+                     (g.at(id).op == "gather" && a == g.at(id).args[0])))
+        return true;
       if (!p.stored[a] && reads_through_view(a, mem, under_view || is_view_op(g.at(a).op))) return true;
     }
     return false;

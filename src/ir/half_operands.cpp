@@ -7,7 +7,9 @@ namespace kforge {
 
 bool is_stored_half(const Graph& g, int v) {
   const Node& n = g.at(v);
-  return is_half(n.type.dtype) && (n.op == "input" || n.op == "param" || n.op == "matmul" || n.op == "conv" || n.op == "cast");
+  if (!is_half(n.type.dtype)) return false;
+  if (n.op == "reshape") return is_stored_half(g, n.args[0]);  // an alias of the stored value's memory
+  return n.op == "input" || n.op == "param" || n.op == "matmul" || n.op == "conv" || n.op == "cast";
 }
 
 int half_cast_source(const Graph& g, int v) {

@@ -177,6 +177,18 @@ TEST(Partition, AnUnrolledRecurrenceStoresItsStateInsteadOfRecomputingEveryStep)
   }
 }
 
+// A value read by a gather from another pointwise kernel's output, at positions the index computes, stays in a
+// kernel of its own: joined, it would read elements other threads of the same kernel are still writing.
+TEST(Partition, AGatherOfAKernelsOutputDoesNotJoinIt) {
+  Graph g = graph_from_json(nlohmann::json::parse(R"({"inputs": [{"name": "x", "shape": [4, 8]},
+      {"name": "idx", "shape": [4, 8], "dtype": "i64"}], "nodes": [
+      {"name": "two", "op": "const", "attrs": {"value": 2.0}},
+      {"name": "m", "op": "mul", "args": ["x", "two"]},
+      {"name": "picked", "op": "gather", "args": ["m", "idx"], "attrs": {"dim": 1}},
+      {"name": "y", "op": "add", "args": ["m", "picked"]}], "outputs": ["y", "m"]})"));
+  EXPECT_EQ(kernel_groups(g, true).size(), 2u);
+}
+
 TEST(Schedule, IllegalSchedulesNameKernelAndField) {
   Graph g = graph_from_json(sample("softmax"));
   auto groups = kernel_groups(g, true);

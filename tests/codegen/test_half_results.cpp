@@ -138,12 +138,60 @@ TEST(HalfResults, AnF32OutputStaysF32) {
   EXPECT_EQ(p.buffers.at(lib[0]->args[2]).dtype, DType::f32);
 }
 
-// A task with f32 tensors beside its half-precision ones computes in f32 where PyTorch does: nothing is rounded.
-TEST(HalfResults, AMixedTaskKeepsF32Results) {
+// A product PyTorch computes in f32 (its operands made f32 by `.float()`: the importer leaves it unmarked) keeps f32
+// operands and result: nothing is rounded for it.
+TEST(HalfResults, AProductPyTorchComputesInF32StaysF32) {
   nlohmann::json j = half_graph("attention", "f16");
-  j["inputs"][2]["dtype"] = "f32";  // v in f32, read through a cast from f32 to f32
+  j["nodes"][8].erase("attrs");  // o = p @ v
+  ASSERT_EQ(j["nodes"][8]["name"], "o");
   Plan p = lower(graph_from_json(j), {});
-  for (const PlanKernel* k : steps(p, StepKind::cublaslt)) EXPECT_EQ(k->library.at("c").value("dtype", "f32"), "f32") << k->name;
+  auto lib = steps(p, StepKind::cublaslt);
+  ASSERT_EQ(lib.size(), 2u);
+  EXPECT_EQ(lib[0]->library.at("c").at("dtype"), "f16") << "the scores' product is PyTorch's f16 one";
+  EXPECT_EQ(lib[1]->library.at("c").value("dtype", "f32"), "f32");
+  EXPECT_EQ(lib[1]->library.at("a").value("dtype", "f32"), "f32") << "the softmax's output is not rounded for it";
+}
+
+// The importer marks products and convolutions of 16-bit operands; an unmarked graph (a bundle written before)
+// keeps every library result in f32.
+TEST(HalfResults, UnmarkedProductsKeepF32Results) {
+  nlohmann::json j = half_graph("mlp_erf_gelu", "bf16");
+  for (auto& n : j["nodes"])
+    if (n.contains("attrs")) n["attrs"].erase("storage_dtype");
+  const Plan p = lower(graph_from_json(j), {});
+  for (const PlanKernel* k : steps(p, StepKind::cublaslt))
+    EXPECT_EQ(k->library.at("c").value("dtype", "f32"), "f32") << k->name;
+}
+
+// A product of a 3-D tensor (a reshape of it to rows, and of the result back) feeds the next product through the
+// reshape, an alias: no kernel widens or copies the 16-bit result between them. A value two products read is
+// rounded once.
+TEST(HalfResults, ReshapedAndSharedOperandsCostNoKernel) {
+  nlohmann::json j = nlohmann::json::parse(R"({"inputs": [{"name": "x", "shape": [4, 6, 32], "dtype": "f16"}],
+    "params": [{"name": "w1", "shape": [32, 32], "dtype": "f16"}, {"name": "w2", "shape": [32, 16], "dtype": "f16"}],
+    "nodes": [{"name": "xf", "op": "cast", "args": ["x"], "attrs": {"dtype": "f32"}},
+              {"name": "w1f", "op": "cast", "args": ["w1"], "attrs": {"dtype": "f32"}},
+              {"name": "w2f", "op": "cast", "args": ["w2"], "attrs": {"dtype": "f32"}},
+              {"name": "m1", "op": "matmul", "args": ["xf", "w1f"], "attrs": {"storage_dtype": "f16"}},
+              {"name": "m2", "op": "matmul", "args": ["m1", "w2f"], "attrs": {"storage_dtype": "f16"}},
+              {"name": "t", "op": "tanh", "args": ["xf"]},
+              {"name": "m3", "op": "matmul", "args": ["t", "w1f"], "attrs": {"storage_dtype": "f16"}},
+              {"name": "m4", "op": "matmul", "args": ["t", "w2f"], "attrs": {"storage_dtype": "f16"}},
+              {"name": "o2", "op": "cast", "args": ["m2"], "attrs": {"dtype": "f16"}},
+              {"name": "o3", "op": "cast", "args": ["m3"], "attrs": {"dtype": "f16"}},
+              {"name": "o4", "op": "cast", "args": ["m4"], "attrs": {"dtype": "f16"}}],
+    "outputs": ["o2", "o3", "o4"]})");
+  const Plan p = lower(graph_from_json(j), {});
+  auto lib = steps(p, StepKind::cublaslt);
+  ASSERT_EQ(lib.size(), 4u);
+  for (const PlanKernel* k : lib) EXPECT_TRUE(k->library.value("direct", false)) << k->name;
+  int roundings = 0;
+  for (const PlanBuffer& b : p.buffers) {
+    EXPECT_FALSE(b.role == BufferRole::temp && b.dtype == DType::f32 && b.name.find("workspace") == std::string::npos)
+        << "an f32 copy: " << b.name;
+    roundings += b.name.rfind("t_", 0) == 0 && b.dtype == DType::f16;
+  }
+  EXPECT_EQ(roundings, 1) << "tanh(x) rounded once for both products";
 }
 
 TEST(HalfResults, EveryKernelCompilesForSm90) {

@@ -1,7 +1,8 @@
 // Half-precision tasks whose library calls read and write 16-bit values (codegen/half_results.h): a Linear that is
 // the task's result, attention (a product, a softmax, a product), an MLP with an erf GELU between its products, and
 // two convolutions with arithmetic between them. Each in f16 or bf16, as the importer writes a half-precision
-// task (inputs and params in their dtype, read through casts to f32, the result cast back).
+// task (inputs and params in their dtype, read through casts to f32, the result cast back; each product and
+// convolution of 16-bit operands marked with the dtype PyTorch stores its result in, "storage_dtype").
 #pragma once
 #include <string>
 #include <vector>

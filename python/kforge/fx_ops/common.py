@@ -2,6 +2,7 @@
 elementwise emitters (unary, binary) that decompositions in other families reuse."""
 import torch
 
+from kforge.dtypes import HALF, TORCH_TO_IR
 from kforge.graph_builder import Val
 
 FUNCTIONS, METHODS, MODULES = {}, {}, {}
@@ -117,3 +118,13 @@ def binary(b, op, x, y) -> Val:
     if op == "div" and not common.is_floating_point:
         common = torch.float32  # true division
     return b.emit(op, [as_dtype(b, x, common), as_dtype(b, y, common)])
+
+
+def half_storage(*operands) -> dict:
+    """{"storage_dtype": "f16" or "bf16"} for a product or convolution of operands all in that half-precision dtype:
+    PyTorch stores its result in 16 bits, and so may kforge (codegen/half_results.h); {} elsewhere (an f32 product,
+    `.float()` operands included, is PyTorch's f32 arithmetic and stays so)."""
+    dtypes = {v.dtype for v in operands}
+    if len(dtypes) != 1 or next(iter(dtypes)) not in HALF:
+        return {}
+    return {"storage_dtype": TORCH_TO_IR[next(iter(dtypes))]}

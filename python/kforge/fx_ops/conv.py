@@ -8,7 +8,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kforge.dtypes import FLOATS
-from kforge.fx_ops.common import module_param, on, on_module, tensor
+from kforge.fx_ops.common import half_storage, module_param, on, on_module, tensor
 from kforge.fx_ops.pooling import ntuple
 
 
@@ -37,7 +37,7 @@ def conv_handler(nd):
             if v.dtype not in FLOATS:
                 b.refuse(f"convolutions are supported in float32, float16 and bfloat16, got a {v.dtype} {what}")
         args = [x, w] if bias is None else [x, w, tensor(b, bias, "conv bias")]
-        return b.emit("conv", args, conv_attrs(b, nd, x, w, stride, padding, dilation, groups))
+        return b.emit("conv", args, {**conv_attrs(b, nd, x, w, stride, padding, dilation, groups), **half_storage(x, w)})
     return handler
 
 

@@ -8,7 +8,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kforge.dtypes import FLOATS
-from kforge.fx_ops.common import Multi, as_dtype, module_param, on, on_module, tensor
+from kforge.fx_ops.common import Multi, as_dtype, half_storage, module_param, on, on_module, tensor
 from kforge.graph_builder import Val
 
 
@@ -21,11 +21,13 @@ def operands(b, *values):
 
 
 def product(b, x, y, final=True):
-    """x @ y as the current FX node's result (final) or as an intermediate, its shape by torch.matmul's own rules."""
+    """x @ y as the current FX node's result (final) or as an intermediate, its shape by torch.matmul's own rules and
+    its dtype by PyTorch's (a product of two half-precision tensors is one: half_storage)."""
+    storage = half_storage(x, y)
     if final:
-        return b.emit("matmul", [x, y])
+        return b.emit("matmul", [x, y], storage)
     out = torch.matmul(torch.empty(x.shape, device="meta"), torch.empty(y.shape, device="meta")).shape
-    return b.emit_tmp("matmul", [x, y], {}, torch.float32, out)
+    return b.emit_tmp("matmul", [x, y], storage, x.dtype if storage else torch.float32, out)
 
 
 class DiagonalMatrix:
