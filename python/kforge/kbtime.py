@@ -87,8 +87,9 @@ def kbtime(bundle, plan_path) -> dict:
     hidden = HiddenSets([read_inputs(bundle, k, graph, "cuda") for k in sets],
                         [read_outputs(bundle, k, graph, "cuda") for k in sets],
                         [set_tolerance(strict) for strict in read_strict_tolerance(task)])
-    compiled, _ = compiled_model(model, hidden.inputs[0])
-    return check_and_time(problem, model, compiled, kforge, params, hidden.inputs[0], hidden)
+    compiled, failed = compiled_model(model, [t.clone() for t in hidden.inputs[0]])  # on clones: a model may write its inputs
+    result = check_and_time(problem, model, compiled, kforge, params, hidden.inputs[0], hidden)
+    return {**result, "compile_failed": failed} if failed else result
 
 
 def tf32_off(run):

@@ -65,8 +65,8 @@ struct Partitioner {
   // kMaxRecomputedReads stored values. Why: every kernel reading it recomputes its whole expression, and a
   // recurrence unrolled in time reaches back through every step: an LSTM's cell state c_t = f_t c_(t-1) + i_t g_t
   // (read by h_t and by c_(t+1)) made step t's kernel read the gates of all t steps before it, quadratic in the
-  // steps (a 3-layer, 128-step LSTM: 60 ms where PyTorch takes 4). Below the bound a few extra reads of small
-  // buffers cost less than the launch of a kernel storing the value.
+  // steps (a 3-layer, 128-step LSTM: 60 ms where PyTorch takes 4). Below the bound a few extra reads cost less
+  // than storing the value, which takes a kernel of its own where no pointwise kernel of its shape reads it.
   static constexpr size_t kMaxRecomputedReads = 8;
   void store_deep_recomputations() {
     const std::vector<int> uses = g.use_counts();
