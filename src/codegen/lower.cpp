@@ -10,6 +10,7 @@
 #include "codegen/half_results.h"
 #include "codegen/half_views.h"
 #include "codegen/reshape_sinking.h"
+#include "codegen/slice_hoisting.h"
 #include "ir/decompose.h"
 #include "ir/error.h"
 #include "ir/hash.h"
@@ -58,7 +59,7 @@ std::string sanitize(const std::string& s) {
 
 Graph primitive_graph(const Graph& graph) {
   const Graph folded = fold_conv_epilogues(fold_gemm_epilogues(sink_reshapes(views_before_half_casts(decompose(graph)))));
-  return views_before_half_casts(half_results(folded));  // the views of the new 16-bit results too
+  return views_before_half_casts(half_results(slices_before_elementwise(folded)));  // the views of 16-bit results too
 }
 
 std::vector<KernelGroup> kernel_groups(const GraphAnalysis& analysis, bool fuse_rows) { return analysis.groups(fuse_rows); }
