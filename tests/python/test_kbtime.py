@@ -3,6 +3,7 @@ import math
 
 import torch
 
+from kforge import kbtime
 from kforge.kbtime import baseline_tiers, baseline_tiers_on_sets, compare, tier_of, worst_tier
 
 TIERS = {"strict": 1e-4, "relaxed": 1e-2}
@@ -61,3 +62,19 @@ def test_a_baseline_holds_a_tier_only_on_every_hidden_set():
     tiers = baseline_tiers_on_sets({"eager": lambda t: t * 2, "compile": loose_on_large}, sets, refs, TIERS)
     assert tiers == {"eager": "strict", "compile": "relaxed"}
     assert worst_tier(["strict", "none", "relaxed"]) == "none" and worst_tier([]) == "strict"
+
+
+def test_a_baseline_that_fails_when_run_again_is_left_out():
+    """torch.compile recompiling under TF32 off can fail where its first compile did not: that baseline is left out
+    of the timing (kbtime.runs_on_clones), the problem goes on; a run is given clones (a model may write its inputs)."""
+    x = torch.ones(3)
+
+    def writes_its_input(t):
+        t.add_(1)
+        return t
+
+    def broken(t):
+        raise RuntimeError("recompiled and failed")
+    assert kbtime.runs_on_clones("eager_fp32", writes_its_input, [x])
+    assert torch.equal(x, torch.ones(3)), "the run saw a clone"
+    assert not kbtime.runs_on_clones("compile_fp32", broken, [x])
