@@ -75,7 +75,8 @@ class HostedTask:
         return HiddenSets(self.sets[n:], self.refs[n:], [set_tolerance(s) for s in self.strict_tolerance[n:]])
 
     def baseline_ms(self, which: str) -> float:
-        return self.base[which]["median_ms"] if which in self.base else 0.0
+        """A baseline's median, 0.0 where it was not timed (what the C++ side reads as unknown)."""
+        return median_ms(self.base, which) or 0.0
 
 
 def dense(tensors) -> list:

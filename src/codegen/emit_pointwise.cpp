@@ -23,8 +23,8 @@ std::vector<PlanKernel> emit_pointwise(EmitContext& cx, const KernelGroup& g, co
   KernelWriter w(cx.partition, g, cx.buffer_of_owner);
   const std::vector<int>& outs = g.elem_outputs;  // one, or values of the same shape computed together (partition.cpp)
   int64_t n = numel(g.shape);
-  auto vectorizable = [&](int o) { return gr.at(o).type.dtype == DType::f32 || is_half(gr.at(o).type.dtype); };
-  int vec = std::all_of(outs.begin(), outs.end(), vectorizable) ? ks.vec : 1, items = ks.items;
+  int vec = std::all_of(outs.begin(), outs.end(), [&](int o) { return is_float(gr.at(o).type.dtype); }) ? ks.vec : 1;
+  int items = ks.items;
   std::string B = std::to_string(ks.block), V = std::to_string(vec), I = std::to_string(items);
   std::vector<std::string> coords(g.shape.size());
   std::vector<int64_t> all;

@@ -12,14 +12,11 @@ namespace kforge {
 
 namespace {
 
-// The stored 16-bit tensor of dtype `d` a product's bias reads (a cast to f32 of it, or of a reshape of it: the
+// The stored 16-bit tensor of dtype `d` a product's bias is a cast of (a reshape of a stored one too: an alias of the
 // same contiguous values), or -1.
 int stored_bias(const Graph& g, int bias, DType d) {
-  const Node& n = g.at(bias);
-  if (n.op != "cast" || n.type.dtype != DType::f32) return -1;
-  int s = n.args[0];
-  while (g.at(s).op == "reshape") s = g.at(s).args[0];
-  return g.at(s).type.dtype == d && is_stored_half(g, s) ? s : -1;
+  const int s = half_cast_source(g, bias);
+  return s >= 0 && g.at(s).type.dtype == d ? s : -1;
 }
 
 class Rewrite {
@@ -111,7 +108,6 @@ class Rewrite {
   int library(Node n, bool output, DType d) {
     const size_t mark = g_.nodes.size();
     const std::vector<int> original = n.args;
-    const auto memo = rounded_;
     const bool product = n.op == "matmul";
     for (size_t j = 0; j < 2 && j < n.args.size(); ++j) n.args[j] = rounded_operand(n.args[j], product, d);
     const std::string name = n.name;
@@ -119,7 +115,7 @@ class Rewrite {
     const auto h = half_operands(g_, id);
     if (!h || h->dtype != d) {  // the library reads f32 here: no operand rounded for it
       g_.nodes.resize(mark);
-      rounded_ = memo;
+      std::erase_if(rounded_, [&](const auto& r) { return r.second >= int(mark); });  // the roundings just removed
       n.args = original;
       return g_.add(std::move(n));
     }

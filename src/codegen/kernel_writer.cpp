@@ -118,7 +118,7 @@ std::string KernelWriter::load(int node, bool through_self) {
   std::string off = offset_expr(a, k_.shape);
   // Vector loads serve f32 and half-precision buffers: a bool or i64 buffer has other element sizes.
   const DType stored = g_.at(a.owner).type.dtype;
-  if (off == linear_ && !linear_.empty() && (stored == DType::f32 || is_half(stored))) {
+  if (off == linear_ && !linear_.empty() && is_float(stored)) {
     (stored == DType::f32 ? contiguous_reads_ : contiguous_half_reads_).insert(b);
     if (auto it = vector_src_.find(b); it != vector_src_.end()) return it->second;
   }

@@ -94,8 +94,7 @@ struct Partitioner {
     for (size_t i = 0; i < n; ++i) {
       const Node& nd = g.nodes[i];
       if (!reachable[i]) continue;
-      if (is_source(nd) || nd.op == "reduce" || nd.op == "scan" || nd.op == "pool" || nd.op == "matmul" || is_conv_op(nd.op))
-        p.stored[i] = true;
+      if (stored_by_nature(nd)) p.stored[i] = true;
       // A library call reads its operands (and bias) from memory; a product's transposed operand from its
       // source's, a half-precision task's own input and weight as stored (ir/half_operands.h).
       if (nd.op == "matmul" || is_conv_op(nd.op)) {
@@ -276,8 +275,8 @@ struct Partitioner {
         // too: one launch where there were two, the shared reads once (an unrolled LSTM's state c_t and output
         // h_t = o_t tanh(c_t); a residual sum and its activation). Only where both move in vectors (f32 or
         // 16-bit: emit_pointwise.cpp) or neither does, so a bool or i64 output does not narrow an f32 one's.
-        auto vectorized = [&](int v) { return g.at(v).type.dtype == DType::f32 || is_half(g.at(v).type.dtype); };
-        ok = is_elementwise_op(n.op) && n.type.shape == k.shape && vectorized(id) == vectorized(k.elem_outputs.at(0));
+        ok = is_elementwise_op(n.op) && n.type.shape == k.shape &&
+             is_float(n.type.dtype) == is_float(g.at(k.elem_outputs.at(0)).type.dtype);
       }
       if (!ok || !can_join(id, gi)) continue;
       if (n.op == "reduce") k.stats.push_back(id);
@@ -419,6 +418,10 @@ struct Partitioner {
 }  // namespace
 
 Partition partition(const Graph& g, bool fuse_rows) { return Partitioner(g, fuse_rows).run(); }
+
+bool stored_by_nature(const Node& n) {
+  return is_source(n) || n.op == "reduce" || n.op == "scan" || n.op == "pool" || n.op == "matmul" || is_conv_op(n.op);
+}
 
 int stat_walks(const KernelGroup& g) {
   return g.stat_pass.empty() ? 0 : *std::max_element(g.stat_pass.begin(), g.stat_pass.end()) + 1;

@@ -72,6 +72,9 @@ struct Partition {
 };
 
 Partition partition(const Graph& primitive_graph, bool fuse_rows);
+// Whether the partition stores `n` for what it is, whatever reads it: the task's inputs and params, reductions,
+// scans, pools, products and convolutions.
+bool stored_by_nature(const Node& n);
 
 // Walks a row kernel makes over each row to compute its statistics (one per stat_pass value), and in all
 // (one more for the elementwise outputs).

@@ -2,18 +2,18 @@
 
 #include <algorithm>
 
+#include "codegen/partition.h"
 #include "ir/ops.h"
 
 namespace kforge {
 
 namespace {
 
-// Whether `id` is in memory by its nature (the partition stores it whatever reads it), or a view or cast of such a
-// value (a strided read of it, or a conversion where it is read).
+// Whether `id` is in memory by its nature (the partition stores it whatever reads it), a constant, or a view or cast
+// of such a value (a strided read of it, or a conversion where it is read).
 bool in_memory(const Graph& g, int id) {
   const Node& n = g.at(id);
-  static const char* stored[] = {"input", "param", "const", "matmul", "conv", "conv_transpose", "reduce", "scan", "pool"};
-  if (std::find(std::begin(stored), std::end(stored), n.op) != std::end(stored)) return true;
+  if (stored_by_nature(n) || n.op == "const") return true;
   return (is_view_op(n.op) || n.op == "cast") && in_memory(g, n.args[0]);
 }
 

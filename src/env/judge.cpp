@@ -23,7 +23,7 @@ CompareResult compare_on_host(const void* out_p, const void* ref_p, int64_t n, D
   c.count = n;
   c.tol = tol;
   int64_t first = n;
-  if (dtype == DType::f32 || is_half(dtype)) {  // as the verifier's kf_compare (env/verify.cpp), in float
+  if (is_float(dtype)) {  // as the verifier's kf_compare (env/verify.cpp), in float
     auto value = [dtype](const void* p, int64_t i) {
       return dtype == DType::f32 ? static_cast<const float*>(p)[i]
                                  : float(half_value(dtype, static_cast<const uint16_t*>(p)[i]));

@@ -55,6 +55,7 @@ DType dtype_from_string(const std::string& s) {
 }
 
 bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
+bool is_float(DType d) { return d == DType::f32 || is_half(d); }
 
 double round_to(DType d, double x) {
   switch (d) {

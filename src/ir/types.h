@@ -14,6 +14,8 @@ enum class DType { f32, i64, boolean, f16, bf16 };
 
 // f16 and bf16.
 bool is_half(DType d);
+// f32, f16 and bf16: the floating-point storage types (what kernels move in vectors; bool and i64 are other sizes).
+bool is_float(DType d);
 // `x` rounded to the nearest value of dtype `d` (to nearest even; integers truncated, bools 0/1): what storing a
 // computed double into a tensor of that dtype keeps (the CPU interpreter's stores).
 double round_to(DType d, double x);
