@@ -287,6 +287,41 @@ template <bool IS_MAX, int C> __device__ __forceinline__ KfArg kf_cluster_arg_re
                                    [](KfArg x, KfArg y) { return kf_arg_combine<IS_MAX>(x, y); });
 }
 #endif
+// A recurrence's persistent kernel (emit_recurrence.cpp): loads of what other blocks wrote during the kernel go
+// through L2 (L1 is not coherent across SMs), and a grid barrier: a counter of arrived blocks and a generation
+// the last arrival advances. The counter is back to zero after every barrier, so it needs zeroing once, when
+// its buffer is allocated (temps start zeroed: runtime/executor.cpp). Every block must be resident (a
+// cooperative launch). The CPU runs one block at a time: there the barrier is a block's, for a grid of one.
+__device__ __forceinline__ float kf_load_l2(const float* p) {
+#ifdef __CUDA_ARCH__
+  return __ldcg(p);
+#else
+  return *p;
+#endif
+}
+__device__ __forceinline__ void kf_grid_barrier(unsigned* bar) {
+#ifdef __CUDA_ARCH__
+  __threadfence();  // this thread's writes, before the arrival that publishes them
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    volatile unsigned* generation = bar + 1;
+    const unsigned seen = *generation;
+    __threadfence();
+    if (atomicAdd(bar, 1u) == gridDim.x - 1) {
+      atomicExch(bar, 0u);
+      __threadfence();
+      atomicAdd(bar + 1, 1u);
+    } else {
+      while (*generation == seen) {}
+    }
+    __threadfence();
+  }
+  __syncthreads();
+#else
+  if (gridDim.x != 1) abort();
+  __syncthreads();
+#endif
+}
 )CUDA";
   return src;
 }

@@ -93,6 +93,7 @@ Plan lower(const GraphAnalysis& analysis, const Schedule& schedule, const LowerO
       case GroupKind::pool: ks_out = emit_pool(cx, g, ks, name); break;
       case GroupKind::matmul: ks_out = emit_matmul(cx, g, ks, name); break;
       case GroupKind::conv: ks_out = emit_conv(cx, g, ks, name); break;
+      case GroupKind::recurrence: ks_out = emit_recurrence(cx, g, ks, name); break;
     }
     if (opts.dump_ir) std::cerr << "group " << g.key << ": " << ks_out.size() << " kernel(s)\n";
     for (auto& k : ks_out) plan.kernels.push_back(std::move(k));

@@ -19,6 +19,7 @@ std::string to_string(GroupKind k) {
     case GroupKind::pool: return "pool";
     case GroupKind::matmul: return "matmul";
     case GroupKind::conv: return "conv";
+    case GroupKind::recurrence: return "recurrence";
   }
   return "?";
 }
@@ -106,6 +107,10 @@ struct Partitioner {
           p.stored[a] = true;
         }
       }
+      // A recurrence's persistent kernel reads each operand whole, contiguous.
+      if (nd.op == "recurrence")
+        for (int a : nd.args)
+          if (a >= 0) p.stored[a] = true;
       // A gather reads its table and a pool its window at computed positions: both need memory.
       // A pool of a half-precision task's input reads it as stored, converting each element (emit_pool.cpp).
       if ((nd.op == "gather" || nd.op == "pool") && !is_view_op(g.at(nd.args[0]).op)) {
@@ -182,6 +187,12 @@ struct Partitioner {
         ConvDims d = conv_dims(g.at(n.args[0]).type.shape, g.at(n.args[1]).type.shape, n.attrs, "node '" + n.name + "': ");
         if (depthwise_2d(d)) k.depthwise = d;
       }
+    } else if (n.op == "recurrence") {
+      k.kind = GroupKind::recurrence;
+      k.shape = n.type.shape;
+      k.anchor = root;
+      k.elem_outputs = {root};
+      k.recurrence = recurrence_dims(g, n);
     } else if (n.op == "pool") {
       k.kind = GroupKind::pool;
       k.shape = n.type.shape;
@@ -420,7 +431,8 @@ struct Partitioner {
 Partition partition(const Graph& g, bool fuse_rows) { return Partitioner(g, fuse_rows).run(); }
 
 bool stored_by_nature(const Node& n) {
-  return is_source(n) || n.op == "reduce" || n.op == "scan" || n.op == "pool" || n.op == "matmul" || is_conv_op(n.op);
+  return is_source(n) || n.op == "reduce" || n.op == "scan" || n.op == "pool" || n.op == "matmul" || is_conv_op(n.op) ||
+         n.op == "recurrence";
 }
 
 int stat_walks(const KernelGroup& g) {

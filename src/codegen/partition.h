@@ -15,6 +15,7 @@
 // operands, except that a permute swapping the last two dims of a stored value is read in place (the
 // library's transpose flag). Epilogues the library applies were folded into the node before (gemm_epilogue.h).
 // Convolutions likewise (cuDNN): the conv, its input and its weight are stored, each conv its own group.
+// A recurrence (ir/recurrence.h) too: one persistent kernel reading its stored operands (emit_recurrence.cpp).
 #pragma once
 #include <optional>
 #include <string>
@@ -23,11 +24,12 @@
 #include "ir/conv.h"
 #include "ir/graph.h"
 #include "ir/matmul.h"
+#include "ir/recurrence.h"
 
 namespace kforge {
 
-enum class GroupKind { pointwise, row, scan, pool, matmul, conv };
-constexpr int kGroupKindCount = 6;
+enum class GroupKind { pointwise, row, scan, pool, matmul, conv, recurrence };
+constexpr int kGroupKindCount = 7;
 std::string to_string(GroupKind k);  // "pointwise", "row", ...
 
 // What code generation needs to know of the GPU (runtime/target.h tells it from the driver): its compute capability
@@ -52,10 +54,12 @@ struct KernelGroup {
   std::vector<int> online_max;
   std::vector<int> elem_outputs;// stored values computed at every point of S
   std::vector<int> row_outputs; // row: stored values of the reduced shape (reduces and their epilogues)
-  int anchor = -1;              // scan / pool / matmul / conv: the scan, pool, matmul or conv node
+  int anchor = -1;              // scan / pool / matmul / conv / recurrence: the node of that op
   // conv: the geometry where the group is a 2-D depthwise forward convolution (groups = channels = outputs),
   // which kforge's own direct kernel can run (schedule strategy tile, emit_conv_direct.cpp); else empty.
   std::optional<ConvDims> depthwise;
+  // recurrence: the loop's geometry (ir/recurrence.h).
+  std::optional<RecurrenceDims> recurrence;
   // conv: whether a bias or an activation was folded into the node (codegen/conv_epilogue.h).
   bool conv_epilogue = false;
   // matmul, conv: the dtype of the half-precision tensors the library reads as stored (ir/half_operands.h).
@@ -73,7 +77,7 @@ struct Partition {
 
 Partition partition(const Graph& primitive_graph, bool fuse_rows);
 // Whether the partition stores `n` for what it is, whatever reads it: the task's inputs and params, reductions,
-// scans, pools, products and convolutions.
+// scans, pools, products, convolutions and recurrences.
 bool stored_by_nature(const Node& n);
 
 // Walks a row kernel makes over each row to compute its statistics (one per stat_pass value), and in all

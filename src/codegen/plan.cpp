@@ -66,6 +66,7 @@ nlohmann::json Plan::to_json() const {
                             {"grid", k.grid}, {"block", k.block}, {"smem", k.smem}, {"schedule", k.schedule}});
     if (k.kind != StepKind::nvrtc) j["kernels"].back().update({{"kind", to_string(k.kind)}, {"library", k.library}});
     if (k.persistent) j["kernels"].back()["persistent"] = true;
+    if (k.cooperative) j["kernels"].back()["cooperative"] = true;
   }
   return j;
 }
@@ -84,6 +85,7 @@ Plan Plan::from_json(const nlohmann::json& j) {
                     k.value("schedule", nlohmann::json()), step_kind_from_string(k.value("kind", "nvrtc")),
                     k.value("library", nlohmann::json())};
       pk.persistent = k.value("persistent", false);
+      pk.cooperative = k.value("cooperative", false);
       if (pk.kind != StepKind::nvrtc && !pk.library.is_object())
         throw UserError("plan: library step '" + pk.name + "' has no 'library' parameter block");
       for (int a : pk.args)

@@ -42,6 +42,9 @@ struct PlanKernel {
   // The kernel's blocks loop over its work and gain from fewer of them (a bulk row cache prefetches each block's
   // next row): the launch takes at most as many blocks as the GPU holds at once (LoadedPlan), `grid` at most.
   bool persistent = false;
+  // The kernel's blocks wait for each other (a grid barrier: emit_recurrence.cpp): launched cooperatively, so
+  // that the driver refuses a grid that cannot be resident at once instead of the barrier waiting forever.
+  bool cooperative = false;
 };
 
 struct Plan {

@@ -146,6 +146,22 @@ struct DirectConvTile {
   int64_t smem_bytes = 0;                   // window and weights
 };
 DirectConvTile direct_conv_tile(const ConvDims& d, const KernelSchedule& ks);
+// A recurrence's persistent kernel (emit_recurrence.cpp) under schedule `ks`: each block owns `units` (items)
+// hidden units, all G gates of them, for every step, so that the units' weights (G * units rows of w_hh) stay in
+// its shared memory across steps where they fit, and only the hidden state crosses blocks (through L2, a grid
+// barrier a step). Every block must be resident at once: at most one an SM. The hidden state is staged `chunk`
+// columns at a time; a thread computes its dot products' share of `splits` interleaved columns.
+struct RecurrenceTile {
+  int64_t units = 1, blocks = 0, chunk = 0, splits = 1;
+  // A staged row's floats: the chunk rounded up to 32, plus `splits`, so that a warp's threads (pairs of
+  // neighbouring batch rows, `splits` columns apart) read 32 different banks.
+  int64_t stage_stride = 0;
+  int64_t pairs = 0;  // (gate row, batch row) dot products a block computes a step: G * units * N
+  bool weights_on_chip = false;
+  int64_t smem_floats = 0;
+  int64_t smem_bytes() const { return 4 * smem_floats; }
+};
+RecurrenceTile recurrence_tile(const KernelGroup& g, const KernelSchedule& ks);
 // Static shared memory a kernel may take without opting in; taps a thread may keep in registers.
 constexpr int64_t kMaxStaticSmem = 48 * 1024;
 constexpr int64_t kMaxDirectConvTaps = 64;

@@ -141,6 +141,23 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
     case GroupKind::pool:
       if (ks.strategy != Strategy::flat || ks.vec != 1) illegal(g, "strategy", "must be flat with vec 1 for pooling");
       break;
+    case GroupKind::recurrence: {
+      if (ks.strategy != Strategy::block || ks.vec != 1 || ks.chunks != 1 || ks.cache_row != RowCache::none)
+        illegal(g, "strategy/vec/chunks/cache_row", "of a recurrence are fixed: block, 1, 1, none");
+      if (ks.items & (ks.items - 1)) illegal(g, "items", "(hidden units a block) must be a power of two");
+      const RecurrenceTile t = recurrence_tile(g, ks);
+      if (ks.items > 1 && ks.items / 2 >= g.recurrence->hidden)
+        illegal(g, "items", "leaves most of a block's " + std::to_string(ks.items) + " units beyond the " +
+                                std::to_string(g.recurrence->hidden) + " hidden units");
+      // A grid barrier a step: every block must be resident at once, one an SM.
+      if (t.blocks > g.target.sms)
+        illegal(g, "items", std::to_string(ks.items) + " units a block need " + std::to_string(t.blocks) +
+                                " blocks, more than the " + std::to_string(g.target.sms) + " SMs hold at once");
+      if (t.smem_bytes() > kMaxRowCache)
+        illegal(g, "items", "needs " + std::to_string(t.smem_bytes()) + " bytes of shared memory a block (at most " +
+                                std::to_string(kMaxRowCache) + ")");
+      break;
+    }
     case GroupKind::scan:
       if (ks.strategy != Strategy::thread && ks.strategy != Strategy::block)
         illegal(g, "strategy", "must be thread or block for a scan");

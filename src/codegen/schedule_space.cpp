@@ -36,6 +36,13 @@ KernelSchedule default_schedule(const KernelGroup& g) {
         if (g.kind == GroupKind::conv) ks.layout = Layout::nhwc;
       }
       break;
+    case GroupKind::recurrence:
+      // The fewest units a block (the most blocks, each with the least work a step) that every SM can hold one of.
+      ks.strategy = Strategy::block;
+      ks.block = 256;
+      ks.items = 1;
+      while (ks.items < 64 && !is_legal(g, ks)) ks.items *= 2;
+      break;
     case GroupKind::scan: {
       // Lines along a strided axis go one thread each: neighbouring threads read neighbouring addresses. A line
       // along the contiguous axis is read coalesced only by a block walking it together; one thread per such
@@ -112,6 +119,10 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
         for (int b : {128, 256})
           for (int it : {2, 4, 8}) keep({Strategy::tile, b, 1, it, 1});
       break;
+    case GroupKind::recurrence:
+      for (int b : {128, 256, 512})
+        for (int units = 1; units <= 64; units *= 2) keep({Strategy::block, b, 1, units, 1});
+      break;
     case GroupKind::scan:
       for (int b : {64, 128, 256, 512}) keep({Strategy::thread, b, 1, 1, 1});
       for (int b : {128, 256, 512, 1024})
@@ -157,7 +168,32 @@ DirectConvTile direct_conv_tile(const ConvDims& d, const KernelSchedule& ks) {
   return t;
 }
 
+RecurrenceTile recurrence_tile(const KernelGroup& g, const KernelSchedule& ks) {
+  KF_ASSERT(g.recurrence, "group " + g.key + " is not a recurrence");
+  const RecurrenceDims& d = *g.recurrence;
+  RecurrenceTile t;
+  t.units = ks.items;
+  t.blocks = (d.hidden + t.units - 1) / t.units;
+  t.pairs = d.gates * t.units * d.batch;
+  // Threads a dot product: as many as keep the block's threads busy, up to a warp.
+  while (t.splits < 32 && t.pairs * t.splits * 2 <= ks.block) t.splits *= 2;
+  // The hidden state staged at most 64 KB at a time, in whole 32-column pieces.
+  constexpr int64_t kStagedFloats = 16384;
+  t.chunk = std::min(d.hidden, std::max<int64_t>(32, kStagedFloats / d.batch / 32 * 32));
+  t.stage_stride = (t.chunk + 31) / 32 * 32 + t.splits;
+  // The weight rows padded by one float: threads reading neighbouring rows at one column hit different banks.
+  const int64_t fixed = d.batch * t.stage_stride + t.pairs * t.splits + t.pairs + t.units * d.batch;
+  const int64_t weights = d.gates * t.units * (d.hidden + 1);
+  t.weights_on_chip = 4 * (fixed + weights) <= kMaxRowCache;
+  t.smem_floats = fixed + (t.weights_on_chip ? weights : 0);
+  return t;
+}
+
 std::pair<double, double> launch_size(const KernelGroup& g, const KernelSchedule& ks) {
+  if (g.kind == GroupKind::recurrence) {
+    const double blocks = double(recurrence_tile(g, ks).blocks);
+    return {blocks * ks.block, blocks};
+  }
   if (g.kind == GroupKind::conv && ks.strategy == Strategy::tile && g.depthwise) {
     const ConvDims& d = *g.depthwise;
     DirectConvTile t = direct_conv_tile(d, ks);

@@ -7,6 +7,7 @@
 #include "ir/error.h"
 #include "ir/matmul.h"
 #include "ir/ops.h"
+#include "ir/recurrence.h"
 #include "ir/scalar_math.h"
 
 namespace kforge {
@@ -350,7 +351,7 @@ std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>&
       continue;
     }
     std::vector<const HostTensor*> a;
-    for (int x : n.args) a.push_back(&vals[x]);
+    for (int x : n.args) a.push_back(x >= 0 ? &vals[x] : nullptr);  // -1: an absent optional argument
     if (n.op == "const") vals[id] = {n.type, {n.attr_f("value")}};
     else if (n.op == "gather") vals[id] = gather(n, *a[0], *a[1]);
     else if (n.op == "cat") vals[id] = cat(n, a);
@@ -359,6 +360,7 @@ std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>&
     else if (n.op == "scan") vals[id] = scan(n, *a[0]);
     else if (n.op == "pool") vals[id] = pool(n, *a[0]);
     else if (n.op == "matmul") vals[id] = matmul(n, a);
+    else if (n.op == "recurrence") vals[id] = run_recurrence(n, recurrence_dims(g, n), a);
     else if (is_conv_op(n.op)) {
       vals[id] = n.op == "conv" ? conv(n, a) : conv_transpose(n, a);
       if (auto act = conv_activation(n)) vals[id] = elementwise(*act, {&vals[id]});

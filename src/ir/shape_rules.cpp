@@ -7,6 +7,7 @@
 #include "ir/conv.h"
 #include "ir/matmul.h"
 #include "ir/ops.h"
+#include "ir/recurrence.h"
 
 namespace kforge {
 
@@ -333,6 +334,10 @@ TensorType infer_type(const Graph& g, const Node& n) {
   if (op == "max_pool" || op == "avg_pool" || op == "pool") return pooling(g, n);
   if (op == "matmul") return matmul(g, n);
   if (is_conv_op(op)) return conv(g, n);
+  if (op == "recurrence") {
+    const RecurrenceDims d = recurrence_dims(g, n);
+    return {DType::f32, {d.steps, d.batch, d.hidden}};
+  }
   if (op == "mse_loss" || op == "huber_loss" || op == "smooth_l1_loss" || op == "kl_div") {
     need_args(n, 2, 2);
     const auto &a = arg(g, n, 0), &b = arg(g, n, 1);

@@ -63,11 +63,20 @@ LoadedPlan::LoadedPlan(Plan plan, const Compiler& compiler) : plan_(std::move(pl
     if (k.smem > 0) KF_CU(d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k.smem));
     functions_.push_back(f);
     grids_.push_back(k.persistent ? std::min(k.grid, resident_blocks(f, k)) : k.grid);
+    if (k.cooperative && k.grid > resident_blocks(f, k))
+      throw UserError("kernel '" + k.name + "' waits for all of its " + std::to_string(k.grid) + " blocks, but this GPU holds " +
+                      std::to_string(resident_blocks(f, k)) + " of them at once");
   }
+  // Temps start zeroed: a grid barrier's counter (emit_recurrence.cpp) relies on it; nothing else reads a temp
+  // before writing it.
   temps_.assign(plan_.buffers.size(), 0);
   for (size_t i = 0; i < plan_.buffers.size(); ++i)
-    if (plan_.buffers[i].role == BufferRole::temp)
-      KF_CU(d.cuMemAlloc(&temps_[i], std::max<size_t>(16, size_t(plan_.buffers[i].bytes()))));
+    if (plan_.buffers[i].role == BufferRole::temp) {
+      const size_t bytes = std::max<size_t>(16, size_t(plan_.buffers[i].bytes()));
+      KF_CU(d.cuMemAlloc(&temps_[i], bytes));
+      KF_CU(d.cuMemsetD8Async(temps_[i], 0, bytes, nullptr));
+    }
+  KF_CU(d.cuCtxSynchronize());
 }
 
 LoadedPlan::~LoadedPlan() {
@@ -137,8 +146,12 @@ void LoadedPlan::run(const Bindings& b, CUstream stream) {
     }
     std::vector<void*> params;
     for (auto& p : ptrs) params.push_back(&p);
-    KF_CU(d.cuLaunchKernel(functions_[i], unsigned(grids_[i]), 1, 1, unsigned(k.block), 1, 1, unsigned(k.smem), stream,
-                           params.data(), nullptr));
+    if (k.cooperative)
+      KF_CU(d.cuLaunchCooperativeKernel(functions_[i], unsigned(grids_[i]), 1, 1, unsigned(k.block), 1, 1, unsigned(k.smem),
+                                        stream, params.data()));
+    else
+      KF_CU(d.cuLaunchKernel(functions_[i], unsigned(grids_[i]), 1, 1, unsigned(k.block), 1, 1, unsigned(k.smem), stream,
+                             params.data(), nullptr));
   }
 }
 

@@ -9,6 +9,7 @@
 #include "ir/decompose.h"
 #include "ir/matmul.h"
 #include "ir/ops.h"
+#include "ir/recurrence.h"
 
 namespace kforge {
 
@@ -54,6 +55,7 @@ TaskFeatures task_features(const Graph& graph, const GpuInfo& gpu) {
     } else if (n.op == "reduce") ++t.reductions, t.flops += double(numel(g.at(n.args[0]).type.shape));
     else if (n.op == "scan") ++t.scans, t.flops += count;
     else if (n.op == "matmul" || is_conv_op(n.op)) t.flops += matmul_flops(g, n);
+    else if (n.op == "recurrence") t.flops += 2 * count * double(recurrence_dims(g, n).gates * n.type.shape[2]);
     else if (n.op == "pool") {
       ++t.pools;
       double window = 1;
@@ -87,7 +89,8 @@ PlanFeatures plan_features(const GraphAnalysis& analysis, const Schedule& schedu
       case GroupKind::scan: ++p.scan_groups; break;
       case GroupKind::pool: ++p.pool_groups; break;
       case GroupKind::matmul:
-      case GroupKind::conv: break;  // seen through the task's flops and intensity
+      case GroupKind::conv:
+      case GroupKind::recurrence: break;  // seen through the task's flops and intensity
     }
     switch (ks.strategy) {
       case Strategy::flat: ++p.flat; break;

@@ -1,8 +1,7 @@
-"""Recurrent layers (nn.RNN, nn.LSTM, nn.GRU) as their time steps, unrolled: for each layer and direction one product of the
-whole input sequence with the input weights, then per step one product of the hidden state with the recurrent
-weights and the gates' pointwise work, in PyTorch's equations (torch.nn.RNN / LSTM / GRU docs: tanh or relu of the
-sum; gates i, f, g, o and r, z, n in that order in the stacked weights). The step's nodes are the generator's to fuse; a persistent kernel
-per layer is an open question (docs/NOTES.md).
+"""Recurrent layers (nn.RNN, nn.LSTM, nn.GRU): for each layer and direction one product of the whole input sequence
+with the input weights, then the time loop as one `recurrence` node (ir/recurrence.h: PyTorch's equations, gates
+i, f, g, o and r, z, n in that order in the stacked weights), which the generator runs as one persistent kernel
+(codegen/emit_recurrence.cpp). Computed in f32 whatever the layer's dtype.
 
 A tuple result is picked part by part (output, then h_n and c_n); the steps are emitted once, at the first part
 picked. Dropout between layers in training mode is random and refused; projections (proj_size) are refused."""
@@ -17,13 +16,17 @@ F32 = torch.float32
 GATES = {nn.RNN: 1, nn.LSTM: 4, nn.GRU: 3}
 
 
+CELLS = {nn.LSTM: "lstm", nn.GRU: "gru"}
+
+
 class Steps:
-    """The unrolled layer's intermediate nodes, named after the FX node that picks the first part."""
+    """The layers' recurrence nodes, named after the FX node that picks the first part."""
 
     def __init__(self, b, m, x, hx):
         self.b, self.m = b, m
-        self.qualname = b.node.target  # the module's; the steps are emitted later, under a getitem node
+        self.qualname = b.node.target  # the module's; the nodes are emitted later, under a getitem node
         self.gates = GATES[type(m)]
+        self.cell = CELLS.get(type(m)) or ("rnn_tanh" if m.nonlinearity == "tanh" else "rnn_relu")
         self.x, self.hx = x, hx
         self.results = None
 
@@ -44,23 +47,27 @@ class Steps:
     def weight(self, kind, layer, suffix):
         name = f"{kind}_l{layer}{suffix}"
         t = getattr(self.m, name, None)
-        return None if t is None else self.b.param(f"{self.qualname}.{name}", t.dtype, t.shape)
+        return None if t is None else self.b.cast(self.b.param(f"{self.qualname}.{name}", t.dtype, t.shape), F32)
 
     def initial(self, which, index, batch):
-        """h0 / c0 of one (layer, direction), or zeros where the call gave none."""
+        """h0 / c0 of one (layer, direction), or None (zeros) where the call gave none."""
         H = self.m.hidden_size
         given = self.hx[which] if self.hx is not None else None
         if given is None:
-            return self.tmp("expand", [self.b.const(0.0, F32)], {"shape": [batch, H]}, (batch, H))
-        return self.tmp("reshape", [self.piece(given, 0, index, index + 1)], {"shape": [batch, H]}, (batch, H))
+            return None
+        part = self.b.emit_tmp("slice", [given], {"dim": 0, "start": index, "end": index + 1, "step": 1}, given.dtype,
+                               (1, *given.shape[1:]))
+        part = self.b.emit_tmp("reshape", [part], {"shape": [batch, H]}, given.dtype, (batch, H))
+        return self.b.cast(part, F32)
 
     def run(self):
-        """(output [T, N, D*H] time-major, each layer and direction's last h, and last c (LSTM only)): the
-        last states are stacked into h_n and c_n only where picked (final), so no node is left that nothing reads."""
+        """(output [T, N, D*H] time-major, and per layer and direction a function giving its last h and one giving
+        its last c (LSTM only)): the last states are made only where picked (final), so no node is left that
+        nothing reads."""
         if self.results is None:
             m, seq = self.m, self.x
             if m.batch_first:
-                seq = self.tmp("permute", [seq], {"dims": [1, 0, 2]}, (seq.shape[1], seq.shape[0], seq.shape[2]))
+                seq = self.b.emit_tmp("permute", [seq], {"dims": [1, 0, 2]}, seq.dtype, (seq.shape[1], seq.shape[0], seq.shape[2]))
             finals_h, finals_c = [], []
             for layer in range(m.num_layers):
                 outs = []
@@ -75,56 +82,36 @@ class Steps:
         return self.results
 
     def layer(self, seq, layer, direction):
+        """One layer in one direction: the input's share of every gate for all steps as one product, then the
+        time loop as one recurrence node (ir/recurrence.h)."""
         m, H, G = self.m, self.m.hidden_size, self.gates
         T, N, I = seq.shape
         suffix = "_reverse" if direction else ""
         w_ih, w_hh = self.weight("weight_ih", layer, suffix), self.weight("weight_hh", layer, suffix)
         b_ih, b_hh = self.weight("bias_ih", layer, suffix), self.weight("bias_hh", layer, suffix)
-        # The input's share of every gate, all steps at once: [T * N, I] x [I, G * H].
-        flat = self.tmp("reshape", [seq], {"shape": [T * N, I]}, (T * N, I))
-        from_x = product(self.b, flat, transposed(self.b, w_ih), final=False)
+        flat = self.b.cast(self.b.emit_tmp("reshape", [seq], {"shape": [T * N, I]}, seq.dtype, (T * N, I)), F32)
+        from_x = product(self.b, flat, transposed(self.b, w_ih), final=False)  # [T * N, G * H]
         if b_ih is not None:
             from_x = self.tmp("add", [from_x, b_ih], None, from_x.shape)
+        from_x = self.tmp("reshape", [from_x], {"shape": [T, N, G * H]}, (T, N, G * H))
         index = layer * (2 if m.bidirectional else 1) + direction
-        h = self.initial(0, index, N)
-        c = self.initial(1, index, N) if G == 4 else None
-        w_hh_t = transposed(self.b, w_hh)
-        hs = [None] * T
-        for t in (range(T - 1, -1, -1) if direction else range(T)):
-            x_t = self.piece(from_x, 0, t * N, (t + 1) * N)  # [N, G * H]
-            h_t = product(self.b, h, w_hh_t, final=False)
-            if b_hh is not None:
-                h_t = self.tmp("add", [h_t, b_hh], None, h_t.shape)
-            if G == 4:
-                h, c = self.lstm_step(x_t, h_t, c, H)
-            elif G == 3:
-                h = self.gru_step(x_t, h_t, h, H)
-            else:
-                h = self.unary("tanh" if m.nonlinearity == "tanh" else "relu", self.binary("add", x_t, h_t))
-            hs[t] = h
-        return self.stacked(hs), h, c
+        h0 = self.initial(0, index, N)
+        c0 = self.initial(1, index, N) if G == 4 else None
+        last = 0 if direction else T - 1
 
-    def gate(self, v, k, H):
-        return self.piece(v, 1, k * H, (k + 1) * H)
+        def loop(state):
+            return self.tmp("recurrence", [from_x, w_hh, h0, c0, b_hh],
+                            {"cell": self.cell, "reverse": bool(direction), "state": state}, (T, N, H))
 
-    def unary(self, op, v):
-        return self.tmp(op, [v], None, v.shape)
+        h_seq = loop("h")
 
-    def binary(self, op, a, b):
-        return self.tmp(op, [a, b], None, a.shape)
+        def final(state):
+            def make():
+                v = h_seq if state == "h" else loop("c")
+                return self.tmp("reshape", [self.piece(v, 0, last, last + 1)], {"shape": [N, H]}, (N, H))
+            return make
 
-    def lstm_step(self, x_t, h_t, c, H):
-        pre = self.binary("add", x_t, h_t)
-        i, f = self.unary("sigmoid", self.gate(pre, 0, H)), self.unary("sigmoid", self.gate(pre, 1, H))
-        g, o = self.unary("tanh", self.gate(pre, 2, H)), self.unary("sigmoid", self.gate(pre, 3, H))
-        c = self.binary("add", self.binary("mul", f, c), self.binary("mul", i, g))
-        return self.binary("mul", o, self.unary("tanh", c)), c
-
-    def gru_step(self, x_t, h_t, h, H):
-        r = self.unary("sigmoid", self.binary("add", self.gate(x_t, 0, H), self.gate(h_t, 0, H)))
-        z = self.unary("sigmoid", self.binary("add", self.gate(x_t, 1, H), self.gate(h_t, 1, H)))
-        n = self.unary("tanh", self.binary("add", self.gate(x_t, 2, H), self.binary("mul", r, self.gate(h_t, 2, H))))
-        return self.binary("add", n, self.binary("mul", z, self.binary("sub", h, n)))  # (1 - z) * n + z * h
+        return h_seq, final("h"), (final("c") if G == 4 else None)
 
 
 def recurrent(b, m, input, hx=None):
@@ -150,7 +137,7 @@ def recurrent(b, m, input, hx=None):
 
     def final(k):
         def pick():
-            v = steps.stacked(steps.run()[1 + k])  # [L * D, N, H]
+            v = steps.stacked([make() for make in steps.run()[1 + k]])  # [L * D, N, H]
             return b.emit("reshape", [v], {"shape": list(v.shape)})
         return pick
 

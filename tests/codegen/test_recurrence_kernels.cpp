@@ -1,0 +1,115 @@
+// A recurrence's persistent kernel (codegen/emit_recurrence.cpp): its geometry under the schedule space, its
+// source compiled for sm_90, and its arithmetic run on the CPU (one block holding every unit) against the
+// interpreter for every cell, direction and option.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <random>
+
+#include "codegen/lower.h"
+#include "common/cpu_kernel_runner.h"
+#include "common/device_tensors.h"
+#include "common/random_inputs.h"
+#include "common/recurrence_graphs.h"
+#include "ir/interpreter.h"
+#include "runtime/compiler.h"
+
+namespace kforge {
+namespace {
+
+const KernelGroup& recurrence_group(const GraphAnalysis& a) {
+  for (const KernelGroup& g : a.groups(true))
+    if (g.kind == GroupKind::recurrence) return g;
+  throw std::runtime_error("no recurrence group");
+}
+
+TEST(RecurrenceKernels, OneCooperativeKernelWhoseBlocksAllFitTheGpu) {
+  for (const auto& c : testing::gpu_recurrence_cases()) {
+    Graph g = graph_from_json(testing::recurrence_graph(c));
+    GraphAnalysis analysis(g);
+    const KernelGroup& grp = recurrence_group(analysis);
+    const std::vector<KernelSchedule> space = schedule_space(grp);
+    ASSERT_FALSE(space.empty()) << c.name;
+    EXPECT_TRUE(is_legal(grp, default_schedule(grp))) << c.name;
+    for (const KernelSchedule& ks : space) {
+      const RecurrenceTile t = recurrence_tile(grp, ks);
+      EXPECT_LE(t.blocks, grp.target.sms) << c.name;
+      EXPECT_LE(t.smem_bytes(), kMaxRowCache) << c.name;
+      EXPECT_GE(t.blocks * t.units, c.hidden) << c.name;
+    }
+    Plan p = lower(analysis, Schedule{});
+    int loops = 0;
+    for (const PlanKernel& k : p.kernels)
+      if (k.group == grp.key) {
+        ++loops;
+        EXPECT_TRUE(k.cooperative);
+        EXPECT_EQ(k.grid, recurrence_tile(grp, default_schedule(grp)).blocks);
+      }
+    EXPECT_EQ(loops, 1) << c.name;
+  }
+}
+
+TEST(RecurrenceKernels, TheDefaultSpreadsUnitsOverTheSms) {
+  Graph g = graph_from_json(testing::recurrence_graph({"lstm_256", "lstm", 8, 16, 256}));
+  GraphAnalysis analysis(g);
+  const KernelGroup& grp = recurrence_group(analysis);
+  const RecurrenceTile t = recurrence_tile(grp, default_schedule(grp));
+  EXPECT_EQ(t.units, 2);  // 128 blocks on a 132-SM GPU
+  EXPECT_TRUE(t.weights_on_chip);
+  // 1024 units, 16 a block: 4 gates x 16 rows x 1024 columns of weights exceed shared memory.
+  Graph big = graph_from_json(testing::recurrence_graph({"lstm_1024", "lstm", 4, 4, 1024}));
+  GraphAnalysis big_analysis(big);
+  KernelSchedule ks = default_schedule(recurrence_group(big_analysis));
+  ks.items = 16;
+  EXPECT_FALSE(recurrence_tile(recurrence_group(big_analysis), ks).weights_on_chip);
+}
+
+TEST(RecurrenceKernels, CompileForHopper) {
+  Compiler compiler({"sm_90", default_cache_dir(), {}});
+  for (const auto& c : testing::gpu_recurrence_cases()) {
+    Graph g = graph_from_json(testing::recurrence_graph(c));
+    GraphAnalysis analysis(g);
+    const KernelGroup& grp = recurrence_group(analysis);
+    for (const KernelSchedule& ks : {default_schedule(grp), schedule_space(grp).back()}) {
+      Schedule s;
+      s.kernels[grp.key] = ks;
+      for (const PlanKernel& k : lower(analysis, s).kernels) {
+        if (k.group != grp.key) continue;
+        CompileResult r = compiler.compile(k.source, k.name);
+        EXPECT_TRUE(r.ok) << c.name << ":\n" << r.log;
+      }
+    }
+  }
+}
+
+TEST(RecurrenceKernels, MatchTheInterpreterOnTheCpu) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  for (const auto& c : testing::small_recurrence_cases()) {
+    Graph g = graph_from_json(testing::recurrence_graph(c));
+    std::mt19937_64 rng(11);
+    auto inputs = testing::random_values(g, g.inputs, rng), params = testing::random_values(g, g.params, rng);
+    const HostTensor want = interpret(primitive_graph(g), inputs, params)[0];
+    GraphAnalysis analysis(g);
+    const KernelGroup& grp = recurrence_group(analysis);
+    for (int block : {128, 256}) {
+      // One block holds every unit: the CPU runs a grid of one.
+      KernelSchedule ks = default_schedule(grp);
+      ks.block = block;
+      ks.items = int(std::bit_ceil(uint64_t(c.hidden)));
+      ASSERT_TRUE(is_legal(grp, ks)) << c.name;
+      Schedule s;
+      s.kernels[grp.key] = ks;
+      const Plan p = lower(analysis, s);
+      testing::HostPlanBuffers h = testing::plan_buffers_on_cpu(p, inputs, params);
+      for (const PlanKernel& k : p.kernels) {
+        std::vector<float*> args;
+        for (int b : k.args) args.push_back(h.data[size_t(b)].data());
+        testing::run_on_cpu(k, args, 1);
+      }
+      EXPECT_EQ(testing::mismatches(h.data[size_t(h.output)], want, 1e-5), "") << c.name << " block " << block;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kforge
