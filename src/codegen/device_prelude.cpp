@@ -299,6 +299,32 @@ __device__ __forceinline__ float kf_load_l2(const float* p) {
   return *p;
 #endif
 }
+__device__ __forceinline__ float4 kf_load_l2_4(const float* p) {
+#ifdef __CUDA_ARCH__
+  return __ldcg(reinterpret_cast<const float4*>(p));
+#else
+  return float4{p[0], p[1], p[2], p[3]};
+#endif
+}
+// A float copied from global to shared memory without the thread waiting (sm_80's cp.async), in groups the
+// thread commits and later waits for: all but the `pending` most recent groups done. The CPU copies at once.
+__device__ __forceinline__ void kf_copy_async(float* dst, const float* src) {
+#ifdef __CUDA_ARCH__
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src) : "memory");
+#else
+  *dst = *src;
+#endif
+}
+__device__ __forceinline__ void kf_copy_async_commit() {
+#ifdef __CUDA_ARCH__
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+template <int PENDING> __device__ __forceinline__ void kf_copy_async_wait() {
+#ifdef __CUDA_ARCH__
+  asm volatile("cp.async.wait_group %0;" :: "n"(PENDING) : "memory");
+#endif
+}
 __device__ __forceinline__ void kf_grid_barrier(unsigned* bar) {
 #ifdef __CUDA_ARCH__
   __threadfence();  // this thread's writes, before the arrival that publishes them

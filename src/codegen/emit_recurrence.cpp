@@ -9,7 +9,8 @@
 //   2. computes its G * units * N dot products of that state with its weight rows, `splits` threads each,
 //      the partial sums combined through shared memory;
 //   3. applies the cell (PyTorch's equations) to its units and writes their new hidden state (and cell state)
-//      to the result;
+//      to the result; the input's share of the gates it adds was copied to shared memory asynchronously during
+//      the step before (cp.async), so that no load from memory waits on the chain of steps;
 //   4. waits at a grid barrier until every block has written its units: the next step reads all of them.
 // The launch is cooperative (runtime/executor.cpp): the driver refuses a grid that is not resident at once
 // rather than letting the barrier wait forever. On the CPU (tests/common/cpu_kernel_runner.h) a single block
@@ -26,7 +27,7 @@ std::string L(int64_t v) { return i64_literal(v); }
 // Statements computing the new state of unit u, batch row n (locals e, u, n; `pre(q)` the recurrent part of gate
 // q with its bias, `xq(q)` the input part), writing `y` (and the exchanged h for an LSTM's cell-state result).
 std::string cell_code(const RecurrenceDims& d, const std::string& H, const std::string& NH) {
-  auto xq = [&](int q) { return "xr[" + std::to_string(q) + " * " + H + " + u]"; };
+  auto xq = [&](int q) { return "xs[" + std::to_string(q) + " * UNITS * N + e]"; };
   auto pre = [&](int q) { return "kf_gates[(" + std::to_string(q) + " * UNITS + j) * N + n]" + std::string(d.bias ? " + bias[" + std::to_string(q) + " * " + H + " + u]" : ""); };
   const std::string sig = "kf_sigmoid";
   std::string c;
@@ -85,7 +86,8 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "  float* kf_part = kf_h + N * " + KS + ";               // [PAIRS][SPLITS] partial dot products\n";
   s += "  float* kf_gates = kf_part + PAIRS * SPLITS;          // [G][UNITS][N] recurrent part of the gates\n";
   s += "  float* kf_state = kf_gates + PAIRS;                  // [UNITS][N] the units' cell state (LSTM c, GRU h)\n";
-  s += "  float* kf_w = kf_state + UNITS * N;                  // [G * UNITS][H + 1] the units' weight rows\n";
+  s += "  float* kf_x = kf_state + UNITS * N;                  // [2][G][UNITS * N] two steps' input share of the gates\n";
+  s += "  float* kf_w = kf_x + 2 * PAIRS;                      // [G * UNITS][H + 1] the units' weight rows\n";
   s += "  const int tid = threadIdx.x;\n  const i64 u0 = (i64)blockIdx.x * UNITS;\n";
   if (t.weights_on_chip) {
     s += "  for (i64 e = tid; e < " + L(d.gates * t.units * d.hidden) + "; e += " + std::to_string(ks.block) + ") {\n";
@@ -102,9 +104,25 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   const int64_t lanes = ks.block / t.splits, per_thread = (t.pairs + lanes - 1) / lanes;
   const std::string weight = t.weights_on_chip ? "kf_w[r * " + W + " + k0 + k]"
                                                : "w[((r / UNITS) * " + H + " + u0 + r % UNITS) * " + H + " + k0 + k]";
+  // Each thread copies the input share of the gates it will apply a step ahead, into the step's slot, without
+  // waiting: the loads from memory overlap the step before, off the chain of steps.
+  const std::string B = std::to_string(ks.block);
+  auto prefetch = [&](const std::string& step, const std::string& indent) {
+    const std::string at = d.reverse ? "(" + L(d.steps - 1) + " - (" + step + "))" : "(" + step + ")";
+    std::string c = indent + "for (i64 e = tid; e < UNITS * N; e += " + B + ") {\n";
+    c += indent + "  const i64 u = u0 + e / N, n = e % N;\n";
+    c += indent + "  if (u < " + H + ")\n";
+    c += indent + "    for (int q = 0; q < " + std::to_string(d.gates) + "; ++q)\n";
+    c += indent + "      kf_copy_async(kf_x + ((" + step + ") & 1) * PAIRS + q * UNITS * N + e, x + (" + at + " * N + n) * " + GH +
+         " + q * " + H + " + u);\n";
+    c += indent + "}\n" + indent + "kf_copy_async_commit();\n";
+    return c;
+  };
+  s += prefetch("0", "  ");
   s += "  const int sp = tid % SPLITS;\n";
   s += "  for (i64 s = 0; s < " + L(d.steps) + "; ++s) {\n";
   s += "    const i64 t = " + std::string(d.reverse ? L(d.steps - 1) + " - s" : "s") + ";\n";
+  s += "    if (s + 1 < " + L(d.steps) + ") {\n" + prefetch("s + 1", "      ") + "    } else {\n      kf_copy_async_commit();  // an empty group: the wait below counts one a step\n    }\n";
   const std::string prev_t = d.reverse ? "(t + 1)" : "(t - 1)";
   s += "    const float* hp = s == 0 ? " + std::string(d.h0 ? "h0" : "nullptr") + " : " +
        (d.state_c ? "hx + ((s - 1) & 1) * " + NH : "y + " + prev_t + " * " + NH) + ";\n";
@@ -113,8 +131,16 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "    for (i64 k0 = 0; k0 < " + H + "; k0 += CHUNK) {\n";
   s += "      const i64 kc = min((i64)CHUNK, " + H + " - k0);\n";
   s += "      __syncthreads();  // the last chunk's readers are done\n";
-  s += "      for (i64 e = tid; e < N * kc; e += " + std::to_string(ks.block) + ") kf_h[(e / kc) * " + KS +
-       " + e % kc] = hp ? kf_load_l2(hp + (e / kc) * " + H + " + k0 + e % kc) : 0.f;\n";
+  if (d.hidden % 4 == 0 && t.chunk % 4 == 0) {  // 16-byte loads: rows and chunks start on 4-float boundaries
+    s += "      for (i64 e = tid; e < N * (kc / 4); e += " + B + ") {\n";
+    s += "        const i64 n = e / (kc / 4), k = (e % (kc / 4)) * 4;\n";
+    s += "        const float4 v = hp ? kf_load_l2_4(hp + n * " + H + " + k0 + k) : float4{0.f, 0.f, 0.f, 0.f};\n";
+    s += "        float* row = kf_h + n * " + KS + " + k;\n";
+    s += "        row[0] = v.x; row[1] = v.y; row[2] = v.z; row[3] = v.w;\n      }\n";
+  } else {
+    s += "      for (i64 e = tid; e < N * kc; e += " + B + ") kf_h[(e / kc) * " + KS +
+         " + e % kc] = hp ? kf_load_l2(hp + (e / kc) * " + H + " + k0 + e % kc) : 0.f;\n";
+  }
   s += "      __syncthreads();\n";
   s += "      for (int i = 0; i < " + std::to_string(per_thread) + "; ++i) {\n";
   s += "        const i64 p = tid / SPLITS + (i64)i * " + L(lanes) + ";\n";
@@ -122,6 +148,7 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "        const i64 r = p / N, n = p % N;\n";
   if (!t.weights_on_chip) s += "        if (u0 + r % UNITS >= " + H + ") continue;\n";
   s += "        float a = acc[i];\n";
+  s += "#pragma unroll 8\n";
   s += "        for (i64 k = sp; k < kc; k += SPLITS) a += " + weight + " * kf_h[n * " + KS + " + k];\n";
   s += "        acc[i] = a;\n      }\n    }\n";
   s += "    for (int i = 0; i < " + std::to_string(per_thread) + "; ++i) {\n";
@@ -133,10 +160,11 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "      kf_gates[p] = v;\n    }\n";
   s += "    __syncthreads();\n";
   s += "    const i64 out = t * " + NH + ";\n";
+  s += "    kf_copy_async_wait<1>();  // this step's input share is in (the next step's may still be on its way)\n";
+  s += "    const float* xs = kf_x + (s & 1) * PAIRS;\n";
   s += "    for (i64 e = tid; e < UNITS * N; e += " + std::to_string(ks.block) + ") {\n";
   s += "      const i64 j = e / N, n = e % N, u = u0 + j;\n";
   s += "      if (u < " + H + ") {\n";
-  s += "        const float* xr = x + (t * N + n) * " + GH + ";\n";
   s += cell_code(d, H, NH);
   s += "      }\n    }\n";
   s += "    if (s + 1 < " + L(d.steps) + ") kf_grid_barrier(bar);\n";

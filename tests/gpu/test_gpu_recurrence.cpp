@@ -20,6 +20,7 @@ namespace {
 TEST(GpuRecurrence, EveryScheduleMatchesTheInterpreter) {
   if (!driver_available()) GTEST_SKIP() << "no CUDA driver or GPU on this machine";
   Compiler compiler({"sm_90", default_cache_dir(), {}});
+  ensure_context();
   CUstream stream;
   KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   int checked = 0;
