@@ -288,10 +288,7 @@ template <bool IS_MAX, int C> __device__ __forceinline__ KfArg kf_cluster_arg_re
 }
 #endif
 // A recurrence's persistent kernel (emit_recurrence.cpp): loads of what other blocks wrote during the kernel go
-// through L2 (L1 is not coherent across SMs), and a grid barrier: a counter of arrived blocks and a generation
-// the last arrival advances. The counter is back to zero after every barrier, so it needs zeroing once, when
-// its buffer is allocated (temps start zeroed: runtime/executor.cpp). Every block must be resident (a
-// cooperative launch). The CPU runs one block at a time: there the barrier is a block's, for a grid of one.
+// through L2 (L1 is not coherent across SMs); blocks meet at a grid barrier (kf_grid_sync).
 __device__ __forceinline__ float kf_load_l2(const float* p) {
 #ifdef __CUDA_ARCH__
   return __ldcg(p);
@@ -325,22 +322,25 @@ template <int PENDING> __device__ __forceinline__ void kf_copy_async_wait() {
   asm volatile("cp.async.wait_group %0;" :: "n"(PENDING) : "memory");
 #endif
 }
-__device__ __forceinline__ void kf_grid_barrier(unsigned* bar) {
+// The grid barrier: block b publishes that it reached the barrier by writing `target` to its own flag (a release:
+// the block's writes before it are visible to whoever reads the flag with an acquire), then its threads wait
+// until every block's flag has reached `target`. No two blocks write one word, so no atomics queue up at one
+// address. The targets go up by one a barrier and never return: a launch starts from the value its block's
+// flag ended the last launch with (every block's the same), so the flags need zeroing once, when their buffer is
+// allocated (temps start zeroed: runtime/executor.cpp), and wrap around after 2^32 barriers (compared as a
+// signed difference). Every block must be resident at once (a cooperative launch). The CPU runs one block at a
+// time: there it is a block's barrier, for a grid of one.
+__device__ __forceinline__ void kf_grid_sync(unsigned* flags, unsigned target) {
 #ifdef __CUDA_ARCH__
-  __threadfence();  // this thread's writes, before the arrival that publishes them
+  __threadfence();  // this thread's writes, before the flag that publishes them
   __syncthreads();
-  if (threadIdx.x == 0) {
-    volatile unsigned* generation = bar + 1;
-    const unsigned seen = *generation;
-    __threadfence();
-    if (atomicAdd(bar, 1u) == gridDim.x - 1) {
-      atomicExch(bar, 0u);
-      __threadfence();
-      atomicAdd(bar + 1, 1u);
-    } else {
-      while (*generation == seen) {}
-    }
-    __threadfence();
+  if (threadIdx.x == 0)
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(flags + blockIdx.x), "r"(target) : "memory");
+  for (unsigned i = threadIdx.x; i < gridDim.x; i += blockDim.x) {
+    unsigned v;
+    do {
+      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flags + i) : "memory");
+    } while (int(v - target) < 0);
   }
   __syncthreads();
 #else

@@ -11,7 +11,8 @@
 //   3. applies the cell (PyTorch's equations) to its units and writes their new hidden state (and cell state)
 //      to the result; the input's share of the gates it adds was copied to shared memory asynchronously during
 //      the step before (cp.async), so that no load from memory waits on the chain of steps;
-//   4. waits at a grid barrier until every block has written its units: the next step reads all of them.
+//   4. waits at a grid barrier (kf_grid_sync) until every block has written its units: the next step reads all
+//      of them.
 // The launch is cooperative (runtime/executor.cpp): the driver refuses a grid that is not resident at once
 // rather than letting the barrier wait forever. On the CPU (tests/common/cpu_kernel_runner.h) a single block
 // runs it, the barrier a block barrier.
@@ -74,8 +75,8 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
     args.push_back(add_temp(cx, name + "_h", DType::f32, {2, d.batch, d.hidden}));
     params += ", float* hx";
   }
-  args.push_back(add_temp(cx, name + "_barrier", DType::f32, {2}));
-  params += ", unsigned* bar";
+  args.push_back(add_temp(cx, name + "_flags", DType::f32, {t.blocks}));  // the grid barrier's, one a block
+  params += ", unsigned* flags";
 
   std::string s = kernel_header(cx.partition, g, ks, name);
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + name + "(" + params + ") {\n";
@@ -89,6 +90,7 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "  float* kf_x = kf_state + UNITS * N;                  // [2][G][UNITS * N] two steps' input share of the gates\n";
   s += "  float* kf_w = kf_x + 2 * PAIRS;                      // [G * UNITS][H + 1] the units' weight rows\n";
   s += "  const int tid = threadIdx.x;\n  const i64 u0 = (i64)blockIdx.x * UNITS;\n";
+  s += "  const unsigned arrived = flags[blockIdx.x];  // where the last launch left the barrier\n";
   if (t.weights_on_chip) {
     s += "  for (i64 e = tid; e < " + L(d.gates * t.units * d.hidden) + "; e += " + std::to_string(ks.block) + ") {\n";
     s += "    const i64 r = e / " + H + ", k = e % " + H + ", u = u0 + r % UNITS;\n";
@@ -167,7 +169,7 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "      if (u < " + H + ") {\n";
   s += cell_code(d, H, NH);
   s += "      }\n    }\n";
-  s += "    if (s + 1 < " + L(d.steps) + ") kf_grid_barrier(bar);\n";
+  s += "    if (s + 1 < " + L(d.steps) + ") kf_grid_sync(flags, arrived + unsigned(s) + 1u);\n";
   s += "  }\n}\n";
 
   PlanKernel k = generated_kernel(g, ks, name, s, std::move(args), t.blocks, ks.block);

@@ -67,7 +67,7 @@ LoadedPlan::LoadedPlan(Plan plan, const Compiler& compiler) : plan_(std::move(pl
       throw UserError("kernel '" + k.name + "' waits for all of its " + std::to_string(k.grid) + " blocks, but this GPU holds " +
                       std::to_string(resident_blocks(f, k)) + " of them at once");
   }
-  // Temps start zeroed: a grid barrier's counter (emit_recurrence.cpp) relies on it; nothing else reads a temp
+  // Temps start zeroed: a grid barrier's flags (kf_grid_sync, emit_recurrence.cpp) rely on it; nothing else reads a temp
   // before writing it.
   temps_.assign(plan_.buffers.size(), 0);
   for (size_t i = 0; i < plan_.buffers.size(); ++i)
