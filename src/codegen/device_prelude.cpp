@@ -287,20 +287,28 @@ template <bool IS_MAX, int C> __device__ __forceinline__ KfArg kf_cluster_arg_re
                                    [](KfArg x, KfArg y) { return kf_arg_combine<IS_MAX>(x, y); });
 }
 #endif
-// A recurrence's persistent kernel (emit_recurrence.cpp): loads of what other blocks wrote during the kernel go
-// through L2 (L1 is not coherent across SMs); blocks meet at a grid barrier (kf_grid_sync).
-__device__ __forceinline__ float kf_load_l2(const float* p) {
+// A recurrence's persistent kernel (emit_recurrence.cpp): a value published with its step's tag in one 8-byte
+// store, and the reader's wait for it (the 8-byte load spun on until the tag is the step's: the two halves of an
+// aligned 8-byte access are never seen apart). Volatile: through L2, never a stale L1 line. The CPU runs one
+// block: there the value is in place by the time it is read.
+__device__ __forceinline__ void kf_publish(unsigned* at, float value, unsigned tag) {
 #ifdef __CUDA_ARCH__
-  return __ldcg(p);
+  asm volatile("st.volatile.global.v2.u32 [%0], {%1, %2};" :: "l"(at), "r"(__float_as_uint(value)), "r"(tag) : "memory");
 #else
-  return *p;
+  at[0] = std::bit_cast<unsigned>(value);
+  at[1] = tag;
 #endif
 }
-__device__ __forceinline__ float4 kf_load_l2_4(const float* p) {
+__device__ __forceinline__ float kf_wait_published(const unsigned* at, unsigned tag) {
 #ifdef __CUDA_ARCH__
-  return __ldcg(reinterpret_cast<const float4*>(p));
+  unsigned value, seen;
+  do {
+    asm volatile("ld.volatile.global.v2.u32 {%0, %1}, [%2];" : "=r"(value), "=r"(seen) : "l"(at) : "memory");
+  } while (seen != tag);
+  return __uint_as_float(value);
 #else
-  return float4{p[0], p[1], p[2], p[3]};
+  if (at[1] != tag) abort();
+  return std::bit_cast<float>(at[0]);
 #endif
 }
 // A float copied from global to shared memory without the thread waiting (sm_80's cp.async), in groups the
@@ -320,32 +328,6 @@ __device__ __forceinline__ void kf_copy_async_commit() {
 template <int PENDING> __device__ __forceinline__ void kf_copy_async_wait() {
 #ifdef __CUDA_ARCH__
   asm volatile("cp.async.wait_group %0;" :: "n"(PENDING) : "memory");
-#endif
-}
-// The grid barrier: block b publishes that it reached the barrier by writing `target` to its own flag (a release:
-// the block's writes before it are visible to whoever reads the flag with an acquire), then its threads wait
-// until every block's flag has reached `target`. No two blocks write one word, so no atomics queue up at one
-// address. The targets go up by one a barrier and never return: a launch starts from the value its block's
-// flag ended the last launch with (every block's the same), so the flags need zeroing once, when their buffer is
-// allocated (temps start zeroed: runtime/executor.cpp), and wrap around after 2^32 barriers (compared as a
-// signed difference). Every block must be resident at once (a cooperative launch). The CPU runs one block at a
-// time: there it is a block's barrier, for a grid of one.
-__device__ __forceinline__ void kf_grid_sync(unsigned* flags, unsigned target) {
-#ifdef __CUDA_ARCH__
-  __threadfence();  // this thread's writes, before the flag that publishes them
-  __syncthreads();
-  if (threadIdx.x == 0)
-    asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(flags + blockIdx.x), "r"(target) : "memory");
-  for (unsigned i = threadIdx.x; i < gridDim.x; i += blockDim.x) {
-    unsigned v;
-    do {
-      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flags + i) : "memory");
-    } while (int(v - target) < 0);
-  }
-  __syncthreads();
-#else
-  if (gridDim.x != 1) abort();
-  __syncthreads();
 #endif
 }
 )CUDA";

@@ -5,17 +5,22 @@
 // it loads their G gates' rows of w_hh into shared memory once, keeps their cell state (an LSTM's c, a GRU's h)
 // in shared memory, and a step it
 //   1. stages the previous hidden state of every unit (all N batch rows, `chunk` columns at a time) in shared
-//      memory, read through L2 (ld.global.cg: other blocks wrote it during this kernel, and L1 is not coherent);
+//      memory, each value waited for where the block that owns it publishes it (below);
 //   2. computes its G * units * N dot products of that state with its weight rows, `splits` threads each,
 //      the partial sums combined through shared memory;
-//   3. applies the cell (PyTorch's equations) to its units and writes their new hidden state (and cell state)
-//      to the result; the input's share of the gates it adds was copied to shared memory asynchronously during
-//      the step before (cp.async), so that no load from memory waits on the chain of steps;
-//   4. waits at a grid barrier (kf_grid_sync) until every block has written its units: the next step reads all
-//      of them.
+//   3. applies the cell (PyTorch's equations) to its units, writes their new hidden state (or cell state) to the
+//      result and publishes the hidden state for the next step; the input's share of the gates it adds was copied
+//      to shared memory asynchronously during the step before (cp.async), so that no load from memory waits on
+//      the chain of steps.
+// Publishing (kf_publish, kf_wait_published): each value goes out with the step's tag in one 8-byte store, and a
+// reader spins on the 8-byte load until the tag is the step's (NCCL's low-latency protocol): no fence, flag or
+// grid barrier between the steps, one trip through L2. Two slots alternate: a block overwrites the slot of step
+// s - 1 only at step s + 1, after it read every block's step-s values, which each block wrote after it had read
+// step s - 1's. Tags only go up: a launch starts from the count its block left at the end of the last launch
+// (every block's the same; zero in a new buffer: temps start zeroed, runtime/executor.cpp).
 // The launch is cooperative (runtime/executor.cpp): the driver refuses a grid that is not resident at once
-// rather than letting the barrier wait forever. On the CPU (tests/common/cpu_kernel_runner.h) a single block
-// runs it, the barrier a block barrier.
+// rather than letting readers wait forever for a block that never ran. On the CPU (tests/common/
+// cpu_kernel_runner.h) a single block runs it.
 #include "codegen/emitters.h"
 
 namespace kforge {
@@ -25,9 +30,9 @@ namespace {
 
 std::string L(int64_t v) { return i64_literal(v); }
 
-// Statements computing the new state of unit u, batch row n (locals e, u, n; `pre(q)` the recurrent part of gate
-// q with its bias, `xq(q)` the input part), writing `y` (and the exchanged h for an LSTM's cell-state result).
-std::string cell_code(const RecurrenceDims& d, const std::string& H, const std::string& NH) {
+// Statements computing the new state `hn` (and an LSTM's `cn`) of unit u, batch row n (locals e, j, u, n; `pre(q)`
+// the recurrent part of gate q with its bias, `xq(q)` the input part).
+std::string cell_code(const RecurrenceDims& d, const std::string& H) {
   auto xq = [&](int q) { return "xs[" + std::to_string(q) + " * UNITS * N + e]"; };
   auto pre = [&](int q) { return "kf_gates[(" + std::to_string(q) + " * UNITS + j) * N + n]" + std::string(d.bias ? " + bias[" + std::to_string(q) + " * " + H + " + u]" : ""); };
   const std::string sig = "kf_sigmoid";
@@ -38,17 +43,14 @@ std::string cell_code(const RecurrenceDims& d, const std::string& H, const std::
       c += "        const float gg = tanhf(" + xq(2) + " + " + pre(2) + "), og = " + sig + "(" + xq(3) + " + " + pre(3) + ");\n";
       c += "        const float cn = fg * kf_state[e] + ig * gg;\n        kf_state[e] = cn;\n";
       c += "        const float hn = og * tanhf(cn);\n";
-      if (d.state_c) c += "        y[out + n * " + H + " + u] = cn;\n        hx[(s & 1) * " + NH + " + n * " + H + " + u] = hn;\n";
-      else c += "        y[out + n * " + H + " + u] = hn;\n";
       break;
     case Cell::gru:
       c += "        const float r = " + sig + "(" + xq(0) + " + " + pre(0) + "), z = " + sig + "(" + xq(1) + " + " + pre(1) + ");\n";
       c += "        const float nn = tanhf(" + xq(2) + " + r * (" + pre(2) + "));\n";
       c += "        const float hn = (1.f - z) * nn + z * kf_state[e];\n        kf_state[e] = hn;\n";
-      c += "        y[out + n * " + H + " + u] = hn;\n";
       break;
-    case Cell::rnn_tanh: c += "        y[out + n * " + H + " + u] = tanhf(" + xq(0) + " + " + pre(0) + ");\n"; break;
-    case Cell::rnn_relu: c += "        y[out + n * " + H + " + u] = fmaxf(" + xq(0) + " + " + pre(0) + ", 0.f);\n"; break;
+    case Cell::rnn_tanh: c += "        const float hn = tanhf(" + xq(0) + " + " + pre(0) + ");\n"; break;
+    case Cell::rnn_relu: c += "        const float hn = fmaxf(" + xq(0) + " + " + pre(0) + ", 0.f);\n"; break;
   }
   return c;
 }
@@ -71,12 +73,11 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   if (d.bias) args.push_back(buffer_of(cx, node.args[kRecBias])), params += ", const float* __restrict__ bias";
   args.push_back(buffer_of(cx, g.anchor));
   params += ", float* y";
-  if (d.state_c) {  // the result holds c: h crosses the blocks through two alternating slots of its own
-    args.push_back(add_temp(cx, name + "_h", DType::f32, {2, d.batch, d.hidden}));
-    params += ", float* hx";
-  }
-  args.push_back(add_temp(cx, name + "_flags", DType::f32, {t.blocks}));  // the grid barrier's, one a block
-  params += ", unsigned* flags";
+  // The published hidden state: [2 slots][N][H] of (value, tag) pairs; and each block's count of steps published.
+  args.push_back(add_temp(cx, name + "_published", DType::f32, {2, d.batch, d.hidden, 2}));
+  params += ", unsigned* hx";
+  args.push_back(add_temp(cx, name + "_tags", DType::f32, {t.blocks}));
+  params += ", unsigned* tags";
 
   std::string s = kernel_header(cx.partition, g, ks, name);
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + name + "(" + params + ") {\n";
@@ -90,7 +91,7 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "  float* kf_x = kf_state + UNITS * N;                  // [2][G][UNITS * N] two steps' input share of the gates\n";
   s += "  float* kf_w = kf_x + 2 * PAIRS;                      // [G * UNITS][H + 1] the units' weight rows\n";
   s += "  const int tid = threadIdx.x;\n  const i64 u0 = (i64)blockIdx.x * UNITS;\n";
-  s += "  const unsigned arrived = flags[blockIdx.x];  // where the last launch left the barrier\n";
+  s += "  const unsigned base = tags[blockIdx.x];  // the last launch's last tag\n";
   if (t.weights_on_chip) {
     s += "  for (i64 e = tid; e < " + L(d.gates * t.units * d.hidden) + "; e += " + std::to_string(ks.block) + ") {\n";
     s += "    const i64 r = e / " + H + ", k = e % " + H + ", u = u0 + r % UNITS;\n";
@@ -125,24 +126,16 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "  for (i64 s = 0; s < " + L(d.steps) + "; ++s) {\n";
   s += "    const i64 t = " + std::string(d.reverse ? L(d.steps - 1) + " - s" : "s") + ";\n";
   s += "    if (s + 1 < " + L(d.steps) + ") {\n" + prefetch("s + 1", "      ") + "    } else {\n      kf_copy_async_commit();  // an empty group: the wait below counts one a step\n    }\n";
-  const std::string prev_t = d.reverse ? "(t + 1)" : "(t - 1)";
-  s += "    const float* hp = s == 0 ? " + std::string(d.h0 ? "h0" : "nullptr") + " : " +
-       (d.state_c ? "hx + ((s - 1) & 1) * " + NH : "y + " + prev_t + " * " + NH) + ";\n";
   s += "    float acc[" + std::to_string(per_thread) + "];\n";
   s += "    for (int i = 0; i < " + std::to_string(per_thread) + "; ++i) acc[i] = 0.f;\n";
   s += "    for (i64 k0 = 0; k0 < " + H + "; k0 += CHUNK) {\n";
   s += "      const i64 kc = min((i64)CHUNK, " + H + " - k0);\n";
   s += "      __syncthreads();  // the last chunk's readers are done\n";
-  if (d.hidden % 4 == 0 && t.chunk % 4 == 0) {  // 16-byte loads: rows and chunks start on 4-float boundaries
-    s += "      for (i64 e = tid; e < N * (kc / 4); e += " + B + ") {\n";
-    s += "        const i64 n = e / (kc / 4), k = (e % (kc / 4)) * 4;\n";
-    s += "        const float4 v = hp ? kf_load_l2_4(hp + n * " + H + " + k0 + k) : float4{0.f, 0.f, 0.f, 0.f};\n";
-    s += "        float* row = kf_h + n * " + KS + " + k;\n";
-    s += "        row[0] = v.x; row[1] = v.y; row[2] = v.z; row[3] = v.w;\n      }\n";
-  } else {
-    s += "      for (i64 e = tid; e < N * kc; e += " + B + ") kf_h[(e / kc) * " + KS +
-         " + e % kc] = hp ? kf_load_l2(hp + (e / kc) * " + H + " + k0 + e % kc) : 0.f;\n";
-  }
+  s += "      for (i64 e = tid; e < N * kc; e += " + B + ") {\n";
+  s += "        const i64 at = (e / kc) * " + H + " + k0 + e % kc;\n";
+  s += "        kf_h[(e / kc) * " + KS + " + e % kc] = s == 0 ? " + std::string(d.h0 ? "h0[at]" : "0.f") +
+       " : kf_wait_published(hx + (((s - 1) & 1) * " + NH + " + at) * 2, base + unsigned(s));\n";
+  s += "      }\n";
   s += "      __syncthreads();\n";
   s += "      for (int i = 0; i < " + std::to_string(per_thread) + "; ++i) {\n";
   s += "        const i64 p = tid / SPLITS + (i64)i * " + L(lanes) + ";\n";
@@ -164,13 +157,16 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "    const i64 out = t * " + NH + ";\n";
   s += "    kf_copy_async_wait<1>();  // this step's input share is in (the next step's may still be on its way)\n";
   s += "    const float* xs = kf_x + (s & 1) * PAIRS;\n";
-  s += "    for (i64 e = tid; e < UNITS * N; e += " + std::to_string(ks.block) + ") {\n";
+  s += "    for (i64 e = tid; e < UNITS * N; e += " + B + ") {\n";
   s += "      const i64 j = e / N, n = e % N, u = u0 + j;\n";
   s += "      if (u < " + H + ") {\n";
-  s += cell_code(d, H, NH);
+  s += cell_code(d, H);
+  s += "        y[out + n * " + H + " + u] = " + std::string(d.state_c ? "cn" : "hn") + ";\n";
+  s += "        if (s + 1 < " + L(d.steps) + ") kf_publish(hx + ((s & 1) * " + NH + " + n * " + H + " + u) * 2, hn, base + unsigned(s) + 1u);\n";
   s += "      }\n    }\n";
-  s += "    if (s + 1 < " + L(d.steps) + ") kf_grid_sync(flags, arrived + unsigned(s) + 1u);\n";
-  s += "  }\n}\n";
+  s += "  }\n";
+  s += "  if (tid == 0) tags[blockIdx.x] = base + " + L(d.steps - 1) + ";  // where the next launch starts\n";
+  s += "}\n";
 
   PlanKernel k = generated_kernel(g, ks, name, s, std::move(args), t.blocks, ks.block);
   k.smem = int(t.smem_bytes());

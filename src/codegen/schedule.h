@@ -148,8 +148,8 @@ struct DirectConvTile {
 DirectConvTile direct_conv_tile(const ConvDims& d, const KernelSchedule& ks);
 // A recurrence's persistent kernel (emit_recurrence.cpp) under schedule `ks`: each block owns `units` (items)
 // hidden units, all G gates of them, for every step, so that the units' weights (G * units rows of w_hh) stay in
-// its shared memory across steps where they fit, and only the hidden state crosses blocks (through L2, a grid
-// barrier a step). Every block must be resident at once: at most one an SM. The hidden state is staged `chunk`
+// its shared memory across steps where they fit, and only the hidden state crosses blocks (published through L2
+// a step). Every block must be resident at once: at most one an SM. The hidden state is staged `chunk`
 // columns at a time; a thread computes its dot products' share of `splits` interleaved columns.
 struct RecurrenceTile {
   int64_t units = 1, blocks = 0, chunk = 0, splits = 1;
