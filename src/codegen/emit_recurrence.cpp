@@ -66,15 +66,28 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   const std::string H = L(d.hidden), NH = L(d.batch * d.hidden), GH = L(d.gates * d.hidden), W = L(d.hidden + 1);
   const std::string KS = L(t.stage_stride);
 
-  std::vector<int> args = {buffer_of(cx, node.args[kRecX]), buffer_of(cx, node.args[kRecW])};
-  std::string params = "const float* __restrict__ x, const float* __restrict__ w";
-  if (d.h0) args.push_back(buffer_of(cx, node.args[kRecH0])), params += ", const float* __restrict__ h0";
-  if (d.c0) args.push_back(buffer_of(cx, node.args[kRecC0])), params += ", const float* __restrict__ c0";
-  if (d.bias) args.push_back(buffer_of(cx, node.args[kRecBias])), params += ", const float* __restrict__ bias";
+  const int D = d.directions;
+  const std::string DH = L(D * d.hidden), NDH = L(d.batch * D * d.hidden);
+  // Each direction's operands (suffix _0, _1); the kernel's blocks take their direction's as x, w, h0, c0, bias.
+  std::vector<int> args;
+  std::string params, pick;
+  auto operand = [&](int dir, size_t i, const std::string& what) {
+    const std::string own = what + "_" + std::to_string(dir);
+    args.push_back(buffer_of(cx, node.args[kRecArgs * size_t(dir) + i]));
+    params += std::string(params.empty() ? "" : ", ") + "const float* __restrict__ " + own;
+    if (dir == 0) pick += "  const float* __restrict__ " + what + " = " + (D == 2 ? "dir ? " + what + "_1 : " : "") + own + ";\n";
+  };
+  for (int dir = 0; dir < D; ++dir) {
+    operand(dir, kRecX, "x");
+    operand(dir, kRecW, "w");
+    if (d.h0) operand(dir, kRecH0, "h0");
+    if (d.c0) operand(dir, kRecC0, "c0");
+    if (d.bias) operand(dir, kRecBias, "bias");
+  }
   args.push_back(buffer_of(cx, g.anchor));
   params += ", float* y";
-  // The published hidden state: [2 slots][N][H] of (value, tag) pairs; and each block's count of steps published.
-  args.push_back(add_temp(cx, name + "_published", DType::f32, {2, d.batch, d.hidden, 2}));
+  // The published hidden state: [2 slots][D][N][H] of (value, tag) pairs; and each block's count of steps published.
+  args.push_back(add_temp(cx, name + "_published", DType::f32, {2, D, d.batch, d.hidden, 2}));
   params += ", unsigned* hx";
   args.push_back(add_temp(cx, name + "_tags", DType::f32, {t.blocks}));
   params += ", unsigned* tags";
@@ -90,7 +103,15 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "  float* kf_state = kf_gates + PAIRS;                  // [UNITS][N] the units' cell state (LSTM c, GRU h)\n";
   s += "  float* kf_x = kf_state + UNITS * N;                  // [2][G][UNITS * N] two steps' input share of the gates\n";
   s += "  float* kf_w = kf_x + 2 * PAIRS;                      // [G * UNITS][H + 1] the units' weight rows\n";
-  s += "  const int tid = threadIdx.x;\n  const i64 u0 = (i64)blockIdx.x * UNITS;\n";
+  // Blocks [0, blocks / D) run direction 0, the rest direction 1 (backward).
+  const int64_t per_direction = t.blocks / D;
+  s += "  const int tid = threadIdx.x;\n";
+  s += "  const int dir = int(blockIdx.x / " + L(per_direction) + ");\n";
+  s += "  const i64 u0 = (i64)(blockIdx.x % " + L(per_direction) + ") * UNITS;\n";
+  s += pick;
+  // The step's time: direction 1 (and a reversed single direction) walks backward.
+  const std::string backward = D == 2 ? "dir == 1" : d.reverse ? "true" : "false";
+  s += "  auto kf_time = [&](i64 step) { return " + backward + " ? " + L(d.steps - 1) + " - step : step; };\n";
   s += "  const unsigned base = tags[blockIdx.x];  // the last launch's last tag\n";
   if (t.weights_on_chip) {
     s += "  for (i64 e = tid; e < " + L(d.gates * t.units * d.hidden) + "; e += " + std::to_string(ks.block) + ") {\n";
@@ -111,7 +132,7 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   // waiting: the loads from memory overlap the step before, off the chain of steps.
   const std::string B = std::to_string(ks.block);
   auto prefetch = [&](const std::string& step, const std::string& indent) {
-    const std::string at = d.reverse ? "(" + L(d.steps - 1) + " - (" + step + "))" : "(" + step + ")";
+    const std::string at = "kf_time(" + step + ")";
     std::string c = indent + "for (i64 e = tid; e < UNITS * N; e += " + B + ") {\n";
     c += indent + "  const i64 u = u0 + e / N, n = e % N;\n";
     c += indent + "  if (u < " + H + ")\n";
@@ -124,7 +145,7 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += prefetch("0", "  ");
   s += "  const int sp = tid % SPLITS;\n";
   s += "  for (i64 s = 0; s < " + L(d.steps) + "; ++s) {\n";
-  s += "    const i64 t = " + std::string(d.reverse ? L(d.steps - 1) + " - s" : "s") + ";\n";
+  s += "    const i64 t = kf_time(s);\n";
   s += "    if (s + 1 < " + L(d.steps) + ") {\n" + prefetch("s + 1", "      ") + "    } else {\n      kf_copy_async_commit();  // an empty group: the wait below counts one a step\n    }\n";
   s += "    float acc[" + std::to_string(per_thread) + "];\n";
   s += "    for (int i = 0; i < " + std::to_string(per_thread) + "; ++i) acc[i] = 0.f;\n";
@@ -134,7 +155,7 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "      for (i64 e = tid; e < N * kc; e += " + B + ") {\n";
   s += "        const i64 at = (e / kc) * " + H + " + k0 + e % kc;\n";
   s += "        kf_h[(e / kc) * " + KS + " + e % kc] = s == 0 ? " + std::string(d.h0 ? "h0[at]" : "0.f") +
-       " : kf_wait_published(hx + (((s - 1) & 1) * " + NH + " + at) * 2, base + unsigned(s));\n";
+       " : kf_wait_published(hx + ((((s - 1) & 1) * " + L(D) + " + dir) * " + NH + " + at) * 2, base + unsigned(s));\n";
   s += "      }\n";
   s += "      __syncthreads();\n";
   s += "      for (int i = 0; i < " + std::to_string(per_thread) + "; ++i) {\n";
@@ -154,15 +175,15 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "      float v = 0.f;\n      for (int q = 0; q < SPLITS; ++q) v += kf_part[p * SPLITS + q];\n";
   s += "      kf_gates[p] = v;\n    }\n";
   s += "    __syncthreads();\n";
-  s += "    const i64 out = t * " + NH + ";\n";
+  s += "    const i64 out = t * " + NDH + " + dir * " + H + ";\n";
   s += "    kf_copy_async_wait<1>();  // this step's input share is in (the next step's may still be on its way)\n";
   s += "    const float* xs = kf_x + (s & 1) * PAIRS;\n";
   s += "    for (i64 e = tid; e < UNITS * N; e += " + B + ") {\n";
   s += "      const i64 j = e / N, n = e % N, u = u0 + j;\n";
   s += "      if (u < " + H + ") {\n";
   s += cell_code(d, H);
-  s += "        y[out + n * " + H + " + u] = " + std::string(d.state_c ? "cn" : "hn") + ";\n";
-  s += "        if (s + 1 < " + L(d.steps) + ") kf_publish(hx + ((s & 1) * " + NH + " + n * " + H + " + u) * 2, hn, base + unsigned(s) + 1u);\n";
+  s += "        y[out + n * " + DH + " + u] = " + std::string(d.state_c ? "cn" : "hn") + ";\n";
+  s += "        if (s + 1 < " + L(d.steps) + ") kf_publish(hx + (((s & 1) * " + L(D) + " + dir) * " + NH + " + n * " + H + " + u) * 2, hn, base + unsigned(s) + 1u);\n";
   s += "      }\n    }\n";
   s += "  }\n";
   s += "  if (tid == 0) tags[blockIdx.x] = base + " + L(d.steps - 1) + ";  // where the next launch starts\n";

@@ -173,7 +173,7 @@ RecurrenceTile recurrence_tile(const KernelGroup& g, const KernelSchedule& ks) {
   const RecurrenceDims& d = *g.recurrence;
   RecurrenceTile t;
   t.units = ks.items;
-  t.blocks = (d.hidden + t.units - 1) / t.units;
+  t.blocks = d.directions * ((d.hidden + t.units - 1) / t.units);
   t.pairs = d.gates * t.units * d.batch;
   // Threads a dot product: as many as keep the block's threads busy, up to a warp.
   while (t.splits < 32 && t.pairs * t.splits * 2 <= ks.block) t.splits *= 2;

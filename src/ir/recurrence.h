@@ -9,8 +9,11 @@
 //   b_hh  [G*H]        the recurrent bias (-1 for none): inside r * (W_hn h + b_hn) for a GRU, so not foldable
 //                      into x
 // attrs: cell ("lstm", "gru", "rnn_tanh", "rnn_relu"), reverse (walk t = T-1 .. 0), state ("h": the result is
-// every step's hidden state; "c": every step's cell state, an LSTM's c_n being its last).
-// Result [T, N, H], f32. G is 4 (lstm), 3 (gru) or 1 (rnn). Why one op and not the steps unrolled: a step is
+// every step's hidden state; "c": every step's cell state, an LSTM's c_n being its last), directions (1, or 2: a
+// bidirectional layer's two directions side by side, five more args [x, w_hh, h0, c0, b_hh] for the one walking
+// backward; `reverse` false).
+// Result [T, N, D*H], f32: direction d's states in columns [d*H, (d+1)*H), PyTorch's layout of a bidirectional
+// layer's output. G is 4 (lstm), 3 (gru) or 1 (rnn). Why one op and not the steps unrolled: a step is
 // a small product and a few elementwise ops, so the unrolled graph launches two kernels a step and reads the
 // weights from memory every step; as one op the whole loop is one persistent kernel that keeps the weights on
 // chip (codegen/emit_recurrence.cpp).
@@ -34,10 +37,13 @@ struct RecurrenceDims {
   bool state_c = false;  // the result is the cell state (lstm only)
   bool bias = false;     // b_hh given
   bool h0 = false, c0 = false;  // initial states given (else zeros)
+  int directions = 1;           // D; with 2, direction 1 walks backward
+  // Whether direction `dir` walks t = T-1 .. 0.
+  bool backward(int dir) const { return dir == 1 || reverse; }
 };
 
-// Argument positions.
-constexpr size_t kRecX = 0, kRecW = 1, kRecH0 = 2, kRecC0 = 3, kRecBias = 4;
+// Argument positions within a direction's five; direction d's start at d * kRecArgs.
+constexpr size_t kRecX = 0, kRecW = 1, kRecH0 = 2, kRecC0 = 3, kRecBias = 4, kRecArgs = 5;
 
 // The node's geometry, its arguments' shapes and dtypes checked (UserError naming the node and the argument).
 RecurrenceDims recurrence_dims(const Graph& g, const Node& n);

@@ -55,7 +55,10 @@ TaskFeatures task_features(const Graph& graph, const GpuInfo& gpu) {
     } else if (n.op == "reduce") ++t.reductions, t.flops += double(numel(g.at(n.args[0]).type.shape));
     else if (n.op == "scan") ++t.scans, t.flops += count;
     else if (n.op == "matmul" || is_conv_op(n.op)) t.flops += matmul_flops(g, n);
-    else if (n.op == "recurrence") t.flops += 2 * count * double(recurrence_dims(g, n).gates * n.type.shape[2]);
+    else if (n.op == "recurrence") {
+      const RecurrenceDims d = recurrence_dims(g, n);
+      t.flops += 2 * count * double(d.gates * d.hidden);
+    }
     else if (n.op == "pool") {
       ++t.pools;
       double window = 1;

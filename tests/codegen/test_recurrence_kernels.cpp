@@ -1,6 +1,6 @@
 // A recurrence's persistent kernel (codegen/emit_recurrence.cpp): its geometry under the schedule space, its
-// source compiled for sm_90, and its arithmetic run on the CPU (one block holding every unit) against the
-// interpreter for every cell, direction and option.
+// source compiled for sm_90, and its arithmetic run on the CPU (one block holding every unit of a direction)
+// against the interpreter for every cell, direction (and both at once) and option.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -92,7 +92,8 @@ TEST(RecurrenceKernels, MatchTheInterpreterOnTheCpu) {
     GraphAnalysis analysis(g);
     const KernelGroup& grp = recurrence_group(analysis);
     for (int block : {128, 256}) {
-      // One block holds every unit: the CPU runs a grid of one.
+      // One block holds every unit of a direction: the CPU runs the blocks one after the other, and a direction's
+      // block reads only what it published itself.
       KernelSchedule ks = default_schedule(grp);
       ks.block = block;
       ks.items = int(std::bit_ceil(uint64_t(c.hidden)));
@@ -104,7 +105,7 @@ TEST(RecurrenceKernels, MatchTheInterpreterOnTheCpu) {
       for (const PlanKernel& k : p.kernels) {
         std::vector<float*> args;
         for (int b : k.args) args.push_back(h.data[size_t(b)].data());
-        testing::run_on_cpu(k, args, 1);
+        testing::run_on_cpu(k, args, k.grid);
       }
       EXPECT_EQ(testing::mismatches(h.data[size_t(h.output)], want, 1e-5), "") << c.name << " block " << block;
     }

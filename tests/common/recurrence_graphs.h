@@ -16,6 +16,7 @@ struct RecurrenceCase {
   bool state_c = false;  // the result is the LSTM's cell state
   bool bias = true;
   bool initial = true;  // h0 (and c0) given; else zeros
+  int directions = 1;   // 2: a bidirectional layer's two directions in one node (operands suffixed _0, _1)
 };
 
 nlohmann::json recurrence_graph(const RecurrenceCase& c);

@@ -27,6 +27,8 @@ TEST(Recurrence, ResultIsEveryStepsState) {
   EXPECT_EQ(g.at(g.outputs[0]).type.shape, (Shape{7, 3, 40}));
   Graph gru = graph_from_json(testing::recurrence_graph({"gru", "gru", 2, 5, 8, true, false, false}));
   EXPECT_EQ(gru.at(gru.outputs[0]).type.shape, (Shape{2, 5, 8}));
+  Graph both = graph_from_json(testing::recurrence_graph({"gru", "gru", 2, 5, 8, false, false, true, true, 2}));
+  EXPECT_EQ(both.at(both.outputs[0]).type.shape, (Shape{2, 5, 16}));  // the directions side by side
 }
 
 TEST(Recurrence, MalformedNodesAreNamed) {
@@ -41,9 +43,16 @@ TEST(Recurrence, MalformedNodesAreNamed) {
   EXPECT_NE(error_of(with(gru, [](auto& n) { n["attrs"]["state"] = "c"; })).find("an LSTM's"), std::string::npos);
   EXPECT_NE(error_of(with(gru, [](auto& n) { n["args"][3] = "h0"; })).find("c0 is an LSTM's only"), std::string::npos);
   // a GRU's x has 3 gates' columns; an LSTM's weights 4 gates' rows
-  EXPECT_NE(error_of(with(gru, [](auto& n) { n["attrs"]["cell"] = "lstm"; n["args"][3] = "h0"; })).find("needs x's last dim"),
+  EXPECT_NE(error_of(with(gru, [](auto& n) { n["attrs"]["cell"] = "lstm"; n["args"][3] = "h0"; })).find("needs x [2, 5, 32] and w_hh [32, 8]"),
             std::string::npos);
-  EXPECT_NE(error_of(with(gru, [](auto& n) { n["args"].erase(4); })).find("takes 5 arguments"), std::string::npos);
+  EXPECT_NE(error_of(with(gru, [](auto& n) { n["args"].erase(4); })).find("takes 5 arguments a direction"), std::string::npos);
+  // two directions: ten arguments, the backward one's as the forward one's
+  const nlohmann::json both = testing::recurrence_graph({"gru", "gru", 2, 5, 8, false, false, true, true, 2});
+  EXPECT_EQ(error_of(both), "");
+  EXPECT_NE(error_of(with(both, [](auto& n) { n["attrs"]["reverse"] = true; })).find("reverse is for one direction"), std::string::npos);
+  EXPECT_NE(error_of(with(both, [](auto& n) { n["args"][9] = ""; })).find("both have, or both lack"), std::string::npos);
+  EXPECT_NE(error_of(with(both, [](auto& n) { n["args"][5] = "x_0"; n["args"][6] = "h0_1"; })).find("(backward)"), std::string::npos);
+  EXPECT_NE(error_of(with(both, [](auto& n) { n["attrs"]["directions"] = 3; })).find("directions must be 1 or 2"), std::string::npos);
 }
 
 }  // namespace

@@ -70,49 +70,51 @@ class Steps:
                 seq = self.b.emit_tmp("permute", [seq], {"dims": [1, 0, 2]}, seq.dtype, (seq.shape[1], seq.shape[0], seq.shape[2]))
             finals_h, finals_c = [], []
             for layer in range(m.num_layers):
-                outs = []
-                for direction in range(2 if m.bidirectional else 1):
-                    h_seq, h_n, c_n = self.layer(seq, layer, direction)
-                    outs.append(h_seq)
-                    finals_h.append(h_n)
-                    finals_c.append(c_n)
-                T, N = seq.shape[0], seq.shape[1]
-                seq = outs[0] if len(outs) == 1 else self.tmp("cat", outs, {"dim": 2}, (T, N, 2 * m.hidden_size))
+                seq, h_n, c_n = self.layer(seq, layer)
+                finals_h += h_n
+                finals_c += c_n
             self.results = (seq, finals_h, finals_c)
         return self.results
 
-    def layer(self, seq, layer, direction):
-        """One layer in one direction: the input's share of every gate for all steps as one product, then the
-        time loop as one recurrence node (ir/recurrence.h)."""
+    def layer(self, seq, layer):
+        """One layer: for each direction the input's share of every gate for all steps as one product, then the time
+        loop of both directions as one recurrence node (ir/recurrence.h), the directions side by side in its result
+        as in PyTorch's output. Returns that result and, per direction, functions making its last h and c."""
         m, H, G = self.m, self.m.hidden_size, self.gates
         T, N, I = seq.shape
-        suffix = "_reverse" if direction else ""
-        w_ih, w_hh = self.weight("weight_ih", layer, suffix), self.weight("weight_hh", layer, suffix)
-        b_ih, b_hh = self.weight("bias_ih", layer, suffix), self.weight("bias_hh", layer, suffix)
+        D = 2 if m.bidirectional else 1
         flat = self.b.cast(self.b.emit_tmp("reshape", [seq], {"shape": [T * N, I]}, seq.dtype, (T * N, I)), F32)
-        from_x = product(self.b, flat, transposed(self.b, w_ih), final=False)  # [T * N, G * H]
-        if b_ih is not None:
-            from_x = self.tmp("add", [from_x, b_ih], None, from_x.shape)
-        from_x = self.tmp("reshape", [from_x], {"shape": [T, N, G * H]}, (T, N, G * H))
-        index = layer * (2 if m.bidirectional else 1) + direction
-        h0 = self.initial(0, index, N)
-        c0 = self.initial(1, index, N) if G == 4 else None
-        last = 0 if direction else T - 1
+        args = []
+        for direction in range(D):
+            suffix = "_reverse" if direction else ""
+            w_ih, w_hh = self.weight("weight_ih", layer, suffix), self.weight("weight_hh", layer, suffix)
+            b_ih, b_hh = self.weight("bias_ih", layer, suffix), self.weight("bias_hh", layer, suffix)
+            from_x = product(self.b, flat, transposed(self.b, w_ih), final=False)  # [T * N, G * H]
+            if b_ih is not None:
+                from_x = self.tmp("add", [from_x, b_ih], None, from_x.shape)
+            from_x = self.tmp("reshape", [from_x], {"shape": [T, N, G * H]}, (T, N, G * H))
+            index = layer * D + direction
+            args += [from_x, w_hh, self.initial(0, index, N), self.initial(1, index, N) if G == 4 else None, b_hh]
 
         def loop(state):
-            return self.tmp("recurrence", [from_x, w_hh, h0, c0, b_hh],
-                            {"cell": self.cell, "reverse": bool(direction), "state": state}, (T, N, H))
+            attrs = {"cell": self.cell, "reverse": False, "state": state}
+            if D == 2:
+                attrs["directions"] = 2
+            return self.tmp("recurrence", args, attrs, (T, N, D * H))
 
-        h_seq = loop("h")
+        out = loop("h")
 
-        def final(state):
+        def final(state, direction):
+            last = 0 if direction else T - 1
+
             def make():
-                v = h_seq if state == "h" else loop("c")
-                return self.tmp("reshape", [self.piece(v, 0, last, last + 1)], {"shape": [N, H]}, (N, H))
+                v = self.piece(out if state == "h" else loop("c"), 0, last, last + 1)
+                if D == 2:
+                    v = self.piece(v, 2, direction * H, (direction + 1) * H)
+                return self.tmp("reshape", [v], {"shape": [N, H]}, (N, H))
             return make
 
-        return h_seq, final("h"), (final("c") if G == 4 else None)
-
+        return (out, [final("h", k) for k in range(D)], [final("c", k) if G == 4 else None for k in range(D)])
 
 def recurrent(b, m, input, hx=None):
     if getattr(m, "proj_size", 0):
