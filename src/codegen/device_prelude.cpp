@@ -299,6 +299,17 @@ __device__ __forceinline__ void kf_publish(unsigned* at, float value, unsigned t
   at[1] = tag;
 #endif
 }
+// One look at a published value (value, tag): the loads of a block's many values go out together, and only the
+// ones not yet published are waited for (kf_wait_published).
+__device__ __forceinline__ uint2 kf_load_published(const unsigned* at) {
+#ifdef __CUDA_ARCH__
+  uint2 v;
+  asm volatile("ld.volatile.global.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(at) : "memory");
+  return v;
+#else
+  return uint2{at[0], at[1]};
+#endif
+}
 __device__ __forceinline__ float kf_wait_published(const unsigned* at, unsigned tag) {
 #ifdef __CUDA_ARCH__
   unsigned value, seen;

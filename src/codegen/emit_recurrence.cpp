@@ -152,10 +152,29 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "    for (i64 k0 = 0; k0 < " + H + "; k0 += CHUNK) {\n";
   s += "      const i64 kc = min((i64)CHUNK, " + H + " - k0);\n";
   s += "      __syncthreads();  // the last chunk's readers are done\n";
-  s += "      for (i64 e = tid; e < N * kc; e += " + B + ") {\n";
-  s += "        const i64 at = (e / kc) * " + H + " + k0 + e % kc;\n";
-  s += "        kf_h[(e / kc) * " + KS + " + e % kc] = s == 0 ? " + std::string(d.h0 ? "h0[at]" : "0.f") +
-       " : kf_wait_published(hx + ((((s - 1) & 1) * " + L(D) + " + dir) * " + NH + " + at) * 2, base + unsigned(s));\n";
+  // The previous step's state, published by every block: eight loads a thread in flight at once, then a wait
+  // only for those that found an older tag.
+  s += "      if (s == 0) {\n";
+  s += "        for (i64 e = tid; e < N * kc; e += " + B + ")\n";
+  s += "          kf_h[(e / kc) * " + KS + " + e % kc] = " + std::string(d.h0 ? "h0[(e / kc) * " + H + " + k0 + e % kc]" : "0.f") + ";\n";
+  s += "      } else {\n";
+  s += "        const unsigned want = base + unsigned(s);\n";
+  s += "        const unsigned* slot = hx + (((s - 1) & 1) * " + L(D) + " + dir) * " + NH + " * 2;\n";
+  s += "        for (i64 e0 = tid; e0 < N * kc; e0 += " + L(8 * ks.block) + ") {\n";
+  s += "          uint2 v[8];\n";
+  s += "#pragma unroll\n";
+  s += "          for (int i = 0; i < 8; ++i) {\n";
+  s += "            const i64 e = e0 + i * " + B + ";\n";
+  s += "            if (e < N * kc) v[i] = kf_load_published(slot + ((e / kc) * " + H + " + k0 + e % kc) * 2);\n";
+  s += "          }\n";
+  s += "#pragma unroll\n";
+  s += "          for (int i = 0; i < 8; ++i) {\n";
+  s += "            const i64 e = e0 + i * " + B + ";\n";
+  s += "            if (e >= N * kc) break;\n";
+  s += "            const unsigned* at = slot + ((e / kc) * " + H + " + k0 + e % kc) * 2;\n";
+  s += "            kf_h[(e / kc) * " + KS + " + e % kc] = v[i].y == want ? __uint_as_float(v[i].x) : kf_wait_published(at, want);\n";
+  s += "          }\n";
+  s += "        }\n";
   s += "      }\n";
   s += "      __syncthreads();\n";
   s += "      for (int i = 0; i < " + std::to_string(per_thread) + "; ++i) {\n";

@@ -113,6 +113,13 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const nlohmann::json& lib, const std
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, aligned(offset_c_)}, {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, aligned(offset_c_)}};
     for (auto [attr, align] : alignments)
       KF_CUBLAS(cublaslt().cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align));
+    // A 16-bit result's split-K pieces are summed in fp32 (the compute type), never in the result's 16 bits (in place,
+    // or in the output type): each piece rounded to 16 bits before the sum adds their roundings, where PyTorch's
+    // product rounds once.
+    if (lib.at("c").value("dtype", "f32") != "f32") {
+      const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+      KF_CUBLAS(cublaslt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof schemes));
+    }
     cublasLtMatmulHeuristicResult_t found[kMatmulAlgos];
     int returned = 0;
     cublasStatus_t s = cublaslt().cublasLtMatmulAlgoGetHeuristic(handle, desc_, lt_a_, lt_b_, lt_c_, lt_c_, pref, kMatmulAlgos,
