@@ -64,7 +64,7 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   const RecurrenceTile t = recurrence_tile(g, ks);
   const bool lstm = d.cell == Cell::lstm, keeps_state = lstm || d.cell == Cell::gru;
   const std::string H = L(d.hidden), NH = L(d.batch * d.hidden), GH = L(d.gates * d.hidden), W = L(d.hidden + 1);
-  const std::string KS = L(t.stage_stride);
+  const std::string KS = L(t.stage_stride), B = std::to_string(ks.block);
 
   const int D = d.directions;
   const std::string DH = L(D * d.hidden), NDH = L(d.batch * D * d.hidden);
@@ -114,12 +114,12 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "  auto kf_time = [&](i64 step) { return " + backward + " ? " + L(d.steps - 1) + " - step : step; };\n";
   s += "  const unsigned base = tags[blockIdx.x];  // the last launch's last tag\n";
   if (t.weights_on_chip) {
-    s += "  for (i64 e = tid; e < " + L(d.gates * t.units * d.hidden) + "; e += " + std::to_string(ks.block) + ") {\n";
+    s += "  for (i64 e = tid; e < " + L(d.gates * t.units * d.hidden) + "; e += " + B + ") {\n";
     s += "    const i64 r = e / " + H + ", k = e % " + H + ", u = u0 + r % UNITS;\n";
     s += "    kf_w[r * " + W + " + k] = u < " + H + " ? w[((r / UNITS) * " + H + " + u) * " + H + " + k] : 0.f;\n  }\n";
   }
   if (keeps_state) {
-    s += "  for (i64 e = tid; e < UNITS * N; e += " + std::to_string(ks.block) + ") {\n";
+    s += "  for (i64 e = tid; e < UNITS * N; e += " + B + ") {\n";
     s += "    const i64 u = u0 + e / N, n = e % N;\n";
     const bool given = lstm ? d.c0 : d.h0;
     s += "    kf_state[e] = " + (given ? "u < " + H + " ? " + std::string(lstm ? "c0" : "h0") + "[n * " + H + " + u] : 0.f" : std::string("0.f")) + ";\n  }\n";
@@ -130,7 +130,6 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
                                                : "w[((r / UNITS) * " + H + " + u0 + r % UNITS) * " + H + " + k0 + k]";
   // Each thread copies the input share of the gates it will apply a step ahead, into the step's slot, without
   // waiting: the loads from memory overlap the step before, off the chain of steps.
-  const std::string B = std::to_string(ks.block);
   auto prefetch = [&](const std::string& step, const std::string& indent) {
     const std::string at = "kf_time(" + step + ")";
     std::string c = indent + "for (i64 e = tid; e < UNITS * N; e += " + B + ") {\n";
@@ -190,7 +189,7 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "      const i64 p = tid / SPLITS + (i64)i * " + L(lanes) + ";\n";
   s += "      if (p < PAIRS) kf_part[p * SPLITS + sp] = acc[i];\n    }\n";
   s += "    __syncthreads();\n";
-  s += "    for (i64 p = tid; p < PAIRS; p += " + std::to_string(ks.block) + ") {\n";
+  s += "    for (i64 p = tid; p < PAIRS; p += " + B + ") {\n";
   s += "      float v = 0.f;\n      for (int q = 0; q < SPLITS; ++q) v += kf_part[p * SPLITS + q];\n";
   s += "      kf_gates[p] = v;\n    }\n";
   s += "    __syncthreads();\n";
