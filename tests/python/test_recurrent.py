@@ -25,6 +25,12 @@ CASES = {
                                        "out, h = self.rnn(x)\n        return out, h", "torch.randn(4, 3, 5)"),
     "gru_bidirectional_no_bias": ("nn.GRU(5, 6, bidirectional=True, bias=False)",
                                   "return self.rnn(x, h0)[1]", "torch.randn(4, 2, 5), torch.randn(2, 2, 6)"),
+    # cells, and a hand-written loop over the steps calling one
+    "lstm_cell_loop": ("nn.LSTMCell(5, 6)", "h, c = self.rnn(x[0])\n        for t in range(1, 4):\n"
+                       "            h, c = self.rnn(x[t], (h, c))\n        return h, c", "torch.randn(4, 3, 5)"),
+    "gru_cell_given_state": ("nn.GRUCell(5, 6)", "return self.rnn(x, h0)", "torch.randn(3, 5), torch.randn(3, 6)"),
+    "rnn_cell_relu_no_bias": ("nn.RNNCell(5, 6, bias=False, nonlinearity='relu')", "return self.rnn(x)",
+                              "torch.randn(3, 5)"),
 }
 
 

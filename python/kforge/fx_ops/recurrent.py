@@ -1,7 +1,8 @@
 """Recurrent layers (nn.RNN, nn.LSTM, nn.GRU): for each layer and direction one product of the whole input sequence
 with the input weights, then the time loop as one `recurrence` node (ir/recurrence.h: PyTorch's equations, gates
 i, f, g, o and r, z, n in that order in the stacked weights), which the generator runs as one persistent kernel
-(codegen/emit_recurrence.cpp). Computed in f32 whatever the layer's dtype.
+(codegen/emit_recurrence.cpp). Computed in f32 whatever the layer's dtype. The cells (nn.RNNCell, nn.LSTMCell,
+nn.GRUCell) are one-step recurrences.
 
 A tuple result is picked part by part (output, then h_n and c_n); the steps are emitted once, at the first part
 picked. Dropout between layers in training mode is random and refused; projections (proj_size) are refused."""
@@ -96,11 +97,15 @@ class Steps:
             index = layer * D + direction
             args += [from_x, w_hh, self.initial(0, index, N), self.initial(1, index, N) if G == 4 else None, b_hh]
 
-        def loop(state):
-            attrs = {"cell": self.cell, "reverse": False, "state": state}
-            if D == 2:
-                attrs["directions"] = 2
-            return self.tmp("recurrence", args, attrs, (T, N, D * H))
+        made = {}
+
+        def loop(state):  # one node a state, both directions' last steps picked from it
+            if state not in made:
+                attrs = {"cell": self.cell, "reverse": False, "state": state}
+                if D == 2:
+                    attrs["directions"] = 2
+                made[state] = self.tmp("recurrence", args, attrs, (T, N, D * H))
+            return made[state]
 
         out = loop("h")
 
@@ -108,7 +113,7 @@ class Steps:
             last = 0 if direction else T - 1
 
             def make():
-                v = self.piece(out if state == "h" else loop("c"), 0, last, last + 1)
+                v = self.piece(loop(state), 0, last, last + 1)
                 if D == 2:
                     v = self.piece(v, 2, direction * H, (direction + 1) * H)
                 return self.tmp("reshape", [v], {"shape": [N, H]}, (N, H))
@@ -148,5 +153,45 @@ def recurrent(b, m, input, hx=None):
     return Multi(output, final(0))
 
 
+CELL_GATES = {nn.RNNCell: 1, nn.LSTMCell: 4, nn.GRUCell: 3}
+
+
+def cell(b, m, input, hx=None):
+    """One step of nn.RNNCell, nn.LSTMCell or nn.GRUCell as a one-step recurrence (a cell called in a loop over
+    steps, as hand-written recurrent networks do, is one such node a call); an absent state is zeros."""
+    x = tensor(b, input)
+    if x.ndim != 2:
+        b.refuse(f"unbatched {type(m).__name__} input (shape {list(x.shape)}) is not supported")
+    if x.dtype not in FLOATS:
+        b.refuse(f"{type(m).__name__} is supported in float32, float16 and bfloat16, got {x.dtype}")
+    G, H, (N, I) = CELL_GATES[type(m)], m.hidden_size, x.shape
+    lstm = isinstance(m, nn.LSTMCell)
+    states = (hx if isinstance(hx, (tuple, list)) else (hx,)) if hx is not None else (None, None)
+
+    def weight(name):
+        t = getattr(m, name, None)
+        return None if t is None else b.cast(b.param(f"{b.node.target}.{name}", t.dtype, t.shape), F32)
+
+    def state(v):
+        return None if v is None else b.cast(tensor(b, v, "initial state"), F32)
+
+    from_x = product(b, b.cast(x, F32), transposed(b, weight("weight_ih")), final=False)
+    if (b_ih := weight("bias_ih")) is not None:
+        from_x = b.emit_tmp("add", [from_x, b_ih], None, F32, from_x.shape)
+    from_x = b.emit_tmp("reshape", [from_x], {"shape": [1, N, G * H]}, F32, (1, N, G * H))
+    name = "lstm" if lstm else "gru" if G == 3 else "rnn_tanh" if m.nonlinearity == "tanh" else "rnn_relu"
+    args = [from_x, weight("weight_hh"), state(states[0]), state(states[1]) if lstm else None, weight("bias_hh")]
+
+    def result(kept):
+        def make():
+            step = b.emit_tmp("recurrence", args, {"cell": name, "state": kept}, F32, (1, N, H))
+            return b.emit("reshape", [step], {"shape": [N, H]})
+        return make
+
+    return Multi(result("h"), result("c")) if lstm else result("h")()
+
+
 for _layer in GATES:
     on_module(_layer)(recurrent)
+for _cell in CELL_GATES:
+    on_module(_cell)(cell)
