@@ -288,9 +288,8 @@ template <bool IS_MAX, int C> __device__ __forceinline__ KfArg kf_cluster_arg_re
 }
 #endif
 // A recurrence's persistent kernel (emit_recurrence.cpp): a value published with its step's tag in one 8-byte
-// store, and the reader's wait for it (the 8-byte load spun on until the tag is the step's: the two halves of an
-// aligned 8-byte access are never seen apart). Volatile: through L2, never a stale L1 line. The CPU runs one
-// block: there the value is in place by the time it is read.
+// store, and read with its tag in one 8-byte load (the two halves of an aligned 8-byte access are never seen
+// apart). Volatile: through L2, never a stale L1 line.
 __device__ __forceinline__ void kf_publish(unsigned* at, float value, unsigned tag) {
 #ifdef __CUDA_ARCH__
   asm volatile("st.volatile.global.v2.u32 [%0], {%1, %2};" :: "l"(at), "r"(__float_as_uint(value)), "r"(tag) : "memory");
@@ -299,8 +298,8 @@ __device__ __forceinline__ void kf_publish(unsigned* at, float value, unsigned t
   at[1] = tag;
 #endif
 }
-// One look at a published value (value, tag): the loads of a block's many values go out together, and only the
-// ones not yet published are waited for (kf_wait_published).
+// One look at a published value (value, tag): a reader issues the loads of its many values together and loads
+// again those whose tag is older than the step's (emit_recurrence.cpp).
 __device__ __forceinline__ uint2 kf_load_published(const unsigned* at) {
 #ifdef __CUDA_ARCH__
   uint2 v;
@@ -308,18 +307,6 @@ __device__ __forceinline__ uint2 kf_load_published(const unsigned* at) {
   return v;
 #else
   return uint2{at[0], at[1]};
-#endif
-}
-__device__ __forceinline__ float kf_wait_published(const unsigned* at, unsigned tag) {
-#ifdef __CUDA_ARCH__
-  unsigned value, seen;
-  do {
-    asm volatile("ld.volatile.global.v2.u32 {%0, %1}, [%2];" : "=r"(value), "=r"(seen) : "l"(at) : "memory");
-  } while (seen != tag);
-  return __uint_as_float(value);
-#else
-  if (at[1] != tag) abort();
-  return std::bit_cast<float>(at[0]);
 #endif
 }
 // A float copied from global to shared memory without the thread waiting (sm_80's cp.async), in groups the

@@ -12,8 +12,8 @@
 //      result and publishes the hidden state for the next step; the input's share of the gates it adds was copied
 //      to shared memory asynchronously during the step before (cp.async), so that no load from memory waits on
 //      the chain of steps.
-// Publishing (kf_publish, kf_wait_published): each value goes out with the step's tag in one 8-byte store, and a
-// reader spins on the 8-byte load until the tag is the step's (NCCL's low-latency protocol): no fence, flag or
+// Publishing (kf_publish, kf_load_published): each value goes out with the step's tag in one 8-byte store, and a
+// reader loads again until the tag is the step's (NCCL's low-latency protocol): no fence, flag or
 // grid barrier between the steps, one trip through L2. Two slots alternate: a block overwrites the slot of step
 // s - 1 only at step s + 1, after it read every block's step-s values, which each block wrote after it had read
 // step s - 1's. Tags only go up: a launch starts from the count its block left at the end of the last launch
@@ -21,6 +21,8 @@
 // The launch is cooperative (runtime/executor.cpp): the driver refuses a grid that is not resident at once
 // rather than letting readers wait forever for a block that never ran. On the CPU (tests/common/
 // cpu_kernel_runner.h) a single block runs it.
+#include <algorithm>
+
 #include "codegen/emitters.h"
 
 namespace kforge {
@@ -151,27 +153,39 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "    for (i64 k0 = 0; k0 < " + H + "; k0 += CHUNK) {\n";
   s += "      const i64 kc = min((i64)CHUNK, " + H + " - k0);\n";
   s += "      __syncthreads();  // the last chunk's readers are done\n";
-  // The previous step's state, published by every block: eight loads a thread in flight at once, then a wait
-  // only for those that found an older tag.
+  // The previous step's state, published by every block: a thread's loads (up to 16) go out together, and all of
+  // those that found an older tag are loaded again together, until none has: a trip through L2 a round, however
+  // many values a thread waits for (one value after another took a trip each).
+  const int64_t batch = std::min<int64_t>(16, (d.batch * t.chunk + ks.block - 1) / ks.block);
+  const std::string NB = std::to_string(batch);
   s += "      if (s == 0) {\n";
   s += "        for (i64 e = tid; e < N * kc; e += " + B + ")\n";
   s += "          kf_h[(e / kc) * " + KS + " + e % kc] = " + std::string(d.h0 ? "h0[(e / kc) * " + H + " + k0 + e % kc]" : "0.f") + ";\n";
   s += "      } else {\n";
   s += "        const unsigned want = base + unsigned(s);\n";
   s += "        const unsigned* slot = hx + (((s - 1) & 1) * " + L(D) + " + dir) * " + NH + " * 2;\n";
-  s += "        for (i64 e0 = tid; e0 < N * kc; e0 += " + L(8 * ks.block) + ") {\n";
-  s += "          uint2 v[8];\n";
+  s += "        auto at = [&](i64 e) { return slot + ((e / kc) * " + H + " + k0 + e % kc) * 2; };\n";
+  s += "        for (i64 e0 = tid; e0 < N * kc; e0 += " + L(batch * ks.block) + ") {\n";
+  s += "          uint2 v[" + NB + "];\n";
   s += "#pragma unroll\n";
-  s += "          for (int i = 0; i < 8; ++i) {\n";
+  s += "          for (int i = 0; i < " + NB + "; ++i) {\n";
   s += "            const i64 e = e0 + i * " + B + ";\n";
-  s += "            if (e < N * kc) v[i] = kf_load_published(slot + ((e / kc) * " + H + " + k0 + e % kc) * 2);\n";
+  s += "            if (e < N * kc) v[i] = kf_load_published(at(e));\n";
+  s += "            else v[i].y = want;  // nothing to wait for\n";
+  s += "          }\n";
+  s += "          for (bool stale = true; stale;) {\n";
+  s += "            stale = false;\n";
+  s += "#pragma unroll\n";
+  s += "            for (int i = 0; i < " + NB + "; ++i)\n";
+  s += "              if (v[i].y != want) stale = true, v[i] = kf_load_published(at(e0 + i * " + B + "));\n";
+  s += "#ifndef __CUDA_ARCH__\n";
+  s += "            if (stale) abort();  // the CPU's one block reads only what it published itself\n";
+  s += "#endif\n";
   s += "          }\n";
   s += "#pragma unroll\n";
-  s += "          for (int i = 0; i < 8; ++i) {\n";
+  s += "          for (int i = 0; i < " + NB + "; ++i) {\n";
   s += "            const i64 e = e0 + i * " + B + ";\n";
-  s += "            if (e >= N * kc) break;\n";
-  s += "            const unsigned* at = slot + ((e / kc) * " + H + " + k0 + e % kc) * 2;\n";
-  s += "            kf_h[(e / kc) * " + KS + " + e % kc] = v[i].y == want ? __uint_as_float(v[i].x) : kf_wait_published(at, want);\n";
+  s += "            if (e < N * kc) kf_h[(e / kc) * " + KS + " + e % kc] = __uint_as_float(v[i].x);\n";
   s += "          }\n";
   s += "        }\n";
   s += "      }\n";
