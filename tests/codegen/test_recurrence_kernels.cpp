@@ -64,7 +64,16 @@ TEST(RecurrenceKernels, TheDefaultSpreadsUnitsOverTheSms) {
   EXPECT_FALSE(recurrence_tile(recurrence_group(big_analysis), ks).weights_on_chip);
 }
 
-TEST(RecurrenceKernels, CompileForHopper) {
+TEST(RecurrenceKernels, CompileForHopperAndTheDefaultForAmpereAndAda) {
+  for (const char* arch : {"sm_80", "sm_89"}) {  // cp.async and 8-byte volatile accesses: sm_80 on
+    Compiler compiler({arch, default_cache_dir(), {}});
+    Graph g = graph_from_json(testing::recurrence_graph({"lstm_256", "lstm", 8, 16, 256}));
+    for (const PlanKernel& k : lower(g, Schedule{}).kernels) {
+      if (!k.cooperative) continue;
+      CompileResult r = compiler.compile(k.source, k.name);
+      EXPECT_TRUE(r.ok) << arch << ":\n" << r.log;
+    }
+  }
   Compiler compiler({"sm_90", default_cache_dir(), {}});
   for (const auto& c : testing::gpu_recurrence_cases()) {
     Graph g = graph_from_json(testing::recurrence_graph(c));
