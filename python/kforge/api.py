@@ -9,9 +9,12 @@ inputs: standard normal floats of their shapes, the examples' own values for int
 a module whose forward launches the best plan of the tier asked for, with the model's own parameters. Where kforge
 cannot take the model (an op its importer does not express, no plan passing the tier, no CUDA GPU) it warns, naming
 why, and returns the model itself: PyTorch runs what kforge does not cover. The `kforge` backend of torch.compile
-does the same for each graph dynamo captures."""
+does the same for each graph dynamo captures, and where a graph holds ops kforge's importer lacks, it cuts the graph
+into the largest pieces of ops kforge has (torch.fx's capability-based partitioner) and optimizes each piece, the
+ops between them running in PyTorch."""
 import copy
 import json
+import operator
 import tempfile
 import types
 import warnings
@@ -61,9 +64,22 @@ class KforgeModule(torch.nn.Module):
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 
+class Unsupported(Exception):
+    """The model holds an op kforge's importer does not express (the message names it)."""
+
+
 def optimize(model: torch.nn.Module, example_inputs, budget: int = 16, tier: str = "strict", db: str = "kforge.db",
              name: str = "model") -> torch.nn.Module:
     """kforge's best plan for `model` as a module, or `model` itself with a warning saying why not."""
+    try:
+        return attempt(model, example_inputs, budget, tier, db, name)
+    except Unsupported as e:
+        return fallback(model, str(e))
+
+
+def attempt(model, example_inputs, budget=16, tier="strict", db="kforge.db", name="model"):
+    """optimize's work: the plan's module, `model` itself with a warning where a GPU or a passing plan is lacking,
+    or Unsupported where the importer cannot express the model."""
     if tier not in TIERS:
         raise ValueError(f"tier must be one of {TIERS}")
     if not torch.cuda.is_available():
@@ -75,7 +91,7 @@ def optimize(model: torch.nn.Module, example_inputs, budget: int = 16, tier: str
             report = session.optimize_problem(problem_of(model, example_inputs, name), budget, db, folder,
                                               progress=False, policy="local")
         except ImportProblemError as e:
-            return fallback(model, str(e))
+            raise Unsupported(str(e)) from e
         # The relaxed tier's own plan only where its fresh check passed (the report then carries its kb timing);
         # otherwise the best plan stands for both tiers.
         own_relaxed = tier == "relaxed" and "relaxed_kb" in report
@@ -92,11 +108,66 @@ def fallback(model, why: str):
     return model
 
 
+def supported(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
+    """Whether kforge's importer has a handler for `node`'s op (its arguments may still be refused: the piece it
+    lands in then runs in PyTorch). A getitem goes with what it picks from."""
+    from kforge import fx_ops
+    if node.op == "call_module":
+        return type(gm.get_submodule(node.target)) in fx_ops.MODULES
+    if node.op == "call_function" and node.target is operator.getitem:
+        source = node.args[0]
+        return isinstance(source, torch.fx.Node) and supported(gm, source)
+    if node.op == "call_function":
+        return node.target in fx_ops.FUNCTIONS
+    return node.op == "call_method" and node.target in fx_ops.METHODS
+
+
+def partitioned(gm: torch.fx.GraphModule, example_inputs, compile_piece) -> torch.fx.GraphModule | None:
+    """`gm` with each largest piece of ops kforge has replaced by compile_piece(piece,
+    its example inputs, its name); the ops between the pieces stay PyTorch's. None where no piece is found."""
+    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+    from torch.fx.passes.operator_support import OperatorSupport
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    class Support(OperatorSupport):
+        def is_node_supported(self, submodules, node):
+            return supported(gm, node)
+
+    gm = copy.deepcopy(gm)  # the partitioner rewrites the module it cuts: the caller's stays whole
+    # Single ops too (one product, one convolution, a module call, which the partitioner's own count of compute
+    # ops leaves out), but no piece of getitems alone.
+    partitioner = CapabilityBasedPartitioner(gm, Support(), allows_single_node_partition=True)
+    pieces = [p for p in partitioner.propose_partitions() if any(n.target is not operator.getitem for n in p.nodes)]
+    if not pieces:
+        return None
+    fused = partitioner.fuse_partitions(pieces)
+    ShapeProp(fused).propagate(*example_inputs)
+    for node in fused.graph.nodes:
+        if node.op != "call_module" or not node.target.startswith("fused_"):
+            continue
+        metas = [a.meta.get("tensor_meta") if isinstance(a, torch.fx.Node) else None for a in node.args]
+        if any(m is None or not hasattr(m, "shape") for m in metas):  # a piece fed a non-tensor: left to PyTorch
+            continue
+        examples = [torch.empty(m.shape, dtype=m.dtype) for m in metas]
+        setattr(fused, node.target, compile_piece(fused.get_submodule(node.target), examples, node.target))
+    fused.recompile()
+    return fused
+
+
 def backend(gm: torch.fx.GraphModule, example_inputs):
     """torch.compile's `kforge` backend: each graph dynamo captures, optimized by kforge (strict tier, budget 16)
-    where it can be; dynamo's own graph runs otherwise. Dynamo's graphs return a tuple: so does the plan."""
+    where it can be, or cut into the pieces kforge can take (partitioned); dynamo's own graph runs otherwise.
+    Dynamo's graphs return a tuple: so does the plan."""
+    examples = [torch.empty(t.shape, dtype=t.dtype) for t in example_inputs]
     try:
-        module = optimize(gm, [torch.empty(t.shape, dtype=t.dtype) for t in example_inputs], name="graph")
+        module = attempt(gm, examples, name="graph")
+    except Unsupported as e:
+        pieces = None
+        try:
+            pieces = partitioned(gm, list(example_inputs), lambda piece, shapes, name: optimize(piece, shapes, name=name))
+        except Exception as cut:  # noqa: BLE001 -- a graph the partitioner cannot cut: it runs as dynamo captured it
+            warnings.warn(f"kforge: the graph could not be cut into pieces: {type(cut).__name__}: {cut}", stacklevel=2)
+        module = pieces if pieces is not None else fallback(gm, str(e))
     except Exception as e:  # noqa: BLE001 -- dynamic shapes, a search error: the graph runs as dynamo captured it
         module = fallback(gm, f"{type(e).__name__}: {e}")
     if module is gm:

@@ -56,3 +56,61 @@ def test_optimize_returns_a_plan_that_computes_what_the_model_does(tmp_path):
     compiled = torch.compile(net, backend="kforge")
     with torch.no_grad():
         assert torch.allclose(compiled(x), net(x), atol=1e-4, rtol=1e-4)
+
+
+class Sorted(torch.nn.Module):
+    """A linear layer, a sort (no op of kforge's IR) and an activation after it."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 8)
+
+    def forward(self, x):
+        y = torch.relu(self.fc(x))
+        y = torch.sort(y, dim=-1)[0]
+        return torch.sigmoid(y) * 2.0, y
+
+
+def test_a_graph_with_an_op_kforge_lacks_is_cut_into_the_pieces_it_has():
+    """The backend's partitioning: the largest pieces of ops kforge has go to kforge, each importable on its own,
+    the sort between them stays PyTorch's, and the whole computes what the model does."""
+    from kforge.fx_to_ir import convert
+    net = Sorted()
+    gm = torch.fx.symbolic_trace(net)
+    x = torch.randn(4, 16)
+    pieces = []
+
+    def compile_piece(piece, examples, name):
+        pieces.append((name, [e.shape for e in examples]))
+        graph = convert(piece, examples, f"{name}.py")  # ImportProblemError if kforge could not take it whole
+        assert "opaque" not in [n["op"] for n in graph["nodes"]]
+        return piece
+
+    cut = api.partitioned(gm, [x], compile_piece)
+    assert [shapes for _, shapes in pieces] == [[(4, 16)], [(4, 8)]], pieces
+    assert [n.target for n in cut.graph.nodes if n.op == "call_function"].count(torch.sort) == 1
+    assert [n.target for n in gm.graph.nodes if n.op == "call_function"].count(torch.sort) == 1, "the model's own graph kept"
+    for got, want in zip(cut(x), net(x)):
+        torch.testing.assert_close(got, want)
+
+
+def test_a_graph_of_ops_kforge_lacks_only_is_not_cut():
+    gm = torch.fx.symbolic_trace(lambda x: torch.sort(x, dim=-1)[0])
+    assert api.partitioned(gm, [torch.randn(3, 5)], lambda piece, examples, name: piece) is None
+
+
+def test_the_backend_cuts_a_graph_kforge_cannot_take_whole(monkeypatch):
+    """torch.compile's kforge backend hands each piece to kforge (here a stand-in for the GPU search) where the
+    whole graph holds an op kforge lacks; PyTorch runs the rest."""
+    def whole(model, examples, *args, name="model", **kwargs):
+        raise api.Unsupported("torch.sort: not an op of kforge's IR")
+
+    handed = []
+    monkeypatch.setattr(api, "attempt", whole)
+    monkeypatch.setattr(api, "optimize", lambda piece, examples, name: handed.append(name) or piece)
+    net, x = Sorted(), torch.randn(4, 16)
+    torch._dynamo.reset()
+    got = torch.compile(net, backend="kforge")(x)
+    assert len(handed) == 2, handed
+    for g, want in zip(got, net(x)):
+        torch.testing.assert_close(g, want)
