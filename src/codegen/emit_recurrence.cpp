@@ -7,7 +7,8 @@
 //   1. stages the previous hidden state of every unit (all N batch rows, `chunk` columns at a time) in shared
 //      memory, each value waited for where the block that owns it publishes it (below);
 //   2. computes its G * units * N dot products of that state with its weight rows, `splits` threads each,
-//      the partial sums combined through shared memory;
+//      the partial sums combined through shared memory (or, schedule vec 4, with the weight rows held in
+//      registers for the whole loop, a row's threads reading the staged state 4 floats at a time);
 //   3. applies the cell (PyTorch's equations) to its units, writes their new hidden state (or cell state) to the
 //      result and publishes the hidden state for the next step; the input's share of the gates it adds was copied
 //      to shared memory asynchronously during the step before (cp.async), so that no load from memory waits on
@@ -98,13 +99,17 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + name + "(" + params + ") {\n";
   s += "  constexpr i64 N = " + L(d.batch) + ", UNITS = " + L(t.units) + ", PAIRS = " + L(t.pairs) + ", SPLITS = " + L(t.splits) +
        ", CHUNK = " + L(t.chunk) + ";\n";
-  s += "#ifdef __CUDA_ARCH__\n  extern __shared__ float kf_smem[];\n#else\n  static float kf_smem[" + L(t.smem_floats) + "];\n#endif\n";
+  const bool in_registers = t.weights_in_registers;
+  // The partial sums: [PAIRS][SPLITS], or (weights in registers) [row threads][PAIRS + 1].
+  const std::string part_floats = in_registers ? L(t.row_threads * (t.pairs + 1)) : "PAIRS * SPLITS";
+  s += "#ifdef __CUDA_ARCH__\n  extern __shared__ __align__(16) float kf_smem[];\n#else\n  alignas(16) static float kf_smem[" +
+       L(t.smem_floats) + "];\n#endif\n";
   s += "  float* kf_h = kf_smem;                              // [N][" + KS + "] staged hidden state\n";
-  s += "  float* kf_part = kf_h + N * " + KS + ";               // [PAIRS][SPLITS] partial dot products\n";
-  s += "  float* kf_gates = kf_part + PAIRS * SPLITS;          // [G][UNITS][N] recurrent part of the gates\n";
+  s += "  float* kf_part = kf_h + N * " + KS + ";               // partial dot products\n";
+  s += "  float* kf_gates = kf_part + " + part_floats + ";          // [G][UNITS][N] recurrent part of the gates\n";
   s += "  float* kf_state = kf_gates + PAIRS;                  // [UNITS][N] the units' cell state (LSTM c, GRU h)\n";
   s += "  float* kf_x = kf_state + UNITS * N;                  // [2][G][UNITS * N] two steps' input share of the gates\n";
-  s += "  float* kf_w = kf_x + 2 * PAIRS;                      // [G * UNITS][H + 1] the units' weight rows\n";
+  if (t.weights_on_chip) s += "  float* kf_w = kf_x + 2 * PAIRS;                      // [G * UNITS][H + 1] the units' weight rows\n";
   // Blocks [0, blocks / D) run direction 0, the rest direction 1 (backward).
   const int64_t per_direction = t.blocks / D;
   s += "  const int tid = threadIdx.x;\n";
@@ -115,6 +120,18 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   const std::string backward = D == 2 ? "dir == 1" : d.reverse ? "true" : "false";
   s += "  auto kf_time = [&](i64 step) { return " + backward + " ? " + L(d.steps - 1) + " - step : step; };\n";
   s += "  const unsigned base = tags[blockIdx.x];  // the last launch's last tag\n";
+  if (in_registers) {  // thread (row, sg) holds the row's columns 4 (sg + j RT) .. + 3, RT threads a row
+    const std::string RT = L(t.row_threads), HELD = std::to_string(t.held);
+    s += "  const i64 own_row = tid / " + RT + ", sg = tid % " + RT + ";\n";
+    s += "  const bool holds_row = own_row < " + L(d.gates * t.units) + " && u0 + own_row % UNITS < " + H + ";\n";
+    s += "  float4 wr[" + HELD + "];\n";
+    s += "#pragma unroll\n";
+    s += "  for (int j = 0; j < " + HELD + "; ++j) {\n";
+    s += "    const i64 k4 = sg + (i64)j * " + RT + ";\n";
+    s += "    wr[j] = holds_row && k4 < " + L(d.hidden / 4) + " ? *reinterpret_cast<const float4*>(w + ((own_row / UNITS) * " + H +
+         " + u0 + own_row % UNITS) * " + H + " + 4 * k4) : float4{0.f, 0.f, 0.f, 0.f};\n";
+    s += "  }\n";
+  }
   if (t.weights_on_chip) {
     s += "  for (i64 e = tid; e < " + L(d.gates * t.units * d.hidden) + "; e += " + B + ") {\n";
     s += "    const i64 r = e / " + H + ", k = e % " + H + ", u = u0 + r % UNITS;\n";
@@ -148,8 +165,10 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "  for (i64 s = 0; s < " + L(d.steps) + "; ++s) {\n";
   s += "    const i64 t = kf_time(s);\n";
   s += "    if (s + 1 < " + L(d.steps) + ") {\n" + prefetch("s + 1", "      ") + "    } else {\n      kf_copy_async_commit();  // an empty group: the wait below counts one a step\n    }\n";
-  s += "    float acc[" + std::to_string(per_thread) + "];\n";
-  s += "    for (int i = 0; i < " + std::to_string(per_thread) + "; ++i) acc[i] = 0.f;\n";
+  if (!in_registers) {
+    s += "    float acc[" + std::to_string(per_thread) + "];\n";
+    s += "    for (int i = 0; i < " + std::to_string(per_thread) + "; ++i) acc[i] = 0.f;\n";
+  }
   s += "    for (i64 k0 = 0; k0 < " + H + "; k0 += CHUNK) {\n";
   s += "      const i64 kc = min((i64)CHUNK, " + H + " - k0);\n";
   s += "      __syncthreads();  // the last chunk's readers are done\n";
@@ -190,22 +209,43 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "        }\n";
   s += "      }\n";
   s += "      __syncthreads();\n";
-  s += "      for (int i = 0; i < " + std::to_string(per_thread) + "; ++i) {\n";
-  s += "        const i64 p = tid / SPLITS + (i64)i * " + L(lanes) + ";\n";
-  s += "        if (p >= PAIRS) break;\n";
-  s += "        const i64 r = p / N, n = p % N;\n";
-  if (!t.weights_on_chip) s += "        if (u0 + r % UNITS >= " + H + ") continue;\n";
-  s += "        float a = acc[i];\n";
-  s += "#pragma unroll 8\n";
-  s += "        for (i64 k = sp; k < kc; k += SPLITS) a += " + weight + " * kf_h[n * " + KS + " + k];\n";
-  s += "        acc[i] = a;\n      }\n    }\n";
-  s += "    for (int i = 0; i < " + std::to_string(per_thread) + "; ++i) {\n";
-  s += "      const i64 p = tid / SPLITS + (i64)i * " + L(lanes) + ";\n";
-  s += "      if (p < PAIRS) kf_part[p * SPLITS + sp] = acc[i];\n    }\n";
-  s += "    __syncthreads();\n";
-  s += "    for (i64 p = tid; p < PAIRS; p += " + B + ") {\n";
-  s += "      float v = 0.f;\n      for (int q = 0; q < SPLITS; ++q) v += kf_part[p * SPLITS + q];\n";
-  s += "      kf_gates[p] = v;\n    }\n";
+  if (in_registers) {  // the state whole in one chunk: each thread's share of its row's dot products, every batch row
+    const std::string RT = L(t.row_threads), HELD = std::to_string(t.held);
+    s += "      if (holds_row)\n";
+    s += "        for (i64 n = 0; n < N; ++n) {\n";
+    s += "          const float4* hr = reinterpret_cast<const float4*>(kf_h + n * " + KS + ");\n";
+    s += "          float a = 0.f;\n";
+    s += "#pragma unroll\n";
+    s += "          for (int j = 0; j < " + HELD + "; ++j) {\n";
+    s += "            const i64 k4 = sg + (i64)j * " + RT + ";\n";
+    s += "            if (k4 < " + L(d.hidden / 4) + ") {\n";
+    s += "              const float4 v = hr[k4];\n";
+    s += "              a += wr[j].x * v.x + wr[j].y * v.y + wr[j].z * v.z + wr[j].w * v.w;\n";
+    s += "            }\n          }\n";
+    s += "          kf_part[sg * (PAIRS + 1) + own_row * N + n] = a;\n";
+    s += "        }\n    }\n";
+    s += "    __syncthreads();\n";
+    s += "    for (i64 p = tid; p < PAIRS; p += " + B + ") {\n";
+    s += "      float v = 0.f;\n      for (i64 q = 0; q < " + RT + "; ++q) v += kf_part[q * (PAIRS + 1) + p];\n";
+    s += "      kf_gates[p] = v;\n    }\n";
+  } else {
+    s += "      for (int i = 0; i < " + std::to_string(per_thread) + "; ++i) {\n";
+    s += "        const i64 p = tid / SPLITS + (i64)i * " + L(lanes) + ";\n";
+    s += "        if (p >= PAIRS) break;\n";
+    s += "        const i64 r = p / N, n = p % N;\n";
+    if (!t.weights_on_chip) s += "        if (u0 + r % UNITS >= " + H + ") continue;\n";
+    s += "        float a = acc[i];\n";
+    s += "#pragma unroll 8\n";
+    s += "        for (i64 k = sp; k < kc; k += SPLITS) a += " + weight + " * kf_h[n * " + KS + " + k];\n";
+    s += "        acc[i] = a;\n      }\n    }\n";
+    s += "    for (int i = 0; i < " + std::to_string(per_thread) + "; ++i) {\n";
+    s += "      const i64 p = tid / SPLITS + (i64)i * " + L(lanes) + ";\n";
+    s += "      if (p < PAIRS) kf_part[p * SPLITS + sp] = acc[i];\n    }\n";
+    s += "    __syncthreads();\n";
+    s += "    for (i64 p = tid; p < PAIRS; p += " + B + ") {\n";
+    s += "      float v = 0.f;\n      for (int q = 0; q < SPLITS; ++q) v += kf_part[p * SPLITS + q];\n";
+    s += "      kf_gates[p] = v;\n    }\n";
+  }
   s += "    __syncthreads();\n";
   s += "    const i64 out = t * " + NDH + " + dir * " + H + ";\n";
   s += "    kf_copy_async_wait<1>();  // this step's input share is in (the next step's may still be on its way)\n";

@@ -151,6 +151,9 @@ DirectConvTile direct_conv_tile(const ConvDims& d, const KernelSchedule& ks);
 // its shared memory across steps where they fit, and only the hidden state crosses blocks (published through L2
 // a step). Every block must be resident at once: at most one an SM. The hidden state is staged `chunk`
 // columns at a time; a thread computes its dot products' share of `splits` interleaved columns.
+// With vec 4 the weights live in registers instead: `row_threads` threads a weight row, each holding `held` groups
+// of 4 of its columns for the whole loop, read the (wholly staged) state 4 floats at a time, one load an FMA's
+// fourth where the shared-memory dot products load twice an FMA; their sums meet in shared memory.
 struct RecurrenceTile {
   int64_t units = 1, blocks = 0, chunk = 0, splits = 1;
   // A staged row's floats: the chunk rounded up to 32, plus `splits`, so that a warp's threads (pairs of
@@ -158,10 +161,14 @@ struct RecurrenceTile {
   int64_t stage_stride = 0;
   int64_t pairs = 0;  // (gate row, batch row) dot products a block computes a step: G * units * N
   bool weights_on_chip = false;
+  bool weights_in_registers = false;  // vec 4
+  int64_t row_threads = 0, held = 0;   // vec 4: threads a weight row, float4s of it a thread holds
   int64_t smem_floats = 0;
   int64_t smem_bytes() const { return 4 * smem_floats; }
 };
 RecurrenceTile recurrence_tile(const KernelGroup& g, const KernelSchedule& ks);
+// Weights a thread of a vec-4 recurrence holds in registers (as the register row cache's share, kMaxRegisterRow).
+constexpr int64_t kMaxRegisterWeights = 64;
 // Static shared memory a kernel may take without opting in; taps a thread may keep in registers.
 constexpr int64_t kMaxStaticSmem = 48 * 1024;
 constexpr int64_t kMaxDirectConvTaps = 64;

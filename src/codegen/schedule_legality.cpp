@@ -142,10 +142,20 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
       if (ks.strategy != Strategy::flat || ks.vec != 1) illegal(g, "strategy", "must be flat with vec 1 for pooling");
       break;
     case GroupKind::recurrence: {
-      if (ks.strategy != Strategy::block || ks.vec != 1 || ks.chunks != 1 || ks.cache_row != RowCache::none)
-        illegal(g, "strategy/vec/chunks/cache_row", "of a recurrence are fixed: block, 1, 1, none");
+      if (ks.strategy != Strategy::block || ks.chunks != 1 || ks.cache_row != RowCache::none)
+        illegal(g, "strategy/chunks/cache_row", "of a recurrence are fixed: block, 1, none");
+      if (ks.vec != 1 && ks.vec != 4) illegal(g, "vec", "of a recurrence is 1 (weights in shared memory) or 4 (in registers)");
       if (ks.items & (ks.items - 1)) illegal(g, "items", "(hidden units a block) must be a power of two");
       const RecurrenceTile t = recurrence_tile(g, ks);
+      if (ks.vec == 4) {
+        const RecurrenceDims& d = *g.recurrence;
+        if (d.hidden % 4 || t.chunk != d.hidden)
+          illegal(g, "vec", "4 reads the whole staged state in float4s: the hidden size must be a multiple of 4 and the state fit at once");
+        if (d.gates * ks.items > ks.block) illegal(g, "vec", "4 needs a thread for each of the block's weight rows");
+        if (4 * t.held > kMaxRegisterWeights)
+          illegal(g, "vec", "4 would hold " + std::to_string(4 * t.held) + " weights a thread in registers (at most " +
+                                std::to_string(kMaxRegisterWeights) + ")");
+      }
       if (ks.items > 1 && ks.items / 2 >= g.recurrence->hidden)
         illegal(g, "items", "leaves most of a block's " + std::to_string(ks.items) + " units beyond the " +
                                 std::to_string(g.recurrence->hidden) + " hidden units");

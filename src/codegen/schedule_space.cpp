@@ -121,7 +121,8 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
       break;
     case GroupKind::recurrence:
       for (int b : {128, 256, 512})
-        for (int units = 1; units <= 64; units *= 2) keep({Strategy::block, b, 1, units, 1});
+        for (int units = 1; units <= 64; units *= 2)
+          for (int vec : {1, 4}) keep({Strategy::block, b, vec, units, 1});
       break;
     case GroupKind::scan:
       for (int b : {64, 128, 256, 512}) keep({Strategy::thread, b, 1, 1, 1});
@@ -181,6 +182,18 @@ RecurrenceTile recurrence_tile(const KernelGroup& g, const KernelSchedule& ks) {
   constexpr int64_t kStagedFloats = 16384;
   t.chunk = std::min(d.hidden, std::max<int64_t>(32, kStagedFloats / d.batch / 32 * 32));
   t.stage_stride = (t.chunk + 31) / 32 * 32 + t.splits;
+  if (ks.vec == 4) {
+    t.weights_in_registers = true;
+    t.splits = 1;
+    t.stage_stride = (t.chunk + 3) / 4 * 4;  // rows of whole float4s (a warp reads one row, its lanes side by side)
+    const int64_t rows = d.gates * t.units;
+    t.row_threads = std::max<int64_t>(1, ks.block / rows);
+    t.held = (d.hidden / 4 + t.row_threads - 1) / t.row_threads;
+    // Staged h, each thread's partial sums ([row_threads][pairs + 1]: padded so that neither their writes nor
+    // their sums meet in one bank), gates, state, two steps' input shares.
+    t.smem_floats = d.batch * t.stage_stride + t.row_threads * (t.pairs + 1) + t.pairs + t.units * d.batch + 2 * t.pairs;
+    return t;
+  }
   // The weight rows padded by one float: threads reading neighbouring rows at one column hit different banks.
   // Staged h, partial sums, gates, state, and two steps' input shares of the gates (the next one's in flight).
   const int64_t fixed = d.batch * t.stage_stride + t.pairs * t.splits + t.pairs + t.units * d.batch + 2 * t.pairs;
