@@ -159,7 +159,7 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
       if (ks.items > 1 && ks.items / 2 >= g.recurrence->hidden)
         illegal(g, "items", "leaves most of a block's " + std::to_string(ks.items) + " units beyond the " +
                                 std::to_string(g.recurrence->hidden) + " hidden units");
-      // A grid barrier a step: every block must be resident at once, one an SM.
+      // Every block waits for values every other block publishes: all must be resident at once, one an SM.
       if (t.blocks > g.target.sms)
         illegal(g, "items", std::to_string(ks.items) + " units a block need " + std::to_string(t.blocks) +
                                 " blocks, more than the " + std::to_string(g.target.sms) + " SMs hold at once");
