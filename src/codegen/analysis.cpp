@@ -18,7 +18,7 @@ const Graph& lowerable(const Graph& graph) {
 }  // namespace
 
 GraphAnalysis::GraphAnalysis(const Graph& graph, TargetFacts target)
-    : graph_(lowerable(graph)), primitive_(primitive_graph(graph)), hash_(stable_hash(graph_to_json(graph).dump())),
+    : graph_(lowerable(graph)), primitive_(primitive_graph(graph, target)), hash_(stable_hash(graph_to_json(graph).dump())),
       target_(target) {}
 
 const Partition& GraphAnalysis::partition(bool fuse_rows) const {

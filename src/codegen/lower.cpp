@@ -9,6 +9,7 @@
 #include "codegen/gemm_epilogue.h"
 #include "codegen/half_results.h"
 #include "codegen/half_views.h"
+#include "codegen/recurrence_unrolling.h"
 #include "codegen/reshape_sinking.h"
 #include "codegen/slice_hoisting.h"
 #include "ir/decompose.h"
@@ -57,8 +58,9 @@ std::string sanitize(const std::string& s) {
 
 }  // namespace
 
-Graph primitive_graph(const Graph& graph) {
-  const Graph folded = fold_conv_epilogues(fold_gemm_epilogues(sink_reshapes(views_before_half_casts(decompose(graph)))));
+Graph primitive_graph(const Graph& graph, const TargetFacts& target) {
+  const Graph decomposed = unroll_recurrences_that_do_not_fit(decompose(graph), target);
+  const Graph folded = fold_conv_epilogues(fold_gemm_epilogues(sink_reshapes(views_before_half_casts(decomposed))));
   return views_before_half_casts(half_results(slices_before_elementwise(folded)));  // the views of 16-bit results too
 }
 

@@ -1,16 +1,19 @@
-// A recurrence's persistent kernel (codegen/emit_recurrence.cpp): its geometry under the schedule space, its
-// source compiled for sm_90, and its arithmetic run on the CPU (one block holding every unit of a direction)
+// A recurrence's persistent kernel (codegen/emit_recurrence.cpp): its geometry under the schedule space, the
+// unrolled steps where no schedule fits, its source compiled for sm_80-90, and its arithmetic run on the CPU (one block holding every unit of a direction)
 // against the interpreter for every cell, direction (and both at once) and option.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <random>
 
 #include "codegen/lower.h"
+#include "codegen/recurrence_unrolling.h"
 #include "common/cpu_kernel_runner.h"
 #include "common/device_tensors.h"
 #include "common/random_inputs.h"
 #include "common/recurrence_graphs.h"
+#include "ir/decompose.h"
 #include "ir/interpreter.h"
 #include "runtime/compiler.h"
 
@@ -62,6 +65,32 @@ TEST(RecurrenceKernels, TheDefaultSpreadsUnitsOverTheSms) {
   KernelSchedule ks = default_schedule(recurrence_group(big_analysis));
   ks.items = 16;
   EXPECT_FALSE(recurrence_tile(recurrence_group(big_analysis), ks).weights_on_chip);
+}
+
+TEST(RecurrenceKernels, ARecurrenceNoScheduleHoldsIsUnrolledIntoItsSteps) {
+  // On one SM, 100 hidden units would need a block of 100 units (64 at most): no schedule; 40 fit.
+  const TargetFacts one_sm{90, 1};
+  for (const testing::RecurrenceCase& c : std::vector<testing::RecurrenceCase>{
+           {"lstm_cell_state", "lstm", 3, 2, 100, true, true},
+           {"gru_bidirectional_zero_states", "gru", 4, 3, 100, false, false, true, false, 2},
+           {"rnn_relu_no_bias", "rnn_relu", 3, 2, 100, false, false, false}}) {
+    Graph g = graph_from_json(testing::recurrence_graph(c));
+    std::mt19937_64 rng(5);
+    auto inputs = testing::random_values(g, g.inputs, rng), params = testing::random_values(g, g.params, rng);
+    const Graph kept = primitive_graph(g), unrolled = primitive_graph(g, one_sm);
+    auto count = [](const Graph& p, const std::string& op) {
+      return std::count_if(p.nodes.begin(), p.nodes.end(), [&](const Node& n) { return n.op == op; });
+    };
+    EXPECT_EQ(count(kept, "recurrence"), 1) << c.name;
+    EXPECT_EQ(count(unrolled, "recurrence"), 0) << c.name;
+    EXPECT_EQ(count(unroll_recurrences_that_do_not_fit(decompose(g), one_sm), "matmul"), c.steps * c.directions) << c.name;
+    EXPECT_EQ(testing::mismatches(interpret(unrolled, inputs, params)[0].data, interpret(kept, inputs, params)[0], 1e-12), "")
+        << c.name;
+    GraphAnalysis analysis(g, one_sm);
+    for (const PlanKernel& k : lower(analysis, Schedule{}).kernels) EXPECT_FALSE(k.cooperative) << c.name;
+  }
+  Graph fits = graph_from_json(testing::recurrence_graph({"lstm", "lstm", 3, 2, 40}));
+  EXPECT_EQ(primitive_graph(fits, one_sm).nodes.back().op, "recurrence");
 }
 
 TEST(RecurrenceKernels, CompileForHopperAndTheDefaultForAmpereAndAda) {

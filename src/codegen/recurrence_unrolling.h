@@ -1,0 +1,17 @@
+// A recurrence no persistent kernel can hold on the target, unrolled into its steps. The persistent kernel
+// (emit_recurrence.cpp) keeps a block's share of every step's work on one SM, so its shared memory grows with the
+// batch: past a few thousand batch rows, or on a GPU with too few SMs for the hidden units, no schedule fits. Such a
+// layer is then a product and the cell's elementwise work a step (the partition fuses the step's arithmetic into
+// one kernel and stores the cell state: partition.h), as slow as a launch-bound loop is but computed.
+#pragma once
+#include "codegen/partition.h"
+#include "ir/graph.h"
+
+namespace kforge {
+
+// Whether some schedule of the persistent kernel holds a recurrence of these dims on `target`.
+bool recurrence_fits(const RecurrenceDims& d, const TargetFacts& target);
+// `prim` (after decompose) with every recurrence that does not fit on `target` unrolled.
+Graph unroll_recurrences_that_do_not_fit(const Graph& prim, const TargetFacts& target);
+
+}  // namespace kforge
