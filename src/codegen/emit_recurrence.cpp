@@ -70,7 +70,7 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   const std::string KS = L(t.stage_stride), B = std::to_string(ks.block);
 
   const int D = d.directions;
-  const std::string DH = L(D * d.hidden), NDH = L(d.batch * D * d.hidden);
+  const std::string DH = L(d.width()), NDH = L(d.batch * d.width()), SH = L(d.states() * d.hidden);
   // Each direction's operands (suffix _0, _1); the kernel's blocks take their direction's as x, w, h0, c0, bias.
   std::vector<int> args;
   std::string params, pick;
@@ -247,14 +247,15 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
     s += "      kf_gates[p] = v;\n    }\n";
   }
   s += "    __syncthreads();\n";
-  s += "    const i64 out = t * " + NDH + " + dir * " + H + ";\n";
+  s += "    const i64 out = t * " + NDH + " + dir * " + SH + ";\n";
   s += "    kf_copy_async_wait<1>();  // this step's input share is in (the next step's may still be on its way)\n";
   s += "    const float* xs = kf_x + (s & 1) * PAIRS;\n";
   s += "    for (i64 e = tid; e < UNITS * N; e += " + B + ") {\n";
   s += "      const i64 j = e / N, n = e % N, u = u0 + j;\n";
   s += "      if (u < " + H + ") {\n";
   s += cell_code(d, H);
-  s += "        y[out + n * " + DH + " + u] = " + std::string(d.state_c ? "cn" : "hn") + ";\n";
+  if (d.keeps_h) s += "        y[out + n * " + DH + " + u] = hn;\n";
+  if (d.keeps_c) s += "        y[out + n * " + DH + " + " + (d.keeps_h ? H + " + " : std::string()) + "u] = cn;\n";
   s += "        if (s + 1 < " + L(d.steps) + ") kf_publish(hx + (((s & 1) * " + L(D) + " + dir) * " + NH + " + n * " + H + " + u) * 2, hn, base + unsigned(s) + 1u);\n";
   s += "      }\n    }\n";
   s += "  }\n";

@@ -15,7 +15,7 @@ bool recurrence_fits(const RecurrenceDims& d, const TargetFacts& target) {
 
 namespace {
 
-// One direction's steps in PyTorch's equations: [T, N, H], every step's h (or an LSTM's c). `a` are the
+// One direction's steps in PyTorch's equations: [T, N, S*H], every step's h and/or an LSTM's c. `a` are the
 // direction's five operands in the new graph (-1 where absent).
 int unrolled_direction(GraphBuilder& b, const RecurrenceDims& d, int dir, const int* a) {
   const int64_t T = d.steps, N = d.batch, H = d.hidden, GH = d.gates * d.hidden;
@@ -41,7 +41,7 @@ int unrolled_direction(GraphBuilder& b, const RecurrenceDims& d, int dir, const 
                   o = b.un("sigmoid", both(3));
         c = b.add(b.mul(f, c), b.mul(i, g));
         h = b.mul(o, b.un("tanh", c));
-        kept = d.state_c ? c : h;
+        kept = !d.keeps_c ? h : !d.keeps_h ? c : b.op("cat", {h, c}, {{"dim", 1}});
         break;
       }
       case Cell::gru: {
@@ -53,7 +53,7 @@ int unrolled_direction(GraphBuilder& b, const RecurrenceDims& d, int dir, const 
       case Cell::rnn_tanh: h = kept = b.un("tanh", b.add(xt, rec)); break;
       case Cell::rnn_relu: h = kept = b.un("relu", b.add(xt, rec)); break;
     }
-    steps[size_t(t)] = b.reshape(kept, {1, N, H});
+    steps[size_t(t)] = b.reshape(kept, {1, N, d.states() * H});
   }
   return T == 1 ? steps[0] : b.op("cat", steps, {{"dim", 0}});
 }

@@ -34,9 +34,10 @@ RecurrenceDims recurrence_dims(const Graph& g, const Node& n) {
   d.gates = gate_count(d.cell);
   d.reverse = n.has_attr("reverse") && n.attr_b("reverse");
   const std::string state = n.has_attr("state") ? n.attr_s("state") : "h";
-  if (state != "h" && state != "c") throw UserError(where + "state must be 'h' or 'c', got '" + state + "'");
-  d.state_c = state == "c";
-  if (d.state_c && d.cell != Cell::lstm) throw UserError(where + "state 'c' is an LSTM's (its cell state)");
+  if (state != "h" && state != "c" && state != "hc") throw UserError(where + "state must be 'h', 'c' or 'hc', got '" + state + "'");
+  d.keeps_h = state != "c";
+  d.keeps_c = state != "h";
+  if (d.keeps_c && d.cell != Cell::lstm) throw UserError(where + "state '" + state + "' is an LSTM's (its cell state)");
   d.directions = n.has_attr("directions") ? int(n.attr_i("directions")) : 1;
   if (d.directions != 1 && d.directions != 2) throw UserError(where + "directions must be 1 or 2");
   if (d.directions == 2 && d.reverse) throw UserError(where + "reverse is for one direction (with two, the second walks backward)");
@@ -85,7 +86,8 @@ RecurrenceDims recurrence_dims(const Graph& g, const Node& n) {
 
 HostTensor run_recurrence(const Node& n, const RecurrenceDims& d, const std::vector<const HostTensor*>& args) {
   const int64_t T = d.steps, N = d.batch, H = d.hidden, G = d.gates, D = d.directions;
-  HostTensor out{n.type, std::vector<double>(size_t(T * N * D * H))};
+  const int64_t S = d.states();
+  HostTensor out{n.type, std::vector<double>(size_t(T * N * d.width()))};
   auto sigmoid = [](double v) { return 1 / (1 + std::exp(-v)); };
   for (int dir = 0; dir < D; ++dir) {
     const HostTensor* const* a = args.data() + kRecArgs * size_t(dir);
@@ -125,9 +127,11 @@ HostTensor run_recurrence(const Node& n, const RecurrenceDims& d, const std::vec
           }
         }
       h = next;
-      const std::vector<double>& kept = d.state_c ? c : h;
-      for (int64_t b = 0; b < N; ++b)
-        std::copy(kept.begin() + b * H, kept.begin() + (b + 1) * H, out.data.begin() + ((t * N + b) * D + dir) * H);
+      for (int64_t b = 0; b < N; ++b) {
+        auto at = out.data.begin() + ((t * N + b) * D + dir) * S * H;
+        if (d.keeps_h) at = std::copy(h.begin() + b * H, h.begin() + (b + 1) * H, at);
+        if (d.keeps_c) std::copy(c.begin() + b * H, c.begin() + (b + 1) * H, at);
+      }
     }
   }
   return out;

@@ -9,11 +9,12 @@
 //   b_hh  [G*H]        the recurrent bias (-1 for none): inside r * (W_hn h + b_hn) for a GRU, so not foldable
 //                      into x
 // attrs: cell ("lstm", "gru", "rnn_tanh", "rnn_relu"), reverse (walk t = T-1 .. 0), state ("h": the result is
-// every step's hidden state; "c": every step's cell state, an LSTM's c_n being its last), directions (1, or 2: a
+// every step's hidden state; "c": every step's cell state, an LSTM's c_n being its last; "hc": both, h first, an
+// LSTM cell's two results from one loop), directions (1, or 2: a
 // bidirectional layer's two directions side by side, five more args [x, w_hh, h0, c0, b_hh] for the one walking
 // backward; `reverse` false).
-// Result [T, N, D*H], f32: direction d's states in columns [d*H, (d+1)*H), PyTorch's layout of a bidirectional
-// layer's output. G is 4 (lstm), 3 (gru) or 1 (rnn). Why one op and not the steps unrolled: a step is
+// Result [T, N, D*S*H], f32 (S: the states kept, 1 or 2): direction d's in columns [d*S*H, (d+1)*S*H), PyTorch's
+// layout of a bidirectional layer's output. G is 4 (lstm), 3 (gru) or 1 (rnn). Why one op and not the steps unrolled: a step is
 // a small product and a few elementwise ops, so the unrolled graph launches two kernels a step and reads the
 // weights from memory every step; as one op the whole loop is one persistent kernel that keeps the weights on
 // chip (codegen/emit_recurrence.cpp).
@@ -34,12 +35,14 @@ struct RecurrenceDims {
   int gates = 4;  // G
   int64_t steps = 0, batch = 0, hidden = 0;  // T, N, H
   bool reverse = false;
-  bool state_c = false;  // the result is the cell state (lstm only)
+  bool keeps_h = true, keeps_c = false;  // the states the result holds (c: an LSTM's only)
   bool bias = false;     // b_hh given
   bool h0 = false, c0 = false;  // initial states given (else zeros)
   int directions = 1;           // D; with 2, direction 1 walks backward
   // Whether direction `dir` walks t = T-1 .. 0.
   bool backward(int dir) const { return dir == 1 || reverse; }
+  int64_t states() const { return int64_t(keeps_h) + int64_t(keeps_c); }
+  int64_t width() const { return directions * states() * hidden; }  // the result's last dim
 };
 
 // Argument positions within a direction's five; direction d's start at d * kRecArgs.

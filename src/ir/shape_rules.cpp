@@ -336,7 +336,7 @@ TensorType infer_type(const Graph& g, const Node& n) {
   if (is_conv_op(op)) return conv(g, n);
   if (op == "recurrence") {
     const RecurrenceDims d = recurrence_dims(g, n);
-    return {DType::f32, {d.steps, d.batch, d.directions * d.hidden}};
+    return {DType::f32, {d.steps, d.batch, d.width()}};
   }
   if (op == "mse_loss" || op == "huber_loss" || op == "smooth_l1_loss" || op == "kl_div") {
     need_args(n, 2, 2);

@@ -73,7 +73,8 @@ TEST(RecurrenceKernels, ARecurrenceNoScheduleHoldsIsUnrolledIntoItsSteps) {
   for (const testing::RecurrenceCase& c : std::vector<testing::RecurrenceCase>{
            {"lstm_cell_state", "lstm", 3, 2, 100, true, true},
            {"gru_bidirectional_zero_states", "gru", 4, 3, 100, false, false, true, false, 2},
-           {"rnn_relu_no_bias", "rnn_relu", 3, 2, 100, false, false, false}}) {
+           {"rnn_relu_no_bias", "rnn_relu", 3, 2, 100, false, false, false},
+           {"lstm_both_states", "lstm", 2, 3, 100, false, false, true, true, 1, true}}) {
     Graph g = graph_from_json(testing::recurrence_graph(c));
     std::mt19937_64 rng(5);
     auto inputs = testing::random_values(g, g.inputs, rng), params = testing::random_values(g, g.params, rng);

@@ -24,7 +24,7 @@ nlohmann::json recurrence_graph(const RecurrenceCase& c) {
                                  c.bias ? "b" + at : ""})
       args.push_back(a);
   }
-  nlohmann::json attrs = {{"cell", c.cell}, {"reverse", c.reverse}, {"state", c.state_c ? "c" : "h"}};
+  nlohmann::json attrs = {{"cell", c.cell}, {"reverse", c.reverse}, {"state", c.both ? "hc" : c.state_c ? "c" : "h"}};
   if (c.directions == 2) attrs["directions"] = 2;
   nodes.push_back(node("y", "recurrence", args, attrs));
   return {{"inputs", inputs}, {"params", params}, {"nodes", nodes}, {"outputs", {"y"}}};
@@ -39,7 +39,8 @@ std::vector<RecurrenceCase> small_recurrence_cases() {
           {"rnn_tanh", "rnn_tanh", 7, 2, 33},
           {"rnn_relu_no_bias_zero_state", "rnn_relu", 5, 3, 20, false, false, false, false},
           {"gru_bidirectional", "gru", 5, 3, 24, false, false, true, true, 2},
-          {"lstm_bidirectional_cell_state_zero_states", "lstm", 4, 2, 16, false, true, true, false, 2}};
+          {"lstm_bidirectional_cell_state_zero_states", "lstm", 4, 2, 16, false, true, true, false, 2},
+          {"lstm_both_states_bidirectional", "lstm", 3, 2, 20, false, false, true, true, 2, true}};
 }
 
 std::vector<RecurrenceCase> gpu_recurrence_cases() {
@@ -49,6 +50,7 @@ std::vector<RecurrenceCase> gpu_recurrence_cases() {
   out.push_back({"gru_batch_600", "gru", 6, 600, 64});  // the hidden state staged 32 columns at a time
   out.push_back({"rnn_tanh_1024", "rnn_tanh", 8, 4, 1024});
   out.push_back({"gru_128_bidirectional", "gru", 24, 32, 128, false, false, true, true, 2});
+  out.push_back({"lstm_cell_both_states", "lstm", 1, 64, 512, false, false, true, true, 1, true});
   out.push_back({"lstm_1024", "lstm", 4, 4, 1024});  // 16 units a block hold 262 KB of weights: read from L2
   return out;
 }

@@ -17,6 +17,7 @@ struct RecurrenceCase {
   bool bias = true;
   bool initial = true;  // h0 (and c0) given; else zeros
   int directions = 1;   // 2: a bidirectional layer's two directions in one node (operands suffixed _0, _1)
+  bool both = false;    // the result holds h and c (an LSTM cell's two results)
 };
 
 nlohmann::json recurrence_graph(const RecurrenceCase& c);

@@ -29,6 +29,8 @@ TEST(Recurrence, ResultIsEveryStepsState) {
   EXPECT_EQ(gru.at(gru.outputs[0]).type.shape, (Shape{2, 5, 8}));
   Graph both = graph_from_json(testing::recurrence_graph({"gru", "gru", 2, 5, 8, false, false, true, true, 2}));
   EXPECT_EQ(both.at(both.outputs[0]).type.shape, (Shape{2, 5, 16}));  // the directions side by side
+  Graph hc = graph_from_json(testing::recurrence_graph({"lstm", "lstm", 2, 5, 8, false, false, true, true, 2, true}));
+  EXPECT_EQ(hc.at(hc.outputs[0]).type.shape, (Shape{2, 5, 32}));  // h and c of each direction
 }
 
 TEST(Recurrence, MalformedNodesAreNamed) {
@@ -38,7 +40,7 @@ TEST(Recurrence, MalformedNodesAreNamed) {
             std::string::npos);
   EXPECT_NE(error_of(with(lstm, [](auto& n) { n["args"][2] = "c0"; n["args"][0] = "h0"; })).find("x must be [T, N, G*H]"),
             std::string::npos);
-  EXPECT_NE(error_of(with(lstm, [](auto& n) { n["attrs"]["state"] = "z"; })).find("state must be 'h' or 'c'"), std::string::npos);
+  EXPECT_NE(error_of(with(lstm, [](auto& n) { n["attrs"]["state"] = "z"; })).find("state must be 'h', 'c' or 'hc'"), std::string::npos);
   const nlohmann::json gru = testing::recurrence_graph({"gru", "gru", 2, 5, 8});
   EXPECT_NE(error_of(with(gru, [](auto& n) { n["attrs"]["state"] = "c"; })).find("an LSTM's"), std::string::npos);
   EXPECT_NE(error_of(with(gru, [](auto& n) { n["args"][3] = "h0"; })).find("c0 is an LSTM's only"), std::string::npos);

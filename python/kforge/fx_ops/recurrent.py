@@ -158,7 +158,8 @@ CELL_GATES = {nn.RNNCell: 1, nn.LSTMCell: 4, nn.GRUCell: 3}
 
 def cell(b, m, input, hx=None):
     """One step of nn.RNNCell, nn.LSTMCell or nn.GRUCell as a one-step recurrence (a cell called in a loop over
-    steps, as hand-written recurrent networks do, is one such node a call); an absent state is zeros."""
+    steps, as hand-written recurrent networks do, is one such node a call; an LSTM cell's h and c both come from
+    it); an absent state is zeros."""
     x = tensor(b, input)
     if x.ndim != 2:
         b.refuse(f"unbatched {type(m).__name__} input (shape {list(x.shape)}) is not supported")
@@ -182,13 +183,20 @@ def cell(b, m, input, hx=None):
     name = "lstm" if lstm else "gru" if G == 3 else "rnn_tanh" if m.nonlinearity == "tanh" else "rnn_relu"
     args = [from_x, weight("weight_hh"), state(states[0]), state(states[1]) if lstm else None, weight("bias_hh")]
 
-    def result(kept):
+    if not lstm:
+        step = b.emit_tmp("recurrence", args, {"cell": name, "state": "h"}, F32, (1, N, H))
+        return b.emit("reshape", [step], {"shape": [N, H]})
+    made = []  # an LSTM cell's h and c from one node (state "hc": [1, N, 2H]), made at the first part picked
+
+    def part(k):
         def make():
-            step = b.emit_tmp("recurrence", args, {"cell": name, "state": kept}, F32, (1, N, H))
-            return b.emit("reshape", [step], {"shape": [N, H]})
+            if not made:
+                made.append(b.emit_tmp("recurrence", args, {"cell": name, "state": "hc"}, F32, (1, N, 2 * H)))
+            piece = b.emit_tmp("slice", [made[0]], {"dim": 2, "start": k * H, "end": (k + 1) * H, "step": 1}, F32, (1, N, H))
+            return b.emit("reshape", [piece], {"shape": [N, H]})
         return make
 
-    return Multi(result("h"), result("c")) if lstm else result("h")()
+    return Multi(part(0), part(1))
 
 
 for _layer in GATES:
