@@ -161,7 +161,7 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
     return c;
   };
   s += prefetch("0", "  ");
-  s += "  const int sp = tid % SPLITS;\n";
+  if (!in_registers) s += "  const int sp = tid % SPLITS;\n";
   s += "  for (i64 s = 0; s < " + L(d.steps) + "; ++s) {\n";
   s += "    const i64 t = kf_time(s);\n";
   s += "    if (s + 1 < " + L(d.steps) + ") {\n" + prefetch("s + 1", "      ") + "    } else {\n      kf_copy_async_commit();  // an empty group: the wait below counts one a step\n    }\n";
@@ -224,10 +224,6 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
     s += "            }\n          }\n";
     s += "          kf_part[sg * (PAIRS + 1) + own_row * N + n] = a;\n";
     s += "        }\n    }\n";
-    s += "    __syncthreads();\n";
-    s += "    for (i64 p = tid; p < PAIRS; p += " + B + ") {\n";
-    s += "      float v = 0.f;\n      for (i64 q = 0; q < " + RT + "; ++q) v += kf_part[q * (PAIRS + 1) + p];\n";
-    s += "      kf_gates[p] = v;\n    }\n";
   } else {
     s += "      for (int i = 0; i < " + std::to_string(per_thread) + "; ++i) {\n";
     s += "        const i64 p = tid / SPLITS + (i64)i * " + L(lanes) + ";\n";
@@ -241,11 +237,15 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
     s += "    for (int i = 0; i < " + std::to_string(per_thread) + "; ++i) {\n";
     s += "      const i64 p = tid / SPLITS + (i64)i * " + L(lanes) + ";\n";
     s += "      if (p < PAIRS) kf_part[p * SPLITS + sp] = acc[i];\n    }\n";
-    s += "    __syncthreads();\n";
-    s += "    for (i64 p = tid; p < PAIRS; p += " + B + ") {\n";
-    s += "      float v = 0.f;\n      for (int q = 0; q < SPLITS; ++q) v += kf_part[p * SPLITS + q];\n";
-    s += "      kf_gates[p] = v;\n    }\n";
   }
+  // Each dot product's partial sums added up: piece q of pair p at q * (PAIRS + 1) + p (a row's threads), or
+  // p * SPLITS + q (a pair's splits).
+  const std::string parts = in_registers ? L(t.row_threads) : "SPLITS";
+  const std::string piece = in_registers ? "q * (PAIRS + 1) + p" : "p * SPLITS + q";
+  s += "    __syncthreads();\n";
+  s += "    for (i64 p = tid; p < PAIRS; p += " + B + ") {\n";
+  s += "      float v = 0.f;\n      for (i64 q = 0; q < " + parts + "; ++q) v += kf_part[" + piece + "];\n";
+  s += "      kf_gates[p] = v;\n    }\n";
   s += "    __syncthreads();\n";
   s += "    const i64 out = t * " + NDH + " + dir * " + SH + ";\n";
   s += "    kf_copy_async_wait<1>();  // this step's input share is in (the next step's may still be on its way)\n";

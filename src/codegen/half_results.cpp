@@ -41,9 +41,7 @@ class Rewrite {
       }
       at_[i] = g_.add(std::move(n));
     }
-    for (int id : prim_.inputs) g_.inputs.push_back(at_[size_t(id)]);
-    for (int id : prim_.params) g_.params.push_back(at_[size_t(id)]);
-    for (int id : prim_.outputs) g_.outputs.push_back(at_[size_t(id)]);
+    copy_roles(prim_, at_, g_);
     return std::move(g_);
   }
 

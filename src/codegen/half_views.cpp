@@ -33,9 +33,7 @@ Graph views_before_half_casts(const Graph& prim) {
     at[i] = g.add(std::move(n));
     if (reads_storage) stored_under[at[i]] = g.at(at[i]).args[0];
   }
-  for (int id : prim.inputs) g.inputs.push_back(at[size_t(id)]);
-  for (int id : prim.params) g.params.push_back(at[size_t(id)]);
-  for (int id : prim.outputs) g.outputs.push_back(at[size_t(id)]);
+  copy_roles(prim, at, g);
   return g;
 }
 

@@ -84,9 +84,7 @@ Graph unroll_recurrences_that_do_not_fit(const Graph& prim, const TargetFacts& t
     }
     at[i] = g.add(std::move(n));
   }
-  for (int id : prim.inputs) g.inputs.push_back(at[size_t(id)]);
-  for (int id : prim.params) g.params.push_back(at[size_t(id)]);
-  for (int id : prim.outputs) g.outputs.push_back(at[size_t(id)]);
+  copy_roles(prim, at, g);
   return g;
 }
 

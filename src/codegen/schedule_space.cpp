@@ -176,15 +176,11 @@ RecurrenceTile recurrence_tile(const KernelGroup& g, const KernelSchedule& ks) {
   t.units = ks.items;
   t.blocks = d.directions * ((d.hidden + t.units - 1) / t.units);
   t.pairs = d.gates * t.units * d.batch;
-  // Threads a dot product: as many as keep the block's threads busy, up to a warp.
-  while (t.splits < 32 && t.pairs * t.splits * 2 <= ks.block) t.splits *= 2;
   // The hidden state staged at most 64 KB at a time, in whole 32-column pieces.
   constexpr int64_t kStagedFloats = 16384;
   t.chunk = std::min(d.hidden, std::max<int64_t>(32, kStagedFloats / d.batch / 32 * 32));
-  t.stage_stride = (t.chunk + 31) / 32 * 32 + t.splits;
   if (ks.vec == 4) {
     t.weights_in_registers = true;
-    t.splits = 1;
     t.stage_stride = (t.chunk + 3) / 4 * 4;  // rows of whole float4s (a warp reads one row, its lanes side by side)
     const int64_t rows = d.gates * t.units;
     t.row_threads = std::max<int64_t>(1, ks.block / rows);
@@ -194,6 +190,9 @@ RecurrenceTile recurrence_tile(const KernelGroup& g, const KernelSchedule& ks) {
     t.smem_floats = d.batch * t.stage_stride + t.row_threads * (t.pairs + 1) + t.pairs + t.units * d.batch + 2 * t.pairs;
     return t;
   }
+  // Threads a dot product: as many as keep the block's threads busy, up to a warp.
+  while (t.splits < 32 && t.pairs * t.splits * 2 <= ks.block) t.splits *= 2;
+  t.stage_stride = (t.chunk + 31) / 32 * 32 + t.splits;
   // The weight rows padded by one float: threads reading neighbouring rows at one column hit different banks.
   // Staged h, partial sums, gates, state, and two steps' input shares of the gates (the next one's in flight).
   const int64_t fixed = d.batch * t.stage_stride + t.pairs * t.splits + t.pairs + t.units * d.batch + 2 * t.pairs;

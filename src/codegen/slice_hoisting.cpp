@@ -69,9 +69,7 @@ Graph slices_before_elementwise(const Graph& prim) {
       if (a >= 0) a = at[size_t(a)];
     at[i] = g.add(std::move(n));
   }
-  for (int id : prim.inputs) g.inputs.push_back(at[size_t(id)]);
-  for (int id : prim.params) g.params.push_back(at[size_t(id)]);
-  for (int id : prim.outputs) g.outputs.push_back(at[size_t(id)]);
+  copy_roles(prim, at, g);
   return g;
 }
 

@@ -61,6 +61,12 @@ int Graph::find(const std::string& name) const {
   return -1;
 }
 
+void copy_roles(const Graph& from, const std::vector<int>& at, Graph& to) {
+  for (int id : from.inputs) to.inputs.push_back(at[size_t(id)]);
+  for (int id : from.params) to.params.push_back(at[size_t(id)]);
+  for (int id : from.outputs) to.outputs.push_back(at[size_t(id)]);
+}
+
 std::string fresh_name(const std::string& base, std::initializer_list<const Graph*> graphs) {
   auto used = [&](const std::string& name) {
     for (const Graph* g : graphs)

@@ -47,6 +47,8 @@ struct Graph {
 // `base`, or `base`_1, _2, ...: the first that names no node of any graph in `graphs` (a pass building a graph
 // from another names its new nodes so).
 std::string fresh_name(const std::string& base, std::initializer_list<const Graph*> graphs);
+// A pass rewriting `from` node by node into `to` (node i became at[i]): `from`'s inputs, params and outputs in `to`.
+void copy_roles(const Graph& from, const std::vector<int>& at, Graph& to);
 
 Graph graph_from_json(const json& j);  // checks names and argument order, then infers types
 // Bytes a task must move at least: its inputs and params read once (what its slices take, where it is read only

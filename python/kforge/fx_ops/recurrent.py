@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 
 from kforge.dtypes import FLOATS
-from kforge.fx_ops.common import Multi, on_module, tensor
+from kforge.fx_ops.common import Multi, module_param, on_module, tensor
 from kforge.fx_ops.matmul import product, transposed
 
 F32 = torch.float32
@@ -169,9 +169,9 @@ def cell(b, m, input, hx=None):
     lstm = isinstance(m, nn.LSTMCell)
     states = (hx if isinstance(hx, (tuple, list)) else (hx,)) if hx is not None else (None, None)
 
-    def weight(name):
-        t = getattr(m, name, None)
-        return None if t is None else b.cast(b.param(f"{b.node.target}.{name}", t.dtype, t.shape), F32)
+    def weight(name):  # a cell registers an absent bias as None
+        p = module_param(b, m, name)
+        return None if p is None else b.cast(p, F32)
 
     def state(v):
         return None if v is None else b.cast(tensor(b, v, "initial state"), F32)
