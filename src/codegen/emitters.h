@@ -1,5 +1,5 @@
 // Kernel templates, one file per family (emit_pointwise.cpp, emit_row.cpp, emit_scan.cpp,
-// emit_pool.cpp, emit_recurrence.cpp), and the library steps (emit_matmul.cpp: cuBLASLt, or kforge's emit_matmul_mma.cpp; emit_conv.cpp:
+// emit_pool.cpp, emit_recurrence.cpp, emit_attention.cpp), and the library steps (emit_matmul.cpp: cuBLASLt, or kforge's emit_matmul_mma.cpp; emit_conv.cpp:
 // cuDNN, or kforge's emit_conv_direct.cpp for depthwise convolutions). Each turns one KernelGroup under one
 // KernelSchedule into one or more PlanKernels.
 #pragma once
@@ -27,6 +27,7 @@ std::vector<PlanKernel> emit_pool(EmitContext& cx, const KernelGroup& g, const K
 std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
 std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
 std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
+std::vector<PlanKernel> emit_attention(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
 // What the kernel writing a convolution's result applies on the way (codegen/conv_epilogue.h folded it into the
 // node): the bias (a buffer of one value per channel, -1 for none) and the activation after it.
 struct ConvEpilogue {

@@ -9,6 +9,7 @@
 #include "codegen/gemm_epilogue.h"
 #include "codegen/half_results.h"
 #include "codegen/half_views.h"
+#include "codegen/attention_fusion.h"
 #include "codegen/recurrence_unrolling.h"
 #include "codegen/reshape_sinking.h"
 #include "codegen/slice_hoisting.h"
@@ -59,7 +60,7 @@ std::string sanitize(const std::string& s) {
 }  // namespace
 
 Graph primitive_graph(const Graph& graph, const TargetFacts& target) {
-  const Graph decomposed = unroll_recurrences_that_do_not_fit(decompose(graph), target);
+  const Graph decomposed = fuse_attention(unroll_recurrences_that_do_not_fit(decompose(graph), target), target);
   const Graph folded = fold_conv_epilogues(fold_gemm_epilogues(sink_reshapes(views_before_half_casts(decomposed))));
   return views_before_half_casts(half_results(slices_before_elementwise(folded)));  // the views of 16-bit results too
 }
@@ -96,6 +97,7 @@ Plan lower(const GraphAnalysis& analysis, const Schedule& schedule, const LowerO
       case GroupKind::matmul: ks_out = emit_matmul(cx, g, ks, name); break;
       case GroupKind::conv: ks_out = emit_conv(cx, g, ks, name); break;
       case GroupKind::recurrence: ks_out = emit_recurrence(cx, g, ks, name); break;
+      case GroupKind::attention: ks_out = emit_attention(cx, g, ks, name); break;
     }
     if (opts.dump_ir) std::cerr << "group " << g.key << ": " << ks_out.size() << " kernel(s)\n";
     for (auto& k : ks_out) plan.kernels.push_back(std::move(k));

@@ -20,6 +20,7 @@ std::string to_string(GroupKind k) {
     case GroupKind::matmul: return "matmul";
     case GroupKind::conv: return "conv";
     case GroupKind::recurrence: return "recurrence";
+    case GroupKind::attention: return "attention";
   }
   return "?";
 }
@@ -122,12 +123,16 @@ struct Partitioner {
         for (int a : nd.args)
           if (!is_view_op(g.at(a).op)) p.stored[a] = true;
       // Views are folded into strided reads of stored values only; a view of a computed value stores it.
-      if (is_view_op(nd.op)) {
+      if (is_view_op(nd.op) && (const_through_views(g, int(i)) < 0 || p.stored[i])) {
         const Node& src = g.at(nd.args[0]);
         if (!is_view_op(src.op) || (nd.op == "reshape" && src.op != "reshape")) p.stored[nd.args[0]] = true;
       }
     }
     store_deep_recomputations();
+    for (size_t i = 0; i < n; ++i)
+      if (reachable[i] && p.stored[i] && g.nodes[i].op == "attention_scores")
+        throw UserError("node '" + g.nodes[i].name + "' (attention_scores) is read by something other than an "
+                        "attention's elementwise scores: it exists only inside the attention's kernel");
     // A reshape of a stored value is an alias of its memory; stored reshapes own nothing.
     for (size_t i = 0; i < n; ++i) {
       const Node& nd = g.nodes[i];
@@ -193,6 +198,12 @@ struct Partitioner {
       k.anchor = root;
       k.elem_outputs = {root};
       k.recurrence = recurrence_dims(g, n);
+    } else if (n.op == "attention") {
+      k.kind = GroupKind::attention;
+      k.shape = n.type.shape;
+      k.anchor = root;
+      k.elem_outputs = {root};
+      k.attention = attention_geometry(g, n);
     } else if (n.op == "pool") {
       k.kind = GroupKind::pool;
       k.shape = n.type.shape;
@@ -279,7 +290,7 @@ struct Partitioner {
       if (k.kind == GroupKind::row && fuse_rows) {
         if (n.op == "reduce") ok = g.at(n.args[0]).type.shape == k.shape && n.attr_ints("dims") == k.axes;
         else if (is_elementwise_op(n.op)) ok = n.type.shape == k.shape || n.type.shape == row_shape(k);
-      } else if (k.kind == GroupKind::scan || k.kind == GroupKind::pool) {
+      } else if (k.kind == GroupKind::scan || k.kind == GroupKind::pool || k.kind == GroupKind::attention) {
         ok = is_elementwise_op(n.op) && n.type.shape == k.shape && x == k.anchor;
       } else if (k.kind == GroupKind::pointwise) {
         // A stored value of the same shape computed from a pointwise kernel's output is written by that kernel
@@ -432,7 +443,12 @@ Partition partition(const Graph& g, bool fuse_rows) { return Partitioner(g, fuse
 
 bool stored_by_nature(const Node& n) {
   return is_source(n) || n.op == "reduce" || n.op == "scan" || n.op == "pool" || n.op == "matmul" || is_conv_op(n.op) ||
-         n.op == "recurrence";
+         n.op == "recurrence" || n.op == "attention";
+}
+
+int const_through_views(const Graph& g, int id) {
+  while (is_view_op(g.at(id).op)) id = g.at(id).args[0];
+  return g.at(id).op == "const" ? id : -1;
 }
 
 int stat_walks(const KernelGroup& g) {

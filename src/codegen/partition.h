@@ -16,11 +16,15 @@
 // library's transpose flag). Epilogues the library applies were folded into the node before (gemm_epilogue.h).
 // Convolutions likewise (cuDNN): the conv, its input and its weight are stored, each conv its own group.
 // A recurrence (ir/recurrence.h) too: one persistent kernel reading its stored operands (emit_recurrence.cpp).
+// An attention (ir/attention.h) is one kernel (emit_attention.cpp) that computes its scores' product and every
+// elementwise value between it and the softmax itself: none of them is stored; its result is, and elementwise
+// values of the result's shape computed from it are written by the same kernel (as a pool's).
 #pragma once
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "ir/attention.h"
 #include "ir/conv.h"
 #include "ir/graph.h"
 #include "ir/matmul.h"
@@ -28,8 +32,8 @@
 
 namespace kforge {
 
-enum class GroupKind { pointwise, row, scan, pool, matmul, conv, recurrence };
-constexpr int kGroupKindCount = 7;
+enum class GroupKind { pointwise, row, scan, pool, matmul, conv, recurrence, attention };
+constexpr int kGroupKindCount = 8;
 std::string to_string(GroupKind k);  // "pointwise", "row", ...
 
 // What code generation needs to know of the GPU (runtime/target.h tells it from the driver): its compute capability
@@ -54,12 +58,14 @@ struct KernelGroup {
   std::vector<int> online_max;
   std::vector<int> elem_outputs;// stored values computed at every point of S
   std::vector<int> row_outputs; // row: stored values of the reduced shape (reduces and their epilogues)
-  int anchor = -1;              // scan / pool / matmul / conv / recurrence: the node of that op
+  int anchor = -1;              // scan / pool / matmul / conv / recurrence / attention: the node of that op
   // conv: the geometry where the group is a 2-D depthwise forward convolution (groups = channels = outputs),
   // which kforge's own direct kernel can run (schedule strategy tile, emit_conv_direct.cpp); else empty.
   std::optional<ConvDims> depthwise;
   // recurrence: the loop's geometry (ir/recurrence.h).
   std::optional<RecurrenceDims> recurrence;
+  // attention: its geometry (ir/attention.h).
+  std::optional<AttentionDims> attention;
   // conv: whether a bias or an activation was folded into the node (codegen/conv_epilogue.h).
   bool conv_epilogue = false;
   // matmul, conv: the dtype of the half-precision tensors the library reads as stored (ir/half_operands.h).
@@ -77,8 +83,11 @@ struct Partition {
 
 Partition partition(const Graph& primitive_graph, bool fuse_rows);
 // Whether the partition stores `n` for what it is, whatever reads it: the task's inputs and params, reductions,
-// scans, pools, products, convolutions and recurrences.
+// scans, pools, products, convolutions, recurrences and attentions.
 bool stored_by_nature(const Node& n);
+// The constant that node `id` is, seen through views (an expanded scalar: every element the same value); -1 where it
+// is none. Such a view is its constant wherever it is read: nothing is stored for it.
+int const_through_views(const Graph& g, int id);
 
 // Walks a row kernel makes over each row to compute its statistics (one per stat_pass value), and in all
 // (one more for the elementwise outputs).

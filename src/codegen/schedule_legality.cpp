@@ -168,6 +168,22 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
                                 std::to_string(kMaxRowCache) + ")");
       break;
     }
+    case GroupKind::attention: {
+      if (ks.strategy != Strategy::block || ks.block != kAttentionThreads || ks.vec != 1 || ks.chunks != 1 ||
+          ks.cache_row != RowCache::none)
+        illegal(g, "strategy/block/vec/chunks/cache_row", "of an attention are fixed: block, " +
+                                                              std::to_string(kAttentionThreads) + ", 1, 1, none");
+      if (ks.items != 2 && ks.items != 4 && ks.items != 8) illegal(g, "items", "(query rows a thread) must be 2, 4 or 8");
+      const AttentionTile t = attention_tile(g, ks);
+      // The scores (items x 4) and the output (items x 4 * value_quads) stay in registers.
+      if (ks.items * 4 * t.value_quads > kMaxRegisterRow)
+        illegal(g, "items", std::to_string(ks.items) + " rows of " + std::to_string(4 * t.value_quads) +
+                                " output columns would hold more than " + std::to_string(kMaxRegisterRow) + " floats a thread");
+      if (t.smem_bytes() > kMaxRowCache)
+        illegal(g, "items", "needs " + std::to_string(t.smem_bytes()) + " bytes of shared memory a block (at most " +
+                                std::to_string(kMaxRowCache) + ")");
+      break;
+    }
     case GroupKind::scan:
       if (ks.strategy != Strategy::thread && ks.strategy != Strategy::block)
         illegal(g, "strategy", "must be thread or block for a scan");

@@ -43,6 +43,14 @@ KernelSchedule default_schedule(const KernelGroup& g) {
       ks.items = 1;
       while (ks.items < 64 && !is_legal(g, ks)) ks.items *= 2;
       break;
+    case GroupKind::attention:
+      // Eight query rows a thread (128 a block) where the GPU still gets a wave of blocks, else fewer: the more rows
+      // a thread holds, the more arithmetic each shared-memory read feeds.
+      ks.strategy = Strategy::block;
+      ks.block = kAttentionThreads;
+      ks.items = 8;
+      while (ks.items > 2 && (!is_legal(g, ks) || attention_tile(g, ks).blocks < g.target.sms)) ks.items /= 2;
+      break;
     case GroupKind::scan: {
       // Lines along a strided axis go one thread each: neighbouring threads read neighbouring addresses. A line
       // along the contiguous axis is read coalesced only by a block walking it together; one thread per such
@@ -124,6 +132,9 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
         for (int units = 1; units <= 64; units *= 2)
           for (int vec : {1, 4}) keep({Strategy::block, b, vec, units, 1});
       break;
+    case GroupKind::attention:
+      for (int rows : {2, 4, 8}) keep({Strategy::block, kAttentionThreads, 1, rows, 1});
+      break;
     case GroupKind::scan:
       for (int b : {64, 128, 256, 512}) keep({Strategy::thread, b, 1, 1, 1});
       for (int b : {128, 256, 512, 1024})
@@ -202,7 +213,24 @@ RecurrenceTile recurrence_tile(const KernelGroup& g, const KernelSchedule& ks) {
   return t;
 }
 
+AttentionTile attention_tile(const KernelGroup& g, const KernelSchedule& ks) {
+  KF_ASSERT(g.attention, "group " + g.key + " is not an attention");
+  const AttentionDims& d = *g.attention;
+  AttentionTile t;
+  t.rows = 16 * int64_t(ks.items);
+  t.head = (d.head + 3) / 4 * 4;
+  t.value_head = (d.value_head + 63) / 64 * 64;
+  t.value_quads = t.value_head / 64;
+  t.tiles = (d.rows + t.rows - 1) / t.rows;
+  t.blocks = d.heads * t.tiles;
+  return t;
+}
+
 std::pair<double, double> launch_size(const KernelGroup& g, const KernelSchedule& ks) {
+  if (g.kind == GroupKind::attention) {
+    const double blocks = double(attention_tile(g, ks).blocks);
+    return {blocks * ks.block, blocks};
+  }
   if (g.kind == GroupKind::recurrence) {
     const double blocks = double(recurrence_tile(g, ks).blocks);
     return {blocks * ks.block, blocks};

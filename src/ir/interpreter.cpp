@@ -1,8 +1,10 @@
 #include "ir/interpreter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "ir/attention.h"
 #include "ir/conv.h"
 #include "ir/error.h"
 #include "ir/matmul.h"
@@ -331,6 +333,20 @@ HostTensor matmul(const Node& n, const std::vector<const HostTensor*>& a) {
   return out;
 }
 
+// softmax(s) along the last dim, in double: a row that is -inf everywhere gives NaN (0 / 0), as PyTorch's does.
+HostTensor softmax_rows(const HostTensor& s) {
+  HostTensor p = s;
+  const int64_t n = s.type.shape.back(), rows = numel(s.type.shape) / std::max<int64_t>(n, 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    double* x = p.data.data() + r * n;
+    double m = -std::numeric_limits<double>::infinity(), sum = 0;
+    for (int64_t j = 0; j < n; ++j) m = std::max(m, x[j]);
+    for (int64_t j = 0; j < n; ++j) sum += x[j] = std::exp(x[j] - m);
+    for (int64_t j = 0; j < n; ++j) x[j] /= sum;
+  }
+  return p;
+}
+
 }  // namespace
 
 std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>& inputs,
@@ -359,7 +375,11 @@ std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>&
     else if (n.op == "reduce") vals[id] = reduce(n, *a[0]);
     else if (n.op == "scan") vals[id] = scan(n, *a[0]);
     else if (n.op == "pool") vals[id] = pool(n, *a[0]);
-    else if (n.op == "matmul") vals[id] = matmul(n, a);
+    else if (n.op == "matmul" || n.op == "attention_scores") vals[id] = matmul(n, a);
+    else if (n.op == "attention") {
+      const HostTensor p = softmax_rows(*a[0]);
+      vals[id] = matmul(n, {&p, a[1]});
+    }
     else if (n.op == "recurrence") vals[id] = run_recurrence(n, recurrence_dims(g, n), a);
     else if (is_conv_op(n.op)) {
       vals[id] = n.op == "conv" ? conv(n, a) : conv_transpose(n, a);

@@ -26,7 +26,8 @@ bool is_view_op(const std::string& op) { return kView.count(op) > 0; }
 bool is_conv_op(const std::string& op) { return op == "conv" || op == "conv_transpose"; }
 bool is_primitive_op(const std::string& op) {
   return op == "input" || op == "param" || is_elementwise_op(op) || is_view_op(op) ||
-         op == "reduce" || op == "scan" || op == "pool" || op == "matmul" || is_conv_op(op) || op == "recurrence";
+         op == "reduce" || op == "scan" || op == "pool" || op == "matmul" || is_conv_op(op) || op == "recurrence" ||
+         op == "attention_scores" || op == "attention";
 }
 
 }  // namespace kforge

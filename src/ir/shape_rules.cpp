@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "ir/attention.h"
 #include "ir/error.h"
 #include "ir/conv.h"
 #include "ir/matmul.h"
@@ -333,6 +334,7 @@ TensorType infer_type(const Graph& g, const Node& n) {
   }
   if (op == "max_pool" || op == "avg_pool" || op == "pool") return pooling(g, n);
   if (op == "matmul") return matmul(g, n);
+  if (is_attention_op(op)) return {DType::f32, attention_dims(g, n).result};
   if (is_conv_op(op)) return conv(g, n);
   if (op == "recurrence") {
     const RecurrenceDims d = recurrence_dims(g, n);

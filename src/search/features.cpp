@@ -5,6 +5,7 @@
 #include <set>
 
 #include "codegen/lower.h"
+#include "ir/attention.h"
 #include "ir/conv.h"
 #include "ir/decompose.h"
 #include "ir/matmul.h"
@@ -23,7 +24,7 @@ double matmul_flops(const Graph& g, const Node& n) {
   if (n.op == "conv") return 2.0 * conv_macs(conv_dims(g.at(n.args[0]).type.shape, g.at(n.args[1]).type.shape, n.attrs, ""));
   if (n.op == "conv_transpose")  // the same multiply-adds as the forward convolution it is the gradient of
     return 2.0 * conv_macs(conv_transpose_dims(g.at(n.args[0]).type.shape, g.at(n.args[1]).type.shape, n.attrs, "").forward);
-  if (n.op != "matmul") return 0;
+  if (n.op != "matmul" && !is_attention_op(n.op)) return 0;
   return 2.0 * double(numel(n.type.shape)) * double(matmul_dims(g.at(n.args[0]).type.shape, g.at(n.args[1]).type.shape, "").k);
 }
 
@@ -54,7 +55,7 @@ TaskFeatures task_features(const Graph& graph, const GpuInfo& gpu) {
       t.flops += count * (heavy ? 8 : 1);  // a special-function call costs several instructions
     } else if (n.op == "reduce") ++t.reductions, t.flops += double(numel(g.at(n.args[0]).type.shape));
     else if (n.op == "scan") ++t.scans, t.flops += count;
-    else if (n.op == "matmul" || is_conv_op(n.op)) t.flops += matmul_flops(g, n);
+    else if (n.op == "matmul" || is_conv_op(n.op) || is_attention_op(n.op)) t.flops += matmul_flops(g, n);
     else if (n.op == "recurrence") {
       const RecurrenceDims d = recurrence_dims(g, n);
       t.flops += 2 * count * double(d.gates * d.hidden);
@@ -93,7 +94,8 @@ PlanFeatures plan_features(const GraphAnalysis& analysis, const Schedule& schedu
       case GroupKind::pool: ++p.pool_groups; break;
       case GroupKind::matmul:
       case GroupKind::conv:
-      case GroupKind::recurrence: break;  // seen through the task's flops and intensity
+      case GroupKind::recurrence:
+      case GroupKind::attention: break;  // seen through the task's flops and intensity
     }
     switch (ks.strategy) {
       case Strategy::flat: ++p.flat; break;

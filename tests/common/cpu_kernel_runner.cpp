@@ -19,6 +19,7 @@ const char* kEmulation = R"(#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <math.h>
 #include <thread>
 #include <vector>
@@ -47,7 +48,18 @@ inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
 #define __float_as_uint(f) std::bit_cast<unsigned>((float)(f))
 // Arguments arrive as float pointers; a kernel parameter of another element type (an i64 index output) takes one.
 struct KfAnyPtr { float* p; template <class T> operator T*() const { return reinterpret_cast<T*>(p); } };
-template <class T> T __shfl_xor_sync(unsigned, T, int) { std::abort(); }  // warps have no CPU form
+// A warp shuffle for kernels whose every thread of the block shuffles together (all of them reach each call): each
+// thread posts its value, the block meets, each reads its partner's, the block meets again.
+template <class T> T __shfl_xor_sync(unsigned, T v, int lane, int = 32) {
+  static_assert(sizeof(T) <= 8);
+  alignas(8) static unsigned char posted[1024][8];
+  std::memcpy(posted[threadIdx.x], &v, sizeof(T));
+  kf_barrier->arrive_and_wait();
+  T r;
+  std::memcpy(&r, posted[threadIdx.x ^ unsigned(lane)], sizeof(T));
+  kf_barrier->arrive_and_wait();
+  return r;
+}
 )";
 
 }  // namespace
@@ -90,6 +102,11 @@ HostPlanBuffers plan_buffers_on_cpu(const Plan& p, const std::vector<HostTensor>
       h.data[b].assign((v.size() + 1) / 2, 0.f);
       auto* bits = reinterpret_cast<uint16_t*>(h.data[b].data());
       for (size_t i = 0; i < v.size(); ++i) bits[i] = half_bits(pb.dtype, v[i]);
+    } else if (given && pb.dtype == DType::boolean) {  // a byte an element
+      const std::vector<double>& v = given->at(size_t(pb.index)).data;
+      h.data[b].assign((v.size() + 3) / 4, 0.f);
+      auto* bytes = reinterpret_cast<bool*>(h.data[b].data());
+      for (size_t i = 0; i < v.size(); ++i) bytes[i] = v[i] != 0;
     } else if (given) {
       h.data[b].assign(given->at(size_t(pb.index)).data.begin(), given->at(size_t(pb.index)).data.end());
     } else {  // 0x7fc0 is a NaN in f16 and bf16, 0x7fc07fc0 one in f32 (a float NaN's low half is a half zero)

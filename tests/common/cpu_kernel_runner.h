@@ -3,7 +3,8 @@
 // __shared__ arrays are statics all of its threads see, __syncthreads is a std::barrier) and launched as one
 // block of `block` threads (blockIdx 0, gridDim 1: a grid-stride kernel walks all of its work); the arguments are
 // float pointers, converted to each parameter's element type (i64 outputs). Only kernels in that subset run, with
-// the device prelude's helpers (codegen/device_prelude.h) and float2/float4 but no warp shuffles or atomics.
+// the device prelude's helpers (codegen/device_prelude.h) and float2/float4, warp shuffles that every thread of the
+// block reaches together, but no atomics.
 // run_on_cpu can launch a grid of blocks too, one block after the other (kernels whose blocks split their work
 // by blockIdx and meet only through a later kernel).
 #pragma once
@@ -23,7 +24,7 @@ bool host_compiler_available();
 void run_on_cpu(const PlanKernel& k, const std::vector<float*>& args, int64_t grid = 1);
 
 // Every buffer of plan `p` on the host, as float storage: the graph's inputs and params from `inputs` and
-// `params` (f32), every other buffer poisoned (NaN; an f16 buffer's floats NaN in both halves), so that an element
+// `params` (f32; bool ones a byte an element), every other buffer poisoned (NaN; an f16 buffer's floats NaN in both halves), so that an element
 // never written shows; `output` is the graph's first output's buffer.
 struct HostPlanBuffers {
   std::vector<std::vector<float>> data;

@@ -21,7 +21,8 @@ struct DeviceTensors {
   std::vector<double> output(size_t j, DType dtype) const;
 };
 
-// "" when every element of `got` is within tol + tol * |expected|; else up to five "index i: got g, expected e".
+// "" when every element of `got` is within tol + tol * |expected| (NaN where expected is NaN); else up to five
+// "index i: got g, expected e".
 std::string mismatches(const std::vector<double>& got, const HostTensor& expected, double tol);
 // The same for f32 results (the CPU runner's).
 std::string mismatches(const std::vector<float>& got, const HostTensor& expected, double tol);

@@ -1,0 +1,81 @@
+#include "common/attention_graphs.h"
+
+#include <cmath>
+#include <limits>
+
+#include "common/graph_json.h"
+
+namespace kforge::testing {
+
+nlohmann::json attention_graph(const AttentionCase& c) {
+  const int64_t L = c.rows, S = c.keys, D = c.head, Dv = c.value_head;
+  auto with = [&](std::vector<int64_t> tail, bool shared = false) {
+    std::vector<int64_t> s = shared ? std::vector<int64_t>(c.batch.size(), 1) : c.batch;
+    s.insert(s.end(), tail.begin(), tail.end());
+    return s;
+  };
+  const int64_t rank = int64_t(c.batch.size()) + 2;
+  std::vector<int64_t> swap;
+  for (int64_t i = 0; i < rank; ++i) swap.push_back(i);
+  std::swap(swap[size_t(rank - 2)], swap[size_t(rank - 1)]);
+  nlohmann::json inputs = {value("q", with({L, D})), c.k_rows ? value("k", with({S, D})) : value("kt", with({D, S})),
+                           value("v", with({S, Dv}, c.shared_v))};
+  nlohmann::json nodes = nlohmann::json::array();
+  if (c.k_rows) nodes.push_back(node("kt", "permute", {"k"}, {{"dims", swap}}));
+  nodes.push_back(node("qk", "matmul", {"q", "kt"}));
+  nodes.push_back(node("scale", "const", {}, {{"value", 1.0 / std::sqrt(double(D))}}));
+  nodes.push_back(node("scaled", "mul", {"qk", "scale"}));
+  const double inf = std::numeric_limits<double>::infinity();
+  std::string s = "scaled";
+  if (c.mask == Mask::causal || c.mask == Mask::filled_tril) {
+    nodes.push_back(node("one", "const", {}, {{"value", 1.0}}));
+    nodes.push_back(node("ones", "expand", {"one"}, {{"shape", {L, S}}}));
+    nodes.push_back(node("tril", "triangle", {"ones"}, {{"upper", false}, {"diagonal", c.diagonal}}));
+    nodes.push_back(node("minus_inf", "const", {}, {{"value", -inf}}));
+    if (c.mask == Mask::causal) {
+      nodes.push_back(node("keep", "cast", {"tril"}, {{"dtype", "bool"}}));
+      nodes.push_back(node("masked", "where", {"keep", "scaled", "minus_inf"}));
+    } else {
+      nodes.push_back(node("zero", "const", {}, {{"value", 0.0}}));
+      nodes.push_back(node("drop", "eq", {"tril", "zero"}));
+      nodes.push_back(node("masked", "where", {"drop", "minus_inf", "scaled"}));
+    }
+    s = "masked";
+  } else if (c.mask == Mask::bool_input) {
+    inputs.push_back({{"name", "mask"}, {"shape", {L, S}}, {"dtype", "bool"}});
+    nodes.push_back(node("minus_inf", "const", {}, {{"value", -inf}}));
+    nodes.push_back(node("masked", "where", {"mask", "scaled", "minus_inf"}));
+    s = "masked";
+  } else if (c.mask == Mask::additive) {
+    inputs.push_back(value("bias", {L, S}));
+    nodes.push_back(node("biased", "add", {"scaled", "bias"}));
+    s = "biased";
+  }
+  nodes.push_back(node("weights", "softmax", {s}, {{"dim", rank - 1}}));
+  nodes.push_back(node("y", "matmul", {"weights", "v"}));
+  return {{"inputs", inputs}, {"params", nlohmann::json::array()}, {"nodes", nodes}, {"outputs", {"y"}}};
+}
+
+std::vector<AttentionCase> small_attention_cases() {
+  std::vector<AttentionCase> out = {{"plain"},
+                                    {"causal", {2}, 40, 40, 16, 16, Mask::causal},
+                                    {"causal_below_diagonal", {1, 2}, 37, 70, 8, 24, Mask::causal, true, false, -3},
+                                    {"filled_tril", {3}, 33, 33, 12, 12, Mask::filled_tril},
+                                    {"bool_mask", {2, 2}, 17, 29, 16, 16, Mask::bool_input},
+                                    {"additive_mask", {2}, 21, 67, 32, 8, Mask::additive},
+                                    {"kt_stored_shared_v", {2, 2}, 19, 23, 5, 7, Mask::none, false, true},
+                                    {"one_head", {}, 35, 9, 4, 70}};
+  return out;
+}
+
+std::vector<AttentionCase> gpu_attention_cases() {
+  std::vector<AttentionCase> out = small_attention_cases();
+  out.push_back({"d64_1024", {2, 4}, 1024, 1024, 64, 64});
+  out.push_back({"d64_1024_causal", {2, 4}, 1024, 1024, 64, 64, Mask::causal});
+  out.push_back({"d128_513_causal", {3}, 513, 513, 128, 128, Mask::causal});
+  out.push_back({"d128_cross", {2, 2}, 300, 777, 128, 128, Mask::bool_input});
+  out.push_back({"d256", {2}, 200, 200, 256, 256});
+  return out;
+}
+
+}  // namespace kforge::testing
