@@ -243,7 +243,7 @@ std::string KernelWriter::value(int id) {
     return "((" + ctype(id) + ")" + std::to_string(int64_t(n.attr_f("value"))) + ")";
   }
   if (members_.count(id) && is_view_op(n.op)) return load(id, true);  // a stored view reads its source
-  if (is_view_op(n.op) && !p_.stored[id])
+  if (is_view_op(n.op) && !p_.stored[id] && !is_readable(p_, id))
     if (const int c = const_through_views(g_, id); c >= 0) return value(c);  // an expanded scalar is the scalar
   if (!inline_here || !is_elementwise_op(n.op)) {
     if (is_readable(p_, id)) return load(id);

@@ -87,6 +87,17 @@ struct Partitioner {
     }
   }
 
+  // Whether every reader of `id` takes it as values at the reader's own coordinates (elementwise, not a
+  // concatenation's or a gather's positions), so that a view of a constant needs no memory.
+  bool read_as_values(int id) const {
+    for (size_t r = size_t(id) + 1; r < g.nodes.size(); ++r) {
+      const Node& n = g.nodes[r];
+      if (!reachable[r] || std::find(n.args.begin(), n.args.end(), id) == n.args.end()) continue;
+      if (!is_elementwise_op(n.op) || n.op == "cat" || n.op == "gather") return false;
+    }
+    return true;
+  }
+
   void mark_stored() {
     size_t n = g.nodes.size();
     p.stored.assign(n, false);
@@ -123,7 +134,7 @@ struct Partitioner {
         for (int a : nd.args)
           if (!is_view_op(g.at(a).op)) p.stored[a] = true;
       // Views are folded into strided reads of stored values only; a view of a computed value stores it.
-      if (is_view_op(nd.op) && (const_through_views(g, int(i)) < 0 || p.stored[i])) {
+      if (is_view_op(nd.op) && !(const_through_views(g, int(i)) >= 0 && read_as_values(int(i)) && !p.stored[i])) {
         const Node& src = g.at(nd.args[0]);
         if (!is_view_op(src.op) || (nd.op == "reshape" && src.op != "reshape")) p.stored[nd.args[0]] = true;
       }
