@@ -328,6 +328,34 @@ template <int PENDING> __device__ __forceinline__ void kf_copy_async_wait() {
   asm volatile("cp.async.wait_group %0;" :: "n"(PENDING) : "memory");
 #endif
 }
+// TF32 tensor cores (sm_80+; emit_matmul_mma.cpp, emit_attention.cpp). kf_tf32: a finite x rounded to TF32 as
+// cvt.rna.tf32.f32 rounds it (half an ulp added to the magnitude, the 13 low bits dropped), in two integer
+// operations. Not for NaN: the carry out of a large payload would reach the sign.
+__device__ __forceinline__ unsigned kf_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
+// x = big + small, both TF32 (small is only needed, and only computed, under split precision: `split`, a constant
+// the compiler folds), in five plain fp32 and integer operations and no test: the split runs for every fragment
+// element a warp reads, where the compiler's cvt.rna costs four and a NaN test. big is Veltkamp's split of x into
+// 11 + 13 significant bits (c = x (2^13 + 1), big = c - (c - x): x rounded to nearest at 11 bits, exactly a TF32
+// value), with _rn intrinsics that the compiler never fuses into an fma; small = x - big is exact and rounded to
+// TF32. NaN and infinite x give a NaN big part (so NaN results, which the verifier rejects), as does |x| > 4e34,
+// where c overflows (ir/tf32.h, split_tf32, is the same arithmetic).
+__device__ __forceinline__ void kf_split(float x, unsigned& big, unsigned& small, bool split) {
+  const float c = __fmul_rn(x, 8193.f), hi = __fsub_rn(c, __fsub_rn(c, x));
+  big = __float_as_uint(hi);
+  small = split ? kf_tf32(__fsub_rn(x, hi)) : 0u;
+}
+// c += a b for a warp's 16 x 8 tile: a (16 x 8, rows) and b (8 x 8, columns) TF32 fragments, fp32 sums
+// (mma.sync.m16n8k8's layouts: lane = 4 g + t holds a[g][t], a[g+8][t], a[g][t+4], a[g+8][t+4], b[t][g], b[t+4][g],
+// c[g][2t], c[g][2t+1], c[g+8][2t], c[g+8][2t+1]). The CPU runner's emulation computes the same tile.
+__device__ __forceinline__ void kf_mma(float* c, const unsigned* a, const unsigned* b) {
+#ifdef __CUDA_ARCH__
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  kf_mma_emulated(c, a, b);
+#endif
+}
 )CUDA";
   return src;
 }

@@ -1,4 +1,5 @@
-// An attention (ir/attention.h) as one kernel, FlashAttention's loop in fp32 on the CUDA cores: a block takes
+// An attention (ir/attention.h) as one kernel, FlashAttention's loop, in fp32 on the CUDA cores (strategy block) or
+// on TF32 tensor cores (strategy mma: tf32, or the split tf32x3 for fp32's accuracy): a block takes
 // `rows` query rows of one head (Q's tile in shared memory) and walks the keys 64 at a time; for each key tile it
 // stages K and V, computes the tile of scores in registers, applies the model's own elementwise work on them (the
 // scale, masks, biases: KernelWriter at each score's coordinates), updates each row's running max and sum
@@ -73,10 +74,10 @@ bool last_dim_contiguous(const Partition& p, int id) {
 // [D, S] operand). Zeros beyond the operand. The walk follows x's contiguous dim.
 std::string stage(KernelWriter& w, const Partition& p, int x, const std::vector<std::string>& batch, const std::string& dst,
                   int64_t tile_r, int64_t tile_c, int64_t stride, const std::string& r0, int64_t extent_r, int64_t extent_c,
-                  bool transposed) {
+                  bool transposed, int threads) {
   const bool c_fastest = last_dim_contiguous(p, x) != transposed;
   std::string s = "  for (int e = threadIdx.x; e < " + std::to_string(tile_r * tile_c) + "; e += " +
-                  std::to_string(kAttentionThreads) + ") {\n";
+                  std::to_string(threads) + ") {\n";
   s += c_fastest ? "    const int r = e / " + std::to_string(tile_c) + ", c = e % " + std::to_string(tile_c) + ";\n"
                  : "    const int r = e % " + std::to_string(tile_r) + ", c = e / " + std::to_string(tile_r) + ";\n";
   s += "    const i64 at = " + r0 + " + r;\n    float x = 0.f;\n";
@@ -91,75 +92,129 @@ std::string stage(KernelWriter& w, const Partition& p, int x, const std::vector<
   return s;
 }
 
-}  // namespace
+// What both strategies share: the operands, the tile, the kernel's opening (shared tiles, the block's head and
+// query rows, Q staged, the keys' end) and the statements around a score and an output element.
+struct Attention {
+  EmitContext& cx;
+  const KernelGroup& g;
+  const KernelSchedule& ks;
+  const Graph& gr;
+  int qk, q, kt, scores, v;
+  AttentionDims d;
+  AttentionTile t;
+  std::optional<int64_t> diagonal;
+  KernelWriter w;
+  std::vector<std::string> batch;  // the head's batch coordinates
 
-std::vector<PlanKernel> emit_attention(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
-  const Graph& gr = *cx.partition.graph;
-  const Node& att = gr.at(g.anchor);
-  const int qk = scores_product_of(gr, att);
-  const int q = gr.at(qk).args[0], kt = gr.at(qk).args[1], scores = att.args[0], v = att.args[1];
-  const AttentionDims& d = *g.attention;
-  const AttentionTile t = attention_tile(g, ks);
-  const int R = ks.items;
-  const std::string QS = std::to_string(t.q_stride()), PS = std::to_string(t.p_stride()), DVP = std::to_string(t.value_head);
-  const std::string ROWS = std::to_string(t.rows), KEYS = std::to_string(t.keys);
-  KernelWriter w(cx.partition, g, cx.buffer_of_owner);
+  Attention(EmitContext& c, const KernelGroup& group, const KernelSchedule& schedule)
+      : cx(c), g(group), ks(schedule), gr(*c.partition.graph), d(*group.attention), t(attention_tile(group, schedule)),
+        w(c.partition, group, c.buffer_of_owner) {
+    const Node& att = gr.at(g.anchor);
+    qk = scores_product_of(gr, att);
+    q = gr.at(qk).args[0], kt = gr.at(qk).args[1], scores = att.args[0], v = att.args[1];
+    diagonal = masked_above(gr, scores);
+  }
 
-  std::string b;
-  b += "#ifdef __CUDA_ARCH__\n  extern __shared__ __align__(16) float kf_smem[];\n#else\n  alignas(16) static float kf_smem[" +
-       L(t.smem_floats()) + "];\n#endif\n";
-  b += "  float* Qs = kf_smem;                     // [" + ROWS + "][" + QS + "] the block's query rows\n";
-  b += "  float* Ks = Qs + " + std::to_string(t.rows * t.q_stride()) + ";   // [" + KEYS + "][" + QS + "] a key tile\n";
-  b += "  float* Vs = Ks + " + std::to_string(t.keys * t.q_stride()) + ";   // [" + KEYS + "][" + DVP + "] its values\n";
-  b += "  float* Ps = Vs + " + std::to_string(t.keys * t.value_head) + ";   // [" + ROWS + "][" + PS + "] its probabilities\n";
+  std::string opening() {
+    const std::string QS = std::to_string(t.q_stride), ROWS = std::to_string(t.rows), KEYS = std::to_string(t.keys);
+    std::string b = "#ifdef __CUDA_ARCH__\n  extern __shared__ __align__(16) float kf_smem[];\n#else\n  alignas(16) static float kf_smem[" +
+                    L(t.smem_floats()) + "];\n#endif\n";
+    b += "  float* Qs = kf_smem;  // [" + ROWS + "][" + QS + "] the block's query rows\n";
+    b += "  float* Ks = Qs + " + std::to_string(t.rows * t.q_stride) + ";  // [" + KEYS + "][" + QS + "] a key tile\n";
+    b += "  float* Vs = Ks + " + std::to_string(t.keys * t.q_stride) + ";  // [" + KEYS + "][" + std::to_string(t.v_stride) + "] its values\n";
+    b += "  float* Ps = Vs + " + std::to_string(t.keys * t.v_stride) + ";  // [" + ROWS + "][" + std::to_string(t.p_stride) + "] its probabilities\n";
+    // Blocks in order of their query tile from the last (the most keys under a causal mask) to the first.
+    b += "  const i64 head = (i64)blockIdx.x % " + L(d.heads) + ";\n";
+    b += "  const i64 q0 = (" + L(t.tiles - 1) + " - (i64)blockIdx.x / " + L(d.heads) + ") * " + ROWS + ";\n";
+    const size_t rank = g.shape.size();
+    std::vector<int64_t> batch_dims;
+    for (size_t i = 0; i + 2 < rank; ++i) batch_dims.push_back(int64_t(i));
+    std::vector<std::string> coords(rank);
+    b += decompose_index("head", batch_dims, g.shape, coords, "  ");
+    batch.assign(coords.begin(), coords.end() - 2);
+    b += stage(w, cx.partition, q, batch, "Qs", t.rows, t.head, t.q_stride, "q0", d.rows, d.head, false, ks.block);
+    b += "  const i64 kend = " +
+         (diagonal ? "min(" + L(d.keys) + ", max((i64)0, q0 + " + ROWS + " + " + L(*diagonal) + "))" : L(d.keys)) + ";\n";
+    return b;
+  }
+
+  // K's and V's tiles at key k0, then a barrier.
+  std::string stage_keys() {
+    return stage(w, cx.partition, kt, batch, "Ks", t.keys, t.head, t.q_stride, "k0", d.keys, d.head, true, ks.block) +
+           stage(w, cx.partition, v, batch, "Vs", t.keys, t.value_head, t.v_stride, "k0", d.keys, d.value_head, false, ks.block) +
+           "    __syncthreads();\n";
+  }
+
+  // Score `reg` (the product's value) through the model's elementwise work at (row, key); -inf beyond the head.
+  std::string score(const std::string& row, const std::string& key, const std::string& reg, const std::string& indent) {
+    std::string b = indent + "{\n" + indent + "  const i64 row = " + row + ", key = " + key + ";\n" + indent + "  float x = -KF_INF;\n";
+    b += indent + "  if (row < " + L(d.rows) + " && key < " + L(d.keys) + ") {\n";
+    std::vector<std::string> at = batch;
+    at.push_back("row"), at.push_back("key");
+    w.begin_site(at, "", indent + "    ");
+    w.bind(qk, reg);
+    const std::string value = w.value(scores);
+    w.unbind(qk);
+    return b + w.take() + indent + "    x = " + value + ";\n" + indent + "  }\n" + indent + "  " + reg + " = x;\n" + indent + "}\n";
+  }
+
+  // The result y at (row, col), and what the group computes from it, written where inside the head.
+  std::string output(const std::string& row, const std::string& col, const std::string& y, const std::string& indent) {
+    std::string b = indent + "{\n" + indent + "  const i64 row = " + row + ", col = " + col + ";\n";
+    b += indent + "  if (row < " + L(d.rows) + " && col < " + L(d.value_head) + ") {\n" + indent + "    const float y = " + y + ";\n";
+    std::vector<std::string> out = batch;
+    out.push_back("row"), out.push_back("col");
+    w.begin_site(out, "", indent + "    ");
+    w.bind(g.anchor, "y");
+    std::string writes;
+    for (int o : g.elem_outputs) {
+      const std::string value = w.value(o);
+      writes += indent + "    " + w.buf(o) + "[" + w.out_index(o) + "] = " + value + ";\n";
+    }
+    return b + w.take() + writes + indent + "  }\n" + indent + "}\n";
+  }
+
+  PlanKernel kernel(const std::string& name, const std::string& body, const std::string& what) {
+    std::string s = kernel_header(cx.partition, g, ks, name);
+    s += "// " + what + ": " + std::to_string(t.rows) + " query rows a block, keys " + std::to_string(t.keys) + " a step; head dims " +
+         std::to_string(d.head) + " and " + std::to_string(d.value_head) +
+         (diagonal ? "; keys beyond row + " + std::to_string(*diagonal) + " skipped" : "") + "\n";
+    s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + name + "(" + w.params() +
+         ") {\n" + body + "}\n";
+    PlanKernel k = generated_kernel(g, ks, name, s, w.used_buffers(), t.blocks, ks.block);
+    k.smem = int(t.smem_bytes());
+    return k;
+  }
+};
+
+// Strategy block: fp32 on the CUDA cores (AttentionTile's thread layout).
+PlanKernel cuda_core_kernel(Attention& a, const std::string& name) {
+  const AttentionTile& t = a.t;
+  const std::string R = std::to_string(a.ks.items), QS = std::to_string(t.q_stride), PS = std::to_string(t.p_stride),
+                    VS = std::to_string(t.v_stride), KEYS = std::to_string(t.keys), OC = std::to_string(4 * t.value_quads);
+  std::string b = a.opening();
   b += "  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;\n";
-  // Blocks in order of their query tile from the last (the most keys under a causal mask) to the first.
-  b += "  const i64 head = (i64)blockIdx.x % " + L(d.heads) + ";\n";
-  b += "  const i64 q0 = (" + L(t.tiles - 1) + " - (i64)blockIdx.x / " + L(d.heads) + ") * " + ROWS + ";\n";
-  const size_t rank = g.shape.size();
-  std::vector<int64_t> batch_dims;
-  for (size_t i = 0; i + 2 < rank; ++i) batch_dims.push_back(int64_t(i));
-  std::vector<std::string> coords(rank);
-  b += decompose_index("head", batch_dims, g.shape, coords, "  ");
-  const std::vector<std::string> batch(coords.begin(), coords.end() - 2);
-
-  b += stage(w, cx.partition, q, batch, "Qs", t.rows, t.head, t.q_stride(), "q0", d.rows, d.head, false);
-  const std::optional<int64_t> diagonal = masked_above(gr, scores);
-  b += "  const i64 kend = " +
-       (diagonal ? "min(" + L(d.keys) + ", max((i64)0, q0 + " + ROWS + " + " + L(*diagonal) + "))" : L(d.keys)) + ";\n";
-  b += "  float m[" + std::to_string(R) + "], l[" + std::to_string(R) + "], o[" + std::to_string(R) + "][" +
-       std::to_string(4 * t.value_quads) + "];\n";
-  b += "#pragma unroll\n  for (int i = 0; i < " + std::to_string(R) + "; ++i) {\n    m[i] = -KF_INF, l[i] = 0.f;\n";
-  b += "#pragma unroll\n    for (int c = 0; c < " + std::to_string(4 * t.value_quads) + "; ++c) o[i][c] = 0.f;\n  }\n";
+  b += "  float m[" + R + "], l[" + R + "], o[" + R + "][" + OC + "];\n";
+  b += "#pragma unroll\n  for (int i = 0; i < " + R + "; ++i) {\n    m[i] = -KF_INF, l[i] = 0.f;\n";
+  b += "#pragma unroll\n    for (int c = 0; c < " + OC + "; ++c) o[i][c] = 0.f;\n  }\n";
   b += "  for (i64 k0 = 0; k0 < kend; k0 += " + KEYS + ") {\n";
   b += "    __syncthreads();  // the last tile's reads of Ks, Vs and Ps are done (and Qs is written)\n";
-  b += stage(w, cx.partition, kt, batch, "Ks", t.keys, t.head, t.q_stride(), "k0", d.keys, d.head, true);
-  b += stage(w, cx.partition, v, batch, "Vs", t.keys, t.value_head, t.value_head, "k0", d.keys, d.value_head, false);
-  b += "    __syncthreads();\n";
+  b += a.stage_keys();
   // The tile of scores: rows ty + 16 i, keys tx + 16 j, four columns of the head a read.
-  b += "    float sc[" + std::to_string(R) + "][4];\n";
-  b += "#pragma unroll\n    for (int i = 0; i < " + std::to_string(R) + "; ++i)\n#pragma unroll\n      for (int j = 0; j < 4; ++j) sc[i][j] = 0.f;\n";
+  b += "    float sc[" + R + "][4];\n";
+  b += "#pragma unroll\n    for (int i = 0; i < " + R + "; ++i)\n#pragma unroll\n      for (int j = 0; j < 4; ++j) sc[i][j] = 0.f;\n";
   b += "    for (int c = 0; c < " + std::to_string(t.head) + "; c += 4) {\n      float4 kv[4];\n";
   b += "#pragma unroll\n      for (int j = 0; j < 4; ++j) kv[j] = *reinterpret_cast<const float4*>(&Ks[(tx + 16 * j) * " + QS + " + c]);\n";
-  b += "#pragma unroll\n      for (int i = 0; i < " + std::to_string(R) + "; ++i) {\n";
+  b += "#pragma unroll\n      for (int i = 0; i < " + R + "; ++i) {\n";
   b += "        const float4 qv = *reinterpret_cast<const float4*>(&Qs[(ty + 16 * i) * " + QS + " + c]);\n";
   b += "#pragma unroll\n        for (int j = 0; j < 4; ++j)\n";
   b += "          sc[i][j] = fmaf(qv.w, kv[j].w, fmaf(qv.z, kv[j].z, fmaf(qv.y, kv[j].y, fmaf(qv.x, kv[j].x, sc[i][j]))));\n";
   b += "      }\n    }\n";
-  // The model's elementwise work on each score, at its coordinates; keys beyond the head's are -inf.
-  b += "#pragma unroll\n    for (int i = 0; i < " + std::to_string(R) + "; ++i)\n#pragma unroll\n      for (int j = 0; j < 4; ++j) {\n";
-  b += "        const i64 row = q0 + ty + 16 * i, key = k0 + tx + 16 * j;\n        float x = -KF_INF;\n";
-  b += "        if (row < " + L(d.rows) + " && key < " + L(d.keys) + ") {\n";
-  std::vector<std::string> at = batch;
-  at.push_back("row"), at.push_back("key");
-  w.begin_site(at, "", "          ");
-  w.bind(qk, "sc[i][j]");
-  const std::string s_value = w.value(scores);
-  b += w.take() + "          x = " + s_value + ";\n        }\n        sc[i][j] = x;\n      }\n";
-  w.unbind(qk);
+  b += "#pragma unroll\n    for (int i = 0; i < " + R + "; ++i)\n#pragma unroll\n      for (int j = 0; j < 4; ++j)\n";
+  b += a.score("q0 + ty + 16 * i", "k0 + tx + 16 * j", "sc[i][j]", "        ");
   // Each row's max and sum over the tile (its 16 threads: one half-warp), the running statistics updated; a row
   // with no finite score yet keeps its exponents at 0 (exp(-inf - m) = 0, never -inf + inf).
-  b += "#pragma unroll\n    for (int i = 0; i < " + std::to_string(R) + "; ++i) {\n";
+  b += "#pragma unroll\n    for (int i = 0; i < " + R + "; ++i) {\n";
   b += "      float mx = fmaxf(fmaxf(sc[i][0], sc[i][1]), fmaxf(sc[i][2], sc[i][3]));\n";
   b += "#pragma unroll\n      for (int lane = 8; lane > 0; lane >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, lane, 16));\n";
   b += "      const float mnew = fmaxf(m[i], mx), base = mnew == -KF_INF ? 0.f : mnew;\n";
@@ -168,44 +223,96 @@ std::vector<PlanKernel> emit_attention(EmitContext& cx, const KernelGroup& g, co
   b += "        Ps[(ty + 16 * i) * " + PS + " + tx + 16 * j] = sc[i][j];\n      }\n";
   b += "#pragma unroll\n      for (int lane = 8; lane > 0; lane >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, lane, 16);\n";
   b += "      l[i] = l[i] * alpha + sum;\n      m[i] = mnew;\n";
-  b += "#pragma unroll\n      for (int c = 0; c < " + std::to_string(4 * t.value_quads) + "; ++c) o[i][c] *= alpha;\n    }\n";
+  b += "#pragma unroll\n      for (int c = 0; c < " + OC + "; ++c) o[i][c] *= alpha;\n    }\n";
   b += "    __syncthreads();\n";
   // The output's rows ty + 16 i, columns 64 cq + 4 tx .. + 3: four keys' probabilities a read.
-  b += "    for (int kk = 0; kk < " + KEYS + "; kk += 4) {\n      float4 pv[" + std::to_string(R) + "];\n";
-  b += "#pragma unroll\n      for (int i = 0; i < " + std::to_string(R) + "; ++i) pv[i] = *reinterpret_cast<const float4*>(&Ps[(ty + 16 * i) * " + PS + " + kk]);\n";
+  b += "    for (int kk = 0; kk < " + KEYS + "; kk += 4) {\n      float4 pv[" + R + "];\n";
+  b += "#pragma unroll\n      for (int i = 0; i < " + R + "; ++i) pv[i] = *reinterpret_cast<const float4*>(&Ps[(ty + 16 * i) * " + PS + " + kk]);\n";
   b += "#pragma unroll\n      for (int e = 0; e < 4; ++e)\n#pragma unroll\n        for (int cq = 0; cq < " + std::to_string(t.value_quads) + "; ++cq) {\n";
-  b += "          const float4 vv = *reinterpret_cast<const float4*>(&Vs[(kk + e) * " + DVP + " + 64 * cq + 4 * tx]);\n";
-  b += "#pragma unroll\n          for (int i = 0; i < " + std::to_string(R) + "; ++i) {\n";
+  b += "          const float4 vv = *reinterpret_cast<const float4*>(&Vs[(kk + e) * " + VS + " + 64 * cq + 4 * tx]);\n";
+  b += "#pragma unroll\n          for (int i = 0; i < " + R + "; ++i) {\n";
   b += "            const float p = e == 0 ? pv[i].x : e == 1 ? pv[i].y : e == 2 ? pv[i].z : pv[i].w;\n";
   b += "            o[i][4 * cq] = fmaf(p, vv.x, o[i][4 * cq]);\n            o[i][4 * cq + 1] = fmaf(p, vv.y, o[i][4 * cq + 1]);\n";
   b += "            o[i][4 * cq + 2] = fmaf(p, vv.z, o[i][4 * cq + 2]);\n            o[i][4 * cq + 3] = fmaf(p, vv.w, o[i][4 * cq + 3]);\n";
   b += "          }\n        }\n    }\n  }\n";
-  // The result (0 / 0 = NaN for a row without a finite score, as PyTorch's softmax), and what the group computes
-  // from it.
-  b += "#pragma unroll\n  for (int i = 0; i < " + std::to_string(R) + "; ++i)\n#pragma unroll\n    for (int c = 0; c < " +
-       std::to_string(4 * t.value_quads) + "; ++c) {\n";
-  b += "      const i64 row = q0 + ty + 16 * i, col = 64 * (c / 4) + 4 * tx + c % 4;\n";
-  b += "      if (row >= " + L(d.rows) + " || col >= " + L(d.value_head) + ") continue;\n";
-  b += "      const float y = o[i][c] / l[i];\n";
-  std::vector<std::string> out = batch;
-  out.push_back("row"), out.push_back("col");
-  w.begin_site(out, "", "      ");
-  w.bind(g.anchor, "y");
-  std::string writes;
-  for (int o : g.elem_outputs) {
-    const std::string value = w.value(o);
-    writes += "      " + w.buf(o) + "[" + w.out_index(o) + "] = " + value + ";\n";
-  }
-  b += w.take() + writes + "    }\n";
+  // The result (0 / 0 = NaN for a row without a finite score, as PyTorch's softmax).
+  b += "#pragma unroll\n  for (int i = 0; i < " + R + "; ++i)\n#pragma unroll\n    for (int c = 0; c < " + OC + "; ++c)\n";
+  b += a.output("q0 + ty + 16 * i", "64 * (c / 4) + 4 * tx + c % 4", "o[i][c] / l[i]", "      ");
+  return a.kernel(name, b, "fp32 on the CUDA cores");
+}
 
-  std::string s = kernel_header(cx.partition, g, ks, name);
-  s += "// " + std::to_string(t.rows) + " query rows a block, keys " + KEYS + " a step; head dims " + std::to_string(d.head) +
-       " and " + std::to_string(d.value_head) + (diagonal ? "; keys beyond row + " + std::to_string(*diagonal) + " skipped" : "") + "\n";
-  s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kAttentionThreads) + ") " + name + "(" + w.params() +
-       ") {\n" + b + "}\n";
-  PlanKernel k = generated_kernel(g, ks, name, s, w.used_buffers(), t.blocks, kAttentionThreads);
-  k.smem = int(t.smem_bytes());
-  return {k};
+// Strategy mma: TF32 tensor cores (mma.sync.m16n8k8), warp w owning rows 16 w .. + 15 of the block's; lane 4 g + t
+// holds, of each 8-key (or 8-column) tile, rows g and g + 8, columns 2 t and 2 t + 1 (kf_mma's layout). Under
+// tf32x3 every product is three (big big + big small + small big): about fp32's accuracy.
+PlanKernel tensor_core_kernel(Attention& a, const std::string& name) {
+  const AttentionTile& t = a.t;
+  const std::string QS = std::to_string(t.q_stride), PS = std::to_string(t.p_stride), VS = std::to_string(t.v_stride),
+                    KEYS = std::to_string(t.keys), NV = std::to_string(t.value_head / 8), NK = std::to_string(t.keys / 8);
+  const bool split = a.ks.precision == Precision::tf32x3;
+  // c += x y as one product, or the split's three (the small terms first: they are the smaller).
+  auto product = [&](const std::string& c, const std::string& x, const std::string& y) {
+    return split ? "kf_mma(" + c + ", " + x + "_small, " + y + "_big); kf_mma(" + c + ", " + x + "_big, " + y + "_small); kf_mma(" +
+                       c + ", " + x + "_big, " + y + "_big);"
+                 : "kf_mma(" + c + ", " + x + "_big, " + y + "_big);";
+  };
+  const std::string SPLIT = split ? "true" : "false";
+  std::string b = a.opening();
+  b += "  const int warp = threadIdx.x >> 5, g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;\n";
+  b += "  const int r0 = 16 * warp;  // the warp's rows of the block's\n";
+  b += "  float m[2], l[2], o[" + NV + "][4];\n";
+  b += "  m[0] = m[1] = -KF_INF, l[0] = l[1] = 0.f;\n";
+  b += "#pragma unroll\n  for (int n = 0; n < " + NV + "; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;\n";
+  b += "  for (i64 k0 = 0; k0 < kend; k0 += " + KEYS + ") {\n";
+  b += "    __syncthreads();  // the last tile's reads of Ks and Vs are done (and Qs is written)\n";
+  b += a.stage_keys();
+  // Scores: 8 tiles of 8 keys, the head's columns 8 a step.
+  b += "    float sc[" + NK + "][4];\n";
+  b += "#pragma unroll\n    for (int n = 0; n < " + NK + "; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;\n";
+  b += "    for (int kk = 0; kk < " + std::to_string(t.head) + "; kk += 8) {\n";
+  b += "      unsigned q_big[4], q_small[4];\n";
+  b += "      kf_split(Qs[(r0 + g) * " + QS + " + kk + t], q_big[0], q_small[0], " + SPLIT + ");\n";
+  b += "      kf_split(Qs[(r0 + g + 8) * " + QS + " + kk + t], q_big[1], q_small[1], " + SPLIT + ");\n";
+  b += "      kf_split(Qs[(r0 + g) * " + QS + " + kk + t + 4], q_big[2], q_small[2], " + SPLIT + ");\n";
+  b += "      kf_split(Qs[(r0 + g + 8) * " + QS + " + kk + t + 4], q_big[3], q_small[3], " + SPLIT + ");\n";
+  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) {\n        unsigned k_big[2], k_small[2];\n";
+  b += "        kf_split(Ks[(8 * n + g) * " + QS + " + kk + t], k_big[0], k_small[0], " + SPLIT + ");\n";
+  b += "        kf_split(Ks[(8 * n + g) * " + QS + " + kk + t + 4], k_big[1], k_small[1], " + SPLIT + ");\n";
+  b += "        " + product("sc[n]", "q", "k") + "\n      }\n    }\n";
+  b += "#pragma unroll\n    for (int n = 0; n < " + NK + "; ++n)\n#pragma unroll\n      for (int e = 0; e < 4; ++e)\n";
+  b += a.score("q0 + r0 + g + 8 * (e >> 1)", "k0 + 8 * n + 2 * t + (e & 1)", "sc[n][e]", "        ");
+  // Rows g (h = 0) and g + 8 (h = 1): each row's max and sum over its four lanes, the statistics updated.
+  b += "#pragma unroll\n    for (int h = 0; h < 2; ++h) {\n      float mx = -KF_INF;\n";
+  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) mx = fmaxf(mx, fmaxf(sc[n][2 * h], sc[n][2 * h + 1]));\n";
+  b += "      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));\n      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));\n";
+  b += "      const float mnew = fmaxf(m[h], mx), base = mnew == -KF_INF ? 0.f : mnew;\n";
+  b += "      const float alpha = expf(m[h] - base);\n      float sum = 0.f;\n";
+  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n)\n#pragma unroll\n        for (int e = 2 * h; e < 2 * h + 2; ++e) {\n";
+  b += "          sc[n][e] = expf(sc[n][e] - base);\n          sum += sc[n][e];\n";
+  b += "          Ps[(r0 + g + 8 * h) * " + PS + " + 8 * n + 2 * t + (e & 1)] = sc[n][e];\n        }\n";
+  b += "      sum += __shfl_xor_sync(0xffffffffu, sum, 1);\n      sum += __shfl_xor_sync(0xffffffffu, sum, 2);\n";
+  b += "      l[h] = l[h] * alpha + sum;\n      m[h] = mnew;\n";
+  b += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) o[n][2 * h] *= alpha, o[n][2 * h + 1] *= alpha;\n    }\n";
+  b += "    __syncwarp();  // the warp's probabilities, written by its lanes, read by its lanes\n";
+  b += "    for (int kk = 0; kk < " + KEYS + "; kk += 8) {\n      unsigned p_big[4], p_small[4];\n";
+  b += "      kf_split(Ps[(r0 + g) * " + PS + " + kk + t], p_big[0], p_small[0], " + SPLIT + ");\n";
+  b += "      kf_split(Ps[(r0 + g + 8) * " + PS + " + kk + t], p_big[1], p_small[1], " + SPLIT + ");\n";
+  b += "      kf_split(Ps[(r0 + g) * " + PS + " + kk + t + 4], p_big[2], p_small[2], " + SPLIT + ");\n";
+  b += "      kf_split(Ps[(r0 + g + 8) * " + PS + " + kk + t + 4], p_big[3], p_small[3], " + SPLIT + ");\n";
+  b += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) {\n        unsigned v_big[2], v_small[2];\n";
+  b += "        kf_split(Vs[(kk + t) * " + VS + " + 8 * n + g], v_big[0], v_small[0], " + SPLIT + ");\n";
+  b += "        kf_split(Vs[(kk + t + 4) * " + VS + " + 8 * n + g], v_big[1], v_small[1], " + SPLIT + ");\n";
+  b += "        " + product("o[n]", "p", "v") + "\n      }\n    }\n";
+  b += "    __syncwarp();  // read before the next tile's probabilities overwrite them\n  }\n";
+  b += "#pragma unroll\n  for (int n = 0; n < " + NV + "; ++n)\n#pragma unroll\n    for (int e = 0; e < 4; ++e)\n";
+  b += a.output("q0 + r0 + g + 8 * (e >> 1)", "8 * n + 2 * t + (e & 1)", "o[n][e] / l[e >> 1]", "      ");
+  return a.kernel(name, b, std::string(split ? "tf32x3" : "tf32") + " on the tensor cores");
+}
+
+}  // namespace
+
+std::vector<PlanKernel> emit_attention(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
+  Attention a(cx, g, ks);
+  return {ks.strategy == Strategy::mma ? tensor_core_kernel(a, name) : cuda_core_kernel(a, name)};
 }
 
 }  // namespace kforge

@@ -107,22 +107,7 @@ std::string epilogue_code(Epilogue e) {
   return s;
 }
 
-const char* kDeviceHelpers = R"(// A finite x rounded to TF32 as cvt.rna.tf32.f32 rounds it (half an ulp added to the magnitude, the 13 low
-// bits dropped), in two integer operations. Not for NaN: the carry out of a large payload would reach the sign.
-__device__ __forceinline__ unsigned kf_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
-// x = big + small, both TF32 (small is only needed, and only computed, under split precision), in five plain
-// fp32 and integer operations and no test: the split runs for every fragment element a warp reads, where the
-// compiler's cvt.rna costs four and a NaN test. big is Veltkamp's split of x into 11 + 13 significant bits
-// (c = x (2^13 + 1), big = c - (c - x): x rounded to nearest at 11 bits, exactly a TF32 value), with _rn
-// intrinsics that the compiler never fuses into an fma; small = x - big is exact and rounded to TF32. NaN and
-// infinite x give a NaN big part (so NaN results, which the verifier rejects), as does |x| > 4e34, where
-// c overflows (ir/tf32.h, split_tf32, is the same arithmetic).
-__device__ __forceinline__ void kf_split(float x, unsigned& big, unsigned& small) {
-  const float c = __fmul_rn(x, 8193.f), hi = __fsub_rn(c, __fsub_rn(c, x));
-  big = __float_as_uint(hi);
-  small = KF_SPLIT ? kf_tf32(__fsub_rn(x, hi)) : 0u;
-}
-__device__ __forceinline__ unsigned kf_shared_address(const void* p) {
+const char* kDeviceHelpers = R"(__device__ __forceinline__ unsigned kf_shared_address(const void* p) {
   unsigned d;
   asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(d) : "l"(p));
   return d;
@@ -134,11 +119,6 @@ __device__ __forceinline__ void kf_copy4(float* dst, const float* src, bool insi
 // 16 bytes (both addresses 16-byte aligned); the bytes past `bytes` are zero-filled.
 __device__ __forceinline__ void kf_copy16(float* dst, const float* src, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(kf_shared_address(dst)), "l"(src), "r"(bytes));
-}
-__device__ __forceinline__ void kf_mma(float* c, const unsigned* a, const unsigned* b) {
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 )";
 
@@ -201,17 +181,17 @@ std::vector<PlanKernel> emit_matmul_mma(EmitContext& cx, const KernelGroup& g, c
         for (int mt = 0; mt < 4; ++mt) {
           const int r = warp_m + mt * 16 + group;
 )";
-  s += "          kf_split(" + sa.at("cur", "kk + quad", "r") + ", a_big[h][mt][0], a_small[h][mt][0]);\n";
-  s += "          kf_split(" + sa.at("cur", "kk + quad", "r + 8") + ", a_big[h][mt][1], a_small[h][mt][1]);\n";
-  s += "          kf_split(" + sa.at("cur", "kk + quad + 4", "r") + ", a_big[h][mt][2], a_small[h][mt][2]);\n";
-  s += "          kf_split(" + sa.at("cur", "kk + quad + 4", "r + 8") + ", a_big[h][mt][3], a_small[h][mt][3]);\n";
+  s += "          kf_split(" + sa.at("cur", "kk + quad", "r") + ", a_big[h][mt][0], a_small[h][mt][0], KF_SPLIT);\n";
+  s += "          kf_split(" + sa.at("cur", "kk + quad", "r + 8") + ", a_big[h][mt][1], a_small[h][mt][1], KF_SPLIT);\n";
+  s += "          kf_split(" + sa.at("cur", "kk + quad + 4", "r") + ", a_big[h][mt][2], a_small[h][mt][2], KF_SPLIT);\n";
+  s += "          kf_split(" + sa.at("cur", "kk + quad + 4", "r + 8") + ", a_big[h][mt][3], a_small[h][mt][3], KF_SPLIT);\n";
   s += R"(        }
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt) {
           const int c = warp_n + nt * 8 + group;
 )";
-  s += "          kf_split(" + sb.at("cur", "kk + quad", "c") + ", b_big[h][nt][0], b_small[h][nt][0]);\n";
-  s += "          kf_split(" + sb.at("cur", "kk + quad + 4", "c") + ", b_big[h][nt][1], b_small[h][nt][1]);\n";
+  s += "          kf_split(" + sb.at("cur", "kk + quad", "c") + ", b_big[h][nt][0], b_small[h][nt][0], KF_SPLIT);\n";
+  s += "          kf_split(" + sb.at("cur", "kk + quad + 4", "c") + ", b_big[h][nt][1], b_small[h][nt][1], KF_SPLIT);\n";
   s += R"(        }
       }
 #pragma unroll

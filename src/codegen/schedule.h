@@ -167,26 +167,27 @@ struct RecurrenceTile {
   int64_t smem_bytes() const { return 4 * smem_floats; }
 };
 RecurrenceTile recurrence_tile(const KernelGroup& g, const KernelSchedule& ks);
-// An attention's kernel (emit_attention.cpp) under schedule `ks`: 256 threads, 16 x 16, a block taking `rows` =
-// 16 * items query rows of one head and walking its keys `keys` (64) at a time (FlashAttention's loop: a tile of
-// scores, its row maxima and sums, the output rescaled). Thread (ty, tx) holds the scores of rows ty + 16 i and keys
-// tx + 16 j (items x 4) and the output's rows ty + 16 i, columns 64 c + 4 tx .. + 3 (items x 4 * value_quads):
-// interleaved, so that a warp's float4 reads of the shared tiles fall in different banks. The head dims are padded
-// with zeros: D to a multiple of 4 (the dot products step 4 columns a read), Dv to one of 64.
+// An attention's kernel (emit_attention.cpp) under schedule `ks`: a block takes `rows` query rows of one head and
+// walks its keys `keys` (64) at a time (FlashAttention's loop: a tile of scores, its row maxima and sums, the
+// output rescaled). Strategy block (fp32 on the CUDA cores): 256 threads, 16 x 16, `rows` = 16 * items; thread
+// (ty, tx) holds the scores of rows ty + 16 i and keys tx + 16 j (items x 4) and the output's rows ty + 16 i,
+// columns 64 c + 4 tx .. + 3 (items x 4 * value_quads): interleaved, so that a warp's float4 reads of the shared
+// tiles fall in different banks; D padded to a multiple of 4 (4 columns a read), Dv to one of 64. Strategy mma
+// (TF32 tensor cores, tf32 or the split tf32x3): a warp takes 16 rows (`rows` = 16 * warps), its scores and
+// output as mma.sync.m16n8k8 tiles; D and Dv padded to multiples of 8 (a k step), the rows of each shared tile
+// strided so that a fragment's 32 reads meet 32 banks. Padding is zeros.
 struct AttentionTile {
   int64_t rows = 0, keys = 64;
   int64_t head = 0, value_head = 0;  // D and Dv, padded
-  int64_t value_quads = 0;           // float4 columns of the output a thread holds
+  int64_t value_quads = 0;           // block: float4 columns of the output a thread holds
   int64_t tiles = 0;                 // query tiles a head
   int64_t blocks = 0;
-  // Shared memory, in floats: Q's tile [rows][head + 4], K's [keys][head + 4], V's [keys][value_head], the
-  // probabilities [rows][keys + 16] (the padding puts neighbouring rows in other banks).
-  int64_t q_stride() const { return head + 4; }
-  int64_t p_stride() const { return keys + 16; }
-  int64_t smem_floats() const { return rows * q_stride() + keys * q_stride() + keys * value_head + rows * p_stride(); }
+  // Row strides of the shared tiles, in floats: Q's and K's [.][head + 4], V's, the probabilities'.
+  int64_t q_stride = 0, v_stride = 0, p_stride = 0;
+  int64_t smem_floats() const { return (rows + keys) * q_stride + keys * v_stride + rows * p_stride; }
   int64_t smem_bytes() const { return 4 * smem_floats(); }
 };
-constexpr int kAttentionThreads = 256;
+constexpr int kAttentionThreads = 256;  // strategy block
 AttentionTile attention_tile(const KernelGroup& g, const KernelSchedule& ks);
 // Weights a thread of a vec-4 recurrence holds in registers (as the register row cache's share, kMaxRegisterRow).
 constexpr int64_t kMaxRegisterWeights = 64;

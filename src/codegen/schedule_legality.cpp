@@ -67,11 +67,11 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
     illegal(g, "layout", "nhwc is a convolution's choice only");
   if (ks.library_epilogue && (g.kind != GroupKind::conv || ks.strategy != Strategy::library))
     illegal(g, "epilogue", "library is a cuDNN convolution's choice only");
-  if (!is_library_kind(g.kind)) {
+  if (!is_library_kind(g.kind) && g.kind != GroupKind::attention) {
     if (ks.strategy == Strategy::library || ks.strategy == Strategy::mma)
-      illegal(g, "strategy", to_string(ks.strategy) + " is for matrix products and convolutions only");
+      illegal(g, "strategy", to_string(ks.strategy) + " is for matrix products, convolutions and attention only");
     if (ks.precision != Precision::fp32 || ks.algo != 0)
-      illegal(g, "precision/algo", "are for matrix products and convolutions only");
+      illegal(g, "precision/algo", "are for matrix products, convolutions and attention only");
   }
   switch (g.kind) {
     case GroupKind::matmul:
@@ -169,19 +169,33 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
       break;
     }
     case GroupKind::attention: {
-      if (ks.strategy != Strategy::block || ks.block != kAttentionThreads || ks.vec != 1 || ks.chunks != 1 ||
-          ks.cache_row != RowCache::none)
-        illegal(g, "strategy/block/vec/chunks/cache_row", "of an attention are fixed: block, " +
-                                                              std::to_string(kAttentionThreads) + ", 1, 1, none");
-      if (ks.items != 2 && ks.items != 4 && ks.items != 8) illegal(g, "items", "(query rows a thread) must be 2, 4 or 8");
+      if (ks.vec != 1 || ks.chunks != 1 || ks.cache_row != RowCache::none || ks.algo != 0)
+        illegal(g, "vec/chunks/cache_row/algo", "of an attention are fixed: 1, 1, none, 0");
       const AttentionTile t = attention_tile(g, ks);
-      // The scores (items x 4) and the output (items x 4 * value_quads) stay in registers.
-      if (ks.items * 4 * t.value_quads > kMaxRegisterRow)
-        illegal(g, "items", std::to_string(ks.items) + " rows of " + std::to_string(4 * t.value_quads) +
-                                " output columns would hold more than " + std::to_string(kMaxRegisterRow) + " floats a thread");
+      if (ks.strategy == Strategy::block) {
+        if (ks.block != kAttentionThreads || ks.precision != Precision::fp32)
+          illegal(g, "block/precision", "of an attention on the CUDA cores are " + std::to_string(kAttentionThreads) + ", fp32");
+        if (ks.items != 2 && ks.items != 4 && ks.items != 8) illegal(g, "items", "(query rows a thread) must be 2, 4 or 8");
+        // The scores (items x 4) and the output (items x 4 * value_quads) stay in registers.
+        if (ks.items * 4 * t.value_quads > kMaxRegisterRow)
+          illegal(g, "items", std::to_string(ks.items) + " rows of " + std::to_string(4 * t.value_quads) +
+                                  " output columns would hold more than " + std::to_string(kMaxRegisterRow) + " floats a thread");
+      } else if (ks.strategy == Strategy::mma) {
+        if (ks.precision != Precision::tf32 && ks.precision != Precision::tf32x3)
+          illegal(g, "precision", "of an attention on tensor cores is tf32 or tf32x3");
+        if (ks.block != 128 && ks.block != 256) illegal(g, "block", "of an attention on tensor cores is 4 or 8 warps");
+        if (ks.items != 1) illegal(g, "items", "is not a choice of an attention on tensor cores");
+        if (g.target.sm < 80) illegal(g, "strategy", "mma needs sm_80's TF32 tensor cores");
+        // A thread's output: Dv / 8 tiles of four floats.
+        if (t.value_head / 2 > kMaxRegisterRow)
+          illegal(g, "strategy", "mma would hold " + std::to_string(t.value_head / 2) + " output floats a thread (at most " +
+                                     std::to_string(kMaxRegisterRow) + ")");
+      } else {
+        illegal(g, "strategy", "of an attention is block (CUDA cores) or mma (tensor cores)");
+      }
       if (t.smem_bytes() > kMaxRowCache)
-        illegal(g, "items", "needs " + std::to_string(t.smem_bytes()) + " bytes of shared memory a block (at most " +
-                                std::to_string(kMaxRowCache) + ")");
+        illegal(g, "block/items", "need " + std::to_string(t.smem_bytes()) + " bytes of shared memory a block (at most " +
+                                      std::to_string(kMaxRowCache) + ")");
       break;
     }
     case GroupKind::scan:

@@ -134,6 +134,8 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
       break;
     case GroupKind::attention:
       for (int rows : {2, 4, 8}) keep({Strategy::block, kAttentionThreads, 1, rows, 1});
+      for (auto p : {Precision::tf32, Precision::tf32x3})
+        for (int warps : {4, 8}) keep({Strategy::mma, 32 * warps, 1, 1, 1, RowCache::none, p});
       break;
     case GroupKind::scan:
       for (int b : {64, 128, 256, 512}) keep({Strategy::thread, b, 1, 1, 1});
@@ -217,10 +219,21 @@ AttentionTile attention_tile(const KernelGroup& g, const KernelSchedule& ks) {
   KF_ASSERT(g.attention, "group " + g.key + " is not an attention");
   const AttentionDims& d = *g.attention;
   AttentionTile t;
-  t.rows = 16 * int64_t(ks.items);
-  t.head = (d.head + 3) / 4 * 4;
-  t.value_head = (d.value_head + 63) / 64 * 64;
-  t.value_quads = t.value_head / 64;
+  if (ks.strategy == Strategy::mma) {
+    t.rows = 16 * int64_t(ks.block / 32);
+    t.head = (d.head + 7) / 8 * 8;
+    t.value_head = (d.value_head + 7) / 8 * 8;
+    t.v_stride = t.value_head + 8;  // 8 t + g: a fragment's lanes in 32 banks
+    t.p_stride = t.keys + 4;
+  } else {
+    t.rows = 16 * int64_t(ks.items);
+    t.head = (d.head + 3) / 4 * 4;
+    t.value_head = (d.value_head + 63) / 64 * 64;
+    t.value_quads = t.value_head / 64;
+    t.v_stride = t.value_head;
+    t.p_stride = t.keys + 16;  // neighbouring rows 16 banks apart
+  }
+  t.q_stride = t.head + 4;
   t.tiles = (d.rows + t.rows - 1) / t.rows;
   t.blocks = d.heads * t.tiles;
   return t;

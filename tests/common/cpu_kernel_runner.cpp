@@ -41,11 +41,14 @@ struct alignas(16) uint4 { unsigned x, y, z, w; };
 inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
 #define __restrict__
 #define __syncthreads() kf_barrier->arrive_and_wait()
+#define __syncwarp() kf_barrier->arrive_and_wait()  // kernels whose every thread of the block reaches it together
 #define __device__
 #define __forceinline__ inline
 #define __int_as_float(i) std::bit_cast<float>(int(i))
 #define __uint_as_float(u) std::bit_cast<float>((unsigned)(u))
 #define __float_as_uint(f) std::bit_cast<unsigned>((float)(f))
+inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }  // rounded, never fused
+inline float __fsub_rn(float a, float b) { volatile float r = a - b; return r; }
 // Arguments arrive as float pointers; a kernel parameter of another element type (an i64 index output) takes one.
 struct KfAnyPtr { float* p; template <class T> operator T*() const { return reinterpret_cast<T*>(p); } };
 // A warp shuffle for kernels whose every thread of the block shuffles together (all of them reach each call): each
@@ -59,6 +62,21 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int lane, int = 32) {
   std::memcpy(&r, posted[threadIdx.x ^ unsigned(lane)], sizeof(T));
   kf_barrier->arrive_and_wait();
   return r;
+}// mma.sync.m16n8k8 (TF32, fp32 sums) for kernels whose every thread of the block reaches it together: each lane
+// posts its fragments, the block meets, each lane computes its four results from its warp's, the block meets again.
+inline void kf_mma_emulated(float* c, const unsigned* a, const unsigned* b) {
+  static unsigned posted[1024][6];
+  for (int i = 0; i < 4; ++i) posted[threadIdx.x][i] = a[i];
+  posted[threadIdx.x][4] = b[0], posted[threadIdx.x][5] = b[1];
+  kf_barrier->arrive_and_wait();
+  const unsigned warp = threadIdx.x & ~31u, g = (threadIdx.x & 31u) >> 2, t = threadIdx.x & 3u;
+  auto A = [&](unsigned r, unsigned k) { return std::bit_cast<float>(posted[warp + (r % 8) * 4 + k % 4][(r >= 8) + 2 * (k >= 4)]); };
+  auto B = [&](unsigned k, unsigned n) { return std::bit_cast<float>(posted[warp + n * 4 + k % 4][4 + (k >= 4)]); };
+  for (unsigned i = 0; i < 4; ++i) {
+    const unsigned row = g + 8 * (i >> 1), col = 2 * t + (i & 1);
+    for (unsigned k = 0; k < 8; ++k) c[i] += A(row, k) * B(k, col);
+  }
+  kf_barrier->arrive_and_wait();
 }
 )";
 
