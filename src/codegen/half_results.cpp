@@ -35,7 +35,8 @@ class Rewrite {
         continue;
       }
       const std::string storage = n.attrs.value("storage_dtype", "");
-      if ((n.op == "matmul" || n.op == "conv") && n.type.dtype == DType::f32 && (storage == "f16" || storage == "bf16")) {
+      if ((n.op == "matmul" || n.op == "conv") && n.type.dtype == DType::f32 && (storage == "f16" || storage == "bf16") &&
+          !exponentiated(int(i))) {
         at_[i] = library(std::move(n), output, dtype_from_string(storage));
         continue;
       }
@@ -54,6 +55,29 @@ class Rewrite {
     if (w == widened_.end() || g_.at(w->second).type.dtype != n.type.dtype) return -1;
     if (output && !outputs_.insert(w->second).second) return -1;
     return w->second;
+  }
+
+  // Whether node `id`'s values reach an exp through elementwise arithmetic (a softmax's scores, a logsumexp's):
+  // the exponential turns an absolute rounding into a relative error, and 16-bit scores of magnitude 2000 are 2
+  // apart, a factor e between two probabilities (13_bmm_softmax_scale on inputs of 4x scale missed 1e-2 on
+  // 1126 of 134M elements). Such a result stays f32.
+  bool exponentiated(int id) {
+    if (readers_.empty()) {
+      readers_.resize(prim_.nodes.size());
+      exponentiated_.assign(prim_.nodes.size(), -1);
+      for (size_t r = 0; r < prim_.nodes.size(); ++r)
+        for (int a : prim_.nodes[r].args)
+          if (a >= 0) readers_[size_t(a)].push_back(int(r));
+    }
+    int& known = exponentiated_[size_t(id)];
+    if (known < 0) {
+      known = 0;
+      for (int r : readers_[size_t(id)]) {
+        const Node& n = prim_.at(r);
+        if (n.op == "exp" || ((is_elementwise_op(n.op) || is_view_op(n.op)) && exponentiated(r))) known = 1;
+      }
+    }
+    return known == 1;
   }
 
   std::string name_for(const std::string& base) const { return fresh_name(base, {&prim_, &g_}); }
@@ -134,6 +158,8 @@ class Rewrite {
   }
 
   const Graph& prim_;
+  std::vector<std::vector<int>> readers_;  // of prim_'s nodes, made on first use
+  std::vector<int> exponentiated_;         // per node: -1 not yet known, 0, 1
   Graph g_;
   std::vector<int> at_;                      // prim's node -> g's value of the same function (f32 where it was)
   std::map<int, int> widened_;               // g's cast to f32 -> the 16-bit result it reads

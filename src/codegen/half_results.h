@@ -13,8 +13,9 @@
 // (a softmax before a product, a GELU between two Linears) is stored in 16 bits by the kernel computing it, once
 // however many products read it; through reshapes (aliases) and transposes (the library's flag) too. A bias
 // epilogue reads the stored 16-bit bias (cuBLASLt's bias is the result's type); where the bias is computed, the
-// result's rows are not 16-byte multiples (the library's alignment) or the product is itself a graph output, the
-// result stays f32; where the library cannot read the operands in 16 bits, nothing is rounded. Convolutions keep
+// result's rows are not 16-byte multiples (the library's alignment), the product is itself a graph output or its
+// values reach an exp (a softmax's scores: the exponential makes a 16-bit rounding of large scores a large relative
+// error), the result stays f32; where the library cannot read the operands in 16 bits, nothing is rounded. Convolutions keep
 // their f32 bias (the transpose back adds it). Runs on primitive graphs after the epilogue folds; the views of the
 // new 16-bit values are taken before their casts afterwards (codegen/half_views.h).
 #pragma once

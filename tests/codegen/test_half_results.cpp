@@ -213,5 +213,28 @@ TEST(HalfResults, EveryKernelCompilesForSm90) {
       }
 }
 
+
+// Scores that a softmax exponentiates keep f32: 16-bit scores of magnitude 2000 are 2 apart, a factor e between two
+// probabilities.
+TEST(HalfResults, ScoresASoftmaxExponentiatesStayF32) {
+  const nlohmann::json j = nlohmann::json::parse(R"({"inputs": [{"name": "a", "shape": [2, 32, 64], "dtype": "f16"},
+      {"name": "b", "shape": [2, 64, 48], "dtype": "f16"}],
+    "nodes": [{"name": "af", "op": "cast", "args": ["a"], "attrs": {"dtype": "f32"}},
+              {"name": "bf", "op": "cast", "args": ["b"], "attrs": {"dtype": "f32"}},
+              {"name": "s", "op": "matmul", "args": ["af", "bf"], "attrs": {"storage_dtype": "f16"}},
+              {"name": "p", "op": "softmax", "args": ["s"], "attrs": {"dim": 2}},
+              {"name": "out", "op": "cast", "args": ["p"], "attrs": {"dtype": "f16"}}],
+    "outputs": ["out"]})");
+  Plan p = lower(graph_from_json(j), {});
+  int products = 0;
+  for (const PlanKernel& k : p.kernels)
+    if (k.kind == StepKind::cublaslt) {
+      ++products;
+      EXPECT_EQ(k.library.at("c").value("dtype", "f32"), "f32");
+      EXPECT_EQ(k.library.at("a").at("dtype"), "f16") << "the operands are still read as stored";
+    }
+  EXPECT_EQ(products, 1);
+}
+
 }  // namespace
 }  // namespace kforge
