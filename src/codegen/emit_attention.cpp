@@ -20,6 +20,7 @@ namespace kforge {
 namespace {
 
 std::string L(int64_t v) { return i64_literal(v); }
+std::string cap(const std::string& x) { return x == "k" ? "K" : "V"; }
 
 bool is_const(const Graph& g, int id, double value) {
   const Node& n = g.at(id);
@@ -71,10 +72,12 @@ bool last_dim_contiguous(const Partition& p, int id) {
 
 // Statements copying operand `x`'s [extent_r][extent_c] tile at (r0, c0) of the head into shared array `dst`
 // ([r][stride]); the element (r, c) of the head is x's (r0 + r, c) (or (c, r0 + r) where `transposed`: K's
-// [D, S] operand). Zeros beyond the operand. The walk follows x's contiguous dim.
+// [D, S] operand). Zeros beyond the operand. The walk follows x's contiguous dim. With `split`, dst names two
+// arrays of TF32 parts, dst_big and dst_small (kf_split: under split precision the parts of each element are made
+// once a tile here, not by every warp reading it).
 std::string stage(KernelWriter& w, const Partition& p, int x, const std::vector<std::string>& batch, const std::string& dst,
                   int64_t tile_r, int64_t tile_c, int64_t stride, const std::string& r0, int64_t extent_r, int64_t extent_c,
-                  bool transposed, int threads) {
+                  bool transposed, int threads, std::optional<bool> split = std::nullopt) {
   const bool c_fastest = last_dim_contiguous(p, x) != transposed;
   std::string s = "  for (int e = threadIdx.x; e < " + std::to_string(tile_r * tile_c) + "; e += " +
                   std::to_string(threads) + ") {\n";
@@ -88,8 +91,12 @@ std::string stage(KernelWriter& w, const Partition& p, int x, const std::vector<
   w.begin_site(coords, "", "      ");
   const std::string v = w.value(x);
   s += w.take() + "      x = " + v + ";\n    }\n";
-  s += "    " + dst + "[r * " + std::to_string(stride) + " + c] = x;\n  }\n";
-  return s;
+  const std::string at = "r * " + std::to_string(stride) + " + c";
+  if (!split) return s + "    " + dst + "[" + at + "] = x;\n  }\n";
+  s += "    unsigned big, small;\n    kf_split(x, big, small, " + std::string(*split ? "true" : "false") + ");\n";
+  s += "    " + dst + "_big[" + at + "] = big;\n";
+  if (*split) s += "    " + dst + "_small[" + at + "] = small;\n";
+  return s + "  }\n";
 }
 
 // What both strategies share: the operands, the tile, the kernel's opening (shared tiles, the block's head and
@@ -119,10 +126,22 @@ struct Attention {
     const std::string QS = std::to_string(t.q_stride), ROWS = std::to_string(t.rows), KEYS = std::to_string(t.keys);
     std::string b = "#ifdef __CUDA_ARCH__\n  extern __shared__ __align__(16) float kf_smem[];\n#else\n  alignas(16) static float kf_smem[" +
                     L(t.smem_floats()) + "];\n#endif\n";
+    const std::string K = std::to_string(t.keys * t.q_stride), V = std::to_string(t.keys * t.v_stride);
     b += "  float* Qs = kf_smem;  // [" + ROWS + "][" + QS + "] the block's query rows\n";
-    b += "  float* Ks = Qs + " + std::to_string(t.rows * t.q_stride) + ";  // [" + KEYS + "][" + QS + "] a key tile\n";
-    b += "  float* Vs = Ks + " + std::to_string(t.keys * t.q_stride) + ";  // [" + KEYS + "][" + std::to_string(t.v_stride) + "] its values\n";
-    b += "  float* Ps = Vs + " + std::to_string(t.keys * t.v_stride) + ";  // [" + ROWS + "][" + std::to_string(t.p_stride) + "] its probabilities\n";
+    if (!tensor_cores()) {
+      b += "  float* Ks = Qs + " + std::to_string(t.rows * t.q_stride) + ";  // [" + KEYS + "][" + QS + "] a key tile\n";
+      b += "  float* Vs = Ks + " + K + ";  // [" + KEYS + "][" + std::to_string(t.v_stride) + "] its values\n";
+      b += "  float* Ps = Vs + " + V + ";  // [" + ROWS + "][" + std::to_string(t.p_stride) + "] its probabilities\n";
+    } else {  // K's and V's TF32 parts
+      b += "  unsigned* Ks_big = reinterpret_cast<unsigned*>(Qs + " + std::to_string(t.rows * t.q_stride) + ");  // [" + KEYS +
+           "][" + QS + "] a key tile\n";
+      if (t.parts == 2) b += "  unsigned* Ks_small = Ks_big + " + K + ";\n";
+      b += "  unsigned* Vs_big = Ks_big + " + std::to_string(t.parts) + " * " + K + ";  // [" + KEYS + "][" +
+           std::to_string(t.v_stride) + "] its values\n";
+      if (t.parts == 2) b += "  unsigned* Vs_small = Vs_big + " + V + ";\n";
+      b += "  float* Ps = reinterpret_cast<float*>(Vs_big + " + std::to_string(t.parts) + " * " + V + ");  // [" + ROWS + "][" +
+           std::to_string(t.p_stride) + "] its probabilities\n";
+    }
     // Blocks in order of their query tile from the last (the most keys under a causal mask) to the first.
     b += "  const i64 head = (i64)blockIdx.x % " + L(d.heads) + ";\n";
     b += "  const i64 q0 = (" + L(t.tiles - 1) + " - (i64)blockIdx.x / " + L(d.heads) + ") * " + ROWS + ";\n";
@@ -138,10 +157,15 @@ struct Attention {
     return b;
   }
 
-  // K's and V's tiles at key k0, then a barrier.
+  bool tensor_cores() const { return ks.strategy == Strategy::mma; }
+
+  // K's and V's tiles at key k0 (on tensor cores, their TF32 parts), then a barrier.
   std::string stage_keys() {
-    return stage(w, cx.partition, kt, batch, "Ks", t.keys, t.head, t.q_stride, "k0", d.keys, d.head, true, ks.block) +
-           stage(w, cx.partition, v, batch, "Vs", t.keys, t.value_head, t.v_stride, "k0", d.keys, d.value_head, false, ks.block) +
+    std::optional<bool> split;
+    if (tensor_cores()) split = t.parts == 2;
+    return stage(w, cx.partition, kt, batch, "Ks", t.keys, t.head, t.q_stride, "k0", d.keys, d.head, true, ks.block, split) +
+           stage(w, cx.partition, v, batch, "Vs", t.keys, t.value_head, t.v_stride, "k0", d.keys, d.value_head, false, ks.block,
+                 split) +
            "    __syncthreads();\n";
   }
 
@@ -274,9 +298,14 @@ PlanKernel tensor_core_kernel(Attention& a, const std::string& name) {
   b += "      kf_split(Qs[(r0 + g + 8) * " + QS + " + kk + t], q_big[1], q_small[1], " + SPLIT + ");\n";
   b += "      kf_split(Qs[(r0 + g) * " + QS + " + kk + t + 4], q_big[2], q_small[2], " + SPLIT + ");\n";
   b += "      kf_split(Qs[(r0 + g + 8) * " + QS + " + kk + t + 4], q_big[3], q_small[3], " + SPLIT + ");\n";
-  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) {\n        unsigned k_big[2], k_small[2];\n";
-  b += "        kf_split(Ks[(8 * n + g) * " + QS + " + kk + t], k_big[0], k_small[0], " + SPLIT + ");\n";
-  b += "        kf_split(Ks[(8 * n + g) * " + QS + " + kk + t + 4], k_big[1], k_small[1], " + SPLIT + ");\n";
+  // A fragment's parts as staged: `part` (big or small) of the K or V tile at two indices.
+  auto fragment = [&](const std::string& x, const std::string& i0, const std::string& i1) {
+    std::string f = "        unsigned " + x + "_big[2] = {" + cap(x) + "s_big[" + i0 + "], " + cap(x) + "s_big[" + i1 + "]};\n";
+    if (split) f += "        unsigned " + x + "_small[2] = {" + cap(x) + "s_small[" + i0 + "], " + cap(x) + "s_small[" + i1 + "]};\n";
+    return f;
+  };
+  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) {\n";
+  b += fragment("k", "(8 * n + g) * " + QS + " + kk + t", "(8 * n + g) * " + QS + " + kk + t + 4");
   b += "        " + product("sc[n]", "q", "k") + "\n      }\n    }\n";
   b += "#pragma unroll\n    for (int n = 0; n < " + NK + "; ++n)\n#pragma unroll\n      for (int e = 0; e < 4; ++e)\n";
   b += a.score("q0 + r0 + g + 8 * (e >> 1)", "k0 + 8 * n + 2 * t + (e & 1)", "sc[n][e]", "        ");
@@ -298,9 +327,8 @@ PlanKernel tensor_core_kernel(Attention& a, const std::string& name) {
   b += "      kf_split(Ps[(r0 + g + 8) * " + PS + " + kk + t], p_big[1], p_small[1], " + SPLIT + ");\n";
   b += "      kf_split(Ps[(r0 + g) * " + PS + " + kk + t + 4], p_big[2], p_small[2], " + SPLIT + ");\n";
   b += "      kf_split(Ps[(r0 + g + 8) * " + PS + " + kk + t + 4], p_big[3], p_small[3], " + SPLIT + ");\n";
-  b += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) {\n        unsigned v_big[2], v_small[2];\n";
-  b += "        kf_split(Vs[(kk + t) * " + VS + " + 8 * n + g], v_big[0], v_small[0], " + SPLIT + ");\n";
-  b += "        kf_split(Vs[(kk + t + 4) * " + VS + " + 8 * n + g], v_big[1], v_small[1], " + SPLIT + ");\n";
+  b += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) {\n";
+  b += fragment("v", "(kk + t) * " + VS + " + 8 * n + g", "(kk + t + 4) * " + VS + " + 8 * n + g");
   b += "        " + product("o[n]", "p", "v") + "\n      }\n    }\n";
   b += "    __syncwarp();  // read before the next tile's probabilities overwrite them\n  }\n";
   b += "#pragma unroll\n  for (int n = 0; n < " + NV + "; ++n)\n#pragma unroll\n    for (int e = 0; e < 4; ++e)\n";

@@ -224,7 +224,10 @@ AttentionTile attention_tile(const KernelGroup& g, const KernelSchedule& ks) {
     t.head = (d.head + 7) / 8 * 8;
     t.value_head = (d.value_head + 7) / 8 * 8;
     t.v_stride = t.value_head + 8;  // 8 t + g: a fragment's lanes in 32 banks
+    t.parts = ks.precision == Precision::tf32x3 ? 2 : 1;
+    t.q_stride = t.head + 4;
     t.p_stride = t.keys + 4;
+    if (t.smem_bytes() > kMaxRowCache) t.keys = 32, t.p_stride = t.keys + 4;
   } else {
     t.rows = 16 * int64_t(ks.items);
     t.head = (d.head + 3) / 4 * 4;
