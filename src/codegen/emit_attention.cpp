@@ -127,14 +127,16 @@ struct Attention {
     std::string b = "#ifdef __CUDA_ARCH__\n  extern __shared__ __align__(16) float kf_smem[];\n#else\n  alignas(16) static float kf_smem[" +
                     L(t.smem_floats()) + "];\n#endif\n";
     const std::string K = std::to_string(t.keys * t.q_stride), V = std::to_string(t.keys * t.v_stride);
-    b += "  float* Qs = kf_smem;  // [" + ROWS + "][" + QS + "] the block's query rows\n";
+    const std::string Q = std::to_string(t.rows * t.q_stride);
     if (!tensor_cores()) {
-      b += "  float* Ks = Qs + " + std::to_string(t.rows * t.q_stride) + ";  // [" + KEYS + "][" + QS + "] a key tile\n";
+      b += "  float* Qs = kf_smem;  // [" + ROWS + "][" + QS + "] the block's query rows\n";
+      b += "  float* Ks = Qs + " + Q + ";  // [" + KEYS + "][" + QS + "] a key tile\n";
       b += "  float* Vs = Ks + " + K + ";  // [" + KEYS + "][" + std::to_string(t.v_stride) + "] its values\n";
       b += "  float* Ps = Vs + " + V + ";  // [" + ROWS + "][" + std::to_string(t.p_stride) + "] its probabilities\n";
-    } else {  // K's and V's TF32 parts
-      b += "  unsigned* Ks_big = reinterpret_cast<unsigned*>(Qs + " + std::to_string(t.rows * t.q_stride) + ");  // [" + KEYS +
-           "][" + QS + "] a key tile\n";
+    } else {  // Q's, K's and V's TF32 parts
+      b += "  unsigned* Qs_big = reinterpret_cast<unsigned*>(kf_smem);  // [" + ROWS + "][" + QS + "] the block's query rows\n";
+      if (t.parts == 2) b += "  unsigned* Qs_small = Qs_big + " + Q + ";\n";
+      b += "  unsigned* Ks_big = Qs_big + " + std::to_string(t.parts) + " * " + Q + ";  // [" + KEYS + "][" + QS + "] a key tile\n";
       if (t.parts == 2) b += "  unsigned* Ks_small = Ks_big + " + K + ";\n";
       b += "  unsigned* Vs_big = Ks_big + " + std::to_string(t.parts) + " * " + K + ";  // [" + KEYS + "][" +
            std::to_string(t.v_stride) + "] its values\n";
@@ -151,7 +153,9 @@ struct Attention {
     std::vector<std::string> coords(rank);
     b += decompose_index("head", batch_dims, g.shape, coords, "  ");
     batch.assign(coords.begin(), coords.end() - 2);
-    b += stage(w, cx.partition, q, batch, "Qs", t.rows, t.head, t.q_stride, "q0", d.rows, d.head, false, ks.block);
+    std::optional<bool> split;
+    if (tensor_cores()) split = t.parts == 2;
+    b += stage(w, cx.partition, q, batch, "Qs", t.rows, t.head, t.q_stride, "q0", d.rows, d.head, false, ks.block, split);
     b += "  const i64 kend = " +
          (diagonal ? "min(" + L(d.keys) + ", max((i64)0, q0 + " + ROWS + " + " + L(*diagonal) + "))" : L(d.keys)) + ";\n";
     return b;
@@ -293,11 +297,14 @@ PlanKernel tensor_core_kernel(Attention& a, const std::string& name) {
   b += "    float sc[" + NK + "][4];\n";
   b += "#pragma unroll\n    for (int n = 0; n < " + NK + "; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;\n";
   b += "    for (int kk = 0; kk < " + std::to_string(t.head) + "; kk += 8) {\n";
-  b += "      unsigned q_big[4], q_small[4];\n";
-  b += "      kf_split(Qs[(r0 + g) * " + QS + " + kk + t], q_big[0], q_small[0], " + SPLIT + ");\n";
-  b += "      kf_split(Qs[(r0 + g + 8) * " + QS + " + kk + t], q_big[1], q_small[1], " + SPLIT + ");\n";
-  b += "      kf_split(Qs[(r0 + g) * " + QS + " + kk + t + 4], q_big[2], q_small[2], " + SPLIT + ");\n";
-  b += "      kf_split(Qs[(r0 + g + 8) * " + QS + " + kk + t + 4], q_big[3], q_small[3], " + SPLIT + ");\n";
+  const std::string q_at[4] = {"(r0 + g) * " + QS + " + kk + t", "(r0 + g + 8) * " + QS + " + kk + t",
+                               "(r0 + g) * " + QS + " + kk + t + 4", "(r0 + g + 8) * " + QS + " + kk + t + 4"};
+  for (const char* part : {"big", "small"}) {
+    if (std::string(part) == "small" && !split) continue;
+    b += "      const unsigned q_" + std::string(part) + "[4] = {";
+    for (int i = 0; i < 4; ++i) b += std::string(i ? ", " : "") + "Qs_" + part + "[" + q_at[i] + "]";
+    b += "};\n";
+  }
   // A fragment's parts as staged: `part` (big or small) of the K or V tile at two indices.
   auto fragment = [&](const std::string& x, const std::string& i0, const std::string& i1) {
     std::string f = "        unsigned " + x + "_big[2] = {" + cap(x) + "s_big[" + i0 + "], " + cap(x) + "s_big[" + i1 + "]};\n";

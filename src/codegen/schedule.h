@@ -175,7 +175,7 @@ RecurrenceTile recurrence_tile(const KernelGroup& g, const KernelSchedule& ks);
 // tiles fall in different banks; D padded to a multiple of 4 (4 columns a read), Dv to one of 64. Strategy mma
 // (TF32 tensor cores, tf32 or the split tf32x3): a warp takes 16 rows (`rows` = 16 * warps), its scores and
 // output as mma.sync.m16n8k8 tiles; D and Dv padded to multiples of 8 (a k step), the rows of each shared tile
-// strided so that a fragment's 32 reads meet 32 banks; K and V staged as TF32 parts, keys 32 a step where 64
+// strided so that a fragment's 32 reads meet 32 banks; Q, K and V staged as TF32 parts, keys 32 a step where 64
 // would not fit shared memory. Padding is zeros.
 struct AttentionTile {
   int64_t rows = 0, keys = 64;
@@ -185,9 +185,9 @@ struct AttentionTile {
   int64_t blocks = 0;
   // Row strides of the shared tiles, in floats: Q's and K's [.][head + 4], V's, the probabilities'.
   int64_t q_stride = 0, v_stride = 0, p_stride = 0;
-  // Copies of K's and V's tiles: 1, or (tf32x3) their TF32 big and small parts, split once a tile.
+  // Copies of Q's, K's and V's tiles: 1, or (tf32x3) their TF32 big and small parts, split once as staged.
   int64_t parts = 1;
-  int64_t smem_floats() const { return rows * q_stride + parts * keys * (q_stride + v_stride) + rows * p_stride; }
+  int64_t smem_floats() const { return parts * (rows * q_stride + keys * (q_stride + v_stride)) + rows * p_stride; }
   int64_t smem_bytes() const { return 4 * smem_floats(); }
 };
 constexpr int kAttentionThreads = 256;  // strategy block
