@@ -67,12 +67,12 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
     illegal(g, "layout", "nhwc is a convolution's choice only");
   if (ks.library_epilogue && (g.kind != GroupKind::conv || ks.strategy != Strategy::library))
     illegal(g, "epilogue", "library is a cuDNN convolution's choice only");
-  if (!is_library_kind(g.kind) && g.kind != GroupKind::attention) {
-    if (ks.strategy == Strategy::library || ks.strategy == Strategy::mma)
-      illegal(g, "strategy", to_string(ks.strategy) + " is for matrix products, convolutions and attention only");
-    if (ks.precision != Precision::fp32 || ks.algo != 0)
-      illegal(g, "precision/algo", "are for matrix products, convolutions and attention only");
-  }
+  if (ks.strategy == Strategy::library && !is_library_kind(g.kind))
+    illegal(g, "strategy", "library is for matrix products and convolutions only");
+  if (ks.strategy == Strategy::mma && g.kind != GroupKind::matmul && g.kind != GroupKind::attention)
+    illegal(g, "strategy", "mma is for matrix products and attention only");
+  if (!is_library_kind(g.kind) && g.kind != GroupKind::attention && (ks.precision != Precision::fp32 || ks.algo != 0))
+    illegal(g, "precision/algo", "are for matrix products, convolutions and attention only");
   switch (g.kind) {
     case GroupKind::matmul:
       if (g.half_operands) {  // ir/half_operands.h: the library reads the task's half-precision tensors as stored
