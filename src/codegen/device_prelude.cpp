@@ -328,6 +328,15 @@ template <int PENDING> __device__ __forceinline__ void kf_copy_async_wait() {
   asm volatile("cp.async.wait_group %0;" :: "n"(PENDING) : "memory");
 #endif
 }
+// FlashAttention's running statistics of a row (emit_attention.cpp): its max so far m, updated with a tile's max mx.
+// Returns the base the tile's exponents take, 0 while no score is finite (exp(-inf - 0) = 0, never -inf + inf), and
+// sets alpha, the factor rescaling what was summed before.
+__device__ __forceinline__ float kf_online_max(float& m, float mx, float& alpha) {
+  const float mnew = fmaxf(m, mx), base = mnew == -KF_INF ? 0.f : mnew;
+  alpha = expf(m - base);
+  m = mnew;
+  return base;
+}
 // TF32 tensor cores (sm_80+; emit_matmul_mma.cpp, emit_attention.cpp). kf_tf32: a finite x rounded to TF32 as
 // cvt.rna.tf32.f32 rounds it (half an ulp added to the magnitude, the 13 low bits dropped), in two integer
 // operations. Not for NaN: the carry out of a large payload would reach the sign.

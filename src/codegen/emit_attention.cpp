@@ -240,17 +240,15 @@ PlanKernel cuda_core_kernel(Attention& a, const std::string& name) {
   b += "      }\n    }\n";
   b += "#pragma unroll\n    for (int i = 0; i < " + R + "; ++i)\n#pragma unroll\n      for (int j = 0; j < 4; ++j)\n";
   b += a.score("q0 + ty + 16 * i", "k0 + tx + 16 * j", "sc[i][j]", "        ");
-  // Each row's max and sum over the tile (its 16 threads: one half-warp), the running statistics updated; a row
-  // with no finite score yet keeps its exponents at 0 (exp(-inf - m) = 0, never -inf + inf).
+  // Each row's max and sum over the tile (its 16 threads: one half-warp), the running statistics updated.
   b += "#pragma unroll\n    for (int i = 0; i < " + R + "; ++i) {\n";
   b += "      float mx = fmaxf(fmaxf(sc[i][0], sc[i][1]), fmaxf(sc[i][2], sc[i][3]));\n";
   b += "#pragma unroll\n      for (int lane = 8; lane > 0; lane >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, lane, 16));\n";
-  b += "      const float mnew = fmaxf(m[i], mx), base = mnew == -KF_INF ? 0.f : mnew;\n";
-  b += "      const float alpha = expf(m[i] - base);\n      float sum = 0.f;\n";
+  b += "      float alpha, sum = 0.f;\n      const float base = kf_online_max(m[i], mx, alpha);\n";
   b += "#pragma unroll\n      for (int j = 0; j < 4; ++j) {\n        sc[i][j] = expf(sc[i][j] - base);\n        sum += sc[i][j];\n";
   b += "        Ps[(ty + 16 * i) * " + PS + " + tx + 16 * j] = sc[i][j];\n      }\n";
   b += "#pragma unroll\n      for (int lane = 8; lane > 0; lane >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, lane, 16);\n";
-  b += "      l[i] = l[i] * alpha + sum;\n      m[i] = mnew;\n";
+  b += "      l[i] = l[i] * alpha + sum;\n";
   b += "#pragma unroll\n      for (int c = 0; c < " + OC + "; ++c) o[i][c] *= alpha;\n    }\n";
   b += "    __syncthreads();\n";
   // The output's rows ty + 16 i, columns 64 cq + 4 tx .. + 3: four keys' probabilities a read.
@@ -320,13 +318,12 @@ PlanKernel tensor_core_kernel(Attention& a, const std::string& name) {
   b += "#pragma unroll\n    for (int h = 0; h < 2; ++h) {\n      float mx = -KF_INF;\n";
   b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) mx = fmaxf(mx, fmaxf(sc[n][2 * h], sc[n][2 * h + 1]));\n";
   b += "      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));\n      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));\n";
-  b += "      const float mnew = fmaxf(m[h], mx), base = mnew == -KF_INF ? 0.f : mnew;\n";
-  b += "      const float alpha = expf(m[h] - base);\n      float sum = 0.f;\n";
+  b += "      float alpha, sum = 0.f;\n      const float base = kf_online_max(m[h], mx, alpha);\n";
   b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n)\n#pragma unroll\n        for (int e = 2 * h; e < 2 * h + 2; ++e) {\n";
   b += "          sc[n][e] = expf(sc[n][e] - base);\n          sum += sc[n][e];\n";
   b += "          Ps[(r0 + g + 8 * h) * " + PS + " + 8 * n + 2 * t + (e & 1)] = sc[n][e];\n        }\n";
   b += "      sum += __shfl_xor_sync(0xffffffffu, sum, 1);\n      sum += __shfl_xor_sync(0xffffffffu, sum, 2);\n";
-  b += "      l[h] = l[h] * alpha + sum;\n      m[h] = mnew;\n";
+  b += "      l[h] = l[h] * alpha + sum;\n";
   b += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) o[n][2 * h] *= alpha, o[n][2 * h + 1] *= alpha;\n    }\n";
   b += "    __syncwarp();  // the warp's probabilities, written by its lanes, read by its lanes\n";
   b += "    for (int kk = 0; kk < " + KEYS + "; kk += 8) {\n      unsigned p_big[4], p_small[4];\n";

@@ -203,18 +203,13 @@ struct Partitioner {
         ConvDims d = conv_dims(g.at(n.args[0]).type.shape, g.at(n.args[1]).type.shape, n.attrs, "node '" + n.name + "': ");
         if (depthwise_2d(d)) k.depthwise = d;
       }
-    } else if (n.op == "recurrence") {
-      k.kind = GroupKind::recurrence;
+    } else if (n.op == "recurrence" || n.op == "attention") {
+      k.kind = n.op == "recurrence" ? GroupKind::recurrence : GroupKind::attention;
       k.shape = n.type.shape;
       k.anchor = root;
       k.elem_outputs = {root};
-      k.recurrence = recurrence_dims(g, n);
-    } else if (n.op == "attention") {
-      k.kind = GroupKind::attention;
-      k.shape = n.type.shape;
-      k.anchor = root;
-      k.elem_outputs = {root};
-      k.attention = attention_geometry(g, n);
+      if (n.op == "recurrence") k.recurrence = recurrence_dims(g, n);
+      else k.attention = attention_geometry(g, n);
     } else if (n.op == "pool") {
       k.kind = GroupKind::pool;
       k.shape = n.type.shape;
