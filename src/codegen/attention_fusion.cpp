@@ -32,7 +32,8 @@ struct Finder {
   std::vector<std::vector<int>> readers;
   std::set<int> outputs;
 
-  explicit Finder(const Graph& graph) : g(graph), readers(graph.nodes.size()), outputs(graph.outputs.begin(), graph.outputs.end()) {
+  explicit Finder(const Graph& graph)
+      : g(graph), readers(graph.nodes.size()), outputs(graph.outputs.begin(), graph.outputs.end()) {
     for (size_t i = 0; i < g.nodes.size(); ++i)
       for (int a : g.nodes[i].args)
         if (a >= 0) readers[size_t(a)].push_back(int(i));
@@ -101,7 +102,8 @@ struct Finder {
     // The values that read the product, directly or not, up to S: of S's shape, read only by each other and S.
     std::set<int> on_path = {qk};
     for (int u : between)  // ids ascend with the order of evaluation
-      if (std::any_of(g.at(u).args.begin(), g.at(u).args.end(), [&](int a) { return on_path.count(a) > 0; })) on_path.insert(u);
+      if (std::any_of(g.at(u).args.begin(), g.at(u).args.end(), [&](int a) { return on_path.count(a) > 0; }))
+        on_path.insert(u);
     for (int u : on_path) {
       if (u == s) continue;
       if (outputs.count(u) || g.at(u).type.shape != shape) return -1;

@@ -24,8 +24,8 @@ bool host_compiler_available();
 void run_on_cpu(const PlanKernel& k, const std::vector<float*>& args, int64_t grid = 1);
 
 // Every buffer of plan `p` on the host, as float storage: the graph's inputs and params from `inputs` and
-// `params` (f32; bool ones a byte an element), every other buffer poisoned (NaN; an f16 buffer's floats NaN in both halves), so that an element
-// never written shows; `output` is the graph's first output's buffer.
+// `params` (f32; bool ones a byte an element), every other buffer poisoned (NaN; an f16 buffer's floats NaN in both
+// halves), so that an element never written shows; `output` is the graph's first output's buffer.
 struct HostPlanBuffers {
   std::vector<std::vector<float>> data;
   int output = -1;
