@@ -365,6 +365,23 @@ __device__ __forceinline__ void kf_mma(float* c, const unsigned* a, const unsign
   kf_mma_emulated(c, a, b);
 #endif
 }
+// c += a b for a warp's 16 x 16 times 16 x 8 tile of 16-bit values (mma.sync.m16n8k16, fp16 or bf16, fp32 sums): lane
+// 4 g + t holds a's rows g and g + 8 at columns 2t, 2t + 1 and 2t + 8, 2t + 9 (two values a register, the lower column
+// in the low half), b's rows 2t, 2t + 1 and 2t + 8, 2t + 9 of column g, and c as kf_mma's.
+template <bool BF16> __device__ __forceinline__ void kf_mma16(float* c, const unsigned* a, const unsigned* b) {
+#ifdef __CUDA_ARCH__
+  if (BF16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  kf_mma16_emulated(c, a, b, [](unsigned short h) { return BF16 ? kf_from_bf16(h) : kf_from_f16(h); });
+#endif
+}
 )CUDA";
   return src;
 }

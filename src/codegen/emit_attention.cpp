@@ -74,10 +74,17 @@ bool last_dim_contiguous(const Partition& p, int id) {
 // ([r][stride]); the element (r, c) of the head is x's (r0 + r, c) (or (c, r0 + r) where `transposed`: K's
 // [D, S] operand). Zeros beyond the operand. The walk follows x's contiguous dim. With `split`, dst names two
 // arrays of TF32 parts, dst_big and dst_small (kf_split: under split precision the parts of each element are made
-// once a tile here, not by every warp reading it).
+// once a tile here, not by every warp reading it). With `half` (the name of a conversion, kf_to_f16 or kf_to_bf16),
+// dst holds 16-bit values, [c][stride] where `store_transposed` (V's tile for the 16-bit products).
+struct StoreAs {
+  std::optional<bool> split;
+  std::string half;
+  bool store_transposed = false;
+};
 std::string stage(KernelWriter& w, const Partition& p, int x, const std::vector<std::string>& batch, const std::string& dst,
                   int64_t tile_r, int64_t tile_c, int64_t stride, const std::string& r0, int64_t extent_r, int64_t extent_c,
-                  bool transposed, int threads, std::optional<bool> split = std::nullopt) {
+                  bool transposed, int threads, const StoreAs& as = {}) {
+  const std::optional<bool>& split = as.split;
   const bool c_fastest = last_dim_contiguous(p, x) != transposed;
   std::string s = "  for (int e = threadIdx.x; e < " + std::to_string(tile_r * tile_c) + "; e += " +
                   std::to_string(threads) + ") {\n";
@@ -91,7 +98,8 @@ std::string stage(KernelWriter& w, const Partition& p, int x, const std::vector<
   w.begin_site(coords, "", "      ");
   const std::string v = w.value(x);
   s += w.take() + "      x = " + v + ";\n    }\n";
-  const std::string at = "r * " + std::to_string(stride) + " + c";
+  const std::string at = as.store_transposed ? "c * " + std::to_string(stride) + " + r" : "r * " + std::to_string(stride) + " + c";
+  if (!as.half.empty()) return s + "    " + dst + "[" + at + "] = " + as.half + "(x);\n  }\n";
   if (!split) return s + "    " + dst + "[" + at + "] = x;\n  }\n";
   s += "    unsigned big, small;\n    kf_split(x, big, small, " + std::string(*split ? "true" : "false") + ");\n";
   s += "    " + dst + "_big[" + at + "] = big;\n";
@@ -125,7 +133,7 @@ struct Attention {
   std::string opening() {
     const std::string QS = std::to_string(t.q_stride), ROWS = std::to_string(t.rows), KEYS = std::to_string(t.keys);
     std::string b = "#ifdef __CUDA_ARCH__\n  extern __shared__ __align__(16) float kf_smem[];\n#else\n  alignas(16) static float kf_smem[" +
-                    L(t.smem_floats()) + "];\n#endif\n";
+                    L((t.smem_bytes() + 3) / 4) + "];\n#endif\n";
     const std::string K = std::to_string(t.keys * t.q_stride), V = std::to_string(t.keys * t.v_stride);
     const std::string Q = std::to_string(t.rows * t.q_stride);
     if (!tensor_cores()) {
@@ -133,6 +141,13 @@ struct Attention {
       b += "  float* Ks = Qs + " + Q + ";  // [" + KEYS + "][" + QS + "] a key tile\n";
       b += "  float* Vs = Ks + " + K + ";  // [" + KEYS + "][" + std::to_string(t.v_stride) + "] its values\n";
       b += "  float* Ps = Vs + " + V + ";  // [" + ROWS + "][" + std::to_string(t.p_stride) + "] its probabilities\n";
+    } else if (t.half) {  // 16-bit values, V's tile transposed
+      b += "  unsigned short* Qs = reinterpret_cast<unsigned short*>(kf_smem);  // [" + ROWS + "][" + QS + "] the block's query rows\n";
+      b += "  unsigned short* Ks = Qs + " + Q + ";  // [" + KEYS + "][" + QS + "] a key tile\n";
+      b += "  unsigned short* Vt = Ks + " + K + ";  // [" + std::to_string(t.value_head) + "][" + std::to_string(t.v_stride) +
+           "] its values, transposed\n";
+      b += "  unsigned short* Ps = Vt + " + std::to_string(t.value_head * t.v_stride) + ";  // [" + ROWS + "][" +
+           std::to_string(t.p_stride) + "] its probabilities\n";
     } else {  // Q's, K's and V's TF32 parts
       b += "  unsigned* Qs_big = reinterpret_cast<unsigned*>(kf_smem);  // [" + ROWS + "][" + QS + "] the block's query rows\n";
       if (t.parts == 2) b += "  unsigned* Qs_small = Qs_big + " + Q + ";\n";
@@ -153,23 +168,27 @@ struct Attention {
     std::vector<std::string> coords(rank);
     b += decompose_index("head", batch_dims, g.shape, coords, "  ");
     batch.assign(coords.begin(), coords.end() - 2);
-    std::optional<bool> split;
-    if (tensor_cores()) split = t.parts == 2;
-    b += stage(w, cx.partition, q, batch, "Qs", t.rows, t.head, t.q_stride, "q0", d.rows, d.head, false, ks.block, split);
+    b += stage(w, cx.partition, q, batch, "Qs", t.rows, t.head, t.q_stride, "q0", d.rows, d.head, false, ks.block, store_as());
     b += "  const i64 kend = " +
          (diagonal ? "min(" + L(d.keys) + ", max((i64)0, q0 + " + ROWS + " + " + L(*diagonal) + "))" : L(d.keys)) + ";\n";
     return b;
   }
 
   bool tensor_cores() const { return ks.strategy == Strategy::mma; }
+  // The conversion to the task's 16-bit dtype (t.half).
+  std::string to_half() const { return ks.precision == Precision::bf16 ? "kf_to_bf16" : "kf_to_f16"; }
+  StoreAs store_as(bool values = false) const {
+    StoreAs as;
+    if (t.half) as.half = to_half(), as.store_transposed = values;
+    else if (tensor_cores()) as.split = t.parts == 2;
+    return as;
+  }
 
-  // K's and V's tiles at key k0 (on tensor cores, their TF32 parts), then a barrier.
+  // K's and V's tiles at key k0 (on tensor cores, their TF32 parts or 16-bit values), then a barrier.
   std::string stage_keys() {
-    std::optional<bool> split;
-    if (tensor_cores()) split = t.parts == 2;
-    return stage(w, cx.partition, kt, batch, "Ks", t.keys, t.head, t.q_stride, "k0", d.keys, d.head, true, ks.block, split) +
-           stage(w, cx.partition, v, batch, "Vs", t.keys, t.value_head, t.v_stride, "k0", d.keys, d.value_head, false, ks.block,
-                 split) +
+    return stage(w, cx.partition, kt, batch, "Ks", t.keys, t.head, t.q_stride, "k0", d.keys, d.head, true, ks.block, store_as()) +
+           stage(w, cx.partition, v, batch, t.half ? "Vt" : "Vs", t.keys, t.value_head, t.v_stride, "k0", d.keys, d.value_head,
+                 false, ks.block, store_as(true)) +
            "    __syncthreads();\n";
   }
 
@@ -340,11 +359,69 @@ PlanKernel tensor_core_kernel(Attention& a, const std::string& name) {
   return a.kernel(name, b, std::string(split ? "tf32x3" : "tf32") + " on the tensor cores");
 }
 
+// Strategy mma in fp16 or bf16: the 16-bit values as stored on mma.sync.m16n8k16 (fp32 sums), the probabilities
+// rounded to the dtype for the second product, as PyTorch's flash attention computes. A fragment register holds two
+// neighbouring 16-bit values (the lower column first): Q's and K's along the head, P's along the keys, and V's from
+// its transposed tile, also along the keys.
+PlanKernel half_tensor_core_kernel(Attention& a, const std::string& name) {
+  const AttentionTile& t = a.t;
+  const std::string QS = std::to_string(t.q_stride), PS = std::to_string(t.p_stride), VS = std::to_string(t.v_stride),
+                    KEYS = std::to_string(t.keys), NV = std::to_string(t.value_head / 8), NK = std::to_string(t.keys / 8);
+  const std::string mma = std::string("kf_mma16<") + (a.ks.precision == Precision::bf16 ? "true" : "false") + ">";
+  // The register of the 16-bit pair at element `at` of array `x` (an even index: 4-byte aligned).
+  auto pair = [](const std::string& x, const std::string& at) { return "*reinterpret_cast<const unsigned*>(&" + x + "[" + at + "])"; };
+  std::string b = a.opening();
+  b += "  const int warp = threadIdx.x >> 5, g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;\n";
+  b += "  const int r0 = 16 * warp;  // the warp's rows of the block's\n";
+  b += "  float m[2], l[2], o[" + NV + "][4];\n";
+  b += "  m[0] = m[1] = -KF_INF, l[0] = l[1] = 0.f;\n";
+  b += "#pragma unroll\n  for (int n = 0; n < " + NV + "; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;\n";
+  b += "  for (i64 k0 = 0; k0 < kend; k0 += " + KEYS + ") {\n";
+  b += "    __syncthreads();  // the last tile's reads of Ks and Vt are done (and Qs is written)\n";
+  b += a.stage_keys();
+  b += "    float sc[" + NK + "][4];\n";
+  b += "#pragma unroll\n    for (int n = 0; n < " + NK + "; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;\n";
+  b += "    for (int kk = 0; kk < " + std::to_string(t.head) + "; kk += 16) {\n";
+  b += "      const unsigned qa[4] = {" + pair("Qs", "(r0 + g) * " + QS + " + kk + 2 * t") + ", " +
+       pair("Qs", "(r0 + g + 8) * " + QS + " + kk + 2 * t") + ",\n                              " +
+       pair("Qs", "(r0 + g) * " + QS + " + kk + 2 * t + 8") + ", " + pair("Qs", "(r0 + g + 8) * " + QS + " + kk + 2 * t + 8") + "};\n";
+  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) {\n";
+  b += "        const unsigned kb[2] = {" + pair("Ks", "(8 * n + g) * " + QS + " + kk + 2 * t") + ", " +
+       pair("Ks", "(8 * n + g) * " + QS + " + kk + 2 * t + 8") + "};\n";
+  b += "        " + mma + "(sc[n], qa, kb);\n      }\n    }\n";
+  b += "#pragma unroll\n    for (int n = 0; n < " + NK + "; ++n)\n#pragma unroll\n      for (int e = 0; e < 4; ++e)\n";
+  b += a.score("q0 + r0 + g + 8 * (e >> 1)", "k0 + 8 * n + 2 * t + (e & 1)", "sc[n][e]", "        ");
+  b += "#pragma unroll\n    for (int h = 0; h < 2; ++h) {\n      float mx = -KF_INF;\n";
+  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) mx = fmaxf(mx, fmaxf(sc[n][2 * h], sc[n][2 * h + 1]));\n";
+  b += "      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));\n      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));\n";
+  b += "      float alpha, sum = 0.f;\n      const float base = kf_online_max(m[h], mx, alpha);\n";
+  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n)\n#pragma unroll\n        for (int e = 2 * h; e < 2 * h + 2; ++e) {\n";
+  b += "          sc[n][e] = expf(sc[n][e] - base);\n          sum += sc[n][e];\n";
+  b += "          Ps[(r0 + g + 8 * h) * " + PS + " + 8 * n + 2 * t + (e & 1)] = " + a.to_half() + "(sc[n][e]);\n        }\n";
+  b += "      sum += __shfl_xor_sync(0xffffffffu, sum, 1);\n      sum += __shfl_xor_sync(0xffffffffu, sum, 2);\n";
+  b += "      l[h] = l[h] * alpha + sum;\n";
+  b += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) o[n][2 * h] *= alpha, o[n][2 * h + 1] *= alpha;\n    }\n";
+  b += "    __syncwarp();  // the warp's probabilities, written by its lanes, read by its lanes\n";
+  b += "    for (int kk = 0; kk < " + KEYS + "; kk += 16) {\n";
+  b += "      const unsigned pa[4] = {" + pair("Ps", "(r0 + g) * " + PS + " + kk + 2 * t") + ", " +
+       pair("Ps", "(r0 + g + 8) * " + PS + " + kk + 2 * t") + ",\n                              " +
+       pair("Ps", "(r0 + g) * " + PS + " + kk + 2 * t + 8") + ", " + pair("Ps", "(r0 + g + 8) * " + PS + " + kk + 2 * t + 8") + "};\n";
+  b += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) {\n";
+  b += "        const unsigned vb[2] = {" + pair("Vt", "(8 * n + g) * " + VS + " + kk + 2 * t") + ", " +
+       pair("Vt", "(8 * n + g) * " + VS + " + kk + 2 * t + 8") + "};\n";
+  b += "        " + mma + "(o[n], pa, vb);\n      }\n    }\n";
+  b += "    __syncwarp();  // read before the next tile's probabilities overwrite them\n  }\n";
+  b += "#pragma unroll\n  for (int n = 0; n < " + NV + "; ++n)\n#pragma unroll\n    for (int e = 0; e < 4; ++e)\n";
+  b += a.output("q0 + r0 + g + 8 * (e >> 1)", "8 * n + 2 * t + (e & 1)", "o[n][e] / l[e >> 1]", "      ");
+  return a.kernel(name, b, to_string(a.ks.precision) + " on the tensor cores");
+}
+
 }  // namespace
 
 std::vector<PlanKernel> emit_attention(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
   Attention a(cx, g, ks);
-  return {ks.strategy == Strategy::mma ? tensor_core_kernel(a, name) : cuda_core_kernel(a, name)};
+  if (ks.strategy != Strategy::mma) return {cuda_core_kernel(a, name)};
+  return {a.t.half ? half_tensor_core_kernel(a, name) : tensor_core_kernel(a, name)};
 }
 
 }  // namespace kforge

@@ -209,7 +209,7 @@ struct Partitioner {
       k.anchor = root;
       k.elem_outputs = {root};
       if (n.op == "recurrence") k.recurrence = recurrence_dims(g, n);
-      else k.attention = attention_geometry(g, n);
+      else k.attention = attention_geometry(g, n), k.half_operands = half_attention(g, n);
     } else if (n.op == "pool") {
       k.kind = GroupKind::pool;
       k.shape = n.type.shape;
@@ -221,6 +221,20 @@ struct Partitioner {
       k.elem_outputs = {root};
     }
     return k;
+  }
+
+  // The dtype of a half-precision task's q, k and v where the attention reads all three as casts of 16-bit values of
+  // one dtype: exactly representable in it, so its tensor-core kernel can take them in 16 bits.
+  static std::optional<DType> half_attention(const Graph& g, const Node& attention) {
+    const Node& qk = g.at(scores_product_of(g, attention));
+    std::optional<DType> dtype;
+    for (int x : {qk.args[0], qk.args[1], attention.args[1]}) {
+      const Node& c = g.at(x);
+      if (c.op != "cast" || !is_half(g.at(c.args[0]).type.dtype)) return std::nullopt;
+      if (dtype && *dtype != g.at(c.args[0]).type.dtype) return std::nullopt;
+      dtype = g.at(c.args[0]).type.dtype;
+    }
+    return dtype;
   }
 
   std::vector<int> members(const KernelGroup& k) const {

@@ -176,7 +176,9 @@ RecurrenceTile recurrence_tile(const KernelGroup& g, const KernelSchedule& ks);
 // (TF32 tensor cores, tf32 or the split tf32x3): a warp takes 16 rows (`rows` = 16 * warps), its scores and
 // output as mma.sync.m16n8k8 tiles; D and Dv padded to multiples of 8 (a k step), the rows of each shared tile
 // strided so that a fragment's 32 reads meet 32 banks; Q, K and V staged as TF32 parts, keys 32 a step where 64
-// would not fit shared memory. Padding is zeros.
+// would not fit shared memory. Strategy mma in fp16 or bf16 (a half-precision task's attention): mma.sync.m16n8k16
+// on the 16-bit values as stored, fp32 sums, the probabilities rounded to the dtype for the second product (as
+// PyTorch's flash attention does); D padded to a multiple of 16. Padding is zeros.
 struct AttentionTile {
   int64_t rows = 0, keys = 64;
   int64_t head = 0, value_head = 0;  // D and Dv, padded
@@ -187,8 +189,13 @@ struct AttentionTile {
   int64_t q_stride = 0, v_stride = 0, p_stride = 0;
   // Copies of Q's, K's and V's tiles: 1, or (tf32x3) their TF32 big and small parts, split once as staged.
   int64_t parts = 1;
-  int64_t smem_floats() const { return parts * (rows * q_stride + keys * (q_stride + v_stride)) + rows * p_stride; }
-  int64_t smem_bytes() const { return 4 * smem_floats(); }
+  // fp16 / bf16 (mma on a half-precision task's own tensors): every tile in 16 bits, V's transposed ([Dv][keys +
+  // 8]: a fragment's two keys side by side), strides in 16-bit elements.
+  bool half = false;
+  int64_t smem_bytes() const {
+    if (half) return 2 * (rows * q_stride + keys * q_stride + value_head * v_stride + rows * p_stride);
+    return 4 * (parts * (rows * q_stride + keys * (q_stride + v_stride)) + rows * p_stride);
+  }
 };
 constexpr int kAttentionThreads = 256;  // strategy block
 AttentionTile attention_tile(const KernelGroup& g, const KernelSchedule& ks);

@@ -181,8 +181,11 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
           illegal(g, "items", std::to_string(ks.items) + " rows of " + std::to_string(4 * t.value_quads) +
                                   " output columns would hold more than " + std::to_string(kMaxRegisterRow) + " floats a thread");
       } else if (ks.strategy == Strategy::mma) {
-        if (ks.precision != Precision::tf32 && ks.precision != Precision::tf32x3)
-          illegal(g, "precision", "of an attention on tensor cores is tf32 or tf32x3");
+        if (is_half(ks.precision) && (!g.half_operands || direct_precision(*g.half_operands) != ks.precision))
+          illegal(g, "precision", to_string(ks.precision) + " reads a half-precision task's q, k and v as stored: this "
+                                  "attention's are not all " + to_string(ks.precision));
+        if (ks.precision != Precision::tf32 && ks.precision != Precision::tf32x3 && !is_half(ks.precision))
+          illegal(g, "precision", "of an attention on tensor cores is tf32, tf32x3, or the task's fp16 or bf16");
         if (ks.block != 128 && ks.block != 256) illegal(g, "block", "of an attention on tensor cores is 4 or 8 warps");
         if (ks.items != 1) illegal(g, "items", "is not a choice of an attention on tensor cores");
         if (g.target.sm < 80) illegal(g, "strategy", "mma needs sm_80's TF32 tensor cores");

@@ -44,6 +44,14 @@ KernelSchedule default_schedule(const KernelGroup& g) {
       while (ks.items < 64 && !is_legal(g, ks)) ks.items *= 2;
       break;
     case GroupKind::attention:
+      if (g.half_operands) {  // a half-precision task's: its 16-bit values on the tensor cores, as PyTorch's flash attention
+        ks.strategy = Strategy::mma;
+        ks.precision = direct_precision(*g.half_operands);
+        ks.block = 256;
+        if (attention_tile(g, ks).blocks < g.target.sms || !is_legal(g, ks)) ks.block = 128;
+        if (is_legal(g, ks)) break;
+        ks = KernelSchedule{};
+      }
       // Eight query rows a thread (128 a block) where the GPU still gets a wave of blocks, else fewer: the more rows
       // a thread holds, the more arithmetic each shared-memory read feeds.
       ks.strategy = Strategy::block;
@@ -134,7 +142,7 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
       break;
     case GroupKind::attention:
       for (int rows : {2, 4, 8}) keep({Strategy::block, kAttentionThreads, 1, rows, 1});
-      for (auto p : {Precision::tf32, Precision::tf32x3})
+      for (auto p : {Precision::tf32, Precision::tf32x3, Precision::fp16, Precision::bf16})  // 16-bit: the task's own dtype
         for (int warps : {4, 8}) keep({Strategy::mma, 32 * warps, 1, 1, 1, RowCache::none, p});
       break;
     case GroupKind::scan:
@@ -219,7 +227,14 @@ AttentionTile attention_tile(const KernelGroup& g, const KernelSchedule& ks) {
   KF_ASSERT(g.attention, "group " + g.key + " is not an attention");
   const AttentionDims& d = *g.attention;
   AttentionTile t;
-  if (ks.strategy == Strategy::mma) {
+  if (ks.strategy == Strategy::mma && is_half(ks.precision)) {
+    t.half = true;
+    t.rows = 16 * int64_t(ks.block / 32);
+    t.head = (d.head + 15) / 16 * 16;
+    t.value_head = (d.value_head + 7) / 8 * 8;
+    t.q_stride = t.head + 8;  // 32-bit words 4 g + t apart: a fragment's lanes in 32 banks
+    t.v_stride = t.p_stride = t.keys + 8;
+  } else if (ks.strategy == Strategy::mma) {
     t.rows = 16 * int64_t(ks.block / 32);
     t.head = (d.head + 7) / 8 * 8;
     t.value_head = (d.value_head + 7) / 8 * 8;
@@ -236,7 +251,7 @@ AttentionTile attention_tile(const KernelGroup& g, const KernelSchedule& ks) {
     t.v_stride = t.value_head;
     t.p_stride = t.keys + 16;  // neighbouring rows 16 banks apart
   }
-  t.q_stride = t.head + 4;
+  if (!t.half) t.q_stride = t.head + 4;
   t.tiles = (d.rows + t.rows - 1) / t.rows;
   t.blocks = d.heads * t.tiles;
   return t;

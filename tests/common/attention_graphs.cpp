@@ -18,9 +18,18 @@ nlohmann::json attention_graph(const AttentionCase& c) {
   std::vector<int64_t> swap;
   for (int64_t i = 0; i < rank; ++i) swap.push_back(i);
   std::swap(swap[size_t(rank - 2)], swap[size_t(rank - 1)]);
-  nlohmann::json inputs = {value("q", with({L, D})), c.k_rows ? value("k", with({S, D})) : value("kt", with({D, S})),
-                           value("v", with({S, Dv}, c.shared_v))};
+  const bool half = c.dtype != "f32";
+  // A half-precision task's tensors are read through casts to f32 (ir/types.h); "q" is then the cast, "q_h" the input.
+  const std::string h = half ? "_h" : "";
+  nlohmann::json inputs = {value("q" + h, with({L, D})), c.k_rows ? value("k" + h, with({S, D})) : value("kt" + h, with({D, S})),
+                           value("v" + h, with({S, Dv}, c.shared_v))};
   nlohmann::json nodes = nlohmann::json::array();
+  if (half)
+    for (auto& in : inputs) {
+      in["dtype"] = c.dtype;
+      const std::string name = in["name"];
+      nodes.push_back(node(name.substr(0, name.size() - 2), "cast", {name}, {{"dtype", "f32"}}));
+    }
   if (c.k_rows) nodes.push_back(node("kt", "permute", {"k"}, {{"dims", swap}}));
   nodes.push_back(node("qk", "matmul", {"q", "kt"}));
   nodes.push_back(node("scale", "const", {}, {{"value", 1.0 / std::sqrt(double(D))}}));
@@ -53,7 +62,8 @@ nlohmann::json attention_graph(const AttentionCase& c) {
   }
   nodes.push_back(node("weights", "softmax", {s}, {{"dim", rank - 1}}));
   nodes.push_back(node("y", "matmul", {"weights", "v"}));
-  return {{"inputs", inputs}, {"params", nlohmann::json::array()}, {"nodes", nodes}, {"outputs", {"y"}}};
+  if (half) nodes.push_back(node("out", "cast", {"y"}, {{"dtype", c.dtype}}));
+  return {{"inputs", inputs}, {"params", nlohmann::json::array()}, {"nodes", nodes}, {"outputs", {half ? "out" : "y"}}};
 }
 
 std::vector<AttentionCase> small_attention_cases() {
@@ -65,6 +75,9 @@ std::vector<AttentionCase> small_attention_cases() {
                                     {"additive_mask", {2}, 21, 67, 32, 8, Mask::additive},
                                     {"kt_stored_shared_v", {2, 2}, 19, 23, 5, 7, Mask::none, false, true},
                                     {"one_head", {}, 35, 9, 4, 70}};
+  AttentionCase f16{"f16_causal", {2}, 40, 70, 16, 24, Mask::causal}, bf16{"bf16_kt_stored", {2, 2}, 19, 23, 5, 7};
+  f16.dtype = "f16", bf16.dtype = "bf16", bf16.k_rows = false;
+  out.push_back(f16), out.push_back(bf16);
   return out;
 }
 
@@ -75,6 +88,11 @@ std::vector<AttentionCase> gpu_attention_cases() {
   out.push_back({"d128_513_causal", {3}, 513, 513, 128, 128, Mask::causal});
   out.push_back({"d128_cross", {2, 2}, 300, 777, 128, 128, Mask::bool_input});
   out.push_back({"d256", {2}, 200, 200, 256, 256});
+  for (const char* dtype : {"f16", "bf16"}) {
+    AttentionCase h{std::string(dtype) + "_d64_1024_causal", {2, 4}, 1024, 1024, 64, 64, Mask::causal};
+    h.dtype = dtype;
+    out.push_back(h);
+  }
   return out;
 }
 

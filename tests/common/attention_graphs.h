@@ -23,6 +23,7 @@ struct AttentionCase {
   bool k_rows = true;   // K given as [.., S, D] and transposed by a permute (else Kt [.., D, S] as stored)
   bool shared_v = false;  // V one [1.., S, Dv] for every head (broadcast)
   int64_t diagonal = 0;   // the triangle's, for the masks made of one
+  std::string dtype = "f32";  // f16, bf16: q, k, v and the result in that dtype (a half-precision task's)
 };
 
 nlohmann::json attention_graph(const AttentionCase& c);

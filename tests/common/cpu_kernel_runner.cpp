@@ -78,6 +78,22 @@ inline void kf_mma_emulated(float* c, const unsigned* a, const unsigned* b) {
   }
   kf_barrier->arrive_and_wait();
 }
+// mma.sync.m16n8k16 on 16-bit values (two a register, `value` converting one), the same way.
+template <class F> void kf_mma16_emulated(float* c, const unsigned* a, const unsigned* b, F value) {
+  static unsigned posted[1024][6];
+  for (int i = 0; i < 4; ++i) posted[threadIdx.x][i] = a[i];
+  posted[threadIdx.x][4] = b[0], posted[threadIdx.x][5] = b[1];
+  kf_barrier->arrive_and_wait();
+  const unsigned warp = threadIdx.x & ~31u, g = (threadIdx.x & 31u) >> 2, t = threadIdx.x & 3u;
+  auto half = [&](unsigned word, unsigned k) { return value((unsigned short)(k % 2 ? word >> 16 : word & 0xffffu)); };
+  auto A = [&](unsigned r, unsigned k) { return half(posted[warp + (r % 8) * 4 + (k % 8) / 2][(r >= 8) + 2 * (k >= 8)], k); };
+  auto B = [&](unsigned k, unsigned n) { return half(posted[warp + n * 4 + (k % 8) / 2][4 + (k >= 8)], k); };
+  for (unsigned i = 0; i < 4; ++i) {
+    const unsigned row = g + 8 * (i >> 1), col = 2 * t + (i & 1);
+    for (unsigned k = 0; k < 16; ++k) c[i] += A(row, k) * B(k, col);
+  }
+  kf_barrier->arrive_and_wait();
+}
 )";
 
 }  // namespace
@@ -141,6 +157,10 @@ std::vector<float> run_plan_on_cpu(const Plan& p, const std::vector<HostTensor>&
   std::vector<float*> args;
   for (int b : p.kernels[0].args) args.push_back(h.data[size_t(b)].data());
   run_on_cpu(p.kernels[0], args);
+  return output_values(p, h);
+}
+
+std::vector<float> output_values(const Plan& p, const HostPlanBuffers& h) {
   const PlanBuffer& out = p.buffers.at(size_t(h.output));
   if (!is_half(out.dtype)) return h.data.at(size_t(h.output));
   std::vector<float> values(size_t(numel(out.shape)));  // the 16-bit patterns' values

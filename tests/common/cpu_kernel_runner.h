@@ -31,6 +31,8 @@ struct HostPlanBuffers {
   int output = -1;
 };
 HostPlanBuffers plan_buffers_on_cpu(const Plan& p, const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& params = {});
+// The values of the graph's first output in `h` (a 16-bit output's patterns converted).
+std::vector<float> output_values(const Plan& p, const HostPlanBuffers& h);
 
 // Runs single-kernel plan `p` with run_on_cpu: the graph's inputs and params from `inputs` and `params` (f32),
 // every other buffer poisoned with NaN (an element never written shows); returns the graph's first output.

@@ -1,6 +1,7 @@
 // Attention as one kernel on the GPU (codegen/emit_attention.cpp), under every schedule of its space, against the
-// CPU interpreter of the unfused graph in the strict tier: masks of every form (causal tiles skipped), stored and
-// transposed K, shared V, head dims 4 to 256, many query and key tiles; run directly and replayed from a CUDA graph.
+// CPU interpreter of the unfused graph in the strict tier (TF32 and 16-bit forms at their precision): masks of every
+// form (causal tiles skipped), stored and transposed K, shared V, head dims 4 to 256, many query and key tiles, f16
+// and bf16 tasks; run directly and replayed from a CUDA graph.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -40,18 +41,20 @@ TEST(GpuAttention, EveryScheduleMatchesTheInterpreter) {
       s.kernels[grp->key] = ks;
       LoadedPlan lp(lower(analysis, s), compiler);
       const std::string where = c.name + " schedule " + to_json(ks).dump();
-      const double tol = ks.precision == Precision::tf32 ? 5e-3 : 1e-4;  // TF32: 11 significant bits an operand
+      // TF32: 11 significant bits an operand; 16-bit results: an ulp of the dtype, and the 16-bit products' rounded
+      // probabilities.
+      const double tol = c.dtype == "bf16" ? 2e-2 : c.dtype == "f16" ? 3e-3 : ks.precision == Precision::tf32 ? 5e-3 : 1e-4;
       dev.poison_outputs();
       KF_CU(driver().cuCtxSynchronize());  // the poison runs on the legacy stream, which does not order this one
       lp.run(dev.bindings, stream);
       KF_CU(driver().cuStreamSynchronize(stream));
-      ASSERT_EQ(testing::mismatches(dev.output(0, DType::f32), expected[0], tol), "") << where;
+      ASSERT_EQ(testing::mismatches(dev.output(0, expected[0].type.dtype), expected[0], tol), "") << where;
       ASSERT_TRUE(lp.capture(dev.bindings, stream)) << where;
       dev.poison_outputs();
       KF_CU(driver().cuCtxSynchronize());
       lp.replay(stream);
       KF_CU(driver().cuStreamSynchronize(stream));
-      ASSERT_EQ(testing::mismatches(dev.output(0, DType::f32), expected[0], tol), "") << where << " replayed";
+      ASSERT_EQ(testing::mismatches(dev.output(0, expected[0].type.dtype), expected[0], tol), "") << where << " replayed";
       ++checked;
     }
   }
