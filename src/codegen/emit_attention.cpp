@@ -286,13 +286,19 @@ PlanKernel cuda_core_kernel(Attention& a, const std::string& name) {
   return a.kernel(name, b, "fp32 on the CUDA cores");
 }
 
-// Strategy mma: TF32 tensor cores (mma.sync.m16n8k8), warp w owning rows 16 w .. + 15 of the block's; lane 4 g + t
-// holds, of each 8-key (or 8-column) tile, rows g and g + 8, columns 2 t and 2 t + 1 (kf_mma's layout). Under
-// tf32x3 every product is three (big big + big small + small big): about fp32's accuracy.
-PlanKernel tensor_core_kernel(Attention& a, const std::string& name) {
+// The tensor-core products (strategy mma): the scores' Q K^T into sc, and the output's P V into o.
+// TF32 (mma.sync.m16n8k8): the staged TF32 parts, every product three under tf32x3 (big big + big small + small big:
+// about fp32's accuracy). fp16 and bf16 (m16n8k16): the 16-bit values as stored, a fragment register holding two
+// neighbouring values (the lower column first): Q's and K's along the head, P's along the keys, and V's from its
+// transposed tile, also along the keys; the probabilities rounded to the dtype, as PyTorch's flash attention does.
+struct TensorCoreProducts {
+  std::string scores, values, probability;  // the two loops, and the type P is stored as (of float p)
+};
+
+TensorCoreProducts tf32_products(const Attention& a) {
   const AttentionTile& t = a.t;
-  const std::string QS = std::to_string(t.q_stride), PS = std::to_string(t.p_stride), VS = std::to_string(t.v_stride),
-                    KEYS = std::to_string(t.keys), NV = std::to_string(t.value_head / 8), NK = std::to_string(t.keys / 8);
+  const std::string QS = std::to_string(t.q_stride), PS = std::to_string(t.p_stride), VS = std::to_string(t.v_stride);
+  const std::string NK = std::to_string(t.keys / 8), NV = std::to_string(t.value_head / 8);
   const bool split = a.ks.precision == Precision::tf32x3;
   // c += x y as one product, or the split's three (the small terms first: they are the smaller).
   auto product = [&](const std::string& c, const std::string& x, const std::string& y) {
@@ -300,7 +306,76 @@ PlanKernel tensor_core_kernel(Attention& a, const std::string& name) {
                        c + ", " + x + "_big, " + y + "_big);"
                  : "kf_mma(" + c + ", " + x + "_big, " + y + "_big);";
   };
+  // A fragment's parts as staged: big (and small) of the K or V tile at two indices.
+  auto fragment = [&](const std::string& x, const std::string& i0, const std::string& i1) {
+    std::string f = "        unsigned " + x + "_big[2] = {" + cap(x) + "s_big[" + i0 + "], " + cap(x) + "s_big[" + i1 + "]};\n";
+    if (split) f += "        unsigned " + x + "_small[2] = {" + cap(x) + "s_small[" + i0 + "], " + cap(x) + "s_small[" + i1 + "]};\n";
+    return f;
+  };
+  TensorCoreProducts p;
+  p.scores = "    for (int kk = 0; kk < " + std::to_string(t.head) + "; kk += 8) {\n";
+  const std::string q_at[4] = {"(r0 + g) * " + QS + " + kk + t", "(r0 + g + 8) * " + QS + " + kk + t",
+                               "(r0 + g) * " + QS + " + kk + t + 4", "(r0 + g + 8) * " + QS + " + kk + t + 4"};
+  for (const std::string part : {"big", "small"}) {
+    if (part == "small" && !split) continue;
+    p.scores += "      const unsigned q_" + part + "[4] = {";
+    for (int i = 0; i < 4; ++i) p.scores += std::string(i ? ", " : "") + "Qs_" + part + "[" + q_at[i] + "]";
+    p.scores += "};\n";
+  }
+  p.scores += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) {\n";
+  p.scores += fragment("k", "(8 * n + g) * " + QS + " + kk + t", "(8 * n + g) * " + QS + " + kk + t + 4");
+  p.scores += "        " + product("sc[n]", "q", "k") + "\n      }\n    }\n";
   const std::string SPLIT = split ? "true" : "false";
+  p.values = "    for (int kk = 0; kk < " + std::to_string(t.keys) + "; kk += 8) {\n      unsigned p_big[4], p_small[4];\n";
+  p.values += "      kf_split(Ps[(r0 + g) * " + PS + " + kk + t], p_big[0], p_small[0], " + SPLIT + ");\n";
+  p.values += "      kf_split(Ps[(r0 + g + 8) * " + PS + " + kk + t], p_big[1], p_small[1], " + SPLIT + ");\n";
+  p.values += "      kf_split(Ps[(r0 + g) * " + PS + " + kk + t + 4], p_big[2], p_small[2], " + SPLIT + ");\n";
+  p.values += "      kf_split(Ps[(r0 + g + 8) * " + PS + " + kk + t + 4], p_big[3], p_small[3], " + SPLIT + ");\n";
+  p.values += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) {\n";
+  p.values += fragment("v", "(kk + t) * " + VS + " + 8 * n + g", "(kk + t + 4) * " + VS + " + 8 * n + g");
+  p.values += "        " + product("o[n]", "p", "v") + "\n      }\n    }\n";
+  p.probability = "p";
+  return p;
+}
+
+TensorCoreProducts half_products(const Attention& a) {
+  const AttentionTile& t = a.t;
+  const std::string QS = std::to_string(t.q_stride), PS = std::to_string(t.p_stride), VS = std::to_string(t.v_stride);
+  const std::string NK = std::to_string(t.keys / 8), NV = std::to_string(t.value_head / 8);
+  const std::string mma = std::string("kf_mma16<") + (a.ks.precision == Precision::bf16 ? "true" : "false") + ">";
+  // The register of the 16-bit pair at element `at` of array `x` (an even index: 4-byte aligned).
+  auto pair = [](const std::string& x, const std::string& at) { return "*reinterpret_cast<const unsigned*>(&" + x + "[" + at + "])"; };
+  // A's fragment (rows g, g + 8; columns 2t and 2t + 8 of the k step) of a row-major tile of stride `stride`.
+  auto rows = [&](const std::string& x, const std::string& stride) {
+    return pair(x, "(r0 + g) * " + stride + " + kk + 2 * t") + ", " + pair(x, "(r0 + g + 8) * " + stride + " + kk + 2 * t") + ", " +
+           pair(x, "(r0 + g) * " + stride + " + kk + 2 * t + 8") + ", " + pair(x, "(r0 + g + 8) * " + stride + " + kk + 2 * t + 8");
+  };
+  // B's fragment (column g of the n tile; rows 2t and 2t + 8) of a tile stored column by column.
+  auto columns = [&](const std::string& x, const std::string& stride) {
+    return pair(x, "(8 * n + g) * " + stride + " + kk + 2 * t") + ", " + pair(x, "(8 * n + g) * " + stride + " + kk + 2 * t + 8");
+  };
+  TensorCoreProducts p;
+  p.scores = "    for (int kk = 0; kk < " + std::to_string(t.head) + "; kk += 16) {\n";
+  p.scores += "      const unsigned qa[4] = {" + rows("Qs", QS) + "};\n";
+  p.scores += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) {\n";
+  p.scores += "        const unsigned kb[2] = {" + columns("Ks", QS) + "};\n";
+  p.scores += "        " + mma + "(sc[n], qa, kb);\n      }\n    }\n";
+  p.values = "    for (int kk = 0; kk < " + std::to_string(t.keys) + "; kk += 16) {\n";
+  p.values += "      const unsigned pa[4] = {" + rows("Ps", PS) + "};\n";
+  p.values += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) {\n";
+  p.values += "        const unsigned vb[2] = {" + columns("Vt", VS) + "};\n";
+  p.values += "        " + mma + "(o[n], pa, vb);\n      }\n    }\n";
+  p.probability = a.to_half() + "(p)";
+  return p;
+}
+
+// Strategy mma: warp w owns rows 16 w .. + 15 of the block's; lane 4 g + t holds, of each 8-key (or 8-column) tile,
+// rows g and g + 8, columns 2 t and 2 t + 1 (the mma accumulators' layout).
+PlanKernel tensor_core_kernel(Attention& a, const std::string& name) {
+  const AttentionTile& t = a.t;
+  const std::string PS = std::to_string(t.p_stride), KEYS = std::to_string(t.keys), NV = std::to_string(t.value_head / 8),
+                    NK = std::to_string(t.keys / 8);
+  const TensorCoreProducts products = t.half ? half_products(a) : tf32_products(a);
   std::string b = a.opening();
   b += "  const int warp = threadIdx.x >> 5, g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;\n";
   b += "  const int r0 = 16 * warp;  // the warp's rows of the block's\n";
@@ -308,29 +383,12 @@ PlanKernel tensor_core_kernel(Attention& a, const std::string& name) {
   b += "  m[0] = m[1] = -KF_INF, l[0] = l[1] = 0.f;\n";
   b += "#pragma unroll\n  for (int n = 0; n < " + NV + "; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;\n";
   b += "  for (i64 k0 = 0; k0 < kend; k0 += " + KEYS + ") {\n";
-  b += "    __syncthreads();  // the last tile's reads of Ks and Vs are done (and Qs is written)\n";
+  b += "    __syncthreads();  // the last tile's reads of K's and V's are done (and Q's is written)\n";
   b += a.stage_keys();
-  // Scores: 8 tiles of 8 keys, the head's columns 8 a step.
+  // Scores: 8 tiles of 8 keys.
   b += "    float sc[" + NK + "][4];\n";
   b += "#pragma unroll\n    for (int n = 0; n < " + NK + "; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;\n";
-  b += "    for (int kk = 0; kk < " + std::to_string(t.head) + "; kk += 8) {\n";
-  const std::string q_at[4] = {"(r0 + g) * " + QS + " + kk + t", "(r0 + g + 8) * " + QS + " + kk + t",
-                               "(r0 + g) * " + QS + " + kk + t + 4", "(r0 + g + 8) * " + QS + " + kk + t + 4"};
-  for (const char* part : {"big", "small"}) {
-    if (std::string(part) == "small" && !split) continue;
-    b += "      const unsigned q_" + std::string(part) + "[4] = {";
-    for (int i = 0; i < 4; ++i) b += std::string(i ? ", " : "") + "Qs_" + part + "[" + q_at[i] + "]";
-    b += "};\n";
-  }
-  // A fragment's parts as staged: `part` (big or small) of the K or V tile at two indices.
-  auto fragment = [&](const std::string& x, const std::string& i0, const std::string& i1) {
-    std::string f = "        unsigned " + x + "_big[2] = {" + cap(x) + "s_big[" + i0 + "], " + cap(x) + "s_big[" + i1 + "]};\n";
-    if (split) f += "        unsigned " + x + "_small[2] = {" + cap(x) + "s_small[" + i0 + "], " + cap(x) + "s_small[" + i1 + "]};\n";
-    return f;
-  };
-  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) {\n";
-  b += fragment("k", "(8 * n + g) * " + QS + " + kk + t", "(8 * n + g) * " + QS + " + kk + t + 4");
-  b += "        " + product("sc[n]", "q", "k") + "\n      }\n    }\n";
+  b += products.scores;
   b += "#pragma unroll\n    for (int n = 0; n < " + NK + "; ++n)\n#pragma unroll\n      for (int e = 0; e < 4; ++e)\n";
   b += a.score("q0 + r0 + g + 8 * (e >> 1)", "k0 + 8 * n + 2 * t + (e & 1)", "sc[n][e]", "        ");
   // Rows g (h = 0) and g + 8 (h = 1): each row's max and sum over its four lanes, the statistics updated.
@@ -339,77 +397,13 @@ PlanKernel tensor_core_kernel(Attention& a, const std::string& name) {
   b += "      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));\n      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));\n";
   b += "      float alpha, sum = 0.f;\n      const float base = kf_online_max(m[h], mx, alpha);\n";
   b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n)\n#pragma unroll\n        for (int e = 2 * h; e < 2 * h + 2; ++e) {\n";
-  b += "          sc[n][e] = expf(sc[n][e] - base);\n          sum += sc[n][e];\n";
-  b += "          Ps[(r0 + g + 8 * h) * " + PS + " + 8 * n + 2 * t + (e & 1)] = sc[n][e];\n        }\n";
+  b += "          const float p = expf(sc[n][e] - base);\n          sum += p;\n";
+  b += "          Ps[(r0 + g + 8 * h) * " + PS + " + 8 * n + 2 * t + (e & 1)] = " + products.probability + ";\n        }\n";
   b += "      sum += __shfl_xor_sync(0xffffffffu, sum, 1);\n      sum += __shfl_xor_sync(0xffffffffu, sum, 2);\n";
   b += "      l[h] = l[h] * alpha + sum;\n";
   b += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) o[n][2 * h] *= alpha, o[n][2 * h + 1] *= alpha;\n    }\n";
   b += "    __syncwarp();  // the warp's probabilities, written by its lanes, read by its lanes\n";
-  b += "    for (int kk = 0; kk < " + KEYS + "; kk += 8) {\n      unsigned p_big[4], p_small[4];\n";
-  b += "      kf_split(Ps[(r0 + g) * " + PS + " + kk + t], p_big[0], p_small[0], " + SPLIT + ");\n";
-  b += "      kf_split(Ps[(r0 + g + 8) * " + PS + " + kk + t], p_big[1], p_small[1], " + SPLIT + ");\n";
-  b += "      kf_split(Ps[(r0 + g) * " + PS + " + kk + t + 4], p_big[2], p_small[2], " + SPLIT + ");\n";
-  b += "      kf_split(Ps[(r0 + g + 8) * " + PS + " + kk + t + 4], p_big[3], p_small[3], " + SPLIT + ");\n";
-  b += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) {\n";
-  b += fragment("v", "(kk + t) * " + VS + " + 8 * n + g", "(kk + t + 4) * " + VS + " + 8 * n + g");
-  b += "        " + product("o[n]", "p", "v") + "\n      }\n    }\n";
-  b += "    __syncwarp();  // read before the next tile's probabilities overwrite them\n  }\n";
-  b += "#pragma unroll\n  for (int n = 0; n < " + NV + "; ++n)\n#pragma unroll\n    for (int e = 0; e < 4; ++e)\n";
-  b += a.output("q0 + r0 + g + 8 * (e >> 1)", "8 * n + 2 * t + (e & 1)", "o[n][e] / l[e >> 1]", "      ");
-  return a.kernel(name, b, std::string(split ? "tf32x3" : "tf32") + " on the tensor cores");
-}
-
-// Strategy mma in fp16 or bf16: the 16-bit values as stored on mma.sync.m16n8k16 (fp32 sums), the probabilities
-// rounded to the dtype for the second product, as PyTorch's flash attention computes. A fragment register holds two
-// neighbouring 16-bit values (the lower column first): Q's and K's along the head, P's along the keys, and V's from
-// its transposed tile, also along the keys.
-PlanKernel half_tensor_core_kernel(Attention& a, const std::string& name) {
-  const AttentionTile& t = a.t;
-  const std::string QS = std::to_string(t.q_stride), PS = std::to_string(t.p_stride), VS = std::to_string(t.v_stride),
-                    KEYS = std::to_string(t.keys), NV = std::to_string(t.value_head / 8), NK = std::to_string(t.keys / 8);
-  const std::string mma = std::string("kf_mma16<") + (a.ks.precision == Precision::bf16 ? "true" : "false") + ">";
-  // The register of the 16-bit pair at element `at` of array `x` (an even index: 4-byte aligned).
-  auto pair = [](const std::string& x, const std::string& at) { return "*reinterpret_cast<const unsigned*>(&" + x + "[" + at + "])"; };
-  std::string b = a.opening();
-  b += "  const int warp = threadIdx.x >> 5, g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;\n";
-  b += "  const int r0 = 16 * warp;  // the warp's rows of the block's\n";
-  b += "  float m[2], l[2], o[" + NV + "][4];\n";
-  b += "  m[0] = m[1] = -KF_INF, l[0] = l[1] = 0.f;\n";
-  b += "#pragma unroll\n  for (int n = 0; n < " + NV + "; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;\n";
-  b += "  for (i64 k0 = 0; k0 < kend; k0 += " + KEYS + ") {\n";
-  b += "    __syncthreads();  // the last tile's reads of Ks and Vt are done (and Qs is written)\n";
-  b += a.stage_keys();
-  b += "    float sc[" + NK + "][4];\n";
-  b += "#pragma unroll\n    for (int n = 0; n < " + NK + "; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;\n";
-  b += "    for (int kk = 0; kk < " + std::to_string(t.head) + "; kk += 16) {\n";
-  b += "      const unsigned qa[4] = {" + pair("Qs", "(r0 + g) * " + QS + " + kk + 2 * t") + ", " +
-       pair("Qs", "(r0 + g + 8) * " + QS + " + kk + 2 * t") + ",\n                              " +
-       pair("Qs", "(r0 + g) * " + QS + " + kk + 2 * t + 8") + ", " + pair("Qs", "(r0 + g + 8) * " + QS + " + kk + 2 * t + 8") + "};\n";
-  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) {\n";
-  b += "        const unsigned kb[2] = {" + pair("Ks", "(8 * n + g) * " + QS + " + kk + 2 * t") + ", " +
-       pair("Ks", "(8 * n + g) * " + QS + " + kk + 2 * t + 8") + "};\n";
-  b += "        " + mma + "(sc[n], qa, kb);\n      }\n    }\n";
-  b += "#pragma unroll\n    for (int n = 0; n < " + NK + "; ++n)\n#pragma unroll\n      for (int e = 0; e < 4; ++e)\n";
-  b += a.score("q0 + r0 + g + 8 * (e >> 1)", "k0 + 8 * n + 2 * t + (e & 1)", "sc[n][e]", "        ");
-  b += "#pragma unroll\n    for (int h = 0; h < 2; ++h) {\n      float mx = -KF_INF;\n";
-  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) mx = fmaxf(mx, fmaxf(sc[n][2 * h], sc[n][2 * h + 1]));\n";
-  b += "      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));\n      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));\n";
-  b += "      float alpha, sum = 0.f;\n      const float base = kf_online_max(m[h], mx, alpha);\n";
-  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n)\n#pragma unroll\n        for (int e = 2 * h; e < 2 * h + 2; ++e) {\n";
-  b += "          sc[n][e] = expf(sc[n][e] - base);\n          sum += sc[n][e];\n";
-  b += "          Ps[(r0 + g + 8 * h) * " + PS + " + 8 * n + 2 * t + (e & 1)] = " + a.to_half() + "(sc[n][e]);\n        }\n";
-  b += "      sum += __shfl_xor_sync(0xffffffffu, sum, 1);\n      sum += __shfl_xor_sync(0xffffffffu, sum, 2);\n";
-  b += "      l[h] = l[h] * alpha + sum;\n";
-  b += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) o[n][2 * h] *= alpha, o[n][2 * h + 1] *= alpha;\n    }\n";
-  b += "    __syncwarp();  // the warp's probabilities, written by its lanes, read by its lanes\n";
-  b += "    for (int kk = 0; kk < " + KEYS + "; kk += 16) {\n";
-  b += "      const unsigned pa[4] = {" + pair("Ps", "(r0 + g) * " + PS + " + kk + 2 * t") + ", " +
-       pair("Ps", "(r0 + g + 8) * " + PS + " + kk + 2 * t") + ",\n                              " +
-       pair("Ps", "(r0 + g) * " + PS + " + kk + 2 * t + 8") + ", " + pair("Ps", "(r0 + g + 8) * " + PS + " + kk + 2 * t + 8") + "};\n";
-  b += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) {\n";
-  b += "        const unsigned vb[2] = {" + pair("Vt", "(8 * n + g) * " + VS + " + kk + 2 * t") + ", " +
-       pair("Vt", "(8 * n + g) * " + VS + " + kk + 2 * t + 8") + "};\n";
-  b += "        " + mma + "(o[n], pa, vb);\n      }\n    }\n";
+  b += products.values;
   b += "    __syncwarp();  // read before the next tile's probabilities overwrite them\n  }\n";
   b += "#pragma unroll\n  for (int n = 0; n < " + NV + "; ++n)\n#pragma unroll\n    for (int e = 0; e < 4; ++e)\n";
   b += a.output("q0 + r0 + g + 8 * (e >> 1)", "8 * n + 2 * t + (e & 1)", "o[n][e] / l[e >> 1]", "      ");
@@ -420,8 +414,7 @@ PlanKernel half_tensor_core_kernel(Attention& a, const std::string& name) {
 
 std::vector<PlanKernel> emit_attention(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
   Attention a(cx, g, ks);
-  if (ks.strategy != Strategy::mma) return {cuda_core_kernel(a, name)};
-  return {a.t.half ? half_tensor_core_kernel(a, name) : tensor_core_kernel(a, name)};
+  return {ks.strategy == Strategy::mma ? tensor_core_kernel(a, name) : cuda_core_kernel(a, name)};
 }
 
 }  // namespace kforge
