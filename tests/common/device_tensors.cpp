@@ -4,6 +4,7 @@
 
 #include "common/random_inputs.h"
 #include "env/verify.h"
+#include "runtime/driver.h"
 
 namespace kforge::testing {
 
@@ -36,6 +37,22 @@ std::vector<double> DeviceTensors::output(size_t j, DType dtype) const {
   std::string bytes(outputs[j].bytes(), '\0');
   outputs[j].download(bytes.data(), bytes.size());
   return from_bytes(bytes, dtype);
+}
+
+std::string run_and_replay(LoadedPlan& plan, DeviceTensors& dev, CUstream stream, const HostTensor& expected, double tol,
+                           int runs) {
+  for (int run = 0; run <= runs; ++run) {
+    const bool replay = run == runs;
+    if (replay && !plan.capture(dev.bindings, stream)) return "the plan was not captured in a CUDA graph";
+    dev.poison_outputs();
+    KF_CU(driver().cuCtxSynchronize());  // the poison runs on the legacy stream, which does not order this one
+    if (replay) plan.replay(stream);
+    else plan.run(dev.bindings, stream);
+    KF_CU(driver().cuStreamSynchronize(stream));
+    const std::string m = mismatches(dev.output(0, expected.type.dtype), expected, tol);
+    if (!m.empty()) return (replay ? std::string("replayed: ") : "run " + std::to_string(run) + ": ") + m;
+  }
+  return "";
 }
 
 std::string mismatches(const std::vector<double>& got, const HostTensor& expected, double tol) {

@@ -21,6 +21,11 @@ struct DeviceTensors {
   std::vector<double> output(size_t j, DType dtype) const;
 };
 
+// Runs `plan` on `dev` `runs` times, then once replayed from a CUDA graph, each time over poisoned outputs: "" when
+// output 0 is within tol of `expected` (mismatches) every time, else which run differed and how.
+std::string run_and_replay(LoadedPlan& plan, DeviceTensors& dev, CUstream stream, const HostTensor& expected, double tol,
+                           int runs = 1);
+
 // "" when every element of `got` is within tol + tol * |expected| (NaN where expected is NaN); else up to five
 // "index i: got g, expected e".
 std::string mismatches(const std::vector<double>& got, const HostTensor& expected, double tol);

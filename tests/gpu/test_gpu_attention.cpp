@@ -40,21 +40,10 @@ TEST(GpuAttention, EveryScheduleMatchesTheInterpreter) {
       Schedule s;
       s.kernels[grp->key] = ks;
       LoadedPlan lp(lower(analysis, s), compiler);
-      const std::string where = c.name + " schedule " + to_json(ks).dump();
       // TF32: 11 significant bits an operand; 16-bit results: an ulp of the dtype, and the 16-bit products' rounded
       // probabilities.
       const double tol = c.dtype == "bf16" ? 2e-2 : c.dtype == "f16" ? 3e-3 : ks.precision == Precision::tf32 ? 5e-3 : 1e-4;
-      dev.poison_outputs();
-      KF_CU(driver().cuCtxSynchronize());  // the poison runs on the legacy stream, which does not order this one
-      lp.run(dev.bindings, stream);
-      KF_CU(driver().cuStreamSynchronize(stream));
-      ASSERT_EQ(testing::mismatches(dev.output(0, expected[0].type.dtype), expected[0], tol), "") << where;
-      ASSERT_TRUE(lp.capture(dev.bindings, stream)) << where;
-      dev.poison_outputs();
-      KF_CU(driver().cuCtxSynchronize());
-      lp.replay(stream);
-      KF_CU(driver().cuStreamSynchronize(stream));
-      ASSERT_EQ(testing::mismatches(dev.output(0, expected[0].type.dtype), expected[0], tol), "") << where << " replayed";
+      ASSERT_EQ(testing::run_and_replay(lp, dev, stream, expected[0], tol), "") << c.name << " schedule " << to_json(ks).dump();
       ++checked;
     }
   }

@@ -39,20 +39,8 @@ TEST(GpuRecurrence, EveryScheduleMatchesTheInterpreter) {
       Schedule s;
       s.kernels[grp->key] = ks;
       LoadedPlan lp(lower(analysis, s), compiler);
-      const std::string where = c.name + " schedule " + to_json(ks).dump();
-      for (int run = 0; run < 2; ++run) {  // twice: the barrier's counter must be back at zero after a launch
-        dev.poison_outputs();
-        KF_CU(driver().cuCtxSynchronize());  // the poison runs on the legacy stream, which does not order this one
-        lp.run(dev.bindings, stream);
-        KF_CU(driver().cuStreamSynchronize(stream));
-        ASSERT_EQ(testing::mismatches(dev.output(0, DType::f32), expected[0], 1e-4), "") << where << " run " << run;
-      }
-      ASSERT_TRUE(lp.capture(dev.bindings, stream)) << where << ": the cooperative launch was not captured";
-      dev.poison_outputs();
-      KF_CU(driver().cuCtxSynchronize());
-      lp.replay(stream);
-      KF_CU(driver().cuStreamSynchronize(stream));
-      ASSERT_EQ(testing::mismatches(dev.output(0, DType::f32), expected[0], 1e-4), "") << where << " replayed";
+      // Twice directly: the tags carried from launch to launch.
+      ASSERT_EQ(testing::run_and_replay(lp, dev, stream, expected[0], 1e-4, 2), "") << c.name << " schedule " << to_json(ks).dump();
       ++checked;
     }
   }
