@@ -239,8 +239,8 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
   // accuracy) through cuBLASLt for products and cuDNN in channels last for convolutions, the way to strict-tier
   // tensor-core speed (both libraries' fp32 is plain SIMT arithmetic); then, where a product's K is long, the
   // same with its reduction in pieces (opening_pieces); then, where the graph has matrix products, kforge's own
-  // split-precision kernel (tf32x3 on mma.sync); attention takes kforge's tensor-core kernel in TF32 in the third and
-  // in tf32x3 there (the default runs it in fp32 on the CUDA cores);
+  // split-precision kernel (tf32x3 on mma.sync); an attention, on tensor cores by default, takes the CUDA cores'
+  // kernel in the third;
   // after the convolutions' openings, the products on one rounded fp16 copy (the check decides its tier, as for
   // every plan: relaxed, or strict where a sum after the product averages the roundings out).
   // Fifth, where the graph has convolutions: the TF32 opening in channels-last (cuDNN's tensor-core kernels are
@@ -261,14 +261,14 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
   Schedule tf32, split_fp16, split_pieces, finer_pieces, split, tf32_nhwc, fp16_nhwc, fp16_products;
   Schedule split_fp16_fused;  // the convolutions' epilogues in cuDNN's graph
   for (auto& g : fused) {
-    if (g.kind == GroupKind::attention) {  // the same arithmetic on kforge's tensor-core attention kernel
-      // 8 warps (128 query rows) a block where that still gives every SM a block, else 4.
-      KernelSchedule mma{.strategy = Strategy::mma, .block = 256, .precision = Precision::tf32};
-      if (attention_tile(g, mma).blocks < g.target.sms || !is_legal(g, mma)) mma.block = 128;
-      if (!is_legal(g, mma)) continue;
-      tf32.kernels[g.key] = tf32_nhwc.kernels[g.key] = mma;
-      mma.precision = Precision::tf32x3;
-      split.kernels[g.key] = mma;
+    if (g.kind == GroupKind::attention) {
+      // The default runs it on tensor cores (tf32x3, or a half-precision task's dtype); the TF32 opening tries the
+      // CUDA cores' fp32 kernel instead (plain TF32 attention misses 1e-2 on inputs at 4x scale: the softmax
+      // turns the scores' rounding into large relative errors).
+      KernelSchedule cuda_cores{.strategy = Strategy::block, .block = kAttentionThreads, .items = 8};
+      while (cuda_cores.items > 2 && (!is_legal(g, cuda_cores) || attention_tile(g, cuda_cores).blocks < g.target.sms))
+        cuda_cores.items /= 2;
+      if (is_legal(g, cuda_cores) && default_schedule(g) != cuda_cores) tf32.kernels[g.key] = tf32_nhwc.kernels[g.key] = cuda_cores;
       continue;
     }
     if (g.kind != GroupKind::matmul && g.kind != GroupKind::conv) continue;

@@ -47,8 +47,10 @@ TEST(AttentionKernels, ProductsAroundASoftmaxBecomeOneKernelComputingTheSameFunc
     const std::vector<KernelGroup>& groups = analysis.groups(true);
     ASSERT_EQ(groups.size(), 1u) << c.name;  // views of the inputs and the masks' arithmetic are read in place
     const AttentionDims& d = *attention_group(analysis).attention;
-    if (c.dtype != "f32")  // a half-precision task's attention reads its 16-bit values on the tensor cores
-      EXPECT_EQ(default_schedule(attention_group(analysis)).precision, c.dtype == "f16" ? Precision::fp16 : Precision::bf16);
+    // On tensor cores by default: a half-precision task's 16-bit values as stored, else the split tf32x3.
+    const KernelSchedule ks = default_schedule(attention_group(analysis));
+    EXPECT_EQ(ks.strategy, Strategy::mma) << c.name;
+    EXPECT_EQ(ks.precision, c.dtype == "f16" ? Precision::fp16 : c.dtype == "bf16" ? Precision::bf16 : Precision::tf32x3) << c.name;
     EXPECT_EQ(d.rows, c.rows);
     EXPECT_EQ(d.keys, c.keys);
     EXPECT_EQ(d.head, c.head);
@@ -130,8 +132,8 @@ TEST(AttentionKernels, MatchTheInterpreterOnTheCpu) {
     GraphAnalysis analysis(g);
     const KernelGroup& grp = attention_group(analysis);
     // Every schedule on two cases (CUDA cores with query tiles of 32, 64 and 128 rows; tensor cores with 4 and 8
-    // warps, tf32 and tf32x3), the default and the split tensor-core kernel on the others.
-    std::vector<KernelSchedule> schedules = {default_schedule(grp), {Strategy::mma, 128, 1, 1, 1, RowCache::none, Precision::tf32x3}};
+    // warps, tf32 and tf32x3), the default (tensor cores) and the CUDA cores' kernel on the others.
+    std::vector<KernelSchedule> schedules = {default_schedule(grp), {Strategy::block, kAttentionThreads, 1, 4, 1}};
     if (c.name == "causal_below_diagonal" || c.name == "additive_mask") schedules = schedule_space(grp);
     for (const KernelSchedule& ks : schedules) {
       Schedule s;
