@@ -5,8 +5,11 @@ kernel: no product of the scores with V and no softmax over the keys is left (co
 import os
 
 import pytest
+import torch
 
 from conftest import REPO
+from kforge import fx_to_ir
+from kforge.problem import load_problem
 from test_matmul_problems import graph_of, lower_to_plan
 
 PROBLEMS = sorted((REPO / "bench" / "attention").glob("*.py"))
@@ -41,3 +44,19 @@ def test_networks_fuse_their_attention(name, tmp_path):
     if os.environ.get("KFORGE_NO_CORE") == "1":
         pytest.skip("KFORGE_NO_CORE=1: the kforge binary is deliberately not used")
     assert len(attention_kernels(lower_to_plan(graph, tmp_path))) == NETWORKS[name]
+
+
+@pytest.mark.parametrize("path", [p for p in PROBLEMS if p.stem.startswith(("01_", "07_"))], ids=lambda p: p.stem)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_half_precision_attention_runs_on_tensor_cores_in_its_dtype(path, dtype, tmp_path):
+    """As KernelBench's --precision casts a problem: q, k, v and the model in 16 bits. The attention's one kernel
+    takes the 16-bit values as stored on the tensor cores in that dtype (its default schedule)."""
+    problem = load_problem(path)
+    with torch.device("meta"):
+        model = problem.module.Model().to(dtype)
+    graph = fx_to_ir.convert(model, [x.to(dtype) for x in problem.draw_inputs(0, "meta")], problem.path)
+    if os.environ.get("KFORGE_NO_CORE") == "1":
+        pytest.skip("KFORGE_NO_CORE=1: the kforge binary is deliberately not used")
+    [kernel] = attention_kernels(lower_to_plan(graph, tmp_path))
+    assert kernel["schedule"]["strategy"] == "mma"
+    assert kernel["schedule"]["precision"] == ("fp16" if dtype == torch.float16 else "bf16")
