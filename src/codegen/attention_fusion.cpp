@@ -33,11 +33,7 @@ struct Finder {
   std::set<int> outputs;
 
   explicit Finder(const Graph& graph)
-      : g(graph), readers(graph.nodes.size()), outputs(graph.outputs.begin(), graph.outputs.end()) {
-    for (size_t i = 0; i < g.nodes.size(); ++i)
-      for (int a : g.nodes[i].args)
-        if (a >= 0) readers[size_t(a)].push_back(int(i));
-  }
+      : g(graph), readers(graph.readers()), outputs(graph.outputs.begin(), graph.outputs.end()) {}
 
   // Whether `id` is read only by `allowed` (each once) and is no graph output.
   bool read_only_by(int id, std::initializer_list<int> allowed) const {

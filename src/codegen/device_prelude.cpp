@@ -362,7 +362,7 @@ __device__ __forceinline__ void kf_mma(float* c, const unsigned* a, const unsign
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #else
-  kf_mma_emulated(c, a, b);
+  kf_mma_emulated<1>(c, a, b, [](unsigned word, unsigned) { return __uint_as_float(word); });
 #endif
 }
 // c += a b for a warp's 16 x 16 times 16 x 8 tile of 16-bit values (mma.sync.m16n8k16, fp16 or bf16, fp32 sums): lane
@@ -379,7 +379,10 @@ template <bool BF16> __device__ __forceinline__ void kf_mma16(float* c, const un
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #else
-  kf_mma16_emulated(c, a, b, [](unsigned short h) { return BF16 ? kf_from_bf16(h) : kf_from_f16(h); });
+  kf_mma_emulated<2>(c, a, b, [](unsigned word, unsigned i) {
+    const unsigned short h = (unsigned short)(i ? word >> 16 : word & 0xffffu);  // the lower column in the low half
+    return BF16 ? kf_from_bf16(h) : kf_from_f16(h);
+  });
 #endif
 }
 )CUDA";

@@ -22,24 +22,22 @@ namespace {
 std::string L(int64_t v) { return i64_literal(v); }
 std::string cap(const std::string& x) { return x == "k" ? "K" : "V"; }
 
-bool is_const(const Graph& g, int id, double value) {
+// The value of the constant node `id` is, seen through broadcasts and casts; none where it is no constant.
+std::optional<double> constant(const Graph& g, int id) {
   const Node& n = g.at(id);
-  if (n.op == "expand" || n.op == "cast") return is_const(g, n.args[0], value);
-  return n.op == "const" && n.attr_f("value") == value;
+  if (n.op == "expand" || n.op == "cast") return constant(g, n.args[0]);
+  if (n.op == "const") return n.attr_f("value");
+  return std::nullopt;
 }
 
-bool is_nonzero_const(const Graph& g, int id) {
-  const Node& n = g.at(id);
-  if (n.op == "expand" || n.op == "cast") return is_nonzero_const(g, n.args[0]);
-  return n.op == "const" && n.attr_f("value") != 0;
-}
+bool is_const(const Graph& g, int id, double value) { return constant(g, id) == value; }
 
 // d where node `id` of shape [.., L, S] is nonzero exactly where key - row <= d: a lower triangle (torch.tril) of
 // a nonzero constant, or is_causal's mask, seen through casts and leading broadcasts.
 std::optional<int64_t> lower_triangle(const Graph& g, int id, const Shape& scores) {
   const Node& n = g.at(id);
   if (n.op == "cast" || (n.op == "expand" && n.type.shape.size() == scores.size())) return lower_triangle(g, n.args[0], scores);
-  if (n.op != "triangle" || n.attr_b("upper") || !is_nonzero_const(g, n.args[0])) return {};
+  if (n.op != "triangle" || n.attr_b("upper") || constant(g, n.args[0]).value_or(0) == 0) return {};
   const Shape& s = n.type.shape;
   if (s.size() < 2 || s[s.size() - 2] != scores[scores.size() - 2] || s.back() != scores.back()) return {};
   return n.attr_i("diagonal");

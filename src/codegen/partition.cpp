@@ -89,11 +89,10 @@ struct Partitioner {
 
   // Whether every reader of `id` takes it as values at the reader's own coordinates (elementwise, not a
   // concatenation's or a gather's positions), so that a view of a constant needs no memory.
-  bool read_as_values(int id) const {
-    for (size_t r = size_t(id) + 1; r < g.nodes.size(); ++r) {
-      const Node& n = g.nodes[r];
-      if (!reachable[r] || std::find(n.args.begin(), n.args.end(), id) == n.args.end()) continue;
-      if (!is_elementwise_op(n.op) || n.op == "cat" || n.op == "gather") return false;
+  bool read_as_values(int id, const std::vector<std::vector<int>>& readers) const {
+    for (int r : readers[size_t(id)]) {
+      const Node& n = g.at(r);
+      if (reachable[size_t(r)] && (!is_elementwise_op(n.op) || n.op == "cat" || n.op == "gather")) return false;
     }
     return true;
   }
@@ -104,6 +103,7 @@ struct Partitioner {
     p.storage.resize(n);
     for (size_t i = 0; i < n; ++i) p.storage[i] = int(i);
     for (int o : g.outputs) p.stored[o] = true;
+    const std::vector<std::vector<int>> readers = g.readers();
     for (size_t i = 0; i < n; ++i) {
       const Node& nd = g.nodes[i];
       if (!reachable[i]) continue;
@@ -134,7 +134,7 @@ struct Partitioner {
         for (int a : nd.args)
           if (!is_view_op(g.at(a).op)) p.stored[a] = true;
       // Views are folded into strided reads of stored values only; a view of a computed value stores it.
-      if (is_view_op(nd.op) && !(const_through_views(g, int(i)) >= 0 && read_as_values(int(i)) && !p.stored[i])) {
+      if (is_view_op(nd.op) && !(const_through_views(g, int(i)) >= 0 && read_as_values(int(i), readers) && !p.stored[i])) {
         const Node& src = g.at(nd.args[0]);
         if (!is_view_op(src.op) || (nd.op == "reshape" && src.op != "reshape")) p.stored[nd.args[0]] = true;
       }

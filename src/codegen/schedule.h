@@ -199,6 +199,9 @@ struct AttentionTile {
 };
 constexpr int kAttentionThreads = 256;  // strategy block
 AttentionTile attention_tile(const KernelGroup& g, const KernelSchedule& ks);
+// An attention's kernel on the CUDA cores (strategy block, fp32) with as many query rows a thread as still give the
+// GPU a wave of blocks: the default where no tensor-core schedule is legal, and an opening of the search.
+KernelSchedule attention_on_cuda_cores(const KernelGroup& g);
 // Weights a thread of a vec-4 recurrence holds in registers (as the register row cache's share, kMaxRegisterRow).
 constexpr int64_t kMaxRegisterWeights = 64;
 // Static shared memory a kernel may take without opting in; taps a thread may keep in registers.

@@ -52,14 +52,7 @@ KernelSchedule default_schedule(const KernelGroup& g) {
       ks.precision = g.half_operands ? direct_precision(*g.half_operands) : Precision::tf32x3;
       ks.block = 256;
       if (attention_tile(g, ks).blocks < g.target.sms || !is_legal(g, ks)) ks.block = 128;
-      if (is_legal(g, ks)) break;
-      ks = KernelSchedule{};
-      // Eight query rows a thread (128 a block) where the GPU still gets a wave of blocks, else fewer: the more rows
-      // a thread holds, the more arithmetic each shared-memory read feeds.
-      ks.strategy = Strategy::block;
-      ks.block = kAttentionThreads;
-      ks.items = 8;
-      while (ks.items > 2 && (!is_legal(g, ks) || attention_tile(g, ks).blocks < g.target.sms)) ks.items /= 2;
+      if (!is_legal(g, ks)) ks = attention_on_cuda_cores(g);
       break;
     }
     case GroupKind::scan: {
@@ -243,7 +236,7 @@ AttentionTile attention_tile(const KernelGroup& g, const KernelSchedule& ks) {
     t.value_head = (d.value_head + 7) / 8 * 8;
     t.v_stride = t.value_head + 8;  // 8 t + g: a fragment's lanes in 32 banks
     t.parts = ks.precision == Precision::tf32x3 ? 2 : 1;
-    t.q_stride = t.head + 4;
+    t.q_stride = t.head + 4;  // 4 g + t
     t.p_stride = t.keys + 4;
     if (t.smem_bytes() > kMaxRowCache) t.keys = 32, t.p_stride = t.keys + 4;
   } else {
@@ -251,13 +244,21 @@ AttentionTile attention_tile(const KernelGroup& g, const KernelSchedule& ks) {
     t.head = (d.head + 3) / 4 * 4;
     t.value_head = (d.value_head + 63) / 64 * 64;
     t.value_quads = t.value_head / 64;
+    t.q_stride = t.head + 4;
     t.v_stride = t.value_head;
     t.p_stride = t.keys + 16;  // neighbouring rows 16 banks apart
   }
-  if (!t.half) t.q_stride = t.head + 4;
   t.tiles = (d.rows + t.rows - 1) / t.rows;
   t.blocks = d.heads * t.tiles;
   return t;
+}
+
+KernelSchedule attention_on_cuda_cores(const KernelGroup& g) {
+  // Eight query rows a thread (128 a block) where the GPU still gets a wave of blocks, else fewer: the more rows a
+  // thread holds, the more arithmetic each shared-memory read feeds.
+  KernelSchedule ks{.strategy = Strategy::block, .block = kAttentionThreads, .items = 8};
+  while (ks.items > 2 && (!is_legal(g, ks) || attention_tile(g, ks).blocks < g.target.sms)) ks.items /= 2;
+  return ks;
 }
 
 std::pair<double, double> launch_size(const KernelGroup& g, const KernelSchedule& ks) {

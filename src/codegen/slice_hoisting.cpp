@@ -26,10 +26,7 @@ bool read_by_slices_only(const Graph& g, int id, const std::vector<std::vector<i
 }  // namespace
 
 Graph slices_before_elementwise(const Graph& prim) {
-  std::vector<std::vector<int>> readers(prim.nodes.size());
-  for (size_t i = 0; i < prim.nodes.size(); ++i)
-    for (int a : prim.nodes[i].args)
-      if (a >= 0) readers[size_t(a)].push_back(int(i));
+  const std::vector<std::vector<int>> readers = prim.readers();
   auto hoistable = [&](int id) {
     const Node& e = prim.at(id);
     if (!is_unary_op(e.op) && !is_binary_op(e.op)) return false;

@@ -92,6 +92,14 @@ std::vector<int> Graph::use_counts() const {
   return uses;
 }
 
+std::vector<std::vector<int>> Graph::readers() const {
+  std::vector<std::vector<int>> r(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (int a : nodes[i].args)
+      if (a >= 0) r[size_t(a)].push_back(int(i));
+  return r;
+}
+
 TensorType type_from_json(const json& j, const std::string& what) {
   if (!j.contains("shape") || !j["shape"].is_array())
     throw UserError(what + ": needs a 'shape' list");

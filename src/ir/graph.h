@@ -42,6 +42,8 @@ struct Graph {
   int add(Node n);
   // Number of uses of each node by other nodes and by the outputs.
   std::vector<int> use_counts() const;
+  // The nodes reading each node, in order (a node reading one twice listed twice); the outputs not among them.
+  std::vector<std::vector<int>> readers() const;
 };
 
 // `base`, or `base`_1, _2, ...: the first that names no node of any graph in `graphs` (a pass building a graph

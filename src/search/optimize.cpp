@@ -265,9 +265,7 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
       // The default runs it on tensor cores (tf32x3, or a half-precision task's dtype); the TF32 opening tries the
       // CUDA cores' fp32 kernel instead (plain TF32 attention misses 1e-2 on inputs at 4x scale: the softmax
       // turns the scores' rounding into large relative errors).
-      KernelSchedule cuda_cores{.strategy = Strategy::block, .block = kAttentionThreads, .items = 8};
-      while (cuda_cores.items > 2 && (!is_legal(g, cuda_cores) || attention_tile(g, cuda_cores).blocks < g.target.sms))
-        cuda_cores.items /= 2;
+      const KernelSchedule cuda_cores = attention_on_cuda_cores(g);
       if (is_legal(g, cuda_cores) && default_schedule(g) != cuda_cores) tf32.kernels[g.key] = tf32_nhwc.kernels[g.key] = cuda_cores;
       continue;
     }

@@ -11,6 +11,7 @@
 #include "common/attention_graphs.h"
 #include "common/cpu_kernel_runner.h"
 #include "common/device_tensors.h"
+#include "common/kernel_groups.h"
 #include "common/random_inputs.h"
 #include "ir/decompose.h"
 #include "ir/interpreter.h"
@@ -26,11 +27,7 @@ int64_t count(const Graph& g, const std::string& op) {
   return std::count_if(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return n.op == op; });
 }
 
-const KernelGroup& attention_group(const GraphAnalysis& a) {
-  for (const KernelGroup& g : a.groups(true))
-    if (g.kind == GroupKind::attention) return g;
-  throw std::runtime_error("no attention group");
-}
+const KernelGroup& attention_group(const GraphAnalysis& a) { return testing::group_of_kind(a, GroupKind::attention); }
 
 TEST(AttentionKernels, ProductsAroundASoftmaxBecomeOneKernelComputingTheSameFunction) {
   for (const AttentionCase& c : testing::small_attention_cases()) {

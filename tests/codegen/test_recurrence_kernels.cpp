@@ -11,6 +11,7 @@
 #include "codegen/recurrence_unrolling.h"
 #include "common/cpu_kernel_runner.h"
 #include "common/device_tensors.h"
+#include "common/kernel_groups.h"
 #include "common/random_inputs.h"
 #include "common/recurrence_graphs.h"
 #include "ir/decompose.h"
@@ -20,11 +21,7 @@
 namespace kforge {
 namespace {
 
-const KernelGroup& recurrence_group(const GraphAnalysis& a) {
-  for (const KernelGroup& g : a.groups(true))
-    if (g.kind == GroupKind::recurrence) return g;
-  throw std::runtime_error("no recurrence group");
-}
+const KernelGroup& recurrence_group(const GraphAnalysis& a) { return testing::group_of_kind(a, GroupKind::recurrence); }
 
 TEST(RecurrenceKernels, OneCooperativeKernelWhoseBlocksAllFitTheGpu) {
   for (const auto& c : testing::gpu_recurrence_cases()) {

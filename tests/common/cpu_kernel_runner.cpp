@@ -62,35 +62,23 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int lane, int = 32) {
   std::memcpy(&r, posted[threadIdx.x ^ unsigned(lane)], sizeof(T));
   kf_barrier->arrive_and_wait();
   return r;
-}// mma.sync.m16n8k8 (TF32, fp32 sums) for kernels whose every thread of the block reaches it together: each lane
-// posts its fragments, the block meets, each lane computes its four results from its warp's, the block meets again.
-inline void kf_mma_emulated(float* c, const unsigned* a, const unsigned* b) {
+}// mma.sync (m16n8k8 on TF32 values, E = 1 a register; m16n8k16 on 16-bit ones, E = 2) with fp32 sums, for kernels
+// whose every thread of the block reaches it together: each lane posts its fragments, the block meets, each lane
+// computes its four results from its warp's, the block meets again. `value(word, i)` is the register's i-th value.
+template <int E, class F> void kf_mma_emulated(float* c, const unsigned* a, const unsigned* b, F value) {
   static unsigned posted[1024][6];
   for (int i = 0; i < 4; ++i) posted[threadIdx.x][i] = a[i];
   posted[threadIdx.x][4] = b[0], posted[threadIdx.x][5] = b[1];
   kf_barrier->arrive_and_wait();
-  const unsigned warp = threadIdx.x & ~31u, g = (threadIdx.x & 31u) >> 2, t = threadIdx.x & 3u;
-  auto A = [&](unsigned r, unsigned k) { return std::bit_cast<float>(posted[warp + (r % 8) * 4 + k % 4][(r >= 8) + 2 * (k >= 4)]); };
-  auto B = [&](unsigned k, unsigned n) { return std::bit_cast<float>(posted[warp + n * 4 + k % 4][4 + (k >= 4)]); };
+  const unsigned warp = threadIdx.x & ~31u, g = (threadIdx.x & 31u) >> 2, t = threadIdx.x & 3u, half_k = 4 * E;
+  // Lane 4 g + t holds a's rows g, g + 8 and b's column g; k runs along its t and, past half_k, its next register.
+  auto A = [&](unsigned r, unsigned k) {
+    return value(posted[warp + (r % 8) * 4 + (k % half_k) / E][(r >= 8) + 2 * (k >= half_k)], k % E);
+  };
+  auto B = [&](unsigned k, unsigned n) { return value(posted[warp + n * 4 + (k % half_k) / E][4 + (k >= half_k)], k % E); };
   for (unsigned i = 0; i < 4; ++i) {
     const unsigned row = g + 8 * (i >> 1), col = 2 * t + (i & 1);
-    for (unsigned k = 0; k < 8; ++k) c[i] += A(row, k) * B(k, col);
-  }
-  kf_barrier->arrive_and_wait();
-}
-// mma.sync.m16n8k16 on 16-bit values (two a register, `value` converting one), the same way.
-template <class F> void kf_mma16_emulated(float* c, const unsigned* a, const unsigned* b, F value) {
-  static unsigned posted[1024][6];
-  for (int i = 0; i < 4; ++i) posted[threadIdx.x][i] = a[i];
-  posted[threadIdx.x][4] = b[0], posted[threadIdx.x][5] = b[1];
-  kf_barrier->arrive_and_wait();
-  const unsigned warp = threadIdx.x & ~31u, g = (threadIdx.x & 31u) >> 2, t = threadIdx.x & 3u;
-  auto half = [&](unsigned word, unsigned k) { return value((unsigned short)(k % 2 ? word >> 16 : word & 0xffffu)); };
-  auto A = [&](unsigned r, unsigned k) { return half(posted[warp + (r % 8) * 4 + (k % 8) / 2][(r >= 8) + 2 * (k >= 8)], k); };
-  auto B = [&](unsigned k, unsigned n) { return half(posted[warp + n * 4 + (k % 8) / 2][4 + (k >= 8)], k); };
-  for (unsigned i = 0; i < 4; ++i) {
-    const unsigned row = g + 8 * (i >> 1), col = 2 * t + (i & 1);
-    for (unsigned k = 0; k < 16; ++k) c[i] += A(row, k) * B(k, col);
+    for (unsigned k = 0; k < 2 * half_k; ++k) c[i] += A(row, k) * B(k, col);
   }
   kf_barrier->arrive_and_wait();
 }

@@ -9,6 +9,7 @@
 #include "codegen/lower.h"
 #include "common/attention_graphs.h"
 #include "common/device_tensors.h"
+#include "common/kernel_groups.h"
 #include "common/random_inputs.h"
 #include "ir/decompose.h"
 #include "ir/interpreter.h"
@@ -32,13 +33,10 @@ TEST(GpuAttention, EveryScheduleMatchesTheInterpreter) {
     const auto expected = interpret(decompose(g), inputs, {});
     testing::DeviceTensors dev(inputs, {}, expected);
     GraphAnalysis analysis(g);
-    const KernelGroup* grp = nullptr;
-    for (const KernelGroup& k : analysis.groups(true))
-      if (k.kind == GroupKind::attention) grp = &k;
-    ASSERT_TRUE(grp) << c.name;
-    for (const KernelSchedule& ks : schedule_space(*grp)) {
+    const KernelGroup& grp = testing::group_of_kind(analysis, GroupKind::attention);
+    for (const KernelSchedule& ks : schedule_space(grp)) {
       Schedule s;
-      s.kernels[grp->key] = ks;
+      s.kernels[grp.key] = ks;
       LoadedPlan lp(lower(analysis, s), compiler);
       // TF32: 11 significant bits an operand; 16-bit results: an ulp of the dtype, and the 16-bit products' rounded
       // probabilities.

@@ -8,6 +8,7 @@
 
 #include "codegen/lower.h"
 #include "common/device_tensors.h"
+#include "common/kernel_groups.h"
 #include "common/random_inputs.h"
 #include "common/recurrence_graphs.h"
 #include "ir/interpreter.h"
@@ -31,13 +32,10 @@ TEST(GpuRecurrence, EveryScheduleMatchesTheInterpreter) {
     auto expected = interpret(primitive_graph(g), inputs, params);
     testing::DeviceTensors dev(inputs, params, expected);
     GraphAnalysis analysis(g);
-    const KernelGroup* grp = nullptr;
-    for (const KernelGroup& k : analysis.groups(true))
-      if (k.kind == GroupKind::recurrence) grp = &k;
-    ASSERT_TRUE(grp) << c.name;
-    for (const KernelSchedule& ks : schedule_space(*grp)) {
+    const KernelGroup& grp = testing::group_of_kind(analysis, GroupKind::recurrence);
+    for (const KernelSchedule& ks : schedule_space(grp)) {
       Schedule s;
-      s.kernels[grp->key] = ks;
+      s.kernels[grp.key] = ks;
       LoadedPlan lp(lower(analysis, s), compiler);
       // Twice directly: the tags carried from launch to launch.
       ASSERT_EQ(testing::run_and_replay(lp, dev, stream, expected[0], 1e-4, 2), "") << c.name << " schedule " << to_json(ks).dump();
