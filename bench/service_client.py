@@ -83,8 +83,10 @@ class Service:
     token: str | None = None  # sent as `Authorization: Bearer` when set (kforge serve --tokens)
 
     def request(self, method: str, path: str, body=None, raw: bytes | None = None, token: str | None = None):
-        return http_json(method, f"http://127.0.0.1:{self.port}{path}", body, timeout=60, token=token or self.token or "",
-                         raw=raw)
+        # POST /reward holds its connection until its jobs are judged: minutes where a first job builds its extension.
+        timeout = 900 if path.startswith("/reward") else 60
+        return http_json(method, f"http://127.0.0.1:{self.port}{path}", body, timeout=timeout,
+                         token=token or self.token or "", raw=raw)
 
     def get(self, path: str):
         return self.request("GET", path)

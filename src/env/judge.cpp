@@ -12,6 +12,7 @@
 #include "env/gpu_lock.h"
 #include "env/torch_pch.h"
 #include "ir/error.h"
+#include "runtime/driver.h"
 #include "runtime/target.h"
 
 namespace kforge {
@@ -382,7 +383,9 @@ EvalResult evaluate_untrusted(const Bundle& b, CandidateKind kind, const std::st
     o.read_only_at.push_back({problem.string(), std::string(kInputs) + "/problem.py"});
   }
   std::string pch_log;
-  if (kind == CandidateKind::modelnew && o.gpu && !opts.torch_pch_dir.empty()) {
+  // Not without a driver: the headers serve builds in the candidate's turn on the GPU, which such a machine never
+  // grants, and precompiling them costs tens of seconds of its first job.
+  if (kind == CandidateKind::modelnew && o.gpu && !opts.torch_pch_dir.empty() && driver_available()) {
     std::string why = ensure_torch_pch(opts.python, opts.torch_pch_dir);
     if (!why.empty()) pch_log = why + "\n";
   }
