@@ -1,22 +1,22 @@
 // Pooling kernels: one thread per output element walks its window (sizes are compile-time constants, so the
-// loops unroll); a thread takes `items` outputs a block apart. Average pooling divides as PyTorch does: by the
-// window clipped to the padded input when count_include_pad, else by the number of in-bounds elements.
+// loops unroll); a thread takes `items` outputs a block apart. The windows are ir/pool.h's (PoolDim), adaptive
+// ones included; average pooling divides as PyTorch does: by the window clipped to the padded input when
+// count_include_pad, else by the number of in-bounds elements.
 #include "codegen/emitters.h"
 #include "ir/half_operands.h"
+#include "ir/pool.h"
 
 namespace kforge {
 
 std::vector<PlanKernel> emit_pool(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
   const Graph& gr = *cx.partition.graph;
   const Node& pool = gr.at(g.anchor);
-  int64_t nd = pool.attr_i("nd");
   bool is_max = pool.attr_s("kind") == "max";
   bool include_pad = pool.attrs.value("count_include_pad", true);
-  auto kr = pool.attr_ints("kernel"), st = pool.attr_ints("stride"), pd = pool.attr_ints("padding");
-  auto dl = pool.has_attr("dilation") ? pool.attr_ints("dilation") : std::vector<int64_t>(nd, 1);
   // A half-precision task's input is read as stored (its cast has no memory: partition.cpp), each element widened.
   const int half = half_cast_source(gr, pool.args[0]);
   Access in = access_of(cx.partition, half >= 0 ? half : pool.args[0]);
+  const std::vector<PoolDim> dims = pool_dims(pool.attrs, in.shape, "pool group '" + g.key + "'");
   const std::string widen = half < 0 ? "" : gr.at(half).type.dtype == DType::bf16 ? "kf_from_bf16" : "kf_from_f16";
   KernelWriter w(cx.partition, g, cx.buffer_of_owner);
   int ib = w.buffer_id(in.owner);
@@ -38,19 +38,25 @@ std::vector<PlanKernel> emit_pool(EmitContext& cx, const KernelGroup& g, const K
   b += "    float acc = " + std::string(is_max ? "-KF_INF" : "0.f") + ";\n    int count = 0;\n";
   std::string base = std::to_string(in.offset) + " + c0 * " + std::to_string(in.strides[0]) + "LL + c1 * " + std::to_string(in.strides[1]) + "LL";
   std::string indent = "    ", cond, off = base, divisor = "1";
-  for (int64_t s = 0; s < nd; ++s) {
-    std::string i = std::to_string(s), size = std::to_string(in.shape[2 + s]);
-    std::string start = "(c" + std::to_string(2 + s) + " * " + std::to_string(st[s]) + " - " + std::to_string(pd[s]) + ")";
-    b += indent + "for (int w" + i + " = 0; w" + i + " < " + std::to_string(kr[s]) + "; ++w" + i + ") {\n";
+  const auto I = i64_literal;
+  for (size_t s = 0; s < dims.size(); ++s) {
+    const PoolDim& d = dims[s];
+    const std::string i = std::to_string(s), o = "c" + std::to_string(2 + s);
+    // The window's first position and its end (PoolDim): adaptive windows' bounds are quotients of the output index.
+    const std::string start = d.adaptive ? "(" + o + " * " + I(d.in) + " / " + I(d.out) + ")"
+                                         : "(" + o + " * " + I(d.stride) + " - " + I(d.padding) + ")";
+    const std::string end = d.adaptive ? "((" + o + " + 1) * " + I(d.in) + " + " + I(d.out - 1) + ") / " + I(d.out)
+                                       : "min(" + start + " + " + I(d.kernel) + ", " + I(d.in + d.padding) + ")";
+    b += indent + "for (int w" + i + " = 0; w" + i + " < " + std::to_string(d.kernel) + "; ++w" + i + ") {\n";
     indent += "  ";
-    b += indent + "const i64 p" + i + " = " + start + " + w" + i + " * " + std::to_string(dl[s]) + ";\n";
-    cond += (cond.empty() ? "" : " && ") + std::string("p") + i + " >= 0 && p" + i + " < " + size;
+    b += indent + "const i64 p" + i + " = " + start + " + w" + i + " * " + std::to_string(d.dilation) + ";\n";
+    cond += (cond.empty() ? "" : " && ") + std::string("p") + i + " >= 0 && p" + i + " < " + (d.adaptive ? end : I(d.in));
     off += " + p" + i + " * " + std::to_string(in.strides[2 + s]) + "LL";
-    divisor += " * (min(" + start + " + " + std::to_string(kr[s]) + ", (i64)" + size + " + " + std::to_string(pd[s]) + ") - " + start + ")";
+    divisor += " * (" + end + " - " + start + ")";
   }
   b += indent + "if (" + cond + ") {\n" + indent + "  const float x = " + widen + "(b" + std::to_string(ib) + "[" + off + "]);\n";
   b += indent + (is_max ? "  acc = kf_max(acc, x);\n" : "  acc += x;\n") + indent + "  ++count;\n" + indent + "}\n";
-  for (int64_t s = 0; s < nd; ++s) {
+  for (size_t s = 0; s < dims.size(); ++s) {
     indent.resize(indent.size() - 2);
     b += indent + "}\n";
   }

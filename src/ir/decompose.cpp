@@ -70,6 +70,7 @@ struct Lowering {
   }
   // A pooling whose one window is every spatial dim whole: no padding, no dilation, the kernel the input's size.
   static bool covers_spatial_dims(const Node& pool, const Shape& in) {
+    if (pool.attrs.value("adaptive", false)) return false;  // the importer gives it windows of unequal widths only
     auto kernel = pool.attr_ints("kernel"), padding = pool.attr_ints("padding");
     auto dilation = pool.attrs.contains("dilation") ? pool.attr_ints("dilation") : std::vector<int64_t>{};
     if (kernel.size() + 2 != in.size()) return false;

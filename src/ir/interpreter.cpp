@@ -8,6 +8,7 @@
 #include "ir/conv.h"
 #include "ir/error.h"
 #include "ir/matmul.h"
+#include "ir/pool.h"
 #include "ir/ops.h"
 #include "ir/recurrence.h"
 #include "ir/scalar_math.h"
@@ -148,29 +149,26 @@ HostTensor scan(const Node& n, const HostTensor& x) {
 
 HostTensor pool(const Node& n, const HostTensor& x) {
   bool is_max = n.attr_s("kind") == "max";
-  int64_t nd = n.attr_i("nd");
-  auto k = n.attr_ints("kernel"), st = n.attr_ints("stride"), p = n.attr_ints("padding");
-  auto dil = n.has_attr("dilation") ? n.attr_ints("dilation") : std::vector<int64_t>(nd, 1);
   bool include_pad = n.attrs.value("count_include_pad", true);
+  const std::vector<PoolDim> dims = pool_dims(n.attrs, x.type.shape, "node '" + n.name + "'");
   const Shape& is = x.type.shape;
   auto istr = contiguous_strides(is);
+  Shape taps;
+  for (const PoolDim& d : dims) taps.push_back(d.kernel);
   HostTensor out{n.type, std::vector<double>(numel(n.type.shape))};
   CoordIter it(n.type.shape);
   for (size_t i = 0; i < out.data.size(); ++i, it.next()) {
     double acc = is_max ? -std::numeric_limits<double>::infinity() : 0;
     int64_t count = 0, padded_count = 1;
-    for (int64_t s = 0; s < nd; ++s) {  // PyTorch divides by the window clipped to the padded input
-      int64_t start = it.c[2 + s] * st[s] - p[s];
-      int64_t end = std::min(start + k[s], is[2 + s] + p[s]);
-      padded_count *= end - start;
-    }
-    CoordIter w(Shape(k.begin(), k.end()));
-    for (int64_t j = 0; j < numel(Shape(k.begin(), k.end())); ++j, w.next()) {
+    for (size_t s = 0; s < dims.size(); ++s)  // PyTorch divides by the window clipped to the padded input
+      padded_count *= dims[s].end(it.c[2 + s]) - dims[s].first(it.c[2 + s]);
+    CoordIter w(taps);
+    for (int64_t j = 0; j < numel(taps); ++j, w.next()) {
       int64_t off = it.c[0] * istr[0] + it.c[1] * istr[1];
       bool inside = true;
-      for (int64_t s = 0; s < nd; ++s) {
-        int64_t pos = it.c[2 + s] * st[s] - p[s] + w.c[s] * dil[s];
-        inside = inside && pos >= 0 && pos < is[2 + s];
+      for (size_t s = 0; s < dims.size(); ++s) {
+        const int64_t pos = dims[s].first(it.c[2 + s]) + w.c[s] * dims[s].dilation;
+        inside = inside && dims[s].inside(it.c[2 + s], pos);
         off += pos * istr[2 + s];
       }
       if (!inside) continue;

@@ -8,6 +8,7 @@
 #include "ir/conv.h"
 #include "ir/matmul.h"
 #include "ir/ops.h"
+#include "ir/pool.h"
 #include "ir/recurrence.h"
 
 namespace kforge {
@@ -124,21 +125,8 @@ TensorType pooling(const Graph& g, const Node& n) {
   need_args(n, 1, 1);
   const auto& x = arg(g, n, 0);
   need_float(n, x, "input");
-  int64_t nd = n.attr_i("nd");
-  if (nd < 1 || nd > 3 || int64_t(x.shape.size()) != nd + 2)
-    fail(n, "expects an input [N, C, " + std::to_string(nd) + " spatial dims], got " + to_string(x.shape));
-  auto k = n.attr_ints("kernel"), s = n.attr_ints("stride"), p = n.attr_ints("padding");
-  auto d = n.has_attr("dilation") ? n.attr_ints("dilation") : std::vector<int64_t>(nd, 1);
-  if (int64_t(k.size()) != nd || int64_t(s.size()) != nd || int64_t(p.size()) != nd || int64_t(d.size()) != nd)
-    fail(n, "kernel, stride, padding and dilation need " + std::to_string(nd) + " entries each");
-  Shape out = {x.shape[0], x.shape[1]};
-  for (int64_t i = 0; i < nd; ++i) {
-    if (k[i] < 1 || s[i] < 1 || d[i] < 1 || p[i] < 0 || 2 * p[i] > k[i])
-      fail(n, "window parameters out of range (padding may be at most half the kernel)");
-    int64_t o = pooled_size(x.shape[2 + i], k[i], s[i], p[i], d[i]);
-    if (o < 1) fail(n, "pooling window larger than the padded input");
-    out.push_back(o);
-  }
+  Shape out = {x.shape.size() > 0 ? x.shape[0] : 0, x.shape.size() > 1 ? x.shape[1] : 0};
+  for (const PoolDim& d : pool_dims(n.attrs, x.shape, "node '" + n.name + "' (op " + n.op + ")")) out.push_back(d.out);
   return {DType::f32, out};
 }
 
@@ -154,10 +142,6 @@ Shape reduced_shape(const Shape& in, const std::vector<int64_t>& dims, bool keep
     else if (keepdim) out.push_back(1);
   }
   return out;
-}
-
-int64_t pooled_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation) {
-  return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
 }
 
 TensorType infer_type(const Graph& g, const Node& n) {

@@ -11,7 +11,4 @@ TensorType infer_type(const Graph& g, const Node& n);
 // Shape of a reduction of `in` over `dims` (sorted, unique; empty = all dims).
 Shape reduced_shape(const Shape& in, const std::vector<int64_t>& dims, bool keepdim);
 
-// Output spatial size of a pooling window: floor((in + 2p - d(k-1) - 1) / s) + 1.
-int64_t pooled_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation);
-
 }  // namespace kforge

@@ -10,6 +10,7 @@
 #include "ir/decompose.h"
 #include "ir/matmul.h"
 #include "ir/ops.h"
+#include "ir/pool.h"
 #include "ir/recurrence.h"
 
 namespace kforge {
@@ -63,7 +64,7 @@ TaskFeatures task_features(const Graph& graph, const GpuInfo& gpu) {
     else if (n.op == "pool") {
       ++t.pools;
       double window = 1;
-      for (auto k : n.attr_ints("kernel")) window *= double(k);
+      for (const PoolDim& d : pool_dims(n.attrs, g.at(n.args[0]).type.shape, n.name)) window *= double(d.kernel);
       t.flops += count * window;
     }
   }

@@ -1,5 +1,6 @@
 // Pooling kernels run on the CPU (common/cpu_kernel_runner.h): every schedule of the pooling samples (a thread's
-// `items` outputs a block apart, the last chunk partial) matches the interpreter, padding and dilation included.
+// `items` outputs a block apart, the last chunk partial) matches the interpreter, padding and dilation included,
+// ceil_mode's partial last windows and adaptive windows of unequal widths.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -17,7 +18,7 @@ namespace {
 TEST(PoolKernels, EveryScheduleMatchesTheInterpreter) {
   if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
   int checked = 0;
-  for (const char* name : {"max_pool", "avg_pool", "avg_pool1d_exclude_pad"}) {
+  for (const char* name : {"max_pool", "avg_pool", "avg_pool1d_exclude_pad", "avg_pool_ceil_mode", "adaptive_max_pool"}) {
     Graph g = graph_from_json(testing::sample_graph(name));
     std::mt19937_64 rng(3);
     auto inputs = testing::random_values(g, g.inputs, rng);
@@ -34,7 +35,7 @@ TEST(PoolKernels, EveryScheduleMatchesTheInterpreter) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 12);  // three samples, items 1, 2, 4 and 8
+  EXPECT_EQ(checked, 20);  // five samples, items 1, 2, 4 and 8
 }
 
 // A pool of a half-precision task's input reads the 16-bit values as stored (no stored cast), widening each.

@@ -94,6 +94,11 @@ std::vector<SampleGraph> sample_graphs() {
   g.push_back(unary("avg_pool", {2, 3, 9, 8, 7}, {{"nd", 3}, {"kernel", {3, 3, 2}}, {"stride", {2, 1, 2}}, {"padding", {1, 0, 1}}, {"count_include_pad", true}}));
   g.push_back(unary("avg_pool", {2, 3, 31}, {{"nd", 1}, {"kernel", {4}}, {"stride", {3}}, {"padding", {2}}, {"count_include_pad", false}}));
   g.back().name = "avg_pool1d_exclude_pad";
+  g.push_back(unary("avg_pool", {2, 3, 10, 13}, {{"nd", 2}, {"kernel", {3, 2}}, {"stride", {2, 2}}, {"padding", {1, 0}},
+                                                  {"count_include_pad", false}, {"ceil_mode", true}}));
+  g.back().name = "avg_pool_ceil_mode";
+  g.push_back(unary("max_pool", {2, 3, 10, 13, 7}, {{"nd", 3}, {"adaptive", true}, {"output", {3, 5, 7}}}));
+  g.back().name = "adaptive_max_pool";
   // Norms with affine parameters.
   g.push_back({"layer_norm", {{"inputs", {input("x", {6, 7, 33})}}, {"params", {input("w", {7, 33}), input("b", {7, 33})}},
                               {"nodes", {node("y", "layer_norm", {"x", "w", "b"}, {{"normalized_ndim", 2}, {"eps", 1e-5}})}}, {"outputs", {"y"}}}});

@@ -8,6 +8,7 @@
 #include "ir/decompose.h"
 #include "ir/error.h"
 #include "ir/interpreter.h"
+#include "ir/pool.h"
 
 namespace kforge {
 namespace {
@@ -85,6 +86,43 @@ TEST(Interpreter, AvgPoolDividesByTheWindowClippedToThePaddedInput) {
   a["count_include_pad"] = false;
   out = run(one_op("avg_pool", {1, 1, 3}, a), {tensor({1, 1, 3}, {2, 4, 6})});
   EXPECT_EQ(out[0].data, (std::vector<double>{2, 5}));
+}
+
+// ceil_mode rounds the output size up (PyTorch's rule: a last window starting in the right padding is dropped);
+// its last window, clipped by the input, divides by what it holds.
+TEST(Interpreter, CeilModeKeepsTheLastPartialWindow) {
+  json a = {{"nd", 1}, {"kernel", {2}}, {"stride", {2}}, {"padding", {0}}, {"count_include_pad", true}, {"ceil_mode", true}};
+  auto out = run(one_op("avg_pool", {1, 1, 5}, a), {tensor({1, 1, 5}, {1, 2, 3, 4, 5})});
+  EXPECT_EQ(out[0].data, (std::vector<double>{1.5, 3.5, 5}));
+  a["ceil_mode"] = false;
+  EXPECT_EQ(run(one_op("avg_pool", {1, 1, 5}, a), {tensor({1, 1, 5}, {1, 2, 3, 4, 5})})[0].data, (std::vector<double>{1.5, 3.5}));
+  // Length 7, kernel 2, stride 2, padding 1: rounding up gives 5 windows, but the 5th would start at 4 * 2 - 1 = 7,
+  // in the right padding, so 4 remain, as without ceil_mode.
+  EXPECT_EQ(pooled_size(7, 2, 2, 1, 1, true), 4);
+  EXPECT_EQ(pooled_size(6, 3, 2, 1, 1, true), 4);
+  EXPECT_EQ(pooled_size(6, 3, 2, 1, 1, false), 3);
+  EXPECT_EQ(pooled_size(10, 3, 2, 0, 1, true), 5);
+  EXPECT_EQ(pooled_size(10, 3, 2, 0, 1, false), 4);
+  json m = {{"nd", 1}, {"kernel", {3}}, {"stride", {2}}, {"padding", {0}}, {"ceil_mode", true}};
+  out = run(one_op("max_pool", {1, 1, 6}, m), {tensor({1, 1, 6}, {1, 9, 2, 3, 8, 7})});
+  EXPECT_EQ(out[0].data, (std::vector<double>{9, 8, 8}));  // windows [0, 3), [2, 5), [4, 6)
+  json p = {{"nd", 1}, {"kernel", {2}}, {"stride", {2}}, {"padding", {1}}, {"count_include_pad", true}, {"ceil_mode", true}};
+  out = run(one_op("avg_pool", {1, 1, 7}, p), {tensor({1, 1, 7}, {1, 2, 3, 4, 5, 6, 7})});
+  EXPECT_EQ(out[0].data, (std::vector<double>{0.5, 2.5, 4.5, 6.5}));  // values of torch's avg_pool1d
+}
+
+// Adaptive pooling's windows of unequal widths: output i of n into m spans [floor(i n / m), ceil((i + 1) n / m)).
+TEST(Interpreter, AdaptivePoolingWindowsOfUnequalWidths) {
+  json a = {{"nd", 1}, {"adaptive", true}, {"output", {3}}};
+  auto out = run(one_op("avg_pool", {1, 1, 5}, a), {tensor({1, 1, 5}, {1, 2, 3, 4, 5})});
+  EXPECT_EQ(out[0].type.shape, (Shape{1, 1, 3}));
+  EXPECT_EQ(out[0].data, (std::vector<double>{1.5, 3, 4.5}));  // [0, 2), [1, 4), [3, 5)
+  out = run(one_op("max_pool", {1, 1, 5}, a), {tensor({1, 1, 5}, {5, 1, 2, 4, 3})});
+  EXPECT_EQ(out[0].data, (std::vector<double>{5, 4, 4}));
+  std::vector<PoolDim> d = pool_dims(a, {1, 1, 5}, "test");
+  EXPECT_EQ(d[0].kernel, 3);  // the widest window
+  a["output"] = {6};
+  EXPECT_THROW(graph_from_json(one_op("avg_pool", {1, 1, 5}, a)), UserError);  // more outputs than inputs
 }
 
 // Global pooling (one window over every spatial dim) decomposes to a reduction, with the pooling's values; a window

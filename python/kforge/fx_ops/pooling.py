@@ -28,31 +28,9 @@ def max_pool_handler(nd):
         x = tensor(b, input)
         attrs = pool_geometry(b, nd, x, kernel_size, stride, padding)
         attrs["dilation"] = ntuple(dilation, nd)
-        if ceil_mode:
-            x = ceil_mode_padded(b, x, attrs)
+        attrs["ceil_mode"] = bool(ceil_mode)
         return b.emit("max_pool", [x], attrs)
     return handler
-
-
-def ceil_mode_padded(b, x: Val, attrs: dict) -> Val:
-    """max pooling's ceil_mode as a pooling without it: the input grown on the right of each spatial dim by -inf
-    (which no maximum takes) until the last window PyTorch keeps fits, so that rounding the output size down gives
-    PyTorch's rounded-up size (ATen's pooling_output_shape: a last window must start inside the input or its left
-    padding)."""
-    shape = list(x.shape)
-    for d, (n, k, s, p, dil) in enumerate(zip(x.shape[2:], attrs["kernel"], attrs["stride"], attrs["padding"],
-                                               attrs["dilation"])):
-        out = -(-(n + 2 * p - dil * (k - 1) - 1) // s) + 1
-        if (out - 1) * s >= n + p:
-            out -= 1
-        extra = (out - 1) * s + dil * (k - 1) + 1 - (n + 2 * p)
-        if extra <= 0:
-            continue
-        fill_shape = shape[:2 + d] + [extra] + shape[3 + d:]
-        fill = b.emit_tmp("expand", [b.const(float("-inf"), x.dtype)], {"shape": fill_shape}, x.dtype, tuple(fill_shape))
-        shape[2 + d] += extra
-        x = b.emit_tmp("cat", [x, fill], {"dim": 2 + d}, x.dtype, tuple(shape))
-    return x
 
 
 def avg_pool_handler(nd):
@@ -60,12 +38,10 @@ def avg_pool_handler(nd):
                 divisor_override=None):
         if divisor_override is not None:
             b.refuse("average pooling with divisor_override is not supported")
-        if ceil_mode:
-            b.refuse("average pooling with ceil_mode=True is not supported (its last windows divide by their "
-                     "clipped size)")
         x = tensor(b, input)
         attrs = pool_geometry(b, nd, x, kernel_size, stride, padding)
         attrs["count_include_pad"] = bool(count_include_pad)
+        attrs["ceil_mode"] = bool(ceil_mode)
         return b.emit("avg_pool", [x], attrs)
     return handler
 
@@ -83,30 +59,30 @@ for _nd, _max_fn, _avg_fn, _max_cls, _avg_cls in (
         getattr(m, "divisor_override", None)))  # AvgPool1d has no divisor_override
 
 
-def adaptive_geometry(b, nd, x: Val, output_size) -> list[int]:
-    """Adaptive pooling's windows as a fixed pooling's kernel (= stride) per spatial dim: PyTorch's window i spans
-    [floor(i * n / m), ceil((i + 1) * n / m)) of a dim of n into m, the same width everywhere exactly where m divides
-    n (global pooling, m = 1, included). Windows of unequal widths are refused, naming the dim."""
+def adaptive_attrs(b, nd, x: Val, output_size) -> dict:
+    """Adaptive pooling's attrs (ir/pool.h): PyTorch's window i of a dim of n into m spans [floor(i * n / m),
+    ceil((i + 1) * n / m)). Where every dim's windows are of one width (m divides n: global pooling, m = 1,
+    included) it is a fixed pooling with kernel = stride = n / m; otherwise the adaptive form, whose windows the
+    kernels compute from the output index."""
     if x.ndim != nd + 2:
         b.refuse(f"adaptive pooling input must be [N, C, {nd} spatial dims]; unbatched shape {list(x.shape)} is not supported")
     sizes = [output_size] * nd if isinstance(output_size, int) else list(output_size)
     if len(sizes) == 1 and nd > 1:
         sizes = sizes * nd
-    kernel = []
+    sizes = [n if m is None else m for n, m in zip(x.shape[2:], sizes)]  # None keeps the input's size
     for d, (n, m) in enumerate(zip(x.shape[2:], sizes)):
-        m = n if m is None else m  # None keeps the input's size
-        if m <= 0 or n % m:
-            b.refuse(f"adaptive pooling of a dim of {n} into {m} has windows of unequal widths (spatial dim {d})")
-        kernel.append(n // m)
-    return kernel
+        if m <= 0:
+            b.refuse(f"adaptive pooling of a dim of {n} into {m} (spatial dim {d})")
+    if all(n % m == 0 for n, m in zip(x.shape[2:], sizes)):
+        kernel = [n // m for n, m in zip(x.shape[2:], sizes)]
+        return {"nd": nd, "kernel": kernel, "stride": kernel, "padding": [0] * nd}
+    return {"nd": nd, "adaptive": True, "output": sizes}
 
 
 def adaptive_avg_pool_handler(nd):
     def handler(b, input, output_size):
         x = tensor(b, input)
-        kernel = adaptive_geometry(b, nd, x, output_size)
-        return b.emit("avg_pool", [x], {"nd": nd, "kernel": kernel, "stride": kernel, "padding": [0] * nd,
-                                        "count_include_pad": True})
+        return b.emit("avg_pool", [x], {**adaptive_attrs(b, nd, x, output_size), "count_include_pad": True})
     return handler
 
 
@@ -115,9 +91,7 @@ def adaptive_max_pool_handler(nd):
         if return_indices:
             b.refuse("adaptive max pooling with return_indices=True is not supported")
         x = tensor(b, input)
-        kernel = adaptive_geometry(b, nd, x, output_size)
-        return b.emit("max_pool", [x], {"nd": nd, "kernel": kernel, "stride": kernel, "padding": [0] * nd,
-                                        "dilation": [1] * nd})
+        return b.emit("max_pool", [x], adaptive_attrs(b, nd, x, output_size))
     return handler
 
 
