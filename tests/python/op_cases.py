@@ -404,6 +404,12 @@ CASES = [
          attrs={"conv_transpose": {"stride": [2, 2], "padding": [1, 1], "output_padding": [1, 1]}}),
     Case("conv_transpose2d_relu", "torch.relu(self.c(x))", ["conv_transpose", "relu"], inputs=IMAGE,
          init="self.c = nn.ConvTranspose2d(3, 4, 3)", params=["c.weight", "c.bias"]),
+    # Tensor.unfold: patches (windows that do not overlap) as a reshape and a permute; overlapping windows a stack of
+    # strided slices
+    Case("unfold_patches", "x.unfold(2, 4, 4).unfold(3, 4, 4).sum(dim=(-1, -2))",
+         ["slice", "reshape", "permute", "reshape", "permute", "sum"], inputs="torch.randn(2, 3, 9, 8)"),
+    Case("unfold_overlapping", "x.unfold(1, 3, 2) * 2",
+         ["slice", "slice", "slice", "reshape", "reshape", "reshape", "cat", "const", "mul"], inputs="torch.randn(4, 9)"),
     # ceil_mode: the output size rounded up, the last windows partial (their divisor clipped as PyTorch clips it)
     Case("max_pool2d_ceil_mode", "self.p(x)", ["max_pool"], inputs="torch.randn(2, 3, 10, 10)",
          init="self.p = nn.MaxPool2d(3, stride=2, ceil_mode=True)", attrs={"max_pool": {"ceil_mode": True}}),

@@ -160,6 +160,29 @@ def narrow(b, input, dim, start, length):
     return slice_of(b, x, d, start, start + length)
 
 
+@on("unfold")
+def unfold(b, input, dimension, size, step):
+    """Tensor.unfold: the windows of `size` elements `step` apart along `dimension`, that dim becoming the windows'
+    count and a last dim of `size` added. Windows that do not overlap (step = size: patches) are a reshape and a
+    permute of the part they cover; overlapping ones a stack of `size` strided slices (window element j of every
+    window is one slice), each read at its own positions where a kernel uses them."""
+    x = tensor(b, input)
+    d = norm_dim(dimension, max(x.ndim, 1))
+    n = x.shape[d] if x.ndim else 1
+    if not (1 <= size <= n) or step < 1:
+        b.refuse(f"Tensor.unfold of a dim of {n} into windows of {size}, {step} apart (need 1 <= size <= {n}, step >= 1)")
+    m = (n - size) // step + 1
+    if step == size:
+        covered = slice_of(b, x, d, 0, m * size)
+        split = list(x.shape[:d]) + [m, size] + list(x.shape[d + 1:])
+        v = b.emit_tmp("reshape", [covered], {"shape": split}, x.dtype, split)
+        perm = [i for i in range(len(split)) if i != d + 1] + [d + 1]
+        return b.emit("permute", [v], {"dims": perm})
+    if size > 256:
+        b.refuse(f"Tensor.unfold into overlapping windows of {size} elements (more than 256) is not supported")
+    return stack(b, [slice_of(b, x, d, j, j + step * (m - 1) + 1, step) for j in range(size)], dim=x.ndim)
+
+
 def split_parts(b, x: Val, d: int, bounds, drop_dim=False) -> Multi:
     """A tuple result of consecutive pieces of x along d, each emitted when a getitem picks it."""
     def part(start, end):
