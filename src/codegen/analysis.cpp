@@ -1,5 +1,6 @@
 #include "codegen/analysis.h"
 
+#include "codegen/channels_last.h"
 #include "codegen/lower.h"
 #include "ir/error.h"
 #include "ir/hash.h"
@@ -18,15 +19,22 @@ const Graph& lowerable(const Graph& graph) {
 }  // namespace
 
 GraphAnalysis::GraphAnalysis(const Graph& graph, TargetFacts target)
-    : graph_(lowerable(graph)), primitive_(primitive_graph(graph, target)), hash_(stable_hash(graph_to_json(graph).dump())),
-      target_(target) {}
+    : graph_(lowerable(graph)), primitive_(primitive_graph(graph, target)), has_channels_last_(kforge::has_channels_last_form(primitive_)),
+      hash_(stable_hash(graph_to_json(graph).dump())), target_(target) {}
 
-const Partition& GraphAnalysis::partition(bool fuse_rows) const {
-  std::call_once(once_[fuse_rows], [&] {
-    partitions_[fuse_rows] = kforge::partition(primitive_, fuse_rows);
-    for (KernelGroup& g : partitions_[fuse_rows]->groups) g.target = target_;
+const Graph& GraphAnalysis::primitive(bool channels_last) const {
+  if (!channels_last || !has_channels_last_) return primitive_;
+  std::call_once(channels_last_once_, [&] { channels_last_ = channels_last_form(primitive_); });
+  return channels_last_;
+}
+
+const Partition& GraphAnalysis::partition(bool fuse_rows, bool channels_last) const {
+  const bool last = channels_last && has_channels_last_;
+  std::call_once(once_[last][fuse_rows], [&] {
+    partitions_[last][fuse_rows] = kforge::partition(primitive(last), fuse_rows);
+    for (KernelGroup& g : partitions_[last][fuse_rows]->groups) g.target = target_;
   });
-  return *partitions_[fuse_rows];
+  return *partitions_[last][fuse_rows];
 }
 
 std::shared_ptr<const GraphAnalysis> analyze(const Graph& graph, TargetFacts target) {

@@ -25,20 +25,29 @@ class GraphAnalysis {
   GraphAnalysis(const GraphAnalysis&) = delete;
   GraphAnalysis& operator=(const GraphAnalysis&) = delete;
 
-  const Graph& graph() const { return graph_; }           // as given
-  const Graph& primitive() const { return primitive_; }   // what partition() and the emitters see
+  const Graph& graph() const { return graph_; }  // as given
+  // What partition() and the emitters see; with channels_last, its channels-last form (codegen/channels_last.h),
+  // built at its first use, the same graph where no convolution changes.
+  const Graph& primitive(bool channels_last = false) const;
+  bool has_channels_last_form() const { return has_channels_last_; }
   const std::string& graph_hash() const { return hash_; } // stable_hash of the given graph's JSON
   const TargetFacts& target() const { return target_; }
-  // The partition under `fuse_rows`, built at its first use (the unfused one is often never asked for).
-  const Partition& partition(bool fuse_rows) const;
-  const std::vector<KernelGroup>& groups(bool fuse_rows) const { return partition(fuse_rows).groups; }
+  // The partition under `fuse_rows` of primitive(channels_last), built at its first use (the unfused one is
+  // often never asked for).
+  const Partition& partition(bool fuse_rows, bool channels_last = false) const;
+  const std::vector<KernelGroup>& groups(bool fuse_rows, bool channels_last = false) const {
+    return partition(fuse_rows, channels_last).groups;
+  }
 
  private:
   Graph graph_, primitive_;
+  bool has_channels_last_ = false;
   std::string hash_;
   TargetFacts target_;
-  mutable std::once_flag once_[2];
-  mutable std::optional<Partition> partitions_[2];
+  mutable std::once_flag channels_last_once_;
+  mutable Graph channels_last_;
+  mutable std::once_flag once_[2][2];
+  mutable std::optional<Partition> partitions_[2][2];
 };
 
 std::shared_ptr<const GraphAnalysis> analyze(const Graph& graph, TargetFacts target = {});

@@ -74,6 +74,12 @@ ConvEpilogue conv_epilogue(const EmitContext& cx, const Node& conv) {
 
 std::string tiled_transpose(int64_t A, int64_t B, int64_t C, const std::string& load, const std::string& store) {
   const auto I = i64_literal;
+  if (C == 1) {  // nothing to transpose (a channels-last tensor into its copies): an element a thread, in order
+    std::string s = "  for (i64 i = (i64)blockIdx.x * 256 + threadIdx.x; i < " + I(A * B) + "; i += (i64)gridDim.x * 256) {\n";
+    s += "    const i64 a = i / " + I(B) + ", b = i % " + I(B) + ", c = 0;\n    (void)c;\n";
+    s += "    const auto v = src[i];\n    {\n        const float x = " + load + ";\n" + store + "    }\n  }\n";
+    return s;
+  }
   const int64_t tiles_b = (B + 31) / 32, tiles_c = (C + 31) / 32;
   std::string s = "  __shared__ float tile[32][33];  // one column of padding: the transposed read is conflict-free\n";
   s += "  const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;\n";
@@ -95,7 +101,9 @@ std::string tiled_transpose(int64_t A, int64_t B, int64_t C, const std::string& 
   return s;
 }
 
-int64_t tiled_transpose_blocks(int64_t A, int64_t B, int64_t C) { return A * ((B + 31) / 32) * ((C + 31) / 32); }
+int64_t tiled_transpose_blocks(int64_t A, int64_t B, int64_t C) {
+  return C == 1 ? (A * B + 255) / 256 : A * ((B + 31) / 32) * ((C + 31) / 32);
+}
 
 namespace {
 
@@ -103,10 +111,12 @@ namespace {
 // is this with B = channels, C = the spatial extent (or the reverse), A = the batch. With an epilogue (its bias one
 // value per c) it writes it applied to src: the NHWC result's way back adds the convolution's bias and activation
 // on the way; with an `undo` buffer it first multiplies by undo[0] (fp16x3's scales). `in` and `out` are the two
-// sides' element types: the way into a half-precision step rounds, the way back widens.
+// sides' element types: the way into a half-precision step rounds, the way back widens. `channel` names the index
+// (b or c) the epilogue's bias is read at: c for the NHWC result's way back to NCHW, b where C = 1 (a channels-last
+// result copied, [rows][channels][1]).
 PlanKernel transpose_step(const KernelGroup& g, const KernelSchedule& ks, const std::string& name, int src, int dst,
                           int64_t A, int64_t B, int64_t C, const ConvEpilogue& e = {}, const Element& in = {},
-                          const Element& out = {}, int undo = -1) {
+                          const Element& out = {}, int undo = -1, const std::string& channel = "c") {
   const auto I = i64_literal;
   std::string s = "// kforge kernel " + name + ": channels-last transpose for conv group '" + g.key + "', [" +
                   std::to_string(A) + "][" + std::to_string(B) + "][" + std::to_string(C) + "] -> [a][c][b]\n";
@@ -115,7 +125,7 @@ PlanKernel transpose_step(const KernelGroup& g, const KernelSchedule& ks, const 
        "* __restrict__ dst) {\n";
   if (undo >= 0) s += "  const float scale = undo[0];  // 2^-(ex + ew): the split copies' scales, undone exactly\n";
   s += tiled_transpose(A, B, C, in.from + "(v)",
-                       e.store("        dst[a * " + I(B * C) + " + c * " + I(B) + " + b]", undo >= 0 ? "x * scale" : "x", "c", out.to));
+                       e.store("        dst[a * " + I(B * C) + " + c * " + I(B) + " + b]", undo >= 0 ? "x * scale" : "x", channel, out.to));
   s += "}\n";
   std::vector<int> args = {src};
   if (e.bias >= 0) args.push_back(e.bias);
@@ -143,13 +153,24 @@ PlanKernel epilogue_step(const KernelGroup& g, const KernelSchedule& ks, const s
 
 // The extents of a channels-last step: its x is [n, xc, x_extent], its y [n, yc, y_extent] (a transposed
 // convolution's x is its forward convolution's output), its weight [o, wc, taps].
+// The copies' geometry as tiled_transpose's [A][B][C]: a transpose where the graph's tensors are NCHW, a copy
+// ([rows][channels][1]) where they are channels-last already (KernelGroup::channels_last: the copies only change
+// the element type or split it into fp16x3's parts).
 struct ChannelsLast {
-  bool transposed = false;
-  int64_t xc = 0, yc = 0, x_extent = 0, y_extent = 0, wc = 0, taps = 0;
+  bool transposed = false, in_graph = false;
+  int64_t n = 1, o = 1, xc = 0, yc = 0, x_extent = 0, y_extent = 0, wc = 0, taps = 0;
+  struct Extents {
+    int64_t a, b, c;
+  };
+  Extents x_in() const { return in_graph ? Extents{n * x_extent, xc, 1} : Extents{n, xc, x_extent}; }
+  Extents w_in() const { return in_graph ? Extents{o * taps, wc, 1} : Extents{o, wc, taps}; }
+  // The result's way back: [n][y_extent][yc] to NCHW, or a copy whose channel is the index b.
+  Extents y_back() const { return in_graph ? Extents{n * y_extent, yc, 1} : Extents{n, y_extent, yc}; }
+  std::string y_channel() const { return in_graph ? "b" : "c"; }
 };
-ChannelsLast channels_last(const ConvDims& d, bool transposed) {
+ChannelsLast channels_last(const ConvDims& d, bool transposed, bool in_graph) {
   const bool t = transposed;
-  return {t, t ? d.o : d.c, t ? d.c : d.o, numel(t ? d.out : d.in), numel(t ? d.in : d.out), d.c / d.groups, numel(d.kernel)};
+  return {t, in_graph, d.n, d.o, t ? d.o : d.c, t ? d.c : d.o, numel(t ? d.out : d.in), numel(t ? d.in : d.out), d.c / d.groups, numel(d.kernel)};
 }
 
 // The step's library block and buffers for an epilogue cuDNN applies (schedule library_epilogue): which pointwise
@@ -181,16 +202,17 @@ std::vector<PlanKernel> split_step(EmitContext& cx, const KernelGroup& g, const 
   const int undo = add_temp(cx, g.key + ".undo", DType::f32, {1});
   k.library[t ? "o" : "c"] = 3 * (t ? d.o : d.c);
   const std::vector<std::string> x_parts = {"hi", "hi", "lo"}, w_parts = {"hi", "lo", "hi"};
+  const ChannelsLast::Extents xe = cl.x_in(), we = cl.w_in(), ye = cl.y_back();
   std::vector<PlanKernel> steps = {
       h.absmax,
-      emit_split_transpose(g, ks, name + "_x_nhwc", x, k.args[0], h, "ea", d.n, xc, x_extent, xc / d.groups, false, x_parts, undo),
+      emit_split_transpose(g, ks, name + "_x_nhwc", x, k.args[0], h, "ea", xe.a, xe.b, xe.c, xc / d.groups, false, x_parts, undo),
       t ? emit_split_transpose(g, ks, name + "_w_nhwc", w, k.args[1], h, "eb", d.o, wc, taps, d.o / d.groups, true, w_parts)
-        : emit_split_transpose(g, ks, name + "_w_nhwc", w, k.args[1], h, "eb", d.o, wc, taps, wc, false, w_parts)};
+        : emit_split_transpose(g, ks, name + "_w_nhwc", w, k.args[1], h, "eb", we.a, we.b, we.c, wc, false, w_parts)};
   k.args[2] = add_temp(cx, g.key + ".y_nhwc", DType::f32, {d.n * yc * y_extent});
   if (ks.library_epilogue) library_epilogue(k, e, undo);
   steps.push_back(k);
-  steps.push_back(transpose_step(g, ks, name + "_y_nchw", k.args[2], y, d.n, y_extent, yc, ks.library_epilogue ? ConvEpilogue{} : e,
-                                 {}, {}, ks.library_epilogue ? -1 : undo));
+  steps.push_back(transpose_step(g, ks, name + "_y_nchw", k.args[2], y, ye.a, ye.b, ye.c, ks.library_epilogue ? ConvEpilogue{} : e,
+                                 {}, {}, ks.library_epilogue ? -1 : undo, cl.y_channel()));
   return steps;
 }
 
@@ -237,24 +259,31 @@ std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const K
   }
   // Channels last: the step reads and writes channels-last copies; its input and weight are transposed into
   // them first and its result back after.
-  const ChannelsLast cl = channels_last(d, cv.op == "conv_transpose");
+  const ChannelsLast cl = channels_last(d, cv.op == "conv_transpose", g.channels_last);
   const int x = k.args[0], w = k.args[1], y = k.args[2];
   if (ks.precision == Precision::fp16x3) return split_step(cx, g, ks, k, d, cl, x, w, y, e);
+  // Tensors channels-last in the graph, read in fp32 or TF32 as they are: the step alone, and the epilogue.
+  if (cl.in_graph && !is_half(ks.precision)) {
+    if (ks.library_epilogue) library_epilogue(k, e, -1);
+    if (e.empty() || ks.library_epilogue) return {k};
+    return {k, epilogue_step(g, ks, name + "_epilogue", y, e, d.n * cl.y_extent, cl.yc, 1)};
+  }
   const int64_t xc = cl.xc, yc = cl.yc, x_extent = cl.x_extent, y_extent = cl.y_extent, wc = cl.wc, taps = cl.taps;
   // In fp16 or bf16 the copies are 16-bit: the transposes in round, the one out widens (and adds the bias).
   const Element full, copy = element_of(ks.precision);
   const Element source = direct ? Element{"unsigned short", "", copy.from} : full;  // what the transposes in read
   k.args[0] = add_temp(cx, g.key + ".x_nhwc", input_dtype(ks.precision), {d.n * xc * x_extent});
   k.args[1] = add_temp(cx, g.key + ".w_nhwc", input_dtype(ks.precision), {d.o * wc * taps});
-  std::vector<PlanKernel> steps = {transpose_step(g, ks, name + "_x_nhwc", x, k.args[0], d.n, xc, x_extent, {}, source, copy),
-                                   transpose_step(g, ks, name + "_w_nhwc", w, k.args[1], d.o, wc, taps, {}, source, copy)};
+  const ChannelsLast::Extents xe = cl.x_in(), we = cl.w_in(), ye = cl.y_back();
+  std::vector<PlanKernel> steps = {transpose_step(g, ks, name + "_x_nhwc", x, k.args[0], xe.a, xe.b, xe.c, {}, source, copy),
+                                   transpose_step(g, ks, name + "_w_nhwc", w, k.args[1], we.a, we.b, we.c, {}, source, copy)};
   k.args[2] = add_temp(cx, g.key + ".y_nhwc", result_dtype(ks.precision), {d.n * yc * y_extent});
   if (ks.library_epilogue) library_epilogue(k, e, -1);
   steps.push_back(k);
   // The way back widens to f32, or keeps 16 bits where the result is kept in the task's dtype (half_results.h).
   const Element back = is_half(graph.at(g.anchor).type.dtype) ? copy : full;
-  steps.push_back(transpose_step(g, ks, name + "_y_nchw", k.args[2], y, d.n, y_extent, yc, ks.library_epilogue ? ConvEpilogue{} : e,
-                                 copy, back));
+  steps.push_back(transpose_step(g, ks, name + "_y_nchw", k.args[2], y, ye.a, ye.b, ye.c, ks.library_epilogue ? ConvEpilogue{} : e,
+                                 copy, back, -1, cl.y_channel()));
   return steps;
 }
 

@@ -5,6 +5,7 @@
 // still keep enough bytes moving to reach the memory's bandwidth. Half-precision operands and outputs are
 // moved the same way, `vec` 16-bit patterns at a time (4- or 8-byte accesses).
 #include <algorithm>
+#include <optional>
 
 #include "codegen/emitters.h"
 
@@ -16,9 +17,43 @@ std::string access_type(int bytes, bool f32) {
   if (f32) return bytes == 16 ? "float4" : bytes == 8 ? "float2" : "float";
   return bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int" : "unsigned short";
 }
+
+// A materialized permute (codegen/partition.h) of a contiguous f32 tensor that moves a block of dims past the next,
+// [A][B][C] -> [A][C][B] (channels last and back): tiled_transpose, both sides coalesced, where a pointwise kernel
+// would read one side strided. nullopt for any other group or permutation.
+std::optional<PlanKernel> tiled_permute(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
+  const Graph& gr = *cx.partition.graph;
+  if (g.elem_outputs.size() != 1 || !materialized_permute(gr.at(g.elem_outputs[0]))) return std::nullopt;
+  const Node& p = gr.at(g.elem_outputs[0]);
+  const Access in = access_of(cx.partition, p.args[0]);
+  if (!in.contiguous() || p.type.dtype != DType::f32 || gr.at(p.args[0]).type.dtype != DType::f32) return std::nullopt;
+  const std::vector<int64_t> dims = p.attr_ints("dims");
+  const size_t r = dims.size();
+  size_t k = 0;
+  while (k < r && dims[k] == int64_t(k)) ++k;
+  if (k == r) return std::nullopt;
+  const size_t j = size_t(dims[k]);  // dims[k..] must be j, j + 1, .., r - 1, then k, .., j - 1
+  for (size_t i = k; i < r; ++i)
+    if (dims[i] != int64_t(i - k < r - j ? j + (i - k) : k + (i - k) - (r - j))) return std::nullopt;
+  auto product = [&](size_t from, size_t to) {
+    int64_t v = 1;
+    for (size_t i = from; i < to; ++i) v *= in.shape[i];
+    return v;
+  };
+  const int64_t A = product(0, k), B = product(k, j), C = product(j, r);
+  const auto I = i64_literal;
+  std::string s = "// kforge kernel " + name + ": the permute '" + p.name + "' as a tiled transpose, [" + std::to_string(A) +
+                  "][" + std::to_string(B) + "][" + std::to_string(C) + "] -> [a][c][b]\n";
+  s += "extern \"C\" __global__ void __launch_bounds__(256) " + name +
+       "(const float* __restrict__ src, float* __restrict__ dst) {\n";
+  s += tiled_transpose(A, B, C, "v", "        dst[a * " + I(B * C) + " + c * " + I(B) + " + b] = x;\n") + "}\n";
+  return generated_kernel(g, ks, name, s, {buffer_of(cx, in.owner), buffer_of(cx, g.elem_outputs[0])},
+                          clamp_grid(g, tiled_transpose_blocks(A, B, C)), 256);
+}
 }  // namespace
 
 std::vector<PlanKernel> emit_pointwise(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
+  if (auto transpose = tiled_permute(cx, g, ks, name)) return {*transpose};
   const Graph& gr = *cx.partition.graph;
   KernelWriter w(cx.partition, g, cx.buffer_of_owner);
   const std::vector<int>& outs = g.elem_outputs;  // one, or values of the same shape computed together (partition.cpp)

@@ -70,13 +70,13 @@ std::vector<KernelGroup> kernel_groups(const GraphAnalysis& analysis, bool fuse_
 Schedule explicit_schedule(const GraphAnalysis& analysis, const Schedule& s) {
   Schedule out = s;
   out.kernels.clear();
-  for (const KernelGroup& g : analysis.groups(s.fuse_rows)) out.kernels[g.key] = schedule_for(s, g);
+  for (const KernelGroup& g : analysis.groups(s.fuse_rows, s.channels_last)) out.kernels[g.key] = schedule_for(s, g);
   return out;
 }
 
 Plan lower(const GraphAnalysis& analysis, const Schedule& schedule, const LowerOptions& opts) {
-  const Graph& prim = analysis.primitive();
-  const Partition& part = analysis.partition(schedule.fuse_rows);
+  const Graph& prim = analysis.primitive(schedule.channels_last);
+  const Partition& part = analysis.partition(schedule.fuse_rows, schedule.channels_last);
   if (opts.dump_ir) std::cerr << graph_to_json(prim).dump(1) << "\n";
   Plan plan;
   plan.schedule = schedule;

@@ -107,7 +107,7 @@ struct Partitioner {
     for (size_t i = 0; i < n; ++i) {
       const Node& nd = g.nodes[i];
       if (!reachable[i]) continue;
-      if (stored_by_nature(nd)) p.stored[i] = true;
+      if (stored_by_nature(nd) || materialized_permute(nd)) p.stored[i] = true;
       // A library call reads its operands (and bias) from memory; a product's transposed operand from its
       // source's, a half-precision task's own input and weight as stored (ir/half_operands.h).
       if (nd.op == "matmul" || is_conv_op(nd.op)) {
@@ -198,6 +198,7 @@ struct Partitioner {
       k.anchor = root;
       k.elem_outputs = {root};
       k.conv_epilogue = is_conv_op(n.op) && (n.args.size() > 2 || n.has_attr("activation"));
+      k.channels_last = is_conv_op(n.op) && is_channels_last(n.attrs);
       if (auto h = half_operands(g, root)) k.half_operands = h->dtype;
       if (n.op == "conv") {
         ConvDims d = conv_dims(g.at(n.args[0]).type.shape, g.at(n.args[1]).type.shape, n.attrs, "node '" + n.name + "': ");
@@ -317,7 +318,8 @@ struct Partitioner {
         // too: one launch where there were two, the shared reads once (an unrolled LSTM's state c_t and output
         // h_t = o_t tanh(c_t); a residual sum and its activation). Only where both move in vectors (f32 or
         // 16-bit: emit_pointwise.cpp) or neither does, so a bool or i64 output does not narrow an f32 one's.
-        ok = is_elementwise_op(n.op) && n.type.shape == k.shape &&
+        // Not into a materialized permute's kernel, which is a tiled transpose and nothing else.
+        ok = is_elementwise_op(n.op) && n.type.shape == k.shape && !materialized_permute(g.at(k.elem_outputs.at(0))) &&
              is_float(n.type.dtype) == is_float(g.at(k.elem_outputs.at(0)).type.dtype);
       }
       if (!ok || !can_join(id, gi)) continue;
@@ -460,6 +462,8 @@ struct Partitioner {
 }  // namespace
 
 Partition partition(const Graph& g, bool fuse_rows) { return Partitioner(g, fuse_rows).run(); }
+
+bool materialized_permute(const Node& n) { return n.op == "permute" && n.attrs.value("materialize", false); }
 
 bool stored_by_nature(const Node& n) {
   return is_source(n) || n.op == "reduce" || n.op == "scan" || n.op == "pool" || n.op == "matmul" || is_conv_op(n.op) ||

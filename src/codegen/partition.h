@@ -68,6 +68,9 @@ struct KernelGroup {
   std::optional<AttentionDims> attention;
   // conv: whether a bias or an activation was folded into the node (codegen/conv_epilogue.h).
   bool conv_epilogue = false;
+  // conv: a channels-last convolution (ir/conv.h, codegen/channels_last.h): its step reads and writes the
+  // channels-last tensors as they are, so its layout is nhwc.
+  bool channels_last = false;
   // matmul, conv: the dtype of the half-precision tensors the library reads as stored (ir/half_operands.h).
   std::optional<DType> half_operands;
   // The target (GraphAnalysis): Hopper's bulk copies and clusters need sm 90; grids are sized in its SMs.
@@ -85,6 +88,10 @@ Partition partition(const Graph& primitive_graph, bool fuse_rows);
 // Whether the partition stores `n` for what it is, whatever reads it: the task's inputs and params, reductions,
 // scans, pools, products, convolutions, recurrences and attentions.
 bool stored_by_nature(const Node& n);
+// A permute marked "materialize" (codegen/channels_last.h: a whole tensor changing layout): stored, by a kernel of its
+// own that transposes through shared memory (emit_pointwise.cpp), where a strided read by each reader would not be
+// coalesced.
+bool materialized_permute(const Node& n);
 // The constant that node `id` is, seen through views (an expanded scalar: every element the same value); -1 where it
 // is none. Such a view is its constant wherever it is read: nothing is stored for it.
 int const_through_views(const Graph& g, int id);

@@ -98,13 +98,16 @@ nlohmann::json to_json(const KernelSchedule& ks) {
 nlohmann::json to_json(const Schedule& s) {
   nlohmann::json k = nlohmann::json::object();
   for (auto& [key, ks] : s.kernels) k[key] = to_json(ks);
-  return {{"fuse_rows", s.fuse_rows}, {"cuda_graph", s.cuda_graph}, {"kernels", k}};
+  nlohmann::json j = {{"fuse_rows", s.fuse_rows}, {"cuda_graph", s.cuda_graph}, {"kernels", k}};
+  if (s.channels_last) j["channels_last"] = true;  // absent: false (rows recorded before the form read back)
+  return j;
 }
 
 Schedule schedule_from_json(const nlohmann::json& j) {
   Schedule s;
   s.fuse_rows = j.value("fuse_rows", true);
   s.cuda_graph = j.value("cuda_graph", true);
+  s.channels_last = j.value("channels_last", false);
   const nlohmann::json kernels = j.value("kernels", nlohmann::json::object());  // kept alive for items()
   for (auto& [key, v] : kernels.items()) {
     KernelSchedule ks;

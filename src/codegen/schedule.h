@@ -109,6 +109,9 @@ struct KernelSchedule {
 struct Schedule {
   bool fuse_rows = true;   // fuse reductions with the elementwise work that uses them (partition.h)
   bool cuda_graph = true;  // replay the plan as one CUDA graph where the caller's buffers are fixed
+  // Lower the channels-last form of the graph (codegen/channels_last.h: channels last kept across convolutions);
+  // the same plan where no convolution changes.
+  bool channels_last = false;
   std::map<std::string, KernelSchedule> kernels;  // by KernelGroup::key; absent = default_schedule
   bool operator==(const Schedule&) const = default;
 };

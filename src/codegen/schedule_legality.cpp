@@ -125,6 +125,8 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
       if (g.half_operands && (ks.precision != direct_precision(*g.half_operands) || ks.layout != Layout::nhwc))
         illegal(g, "precision/layout", "of a convolution of " + to_string(*g.half_operands) + " tensors are fixed: " +
                                            to_string(direct_precision(*g.half_operands)) + ", nhwc (their transposes read them as stored)");
+      if (g.channels_last && ks.layout != Layout::nhwc)
+        illegal(g, "layout", "of a channels-last convolution is nhwc (its tensors are channels-last in the graph)");
       if (ks.precision == Precision::tf32x3) illegal(g, "precision", "tf32x3 is for matrix products only (kforge's mma kernel)");
       if ((is_half(ks.precision) || ks.precision == Precision::fp16x3) && ks.layout != Layout::nhwc)
         illegal(g, "precision", to_string(ks.precision) + " needs layout nhwc (the transposes into channels last make the 16-bit copies)");

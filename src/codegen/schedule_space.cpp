@@ -31,6 +31,7 @@ KernelSchedule default_schedule(const KernelGroup& g) {
     case GroupKind::matmul:
     case GroupKind::conv:
       ks.strategy = Strategy::library;  // fp32, the heuristic's first algorithm
+      if (g.channels_last) ks.layout = Layout::nhwc;
       if (g.half_operands) {  // half-precision tensors read as stored (ir/half_operands.h)
         ks.precision = direct_precision(*g.half_operands);
         if (g.kind == GroupKind::conv) ks.layout = Layout::nhwc;

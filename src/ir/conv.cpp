@@ -17,7 +17,35 @@ std::vector<int64_t> per_dim(const nlohmann::json& attrs, const char* key, size_
 }
 }  // namespace
 
-ConvDims conv_dims(const Shape& x, const Shape& w, const nlohmann::json& attrs, const std::string& where) {
+bool is_channels_last(const nlohmann::json& attrs) { return attrs.is_object() && attrs.value("channels_last", false); }
+
+std::vector<int64_t> to_channels_last(size_t rank) {
+  std::vector<int64_t> dims = {0};
+  for (size_t i = 2; i < rank; ++i) dims.push_back(int64_t(i));
+  if (rank > 1) dims.push_back(1);
+  return dims;
+}
+
+std::vector<int64_t> from_channels_last(size_t rank) {
+  std::vector<int64_t> dims = {0};
+  if (rank > 1) dims.push_back(int64_t(rank) - 1);
+  for (size_t i = 1; i + 1 < rank; ++i) dims.push_back(int64_t(i));
+  return dims;
+}
+
+Shape permuted(const Shape& s, const std::vector<int64_t>& dims) {
+  Shape out;
+  for (int64_t d : dims) out.push_back(s.at(size_t(d)));
+  return out;
+}
+
+ConvDims conv_dims(const Shape& x_given, const Shape& w_given, const nlohmann::json& attrs, const std::string& where) {
+  const bool last = is_channels_last(attrs);
+  if (last && (x_given.size() < 3 || w_given.size() != x_given.size()))
+    throw UserError(where + "channels-last conv of input " + to_string(x_given) + " with weight " + to_string(w_given) +
+                    ": input and weight must be [N, *spatial, C] and [O, *kernel, C / groups]");
+  const Shape x = last ? permuted(x_given, from_channels_last(x_given.size())) : x_given;
+  const Shape w = last ? permuted(w_given, from_channels_last(w_given.size())) : w_given;
   auto fail = [&](const std::string& why) -> void {
     throw UserError(where + "conv of input " + to_string(x) + " with weight " + to_string(w) + ": " + why);
   };
@@ -53,6 +81,7 @@ ConvDims conv_dims(const Shape& x, const Shape& w, const nlohmann::json& attrs, 
     d.out.push_back((padded - span) / d.stride[i] + 1);
     d.result.push_back(d.out.back());
   }
+  if (last) d.result = permuted(d.result, to_channels_last(d.result.size()));
   return d;
 }
 

@@ -21,6 +21,17 @@ struct ConvDims {
   Shape result;                                    // [N, O, *out]
 };
 
+// Channels last (attrs.channels_last: true; codegen/channels_last.h's form, never in a graph a user writes): a
+// forward convolution whose x is [N, *spatial, C], weight [O, *kernel, C / groups] and result [N, *out, O], the
+// tensors cuDNN's NHWC step reads and writes without transposes. conv_dims reads such shapes as the NCHW ones
+// they hold and gives the result in channels-last order.
+bool is_channels_last(const nlohmann::json& conv_attrs);
+// The permute dims taking [N, C, *spatial] to [N, *spatial, C], and back; `rank` counts N and C.
+std::vector<int64_t> to_channels_last(size_t rank);
+std::vector<int64_t> from_channels_last(size_t rank);
+// A shape permuted as the `permute` op permutes: out[i] = s[dims[i]].
+Shape permuted(const Shape& s, const std::vector<int64_t>& dims);
+
 // The rules of torch's convolution; throws UserError (prefixed by `where`, naming the shapes) for a rank
 // other than 3-5, channels that do not match weight and groups, attrs of the wrong length or range, or a
 // (dilated) kernel larger than the padded input. Absent attrs take PyTorch's defaults (1, 0, 1, 1).

@@ -205,7 +205,31 @@ void for_each_tap(const ConvDims& d, const std::vector<int64_t>& at, const std::
   }
 }
 
+HostTensor view(const Node& n, const HostTensor& x);
+HostTensor conv(const Node& n, const std::vector<const HostTensor*>& a);
+
+// A channels-last convolution (ir/conv.h) is the NCHW one between permutes.
+HostTensor conv_channels_last(const Node& n, const std::vector<const HostTensor*>& a) {
+  auto permute = [](const HostTensor& t, const std::vector<int64_t>& dims) {
+    Node p;
+    p.op = "permute";
+    p.attrs = {{"dims", dims}};
+    p.type = {t.type.dtype, permuted(t.type.shape, dims)};
+    return view(p, t);
+  };
+  const size_t rank = a[0]->type.shape.size();
+  HostTensor x = permute(*a[0], from_channels_last(rank)), w = permute(*a[1], from_channels_last(rank));
+  Node plain = n;
+  plain.attrs.erase("channels_last");
+  plain.type.shape = permuted(n.type.shape, from_channels_last(rank));
+  std::vector<const HostTensor*> args = {&x, &w};
+  if (a.size() > 2) args.push_back(a[2]);
+  HostTensor y = conv(plain, args);
+  return permute(y, to_channels_last(rank));
+}
+
 HostTensor conv(const Node& n, const std::vector<const HostTensor*>& a) {
+  if (is_channels_last(n.attrs)) return conv_channels_last(n, a);
   const Shape &xs = a[0]->type.shape, &ws = a[1]->type.shape;
   ConvDims d = conv_dims(xs, ws, n.attrs, "interpret: ");
   auto xstr = contiguous_strides(xs), wstr = contiguous_strides(ws);

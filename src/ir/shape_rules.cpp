@@ -115,8 +115,9 @@ TensorType conv(const Graph& g, const Node& n) {
   if (n.args.size() == 3) {
     const auto& bias = arg(g, n, 2);
     need_float(n, bias, "bias");
-    if (bias.shape != Shape{result[1]})
-      fail(n, n.op + " bias " + to_string(bias.shape) + " must be [" + std::to_string(result[1]) + "] (one per output channel)");
+    const int64_t channels = is_channels_last(n.attrs) ? result.back() : result[1];
+    if (bias.shape != Shape{channels})
+      fail(n, n.op + " bias " + to_string(bias.shape) + " must be [" + std::to_string(channels) + "] (one per output channel)");
   }
   return {DType::f32, result};
 }

@@ -289,13 +289,32 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
       if (3 * matmul_k(prim, g) > kPieceRun) finer_pieces.kernels[g.key].chunks = opening_pieces(prim, g, kFinePieceRun, kMostFinePieces);
     }
   }
+  // The channels-last form (codegen/channels_last.h), where the graph has one: the convolutions' strict opening
+  // (fp16x3 with cuDNN's epilogue) right after the same in the default form, TF32 and fp16 after theirs. The form
+  // keeps the other groups' keys, so the products' schedules carry over.
+  Schedule split_fp16_last, tf32_last, fp16_last;
+  if (analysis.has_channels_last_form()) {
+    for (Schedule* form : {&split_fp16_last, &tf32_last, &fp16_last}) form->channels_last = true;
+    split_fp16_last.kernels = split_fp16_fused.kernels;
+    tf32_last.kernels = tf32_nhwc.kernels;
+    fp16_last.kernels = fp16_nhwc.kernels;
+    for (const KernelGroup& g : analysis.groups(true, true))
+      if (g.kind == GroupKind::conv && g.channels_last) {
+        split_fp16_last.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::fp16x3, .layout = Layout::nhwc,
+                                          .library_epilogue = true};
+        tf32_last.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::tf32, .layout = Layout::nhwc};
+        fp16_last.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::fp16, .layout = Layout::nhwc};
+      }
+  }
   if (!tf32.kernels.empty()) queue.push_back(tf32);
   if (!split_fp16.kernels.empty()) queue.push_back(split_fp16);
   if (split_fp16_fused != split_fp16) queue.push_back(split_fp16_fused);  // some group is a convolution
+  if (split_fp16_last.channels_last) queue.push_back(split_fp16_last);
   if (split_pieces != split_fp16) queue.push_back(split_pieces);  // some product's K is long
   if (finer_pieces != split_fp16) queue.push_back(finer_pieces);  // some product's K is very long
   if (!split.kernels.empty()) queue.push_back(split);
   if (tf32_nhwc != tf32) queue.push_back(tf32_nhwc), queue.push_back(fp16_nhwc);  // some group is a convolution
+  if (tf32_last.channels_last) queue.push_back(tf32_last), queue.push_back(fp16_last);
   if (!fp16_products.kernels.empty()) queue.push_back(fp16_products);
   std::map<std::string, KernelSchedule> direct = direct_depthwise(analysis);
   if (!direct.empty()) {

@@ -8,10 +8,15 @@
 namespace kforge {
 
 ScheduleProposer::ScheduleProposer(const GraphAnalysis& analysis, uint64_t seed, bool skip_starved)
-    : rng_(seed), fused_(analysis.groups(true)), unfused_(analysis.groups(false)),
-      skip_starved_(skip_starved) {
-  for (auto& g : fused_) fused_spaces_.push_back(space_of(g));
-  for (auto& g : unfused_) unfused_spaces_.push_back(space_of(g));
+    : rng_(seed), skip_starved_(skip_starved), channels_last_(analysis.has_channels_last_form()) {
+  for (bool last : {false, true}) {
+    if (last && !channels_last_) break;
+    for (bool fuse : {false, true}) {
+      Form& f = forms_[last][fuse];
+      f.groups = analysis.groups(fuse, last);
+      for (auto& g : f.groups) f.spaces.push_back(space_of(g));
+    }
+  }
 }
 
 std::vector<KernelSchedule> ScheduleProposer::space_of(const KernelGroup& g) const {
@@ -26,24 +31,32 @@ bool ScheduleProposer::mark(const Schedule& s) { return tried_.insert(to_json(s)
 
 size_t ScheduleProposer::space_size() const {
   size_t total = 0;
-  for (auto* groups : {&fused_, &unfused_}) {
-    size_t n = 1;
-    for (auto& g : *groups) n = std::min<size_t>(n * schedule_space(g).size(), size_t(1) << 40);
-    total += n;
-  }
+  for (const auto& forms : forms_)
+    for (const Form& f : forms) {
+      if (f.groups.empty()) continue;
+      size_t n = 1;
+      for (auto& g : f.groups) n = std::min<size_t>(n * schedule_space(g).size(), size_t(1) << 40);
+      total += n;
+    }
   return total;
 }
 
 std::optional<Schedule> ScheduleProposer::next(const Schedule& best) {
   for (int attempt = 0; attempt < 200; ++attempt) {
     Schedule s = best;
-    // Mostly edit one kernel; sometimes flip fusion (which changes the groups) or take several steps.
+    // Mostly edit one kernel; sometimes flip fusion or the channels-last form (which change the groups) or take
+    // several steps. The channels-last form keeps the kernels' schedules where they stay legal: its groups' keys
+    // are the same nodes' (a convolution's layout is nhwc there).
     if (std::uniform_int_distribution<int>(0, 9)(rng_) == 0) {
       s.fuse_rows = !s.fuse_rows;
       s.kernels.clear();
+    } else if (channels_last_ && std::uniform_int_distribution<int>(0, 9)(rng_) == 0) {
+      s.channels_last = !s.channels_last;
+      for (const KernelGroup& g : form_of(s).groups)
+        if (auto it = s.kernels.find(g.key); it != s.kernels.end() && g.channels_last) it->second.layout = Layout::nhwc;
     }
-    const auto& groups = s.fuse_rows ? fused_ : unfused_;
-    const auto& spaces = s.fuse_rows ? fused_spaces_ : unfused_spaces_;
+    const auto& groups = form_of(s).groups;
+    const auto& spaces = form_of(s).spaces;
     if (groups.empty()) return std::nullopt;
     int steps = 1 + std::uniform_int_distribution<int>(0, 3)(rng_) / 3;
     for (int k = 0; k < steps; ++k) {
@@ -66,7 +79,7 @@ void ScheduleProposer::note_offered(const std::string& group, const CallForm& fo
 }
 
 std::optional<Schedule> ScheduleProposer::next_algorithm(const Schedule& best) {
-  const auto& groups = best.fuse_rows ? fused_ : unfused_;
+  const auto& groups = form_of(best).groups;
   // Products first: a cuBLASLt algorithm costs one call to try, a cuDNN engine may build for seconds at load.
   for (GroupKind kind : {GroupKind::matmul, GroupKind::conv}) {
     const int most = kind == GroupKind::matmul ? kMatmulAlgos : kConvEngines;

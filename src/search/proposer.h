@@ -1,6 +1,6 @@
 // Proposes schedules for search: the hand-written default first, then edits of the best schedule so far
 // by one small action (tinygrad's search.py): replace one kernel group's schedule with another point of
-// its space, or toggle row fusion. Never proposes the same schedule twice. With `skip_starved`, a group's
+// its space, or toggle row fusion or (where the graph has one: codegen/channels_last.h) the channels-last form. Never proposes the same schedule twice. With `skip_starved`, a group's
 // schedules that starve the memory (starves_memory) are left out of its space when it has others.
 #pragma once
 #include <map>
@@ -55,11 +55,15 @@ class ScheduleProposer {
     int usable = 1 << 30;     // a clamped request's index + 1
   };
   std::map<std::pair<std::string, CallForm>, ListLength> lists_;  // note_offered
-  std::vector<KernelGroup> fused_, unfused_;
-  bool skip_starved_;
-  // Each group's space (less what starves the memory, with skip_starved), parallel to fused_ / unfused_:
-  // computed once, not on every proposal attempt.
-  std::vector<std::vector<KernelSchedule>> fused_spaces_, unfused_spaces_;
+  bool skip_starved_, channels_last_;  // channels_last_: the graph has a channels-last form
+  // The groups of each form of the plan ([channels_last][fuse_rows]) and each group's space (less what starves the
+  // memory, with skip_starved), computed once, not on every proposal attempt.
+  struct Form {
+    std::vector<KernelGroup> groups;
+    std::vector<std::vector<KernelSchedule>> spaces;
+  };
+  Form forms_[2][2];
+  const Form& form_of(const Schedule& s) const { return forms_[s.channels_last && channels_last_][s.fuse_rows]; }
   std::vector<KernelSchedule> space_of(const KernelGroup& g) const;
 };
 

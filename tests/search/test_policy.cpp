@@ -167,21 +167,25 @@ TEST(Opening, LibraryStepsAlsoOpenWithTheirFirstChoiceInTf32) {
       }
     }
     // A convolution then opens in channels last: split precision (fp16x3 parts, the strict tier's tensor cores)
-    // with the epilogue in a kernel, then in cuDNN's graph; TF32; fp16 copies.
+    // with the epilogue in a kernel, then in cuDNN's graph, then the same in the graph's channels-last form
+    // (codegen/channels_last.h); TF32; fp16 copies; TF32 and fp16 in the channels-last form.
     if (!product) {
-      ASSERT_GE(opening.size(), 5u);
-      for (auto [from_end, precision, library_epilogue] :
-           {std::tuple{4, Precision::fp16x3, false}, std::tuple{3, Precision::fp16x3, true}, std::tuple{2, Precision::tf32, false},
-            std::tuple{1, Precision::fp16, false}}) {
+      ASSERT_GE(opening.size(), 8u);
+      for (auto [from_end, precision, library_epilogue, last] :
+           {std::tuple{7, Precision::fp16x3, false, false}, std::tuple{6, Precision::fp16x3, true, false},
+            std::tuple{5, Precision::fp16x3, true, true}, std::tuple{4, Precision::tf32, false, false},
+            std::tuple{3, Precision::fp16, false, false}, std::tuple{2, Precision::tf32, false, true},
+            std::tuple{1, Precision::fp16, false, true}}) {
         const Schedule& nhwc = opening[opening.size() - size_t(from_end)];
         ASSERT_EQ(nhwc.kernels.size(), 1u);
+        EXPECT_EQ(nhwc.channels_last, last) << from_end;
         EXPECT_EQ(nhwc.kernels.begin()->second.layout, Layout::nhwc);
-        EXPECT_EQ(nhwc.kernels.begin()->second.precision, precision);
-        EXPECT_EQ(nhwc.kernels.begin()->second.library_epilogue, library_epilogue);
+        EXPECT_EQ(nhwc.kernels.begin()->second.precision, precision) << from_end;
+        EXPECT_EQ(nhwc.kernels.begin()->second.library_epilogue, library_epilogue) << from_end;
         EXPECT_NO_THROW(lower(g, nhwc));
       }
     }
-    const Schedule& tf32 = opening[opening.size() - (product ? 4 : 5)];
+    const Schedule& tf32 = opening[opening.size() - (product ? 4 : 8)];
     int library = 0;
     for (auto& grp : kernel_groups(g, true)) {
       if (grp.kind != GroupKind::matmul && grp.kind != GroupKind::conv) continue;

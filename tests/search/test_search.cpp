@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "common/scratch_path.h"
+#include "common/conv_graphs.h"
 #include "common/sample_graphs.h"
 #include "codegen/lower.h"
 #include "search/database.h"
@@ -59,7 +60,29 @@ TEST(Proposer, NeverRepeatsAndStaysLegal) {
   }
 }
 
-// LayerNorm over rows of 24480 at 1.6 GB (bench/level1/26's shape): one thread per row, or few blocks, cannot
+// Where the graph has a channels-last form (codegen/channels_last.h) the local search also flips it, keeping the
+// kernels' schedules legal there (a convolution's layout nhwc); every proposal lowers.
+TEST(Proposer, FlipsTheChannelsLastFormAndItsProposalsLower) {
+  GraphAnalysis a(graph_from_json(testing::conv_graph("conv2d_bias_relu")));
+  ASSERT_TRUE(a.has_channels_last_form());
+  ScheduleProposer p(a, 3);
+  int flipped = 0;
+  for (Schedule best : {Schedule{}, Schedule{.channels_last = true}}) {
+    for (int i = 0; i < 60; ++i) {
+      auto s = p.next(best);
+      if (!s) break;
+      flipped += s->channels_last != best.channels_last;
+      EXPECT_NO_THROW(lower(a, *s)) << to_json(*s).dump();
+    }
+  }
+  EXPECT_GT(flipped, 0);
+  // A graph without a convolution never gets the form.
+  ScheduleProposer none(graph_from_json(testing::sample_graph("softmax")), 3);
+  for (int i = 0; i < 60; ++i)
+    if (auto s = none.next(Schedule{})) EXPECT_FALSE(s->channels_last);
+}
+
+// LayerNorm over rows of 24480 (bench/level1/26's shape): one thread per row, or few blocks, cannot
 // keep HBM busy; the local search leaves such schedules out while the group has others.
 TEST(Proposer, LocalSearchSkipsSchedulesThatStarveTheMemory) {
   Graph g = graph_from_json(nlohmann::json::parse(R"({"inputs": [{"name": "x", "shape": [16384, 24480]}], "nodes": [

@@ -1,0 +1,212 @@
+#include "codegen/channels_last.h"
+
+#include <algorithm>
+#include <map>
+
+#include "ir/conv.h"
+#include "ir/half_operands.h"
+#include "ir/ops.h"
+#include "ir/shape_rules.h"
+
+namespace kforge {
+
+namespace {
+
+// Whether node `id` is a convolution the form makes channels-last.
+bool becomes_channels_last(const Graph& g, int id) {
+  const Node& n = g.at(id);
+  if (n.op != "conv" || is_channels_last(n.attrs)) return false;
+  const TensorType& x = g.at(n.args[0]).type;
+  if (x.dtype != DType::f32 || n.type.dtype != DType::f32 || x.shape.size() < 3 || half_operands(g, id)) return false;
+  return !depthwise_2d(conv_dims(x.shape, g.at(n.args[1]).type.shape, n.attrs, "node '" + n.name + "': "));
+}
+
+bool elementwise(const Node& n) {
+  return (is_unary_op(n.op) || is_binary_op(n.op) || n.op == "where") && n.type.shape.size() >= 3;
+}
+
+class Rewrite {
+ public:
+  explicit Rewrite(const Graph& prim)
+      : p_(prim), plain_(prim.nodes.size(), -1), last_(prim.nodes.size(), -1), wanted_(prim.nodes.size(), false) {}
+
+  Graph run() {
+    mark_wanted();
+    for (size_t i = 0; i < p_.nodes.size(); ++i) {
+      const int id = int(i);
+      const Node& n = p_.nodes[i];
+      if (becomes_channels_last(p_, id)) last_[i] = conv(n);
+      else if (elementwise(n) && wanted_[i] && computable_last(n)) last_[i] = elementwise_last(n);
+      else if (n.op == "cat" && wanted_[i] && all_last(n)) last_[i] = cat_last(n);
+      else if (n.op == "reduce" && last_[size_t(n.args[0])] >= 0 && plain_[size_t(n.args[0])] < 0) reduce_last(id, n);
+      else {
+        Node copy = n;
+        for (int& a : copy.args)
+          if (a >= 0) a = plain(a);
+        plain_[i] = g_.add(std::move(copy));
+      }
+    }
+    for (int o : p_.outputs) plain(o);
+    copy_roles(p_, plain_, g_);
+    return std::move(g_);
+  }
+
+ private:
+  const Shape& shape(int id) const { return p_.at(id).type.shape; }
+
+  // A value is wanted channels-last where a convolution the form changes reads it as its input, or an elementwise
+  // op that is wanted reads it at the same rank (a BatchNorm's per-channel statistics [1, C, 1, 1] included).
+  void mark_wanted() {
+    const std::vector<std::vector<int>> readers = p_.readers();
+    for (int i = int(p_.nodes.size()) - 1; i >= 0; --i)
+      for (int r : readers[size_t(i)]) {
+        const Node& n = p_.at(r);
+        if ((becomes_channels_last(p_, r) && n.args[0] == i) ||
+            (elementwise(n) && wanted_[size_t(r)] && shape(i).size() == n.type.shape.size() && numel(shape(i)) > 1) ||
+            (n.op == "cat" && wanted_[size_t(r)] && n.type.shape.size() >= 3))
+          wanted_[size_t(i)] = true;
+      }
+  }
+
+  // Worth computing channels-last: some operand is channels-last already, and every other whole one (not
+  // broadcast) is channels-last too or a graph input or parameter, read once through a permute.
+  bool computable_last(const Node& n) const {
+    bool any = false;
+    for (int a : n.args) {
+      if (numel(shape(a)) == 1) continue;
+      const bool last = last_[size_t(a)] >= 0, source = p_.at(a).op == "input" || p_.at(a).op == "param";
+      if (shape(a) == n.type.shape && !last && !source) return false;
+      any |= last;
+    }
+    return any;
+  }
+
+  std::string name_for(const std::string& base) const { return fresh_name(base, {&p_, &g_}); }
+
+  int add(Node n) {
+    n.type = infer_type(g_, n);
+    return g_.add(std::move(n));
+  }
+
+  // A whole tensor's layout change is materialized (a tiled transpose: codegen/partition.h); a broadcast
+  // operand's or a reduced value's permute stays a view its readers read strided.
+  int permute(int new_id, const std::vector<int64_t>& dims, const std::string& name, bool materialize = false) {
+    json attrs = {{"dims", dims}};
+    if (materialize) attrs["materialize"] = true;
+    return add(Node{.name = name_for(name), .op = "permute", .args = {new_id}, .attrs = attrs});
+  }
+
+  // Node `id`'s value as the graph had it: a permute back of its channels-last value where that is all there is.
+  int plain(int id) {
+    if (plain_[size_t(id)] < 0)
+      plain_[size_t(id)] = permute(last_[size_t(id)], from_channels_last(shape(id).size()), p_.at(id).name + "_channels_first",
+                                numel(shape(id)) > shape(id)[1]);
+    return plain_[size_t(id)];
+  }
+
+  // Node `id`'s value channels-last: its own, or a permute of it (a weight's, an input's).
+  int last(int id) {
+    if (last_[size_t(id)] < 0)
+      last_[size_t(id)] = permute(plain(id), to_channels_last(shape(id).size()), p_.at(id).name + "_channels_last",
+                                numel(shape(id)) > shape(id)[1]);
+    return last_[size_t(id)];
+  }
+
+  // An operand of lower rank broadcast against a channels-last value of rank `rank`: given the leading dims of 1
+  // it broadcasts with, then permuted alike.
+  int broadcast_last(int id, size_t rank) {
+    const Shape& s = shape(id);
+    auto known = broadcast_.find({id, rank});
+    if (known != broadcast_.end()) return known->second;
+    int v = plain(id);
+    if (s.size() < rank) {
+      Shape grown(rank - s.size(), 1);
+      grown.insert(grown.end(), s.begin(), s.end());
+      v = add(Node{.name = name_for(p_.at(id).name + "_ranked"), .op = "reshape", .args = {v}, .attrs = {{"shape", grown}}});
+    }
+    return broadcast_[{id, rank}] = permute(v, to_channels_last(rank), p_.at(id).name + "_channels_last");
+  }
+
+  int conv(const Node& n) {
+    Node c = n;
+    c.args[0] = last(n.args[0]);
+    c.args[1] = last(n.args[1]);
+    if (c.args.size() > 2 && c.args[2] >= 0) c.args[2] = plain(n.args[2]);  // a bias of one value per channel
+    c.attrs["channels_last"] = true;
+    return add(std::move(c));
+  }
+
+  int elementwise_last(const Node& n) {
+    Node e = n;
+    const size_t rank = n.type.shape.size();
+    // A single value broadcasts the same either way; one of the same rank is permuted as the result is.
+    for (int& a : e.args) a = numel(shape(a)) == 1 ? plain(a) : shape(a).size() == rank ? last(a) : broadcast_last(a, rank);
+    return add(std::move(e));
+  }
+
+  // A concatenation of channels-last parts (an Inception module's branches, a DenseNet block's features) is one of
+  // channels-last values along the same dim's new place.
+  bool all_last(const Node& n) const {
+    if (n.type.shape.size() < 3) return false;
+    for (int a : n.args)
+      if (last_[size_t(a)] < 0) return false;
+    return true;
+  }
+  int cat_last(const Node& n) {
+    const std::vector<int64_t> to = to_channels_last(n.type.shape.size());
+    Node c = n;
+    for (int& a : c.args) a = last_[size_t(a)];
+    c.attrs["dim"] = int64_t(std::find(to.begin(), to.end(), n.attr_i("dim")) - to.begin());
+    return add(std::move(c));
+  }
+
+  // A reduction of a value that exists channels-last only runs on it: its dims renamed to where they are. With
+  // keepdim the result is channels-last too; without, the kept dims are in channels-last order, permuted back
+  // where that differs from the graph's.
+  void reduce_last(int id, const Node& n) {
+    const size_t rank = shape(n.args[0]).size();
+    const std::vector<int64_t> to = to_channels_last(rank);
+    auto where = [&](int64_t d) { return int64_t(std::find(to.begin(), to.end(), d) - to.begin()); };
+    std::vector<int64_t> dims;
+    for (int64_t d : n.attr_ints("dims")) dims.push_back(where(d));
+    std::sort(dims.begin(), dims.end());
+    Node r = n;
+    r.args[0] = last_[size_t(n.args[0])];
+    r.attrs["dims"] = dims;
+    const int reduced = add(std::move(r));
+    if (n.attrs.value("keepdim", false)) {
+      last_[size_t(id)] = reduced;
+      return;
+    }
+    std::vector<int64_t> kept;  // the graph's dims in the order the reduced value holds them
+    for (size_t j = 0; j < rank; ++j)
+      if (!std::binary_search(dims.begin(), dims.end(), int64_t(j))) kept.push_back(to[j]);
+    std::vector<int64_t> order(kept.size());
+    for (size_t k = 0; k < kept.size(); ++k) order[k] = int64_t(k);
+    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return kept[size_t(a)] < kept[size_t(b)]; });
+    bool same = true;
+    for (size_t k = 0; k < order.size(); ++k) same = same && order[k] == int64_t(k);
+    plain_[size_t(id)] = same ? reduced : permute(reduced, order, n.name + "_channels_first");
+  }
+
+  const Graph& p_;
+  Graph g_;
+  std::vector<int> plain_, last_;  // per node of p_: its value in g_ as the graph had it, and channels-last (-1: none)
+  std::vector<bool> wanted_;
+  std::map<std::pair<int, size_t>, int> broadcast_;
+};
+
+}  // namespace
+
+bool has_channels_last_form(const Graph& primitive) {
+  for (size_t i = 0; i < primitive.nodes.size(); ++i)
+    if (becomes_channels_last(primitive, int(i))) return true;
+  return false;
+}
+
+Graph channels_last_form(const Graph& primitive) {
+  if (!has_channels_last_form(primitive)) return primitive;
+  return Rewrite(primitive).run();
+}
+
+}  // namespace kforge

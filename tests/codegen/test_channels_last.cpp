@@ -1,0 +1,266 @@
+// The channels-last form (codegen/channels_last.h): the same function as the graph on every sample, no transpose
+// between neighbouring convolutions (a BatchNorm and activation between them computed channels-last), the
+// convolutions' steps reading the graph's tensors as they are, and plans that compile in every precision.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <random>
+
+#include "codegen/analysis.h"
+#include "codegen/channels_last.h"
+#include "codegen/lower.h"
+#include "common/cpu_kernel_runner.h"
+#include "common/plan_steps.h"
+#include "common/random_inputs.h"
+#include "ir/conv.h"
+#include "ir/interpreter.h"
+#include "ir/ops.h"
+#include "runtime/compiler.h"
+
+namespace kforge {
+namespace {
+
+using json = nlohmann::json;
+
+json param(const std::string& name, Shape shape) { return {{"name", name}, {"shape", shape}}; }
+json node(const std::string& name, const std::string& op, std::vector<std::string> args, json attrs = json::object()) {
+  return {{"name", name}, {"op", op}, {"args", args}, {"attrs", attrs}};
+}
+const json kPad1 = {{"padding", {1, 1}}};
+const json kNorm = {{"eps", 1e-5}};
+
+// conv (bias) -> BatchNorm -> ReLU -> strided conv -> ReLU: two neighbouring convolutions.
+json chain() {
+  return {{"inputs", {param("x", {2, 5, 9, 11})}},
+          {"params", {param("w1", {8, 5, 3, 3}), param("b1", {8}), param("g1", {8}), param("e1", {8}), param("w2", {6, 8, 3, 3})}},
+          {"nodes", {node("c1", "conv", {"x", "w1", "b1"}, kPad1), node("n1", "batch_norm", {"c1", "g1", "e1"}, kNorm),
+                     node("r1", "relu", {"n1"}), node("c2", "conv", {"r1", "w2"}, {{"stride", {2, 2}}}), node("y", "relu", {"c2"})}},
+          {"outputs", {"y"}}};
+}
+
+// A ResNet basic block: the input is both the first convolution's and the residual sum's.
+json residual() {
+  return {{"inputs", {param("x", {2, 8, 7, 6})}},
+          {"params", {param("w1", {8, 8, 3, 3}), param("g1", {8}), param("e1", {8}), param("w2", {8, 8, 3, 3}), param("g2", {8}),
+                      param("e2", {8})}},
+          {"nodes", {node("c1", "conv", {"x", "w1"}, kPad1), node("n1", "batch_norm", {"c1", "g1", "e1"}, kNorm),
+                     node("r1", "relu", {"n1"}), node("c2", "conv", {"r1", "w2"}, kPad1),
+                     node("n2", "batch_norm", {"c2", "g2", "e2"}, kNorm), node("s", "add", {"n2", "x"}), node("y", "relu", {"s"})}},
+          {"outputs", {"y"}}};
+}
+
+// What needs the channels-first value: a GroupNorm (its grouped view), a pool, and the convolution's result as an
+// output of its own; a 3-D convolution; a depthwise and a transposed convolution, which stay as they are.
+json readers_of_every_kind() {
+  return {{"inputs", {param("x", {2, 4, 10, 9}), param("v", {1, 3, 5, 6, 4})}},
+          {"params", {param("w1", {6, 4, 3, 3}), param("g", {6}), param("e", {6}), param("wd", {6, 1, 3, 3}),
+                      param("wt", {6, 2, 2, 2}), param("w3", {2, 3, 3, 3, 2})}},
+          {"nodes", {node("c1", "conv", {"x", "w1"}), node("gn", "group_norm", {"c1", "g", "e"}, {{"groups", 2}, {"eps", 1e-5}}),
+                     node("p", "max_pool", {"gn"}, {{"nd", 2}, {"kernel", {2, 2}}, {"stride", {2, 2}}, {"padding", {0, 0}}}),
+                     node("d", "conv", {"c1", "wd"}, {{"groups", 6}, {"padding", {1, 1}}}),
+                     node("t", "conv_transpose", {"d", "wt"}, {{"stride", {2, 2}}}),
+                     node("c3", "conv", {"v", "w3"}, {{"padding", {1, 0, 1}}}), node("r3", "sigmoid", {"c3"})}},
+          {"outputs", {"p", "c1", "t", "r3"}}};
+}
+
+// An Inception-style module: two branches concatenated along the channels, read by the next convolution.
+json branches() {
+  return {{"inputs", {param("x", {2, 4, 8, 7})}},
+          {"params", {param("wa", {3, 4, 1, 1}), param("wb", {5, 4, 3, 3}), param("wc", {6, 8, 3, 3})}},
+          {"nodes", {node("a", "conv", {"x", "wa"}), node("ra", "relu", {"a"}), node("b", "conv", {"x", "wb"}, kPad1),
+                     node("rb", "tanh", {"b"}), node("cat", "cat", {"ra", "rb"}, {{"dim", 1}}), node("c", "conv", {"cat", "wc"})}},
+          {"outputs", {"c"}}};
+}
+
+std::vector<std::pair<std::string, json>> graphs() {
+  return {{"chain", chain()}, {"residual", residual()}, {"readers_of_every_kind", readers_of_every_kind()}, {"branches", branches()}};
+}
+
+// The nodes the outputs depend on (primitive graphs keep nodes a fold left unread).
+std::vector<int> reachable(const Graph& g) {
+  std::vector<bool> seen(g.nodes.size(), false);
+  std::vector<int> todo(g.outputs.begin(), g.outputs.end()), out;
+  while (!todo.empty()) {
+    int id = todo.back();
+    todo.pop_back();
+    if (id < 0 || seen[size_t(id)]) continue;
+    seen[size_t(id)] = true;
+    for (int a : g.at(id).args) todo.push_back(a);
+  }
+  for (size_t i = 0; i < seen.size(); ++i)
+    if (seen[i]) out.push_back(int(i));
+  return out;
+}
+
+TEST(ChannelsLast, TheFormComputesWhatTheGraphComputes) {
+  for (auto& [name, j] : graphs()) {
+    GraphAnalysis a(graph_from_json(j));
+    ASSERT_TRUE(a.has_channels_last_form()) << name;
+    const Graph &plain = a.primitive(), &last = a.primitive(true);
+    std::mt19937_64 rng(7);
+    auto inputs = testing::random_values(plain, plain.inputs, rng);
+    auto params = testing::random_values(plain, plain.params, rng);
+    std::vector<HostTensor> want = interpret(plain, inputs, params), got = interpret(last, inputs, params);
+    ASSERT_EQ(got.size(), want.size()) << name;
+    for (size_t o = 0; o < want.size(); ++o) {
+      ASSERT_EQ(got[o].type, want[o].type) << name << " output " << o;
+      for (size_t i = 0; i < want[o].data.size(); ++i)
+        ASSERT_NEAR(got[o].data[i], want[o].data[i], 1e-9 * (1 + std::abs(want[o].data[i]))) << name << " output " << o << " at " << i;
+    }
+  }
+}
+
+TEST(ChannelsLast, NeighbouringConvolutionsMeetWithoutATranspose) {
+  GraphAnalysis a(graph_from_json(chain()));
+  const Graph& g = a.primitive(true);
+  std::vector<int> convs;
+  for (int i : reachable(g))
+    if (g.at(i).op == "conv") convs.push_back(i);
+  ASSERT_EQ(convs.size(), 2u);
+  for (int c : convs) EXPECT_TRUE(is_channels_last(g.at(c).attrs));
+  // The second convolution reads the ReLU, computed channels-last from the BatchNorm's channels-last arithmetic.
+  const Node& input = g.at(g.at(convs[1]).args[0]);
+  EXPECT_EQ(input.op, "relu");
+  EXPECT_EQ(input.type.shape, (Shape{2, 9, 11, 8}));
+  // Permutes: x in, each weight, and the result back; the statistics' per-channel values are views.
+  int whole = 0;
+  for (int i : reachable(g))
+    if (g.at(i).op == "permute" && numel(g.at(i).type.shape) > 8) ++whole;
+  EXPECT_EQ(whole, 4) << "x, w1, w2 and the result";
+
+  // Lowered in fp32: the steps read and write the graph's buffers, no transpose steps around them.
+  Schedule s;
+  s.channels_last = true;
+  Plan p = lower(a, s);
+  auto steps = testing::steps(p, StepKind::cudnn);
+  ASSERT_EQ(steps.size(), 2u);
+  for (const PlanKernel* k : steps) EXPECT_EQ(k->library.at("layout"), "NHWC");
+  for (const PlanKernel& k : p.kernels) {
+    EXPECT_EQ(k.name.find("_x_nhwc"), std::string::npos) << k.name;
+    EXPECT_EQ(k.name.find("_y_nchw"), std::string::npos) << k.name;
+  }
+  // x, both weights and the result change layout in tiled transposes of their own (coalesced on both sides).
+  std::vector<const PlanKernel*> tiled;
+  for (const PlanKernel& k : p.kernels)
+    if (k.source.find("as a tiled transpose") != std::string::npos) tiled.push_back(&k);
+  ASSERT_EQ(tiled.size(), 4u);
+  if (testing::host_compiler_available()) {  // x [2, 5, 9, 11] -> [2, 9, 11, 5]
+    const PlanKernel& in = *tiled.front();
+    ASSERT_EQ(p.buffers.at(in.args[0]).name, "x");
+    std::vector<float> x(2 * 5 * 99), out(x.size(), NAN);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(i);
+    testing::run_on_cpu(in, {x.data(), out.data()}, 3);
+    for (int n = 0; n < 2; ++n)
+      for (int c = 0; c < 5; ++c)
+        for (int s = 0; s < 99; ++s) ASSERT_EQ(out[size_t((n * 99 + s) * 5 + c)], x[size_t((n * 5 + c) * 99 + s)]);
+  }
+  // The default form transposes around both steps.
+  int transposes = 0;
+  Schedule nhwc;
+  for (const KernelGroup& grp : a.groups(true))
+    if (grp.kind == GroupKind::conv) nhwc.kernels[grp.key] = {.strategy = Strategy::library, .layout = Layout::nhwc};
+  for (const PlanKernel& k : lower(a, nhwc).kernels) transposes += k.name.find("_nhwc") != std::string::npos || k.name.find("_nchw") != std::string::npos;
+  EXPECT_EQ(transposes, 6);
+}
+
+// The branches' activations and their concatenation are computed channels-last: the next convolution reads the
+// concatenation as it is, and x is transposed once for both branches.
+TEST(ChannelsLast, AConcatenationOfChannelsLastPartsIsOne) {
+  GraphAnalysis a(graph_from_json(branches()));
+  const Graph& g = a.primitive(true);
+  int cats = 0, whole_permutes = 0;
+  for (int i : reachable(g)) {
+    const Node& n = g.at(i);
+    if (n.op == "cat") {
+      ++cats;
+      EXPECT_EQ(n.attr_i("dim"), 3);
+      EXPECT_EQ(n.type.shape, (Shape{2, 8, 7, 8}));
+    }
+    if (n.op == "permute" && n.attrs.value("materialize", false)) ++whole_permutes;
+    if (n.op == "conv" && n.name == "c") EXPECT_EQ(g.at(n.args[0]).op, "cat");
+  }
+  EXPECT_EQ(cats, 1);
+  EXPECT_EQ(whole_permutes, 5) << "x once, three weights, the result";
+}
+
+TEST(ChannelsLast, DepthwiseTransposedAndHalfPrecisionConvolutionsStayAsTheyAre) {
+  GraphAnalysis a(graph_from_json(readers_of_every_kind()));
+  const Graph& g = a.primitive(true);
+  int last = 0, plain = 0;
+  for (int i : reachable(g))
+    if (is_conv_op(g.at(i).op)) ++(is_channels_last(g.at(i).attrs) ? last : plain);
+  EXPECT_EQ(last, 2) << "c1 and the 3-D c3";
+  EXPECT_EQ(plain, 2) << "the depthwise d and the transposed t";
+  // Nothing to change: the same graph.
+  json depthwise = {{"inputs", {param("x", {1, 4, 6, 6})}}, {"params", {param("w", {4, 1, 3, 3})}},
+                    {"nodes", {node("y", "conv", {"x", "w"}, {{"groups", 4}})}}, {"outputs", {"y"}}};
+  GraphAnalysis d(graph_from_json(depthwise));
+  EXPECT_FALSE(d.has_channels_last_form());
+  EXPECT_EQ(&d.primitive(true), &d.primitive());
+}
+
+TEST(ChannelsLast, PlansCompileInEveryPrecisionAndTheLayoutIsFixed) {
+  Compiler c({"sm_90", "", {}});
+  for (auto& [name, j] : graphs()) {
+    GraphAnalysis a(graph_from_json(j));
+    for (Precision precision : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16, Precision::fp16x3})
+      for (bool library_epilogue : {false, true}) {
+        Schedule s;
+        s.channels_last = true;
+        for (const KernelGroup& grp : a.groups(true, true))
+          if (grp.kind == GroupKind::conv && grp.channels_last) {
+            KernelSchedule ks{.strategy = Strategy::library, .precision = precision, .layout = Layout::nhwc,
+                              .library_epilogue = library_epilogue};
+            if (!is_legal(grp, ks)) continue;
+            s.kernels[grp.key] = ks;
+            ks.layout = Layout::nchw;
+            EXPECT_FALSE(is_legal(grp, ks)) << "a channels-last convolution's tensors are nhwc";
+            EXPECT_EQ(default_schedule(grp).layout, Layout::nhwc);
+          }
+        Plan p = lower(a, s);
+        for (const PlanKernel& k : p.kernels)
+          if (k.kind != StepKind::cudnn && k.kind != StepKind::cublaslt) {
+            CompileResult r = c.compile(k.source, k.name);
+            ASSERT_TRUE(r.ok) << name << " " << to_string(precision) << "\n" << r.log << "\n" << k.source;
+          }
+        for (const PlanKernel* k : testing::steps(p, StepKind::cudnn)) EXPECT_NO_THROW(check_library_step(*k, p.buffers)) << name;
+        EXPECT_EQ(Plan::from_json(p.to_json()).schedule, s) << "channels_last round-trips through JSON";
+      }
+  }
+}
+
+uint16_t to_f16(float v) { return std::bit_cast<uint16_t>(static_cast<_Float16>(v)); }
+
+// In fp16 the copies into and out of a channels-last step convert in place of a transpose: x element for element
+// to 16 bits, the result back to f32 with the bias of its channel (the innermost index).
+TEST(ChannelsLast, TheCopiesAroundAHalfPrecisionStepConvertOnTheCpu) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  json biased = {{"inputs", {param("x", {2, 5, 9, 11})}}, {"params", {param("w", {8, 5, 3, 3}), param("b", {8})}},
+                 {"nodes", {node("c", "conv", {"x", "w", "b"}, kPad1)}}, {"outputs", {"c"}}};
+  GraphAnalysis a(graph_from_json(biased));
+  Schedule s;
+  s.channels_last = true;
+  for (const KernelGroup& grp : a.groups(true, true))
+    if (grp.kind == GroupKind::conv) s.kernels[grp.key] = {.strategy = Strategy::library, .precision = Precision::fp16, .layout = Layout::nhwc};
+  Plan p = lower(a, s);
+  const PlanKernel *in = nullptr, *back = nullptr;
+  for (const PlanKernel& k : p.kernels) {
+    if (k.name.find("_x_nhwc") != std::string::npos && k.kind == StepKind::nvrtc) in = &k;
+    if (k.name.find("_y_nchw") != std::string::npos) back = &k;
+  }
+  ASSERT_TRUE(in && back);
+  const size_t xn = 2 * 9 * 11 * 5, yn = 2 * 9 * 11 * 8;
+  std::vector<float> x(xn), y(yn, NAN), bias(8);
+  std::vector<uint16_t> x16(xn, 0xffff), y16(yn);
+  for (size_t i = 0; i < xn; ++i) x[i] = float(i) / 7.f - 20.f;
+  testing::run_on_cpu(*in, {x.data(), reinterpret_cast<float*>(x16.data())}, 4);
+  for (size_t i = 0; i < xn; ++i) ASSERT_EQ(x16[i], to_f16(x[i])) << i;
+  for (size_t i = 0; i < yn; ++i) y16[i] = to_f16(float(i % 97) / 4.f);
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = 1000.f * float(i + 1);
+  ASSERT_EQ(back->args.size(), 3u) << "the bias rides on the copy back";
+  testing::run_on_cpu(*back, {reinterpret_cast<float*>(y16.data()), bias.data(), y.data()}, 4);
+  for (size_t i = 0; i < yn; ++i) ASSERT_EQ(y[i], float(i % 97) / 4.f + bias[i % 8]) << i;
+}
+
+}  // namespace
+}  // namespace kforge
