@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "ir/builder.h"
 #include "ir/conv.h"
 #include "ir/half_operands.h"
 #include "ir/ops.h"
@@ -38,7 +39,9 @@ class Rewrite {
       if (becomes_channels_last(p_, id)) last_[i] = conv(n);
       else if (elementwise(n) && wanted_[i] && computable_last(n)) last_[i] = elementwise_last(n);
       else if (n.op == "cat" && wanted_[i] && all_last(n)) last_[i] = cat_last(n);
-      else if (n.op == "reduce" && last_[size_t(n.args[0])] >= 0 && plain_[size_t(n.args[0])] < 0) reduce_last(id, n);
+      else if (n.op == "pool" && last_[size_t(n.args[0])] >= 0) last_[i] = pool_last(n);
+      else if (n.op == "reduce" && last_[size_t(n.args[0])] >= 0 && plain_[size_t(n.args[0])] < 0 && shape(n.args[0]).size() >= 3)
+        reduce_last(id, n);
       else {
         Node copy = n;
         for (int& a : copy.args)
@@ -54,16 +57,17 @@ class Rewrite {
  private:
   const Shape& shape(int id) const { return p_.at(id).type.shape; }
 
-  // A value is wanted channels-last where a convolution the form changes reads it as its input, or an elementwise
-  // op that is wanted reads it at the same rank (a BatchNorm's per-channel statistics [1, C, 1, 1] included).
+  // A value is wanted channels-last where a convolution the form changes reads it as its input, a reduction reads it
+  // (a reduction runs on either layout: a global average pool after the last block needs no transpose), or an
+  // elementwise op that is wanted reads it at the same rank (a BatchNorm's per-channel statistics [1, C, 1, 1]).
   void mark_wanted() {
     const std::vector<std::vector<int>> readers = p_.readers();
     for (int i = int(p_.nodes.size()) - 1; i >= 0; --i)
       for (int r : readers[size_t(i)]) {
         const Node& n = p_.at(r);
-        if ((becomes_channels_last(p_, r) && n.args[0] == i) ||
+        if ((becomes_channels_last(p_, r) && n.args[0] == i) || (n.op == "reduce" && shape(i).size() >= 3) ||
             (elementwise(n) && wanted_[size_t(r)] && shape(i).size() == n.type.shape.size() && numel(shape(i)) > 1) ||
-            (n.op == "cat" && wanted_[size_t(r)] && n.type.shape.size() >= 3))
+            ((n.op == "cat" || n.op == "pool") && wanted_[size_t(r)] && n.type.shape.size() >= 3))
           wanted_[size_t(i)] = true;
       }
   }
@@ -91,6 +95,14 @@ class Rewrite {
   // A whole tensor's layout change is materialized (a tiled transpose: codegen/partition.h); a broadcast
   // operand's or a reduced value's permute stays a view its readers read strided.
   int permute(int new_id, const std::vector<int64_t>& dims, const std::string& name, bool materialize = false) {
+    // Where only dims of extent 1 move ([N, 1, 1, C] and [N, C, 1, 1]), the memory is the same: a reshape.
+    const Shape from = g_.at(new_id).type.shape;
+    int64_t last_moved = -1;
+    bool same_memory = true;
+    for (int64_t d : dims)
+      if (from[size_t(d)] != 1) same_memory = same_memory && d > last_moved, last_moved = d;
+    if (same_memory)
+      return add(Node{.name = name_for(name), .op = "reshape", .args = {new_id}, .attrs = {{"shape", permuted(from, dims)}}});
     json attrs = {{"dims", dims}};
     if (materialize) attrs["materialize"] = true;
     return add(Node{.name = name_for(name), .op = "permute", .args = {new_id}, .attrs = attrs});
@@ -160,6 +172,58 @@ class Rewrite {
     return add(std::move(c));
   }
 
+  // A pooling of a channels-last value pools it as it is (ir/pool.h): its output, smaller, is what changes layout
+  // where a reader needs it channels-first.
+  int pool_last(const Node& n) {
+    Node p = n;
+    p.args[0] = last_[size_t(n.args[0])];
+    p.attrs["channels_last"] = true;
+    return add(std::move(p));
+  }
+
+  // A reduction over every dim but the channels' of a channels-last value (a BatchNorm's statistics) over many
+  // rows: as one reduction its kernel has a lane per channel, a few hundred threads for tens of millions of
+  // elements. So it runs in two that keep the channels innermost: rows in runs of M, 64-512 ([G, M, C] over M: G x C
+  // lanes), then the G partials; a variance as the sum of squares about the mean (the two-pass form: the
+  // one-walk moments do not split into stages in the IR). Sums, maxima and minima; others stay one reduction.
+  static int64_t stage_rows(int64_t rows) {
+    for (int64_t m = 512; m >= 64; --m)
+      if (rows % m == 0) return m;
+    return 0;
+  }
+  bool columns(int id, const Node& n, const std::vector<int64_t>& dims) {
+    const Shape x = g_.at(last_[size_t(n.args[0])]).type.shape;  // a copy: the nodes added below move g_'s
+    const std::string kind = n.attr_s("kind");
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < x.size(); ++d) rows *= x[d];
+    if (dims.empty() || dims.size() + 1 != x.size() || dims.back() != int64_t(x.size()) - 2 || rows < 8192 || stage_rows(rows) == 0 ||
+        (kind != "sum" && kind != "var" && kind != "max" && kind != "min"))
+      return false;
+    const int64_t m = stage_rows(rows), c = x.back();
+    GraphBuilder b(g_);
+    b.set_prefix(name_for(n.name + "_columns"));
+    // The stages read [G, M, C] views of the value (a reshape of stored memory is an alias), and the squares about
+    // the mean are computed in that view, inside the first stage's kernel.
+    const int source = last_[size_t(n.args[0])];
+    auto view = views_.find(source);
+    const int v = view != views_.end() ? view->second : views_[source] = b.reshape(source, {rows / m, m, c});
+    auto column = [&](int of, const std::string& k) {
+      auto known = columns_.find({of, k});
+      if (known != columns_.end()) return known->second;
+      return columns_[{of, k}] = b.reshape(b.reduce(k, b.reduce(k, of, {1}), {0}), {c});
+    };
+    int result = column(v, kind == "var" ? "sum" : kind);
+    if (kind == "var") {
+      const int centred = b.sub(v, b.scale(result, 1.0 / double(rows)));
+      result = b.scale(column(b.mul(centred, centred), "sum"), 1.0 / double(rows));
+    }
+    Shape kept(x.size(), 1);
+    kept.back() = c;
+    if (n.attrs.value("keepdim", false)) last_[size_t(id)] = b.reshape(result, kept);
+    else plain_[size_t(id)] = result;  // [C]: the same either way
+    return true;
+  }
+
   // A reduction of a value that exists channels-last only runs on it: its dims renamed to where they are. With
   // keepdim the result is channels-last too; without, the kept dims are in channels-last order, permuted back
   // where that differs from the graph's.
@@ -170,6 +234,7 @@ class Rewrite {
     std::vector<int64_t> dims;
     for (int64_t d : n.attr_ints("dims")) dims.push_back(where(d));
     std::sort(dims.begin(), dims.end());
+    if (columns(id, n, dims)) return;
     Node r = n;
     r.args[0] = last_[size_t(n.args[0])];
     r.attrs["dims"] = dims;
@@ -194,6 +259,8 @@ class Rewrite {
   std::vector<int> plain_, last_;  // per node of p_: its value in g_ as the graph had it, and channels-last (-1: none)
   std::vector<bool> wanted_;
   std::map<std::pair<int, size_t>, int> broadcast_;
+  std::map<std::pair<int, std::string>, int> columns_;  // column reductions of a [G, M, C] view, by kind
+  std::map<int, int> views_;                             // a channels-last value's [G, M, C] view
 };
 
 }  // namespace

@@ -2,8 +2,8 @@
 // convolution cuDNN runs on f32 tensors becomes a channels-last one (ir/conv.h: x [N, *spatial, C], weight
 // [O, *kernel, C / groups], result [N, *out, O]), and what lies between two of them is computed on channels-last
 // values: elementwise arithmetic and concatenations (an Inception module's branches) whose result a convolution
-// reads (through more of them), and reductions of values that exist channels-last only (a BatchNorm's statistics: a
-// reduction over every dim but the innermost).
+// reads (through more of them), poolings of channels-last values, and reductions of values that exist channels-last
+// only (a BatchNorm's statistics: a reduction over every dim but the innermost).
 // A reader that needs the channels-first value (a graph output, a reshape, a pool, a product, an elementwise op no
 // convolution reads) reads a permute of the channels-last one: a strided read in its kernel, or a copy where it
 // must be stored (a library call's operand). The weights are permuted copies.

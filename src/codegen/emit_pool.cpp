@@ -3,6 +3,7 @@
 // ones included; average pooling divides as PyTorch does: by the window clipped to the padded input when
 // count_include_pad, else by the number of in-bounds elements.
 #include "codegen/emitters.h"
+#include "ir/conv.h"
 #include "ir/half_operands.h"
 #include "ir/pool.h"
 
@@ -36,12 +37,18 @@ std::vector<PlanKernel> emit_pool(EmitContext& cx, const KernelGroup& g, const K
   b += "    const i64 idx = chunk + (i64)u * " + std::to_string(ks.block) + " + threadIdx.x;\n    if (idx >= " + std::to_string(n) + "LL) break;\n";
   b += decompose_index("idx", all, g.shape, c, "    ");
   b += "    float acc = " + std::string(is_max ? "-KF_INF" : "0.f") + ";\n    int count = 0;\n";
-  std::string base = std::to_string(in.offset) + " + c0 * " + std::to_string(in.strides[0]) + "LL + c1 * " + std::to_string(in.strides[1]) + "LL";
+  // The channel's and each spatial dim's place: [N, C, *spatial], or channels-last [N, *spatial, C] (ir/pool.h),
+  // whose neighbouring threads read neighbouring channels.
+  const bool last = is_channels_last(pool.attrs);
+  const size_t channel = last ? g.shape.size() - 1 : 1;
+  auto spatial = [&](size_t s) { return last ? 1 + s : 2 + s; };
+  std::string base = std::to_string(in.offset) + " + c0 * " + std::to_string(in.strides[0]) + "LL + c" + std::to_string(channel) +
+                     " * " + std::to_string(in.strides[channel]) + "LL";
   std::string indent = "    ", cond, off = base, divisor = "1";
   const auto I = i64_literal;
   for (size_t s = 0; s < dims.size(); ++s) {
     const PoolDim& d = dims[s];
-    const std::string i = std::to_string(s), o = "c" + std::to_string(2 + s);
+    const std::string i = std::to_string(s), o = "c" + std::to_string(spatial(s));
     // The window's first position and its end (PoolDim): adaptive windows' bounds are quotients of the output index.
     const std::string start = d.adaptive ? "(" + o + " * " + I(d.in) + " / " + I(d.out) + ")"
                                          : "(" + o + " * " + I(d.stride) + " - " + I(d.padding) + ")";
@@ -51,7 +58,7 @@ std::vector<PlanKernel> emit_pool(EmitContext& cx, const KernelGroup& g, const K
     indent += "  ";
     b += indent + "const i64 p" + i + " = " + start + " + w" + i + " * " + std::to_string(d.dilation) + ";\n";
     cond += (cond.empty() ? "" : " && ") + std::string("p") + i + " >= 0 && p" + i + " < " + (d.adaptive ? end : I(d.in));
-    off += " + p" + i + " * " + std::to_string(in.strides[2 + s]) + "LL";
+    off += " + p" + i + " * " + std::to_string(in.strides[spatial(s)]) + "LL";
     divisor += " * (" + end + " - " + start + ")";
   }
   b += indent + "if (" + cond + ") {\n" + indent + "  const float x = " + widen + "(b" + std::to_string(ib) + "[" + off + "]);\n";

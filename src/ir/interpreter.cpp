@@ -147,7 +147,26 @@ HostTensor scan(const Node& n, const HostTensor& x) {
   return out;
 }
 
+HostTensor view(const Node& n, const HostTensor& x);
+
+HostTensor permute(const HostTensor& t, const std::vector<int64_t>& dims) {
+  Node p{.op = "permute", .attrs = {{"dims", dims}}, .type = {t.type.dtype, permuted(t.type.shape, dims)}};
+  return view(p, t);
+}
+
+// Node `n` of a channels-last op (ir/conv.h, ir/pool.h) as its NCHW form: its result's type permuted back.
+Node channels_first(const Node& n) {
+  Node plain = n;
+  plain.attrs.erase("channels_last");
+  plain.type.shape = permuted(n.type.shape, from_channels_last(n.type.shape.size()));
+  return plain;
+}
+
 HostTensor pool(const Node& n, const HostTensor& x) {
+  if (is_channels_last(n.attrs)) {  // the NCHW pooling between permutes
+    const size_t rank = x.type.shape.size();
+    return permute(pool(channels_first(n), permute(x, from_channels_last(rank))), to_channels_last(rank));
+  }
   bool is_max = n.attr_s("kind") == "max";
   bool include_pad = n.attrs.value("count_include_pad", true);
   const std::vector<PoolDim> dims = pool_dims(n.attrs, x.type.shape, "node '" + n.name + "'");
@@ -205,27 +224,15 @@ void for_each_tap(const ConvDims& d, const std::vector<int64_t>& at, const std::
   }
 }
 
-HostTensor view(const Node& n, const HostTensor& x);
 HostTensor conv(const Node& n, const std::vector<const HostTensor*>& a);
 
 // A channels-last convolution (ir/conv.h) is the NCHW one between permutes.
 HostTensor conv_channels_last(const Node& n, const std::vector<const HostTensor*>& a) {
-  auto permute = [](const HostTensor& t, const std::vector<int64_t>& dims) {
-    Node p;
-    p.op = "permute";
-    p.attrs = {{"dims", dims}};
-    p.type = {t.type.dtype, permuted(t.type.shape, dims)};
-    return view(p, t);
-  };
   const size_t rank = a[0]->type.shape.size();
   HostTensor x = permute(*a[0], from_channels_last(rank)), w = permute(*a[1], from_channels_last(rank));
-  Node plain = n;
-  plain.attrs.erase("channels_last");
-  plain.type.shape = permuted(n.type.shape, from_channels_last(rank));
   std::vector<const HostTensor*> args = {&x, &w};
   if (a.size() > 2) args.push_back(a[2]);
-  HostTensor y = conv(plain, args);
-  return permute(y, to_channels_last(rank));
+  return permute(conv(channels_first(n), args), to_channels_last(rank));
 }
 
 HostTensor conv(const Node& n, const std::vector<const HostTensor*>& a) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ir/conv.h"
 #include "ir/error.h"
 
 namespace kforge {
@@ -18,7 +19,9 @@ int64_t pooled_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int
   return out;
 }
 
-std::vector<PoolDim> pool_dims(const nlohmann::json& attrs, const Shape& x, const std::string& where) {
+std::vector<PoolDim> pool_dims(const nlohmann::json& attrs, const Shape& x_given, const std::string& where) {
+  // A channels-last pool's x [N, *spatial, C] holds the windows of [N, C, *spatial].
+  const Shape x = is_channels_last(attrs) && x_given.size() >= 3 ? permuted(x_given, from_channels_last(x_given.size())) : x_given;
   auto ints = [&](const char* key, int64_t nd, int64_t fill, bool required) {
     if (!attrs.contains(key)) {
       if (required) throw UserError(where + ": attribute '" + key + "' is missing");

@@ -7,7 +7,9 @@
 // or adaptive: true with output (one size per spatial dim): PyTorch's adaptive pooling, output i of a dim of n into
 //   m spanning [floor(i * n / m), ceil((i + 1) * n / m)), its divisor that width. The importer keeps windows of one
 //   width as the fixed form (kernel = stride = n / m) and gives this one only windows of unequal widths.
-// The interpreter and the pooling kernel (codegen/emit_pool.cpp) walk the same windows through PoolDim.
+// With channels_last: true (codegen/channels_last.h's form, never in a graph a user writes) x is [N, *spatial, C]
+// and the result [N, *out, C]. The interpreter and the pooling kernel (codegen/emit_pool.cpp) walk the same
+// windows through PoolDim.
 #pragma once
 #include <string>
 #include <vector>

@@ -126,8 +126,10 @@ TensorType pooling(const Graph& g, const Node& n) {
   need_args(n, 1, 1);
   const auto& x = arg(g, n, 0);
   need_float(n, x, "input");
-  Shape out = {x.shape.size() > 0 ? x.shape[0] : 0, x.shape.size() > 1 ? x.shape[1] : 0};
+  const bool last = is_channels_last(n.attrs);
+  Shape out = {x.shape.size() > 0 ? x.shape[0] : 0};
   for (const PoolDim& d : pool_dims(n.attrs, x.shape, "node '" + n.name + "' (op " + n.op + ")")) out.push_back(d.out);
+  out.insert(last ? out.end() : out.begin() + 1, x.shape.size() > 1 ? x.shape[last ? x.shape.size() - 1 : 1] : 0);
   return {DType::f32, out};
 }
 

@@ -289,11 +289,15 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
       if (3 * matmul_k(prim, g) > kPieceRun) finer_pieces.kernels[g.key].chunks = opening_pieces(prim, g, kFinePieceRun, kMostFinePieces);
     }
   }
-  // The channels-last form (codegen/channels_last.h), where the graph has one: the convolutions' strict opening
-  // (fp16x3 with cuDNN's epilogue) right after the same in the default form, TF32 and fp16 after theirs. The form
-  // keeps the other groups' keys, so the products' schedules carry over.
+  // The channels-last form (codegen/channels_last.h), where two or more convolutions change (what the form saves
+  // is the transposes between them; a single convolution's chain has as many either way, and its statistics
+  // become column reductions): the convolutions' strict opening (fp16x3 with cuDNN's epilogue) right after the
+  // same in the default form, TF32 and fp16 after theirs. The form keeps the other groups' keys, so the products'
+  // schedules carry over. The local search flips the form on any graph that has it.
   Schedule split_fp16_last, tf32_last, fp16_last;
-  if (analysis.has_channels_last_form()) {
+  int convolutions_last = 0;
+  for (const KernelGroup& g : analysis.groups(true, true)) convolutions_last += g.kind == GroupKind::conv && g.channels_last;
+  if (convolutions_last >= 2) {
     for (Schedule* form : {&split_fp16_last, &tf32_last, &fp16_last}) form->channels_last = true;
     split_fp16_last.kernels = split_fp16_fused.kernels;
     tf32_last.kernels = tf32_nhwc.kernels;
@@ -313,8 +317,12 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
   if (split_pieces != split_fp16) queue.push_back(split_pieces);  // some product's K is long
   if (finer_pieces != split_fp16) queue.push_back(finer_pieces);  // some product's K is very long
   if (!split.kernels.empty()) queue.push_back(split);
-  if (tf32_nhwc != tf32) queue.push_back(tf32_nhwc), queue.push_back(fp16_nhwc);  // some group is a convolution
-  if (tf32_last.channels_last) queue.push_back(tf32_last), queue.push_back(fp16_last);
+  if (tf32_nhwc != tf32) {  // some group is a convolution
+    queue.push_back(tf32_nhwc);
+    if (tf32_last.channels_last) queue.push_back(tf32_last);
+    queue.push_back(fp16_nhwc);
+    if (fp16_last.channels_last) queue.push_back(fp16_last);
+  }
   if (!fp16_products.kernels.empty()) queue.push_back(fp16_products);
   std::map<std::string, KernelSchedule> direct = direct_depthwise(analysis);
   if (!direct.empty()) {

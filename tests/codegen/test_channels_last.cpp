@@ -10,6 +10,7 @@
 #include "codegen/channels_last.h"
 #include "codegen/lower.h"
 #include "common/cpu_kernel_runner.h"
+#include "common/device_tensors.h"
 #include "common/plan_steps.h"
 #include "common/random_inputs.h"
 #include "ir/conv.h"
@@ -30,8 +31,8 @@ const json kPad1 = {{"padding", {1, 1}}};
 const json kNorm = {{"eps", 1e-5}};
 
 // conv (bias) -> BatchNorm -> ReLU -> strided conv -> ReLU: two neighbouring convolutions.
-json chain() {
-  return {{"inputs", {param("x", {2, 5, 9, 11})}},
+json chain(Shape x = {2, 5, 9, 11}) {
+  return {{"inputs", {param("x", x)}},
           {"params", {param("w1", {8, 5, 3, 3}), param("b1", {8}), param("g1", {8}), param("e1", {8}), param("w2", {6, 8, 3, 3})}},
           {"nodes", {node("c1", "conv", {"x", "w1", "b1"}, kPad1), node("n1", "batch_norm", {"c1", "g1", "e1"}, kNorm),
                      node("r1", "relu", {"n1"}), node("c2", "conv", {"r1", "w2"}, {{"stride", {2, 2}}}), node("y", "relu", {"c2"})}},
@@ -72,8 +73,23 @@ json branches() {
           {"outputs", {"c"}}};
 }
 
+// Pools between and after convolutions (a VGG's): pooled as they are, channels-last; a global mean (a classifier's
+// head) and a variance over all but the channels.
+json pooled() {
+  return {{"inputs", {param("x", {2, 3, 9, 10})}}, {"params", {param("w1", {4, 3, 3, 3}), param("w2", {5, 4, 3, 3})}},
+          {"nodes", {node("c1", "conv", {"x", "w1"}, kPad1), node("r1", "relu", {"c1"}),
+                     node("p1", "max_pool", {"r1"}, {{"nd", 2}, {"kernel", {2, 2}}, {"stride", {2, 2}}, {"padding", {0, 0}}}),
+                     node("c2", "conv", {"p1", "w2"}, kPad1),
+                     node("p2", "avg_pool", {"c2"}, {{"nd", 2}, {"kernel", {3, 3}}, {"stride", {2, 2}}, {"padding", {1, 1}},
+                                                      {"count_include_pad", false}, {"ceil_mode", true}}),
+                     node("m", "mean", {"c2"}, {{"dims", {2, 3}}, {"keepdim", false}}),
+                     node("v", "var", {"c2"}, {{"dims", {0, 2, 3}}, {"keepdim", true}, {"correction", 1}})}},
+          {"outputs", {"p2", "m", "v"}}};
+}
+
 std::vector<std::pair<std::string, json>> graphs() {
-  return {{"chain", chain()}, {"residual", residual()}, {"readers_of_every_kind", readers_of_every_kind()}, {"branches", branches()}};
+  return {{"chain", chain()}, {"residual", residual()}, {"readers_of_every_kind", readers_of_every_kind()}, {"branches", branches()},
+          {"pooled", pooled()}};
 }
 
 // The nodes the outputs depend on (primitive graphs keep nodes a fold left unread).
@@ -108,6 +124,33 @@ TEST(ChannelsLast, TheFormComputesWhatTheGraphComputes) {
         ASSERT_NEAR(got[o].data[i], want[o].data[i], 1e-9 * (1 + std::abs(want[o].data[i]))) << name << " output " << o << " at " << i;
     }
   }
+}
+
+// Statistics over many rows (4 x 48 x 48 per channel) run in two reductions that keep the channels innermost, the
+// variance as the mean square about the mean; the same values as the graph's.
+TEST(ChannelsLast, TheStatisticsOfManyRowsRunInTwoStages) {
+  GraphAnalysis a(graph_from_json(chain({4, 5, 48, 48})));
+  const Graph &plain = a.primitive(), &g = a.primitive(true);
+  int var = 0, stages = 0, partials = 0;
+  for (int i : reachable(g)) {
+    const Node& n = g.at(i);
+    if (n.op != "reduce") continue;
+    var += n.attr_s("kind") == "var";
+    const Shape& in = g.at(n.args[0]).type.shape;
+    EXPECT_EQ(n.attr_ints("dims").size(), 1u) << n.name;
+    // Rows in runs of 512, the channels innermost; then the 18 partials.
+    stages += in == Shape{18, 512, 8} ? 1 : 0;
+    partials += in == Shape{18, 1, 8} ? 1 : 0;
+  }
+  EXPECT_EQ(var, 0);
+  EXPECT_EQ(stages, 2) << "the sum (shared by the mean) and the sum of squares";
+  EXPECT_EQ(partials, 2);
+  std::mt19937_64 rng(11);
+  auto inputs = testing::random_values(plain, plain.inputs, rng);
+  auto params = testing::random_values(plain, plain.params, rng);
+  std::vector<HostTensor> want = interpret(plain, inputs, params), got = interpret(g, inputs, params);
+  for (size_t i = 0; i < want[0].data.size(); ++i)
+    ASSERT_NEAR(got[0].data[i], want[0].data[i], 1e-9 * (1 + std::abs(want[0].data[i]))) << i;
 }
 
 TEST(ChannelsLast, NeighbouringConvolutionsMeetWithoutATranspose) {
@@ -180,7 +223,40 @@ TEST(ChannelsLast, AConcatenationOfChannelsLastPartsIsOne) {
     if (n.op == "conv" && n.name == "c") EXPECT_EQ(g.at(n.args[0]).op, "cat");
   }
   EXPECT_EQ(cats, 1);
-  EXPECT_EQ(whole_permutes, 5) << "x once, three weights, the result";
+  // x once, the weights wb and wc, the result; the 1x1 weight wa [3, 4, 1, 1] is the same memory channels-last (a
+  // reshape).
+  EXPECT_EQ(whole_permutes, 4);
+}
+
+// A pool of a channels-last value pools it as it is: its kernel walks [N, *spatial, C], neighbouring threads on
+// neighbouring channels, and matches the interpreter on the CPU.
+TEST(ChannelsLast, PoolsRunOnChannelsLastValues) {
+  GraphAnalysis a(graph_from_json(pooled()));
+  const Graph& g = a.primitive(true);
+  int pools = 0;
+  for (int i : reachable(g))
+    if (g.at(i).op == "pool") {
+      ++pools;
+      EXPECT_TRUE(is_channels_last(g.at(i).attrs)) << g.at(i).name;
+    }
+  EXPECT_EQ(pools, 2);
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  for (const KernelGroup& grp : a.groups(true, true)) {
+    if (grp.kind != GroupKind::pool) continue;
+    const Node& pool = g.at(grp.anchor);
+    // The pool alone over random channels-last input: one kernel, against the interpreter.
+    Graph alone;
+    Node x{.name = "x", .op = "input", .type = g.at(pool.args[0]).type};
+    alone.inputs = {alone.add(x)};
+    Node p = pool;
+    p.args = {0};
+    alone.outputs = {alone.add(p)};
+    std::mt19937_64 rng(5);
+    auto inputs = testing::random_values(alone, alone.inputs, rng);
+    std::vector<HostTensor> want = interpret(alone, inputs, {});
+    std::vector<float> got = testing::run_plan_on_cpu(lower(alone, {}), inputs);
+    EXPECT_EQ(testing::mismatches(got, want[0], 1e-5), "") << pool.name;
+  }
 }
 
 TEST(ChannelsLast, DepthwiseTransposedAndHalfPrecisionConvolutionsStayAsTheyAre) {
