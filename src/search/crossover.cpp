@@ -16,14 +16,16 @@ Schedule rest_of(const GraphAnalysis& analysis, Schedule s) {
   return s;
 }
 
-// `rest` with `donor`'s product and convolution schedules, where rest's fusion keeps the group (its key); none
-// where one is illegal there.
+// `rest` with `donor`'s product and convolution schedules, where rest's fusion keeps the group (its key), a
+// convolution's in nhwc where rest is the channels-last form; none where one is illegal there.
 std::optional<Schedule> with_calls_of(const GraphAnalysis& analysis, const Schedule& donor, Schedule rest) {
   for (const KernelGroup& g : analysis.groups(rest.fuse_rows, rest.channels_last)) {
     auto it = donor.kernels.find(g.key);
     if (!is_call(g.kind) || it == donor.kernels.end()) continue;
-    if (!is_legal(g, it->second)) return std::nullopt;
-    rest.kernels[g.key] = it->second;
+    KernelSchedule call = it->second;
+    if (g.channels_last) call.layout = Layout::nhwc;  // the same call on the channels-last form's tensors
+    if (!is_legal(g, call)) return std::nullopt;
+    rest.kernels[g.key] = call;
   }
   return rest;
 }

@@ -1,0 +1,62 @@
+// The channels-last form on the GPU (codegen/channels_last.h): every convolution chain of its tests, its
+// convolutions in each precision (cuDNN's NHWC steps reading the graph's channels-last tensors, the copies around
+// them converting or splitting), the tiled transposes, channels-last pools and two-stage statistics, against the
+// CPU interpreter of the graph; run directly and replayed from a CUDA graph.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "codegen/analysis.h"
+#include "codegen/lower.h"
+#include "common/channels_last_graphs.h"
+#include "common/device_tensors.h"
+#include "common/random_inputs.h"
+#include "ir/interpreter.h"
+#include "runtime/driver.h"
+#include "runtime/executor.h"
+
+namespace kforge {
+namespace {
+
+TEST(GpuChannelsLast, EveryPrecisionMatchesTheInterpreter) {
+  if (!driver_available()) GTEST_SKIP() << "no CUDA driver or GPU on this machine";
+  Compiler compiler({"sm_90", default_cache_dir(), {}});
+  ensure_context();
+  CUstream stream;
+  KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  auto graphs = testing::channels_last_graphs::all();
+  graphs.push_back({"chain_two_stage_statistics", testing::channels_last_graphs::chain({4, 5, 48, 48})});
+  int checked = 0;
+  for (const auto& [name, j] : graphs) {
+    GraphAnalysis a(graph_from_json(j));
+    const Graph& g = a.primitive();
+    std::mt19937_64 rng(9);
+    const auto inputs = testing::random_values(g, g.inputs, rng);
+    const auto params = testing::random_values(g, g.params, rng);
+    const auto expected = interpret(g, inputs, params);
+    testing::DeviceTensors dev(inputs, params, expected);
+    for (Precision precision : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::fp16x3})
+      for (bool library_epilogue : {false, true}) {
+        Schedule s;
+        s.channels_last = true;
+        for (const KernelGroup& grp : a.groups(true, true))
+          if (grp.kind == GroupKind::conv && grp.channels_last) {
+            KernelSchedule ks{.strategy = Strategy::library, .precision = precision, .layout = Layout::nhwc,
+                              .library_epilogue = library_epilogue};
+            if (is_legal(grp, ks)) s.kernels[grp.key] = ks;
+          }
+        if (library_epilogue && s.kernels.empty()) continue;
+        LoadedPlan lp(lower(a, s), compiler);
+        // Two convolutions and norms between: TF32 and fp16 at the relaxed tier's order, fp16x3 near fp32's.
+        const double tol = precision == Precision::fp32 ? 2e-4 : precision == Precision::fp16x3 ? 1e-3 : 3e-2;
+        ASSERT_EQ(testing::run_and_replay(lp, dev, stream, expected[0], tol), "")
+            << name << " " << to_string(precision) << (library_epilogue ? " epilogue in cuDNN" : "");
+        ++checked;
+      }
+  }
+  driver().cuStreamDestroy(stream);
+  EXPECT_GE(checked, 30);
+}
+
+}  // namespace
+}  // namespace kforge
