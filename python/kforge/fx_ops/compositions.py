@@ -1,0 +1,353 @@
+"""PyTorch ops written as compositions of the IR's own (docs/interfaces.md, "Compositions"): tensors like another,
+one position of a dim (select), repetition (repeat, tile), roll, padding (constant, reflect, replicate, circular),
+nearest-neighbour resizing by whole factors, pixel (un)shuffle, outer products, gated and parametric activations
+(glu, logsigmoid, threshold, prelu, rrelu in eval, celu), var_mean, any/all, and lookups (index_select, embedding)
+as gathers. Each is the same function as PyTorch's; forms that are not (bilinear resizing, a random rrelu, an
+embedding that renormalizes its table) are refused by name."""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from kforge.fx_ops.common import (Multi, check_inplace, filled, module_param, norm_dim, norm_dims, on, on_module, tensor,
+                                  unary, varargs)
+from kforge.graph_builder import Val
+
+
+def reshape(b, x: Val, shape) -> Val:
+    return x if tuple(shape) == tuple(x.shape) else b.emit_tmp("reshape", [x], {"shape": list(shape)}, x.dtype, shape)
+
+
+def final(b, v: Val) -> Val:
+    """`v` as the FX node's own value: a last reshape to PyTorch's shape (a no-op view where it already has it),
+    unless a step already emitted it as that value (slice_of does where its shape is the node's)."""
+    return v if v.name == b.node.name else b.emit("reshape", [v], {"shape": list(b.out_shape)})
+
+
+def expand(b, x: Val, shape) -> Val:
+    return x if tuple(shape) == tuple(x.shape) else b.emit_tmp("expand", [x], {"shape": list(shape)}, x.dtype, shape)
+
+
+def piece(b, x: Val, d: int, start: int, end: int, step: int = 1) -> Val:
+    """x[.., start:end:step, ..] along d as an intermediate value (shapes.slice_of's node may be the FX node's own)."""
+    if start == 0 and end == x.shape[d] and step == 1:
+        return x
+    shape = list(x.shape)
+    shape[d] = (end - start + step - 1) // step
+    return b.emit_tmp("slice", [x], {"dim": d, "start": start, "end": end, "step": step}, x.dtype, shape)
+
+
+def cat(b, parts: list[Val], d: int) -> Val:
+    if len(parts) == 1:
+        return parts[0]
+    shape = list(parts[0].shape)
+    shape[d] = sum(p.shape[d] for p in parts)
+    return b.emit_tmp("cat", parts, {"dim": d}, parts[0].dtype, shape)
+
+
+# Tensors like another, of one value.
+@on(torch.ones_like, torch.zeros_like, torch.full_like)
+def like(b, input, fill_value=None, *, dtype=None, layout=None, device=None, requires_grad=False,
+         memory_format=None, pin_memory=False):
+    target = b.node.target
+    value = 1 if target is torch.ones_like else 0 if target is torch.zeros_like else fill_value
+    if not isinstance(value, (int, float, bool)):
+        b.refuse("torch.full_like's value must be a Python number")
+    return filled(b, value)
+
+
+on("new_ones", "new_zeros")(lambda b, input, *size, **kwargs: filled(b, 1 if b.node.target == "new_ones" else 0))
+
+
+@on(torch.select, "select")
+def select(b, input, dim, index):
+    x = tensor(b, input)
+    d = norm_dim(dim, x.ndim)
+    i = index + x.shape[d] if index < 0 else index
+    return final(b, piece(b, x, d, i, i + 1))
+
+
+def repeated(b, x: Val, repeats: list[int]) -> Val:
+    """x.repeat(*repeats): x given leading dims of 1 up to len(repeats), each dim d then r_d copies of itself one
+    after another (an expand of x with a dim of r_d before each of its dims, flattened)."""
+    if len(repeats) < x.ndim:
+        b.refuse(f"repeat needs a count for each of the tensor's {x.ndim} dims")
+    shape = [1] * (len(repeats) - x.ndim) + list(x.shape)
+    interleaved = [v for s in shape for v in (1, s)]
+    grown = [v for r, s in zip(repeats, shape) for v in (r, s)]
+    return final(b, expand(b, reshape(b, x, interleaved), grown))
+
+
+@on("repeat")
+def repeat(b, input, *sizes):
+    return repeated(b, tensor(b, input), varargs(sizes, None))
+
+
+@on(torch.tile, "tile")
+def tile(b, input, dims):
+    x = tensor(b, input)
+    dims = list(dims)
+    return repeated(b, x, [1] * (x.ndim - len(dims)) + dims)
+
+
+@on(torch.roll, "roll")
+def roll(b, input, shifts, dims=None):
+    """Each dim's roll as its last `s` elements before the others."""
+    x = tensor(b, input)
+    shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+    if dims is None:
+        flat = reshape(b, x, [math.prod(x.shape)])
+        return final(b, rolled(b, flat, 0, shifts[0]))
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    v = x
+    for shift, dim in zip(shifts, dims):
+        v = rolled(b, v, norm_dim(dim, x.ndim), shift)
+    return final(b, v)
+
+
+def rolled(b, v: Val, d: int, shift: int) -> Val:
+    n = v.shape[d]
+    s = shift % n
+    return v if s == 0 else cat(b, [piece(b, v, d, n - s, n), piece(b, v, d, 0, n - s)], d)
+
+
+# Padding: torch's pairs run from the last dim backwards.
+@on(F.pad)
+def pad(b, input, pad, mode="constant", value=None):
+    x = tensor(b, input)
+    pairs = list(pad)
+    if len(pairs) % 2 or len(pairs) // 2 > x.ndim:
+        b.refuse(f"padding {pairs} does not pair up with the tensor's {x.ndim} dims")
+    v = x
+    for k in range(len(pairs) // 2):
+        d, left, right = x.ndim - 1 - k, pairs[2 * k], pairs[2 * k + 1]
+        v = padded(b, v, d, left, right, mode, 0.0 if value is None else value)
+    return final(b, v)
+
+
+def padded(b, v: Val, d: int, left: int, right: int, mode: str, value) -> Val:
+    n = v.shape[d]
+    if left < 0 or right < 0:  # negative padding crops
+        v = piece(b, v, d, max(-left, 0), n - max(-right, 0))
+        left, right, n = max(left, 0), max(right, 0), v.shape[d]
+    if mode in ("reflect", "circular") and (left > n - (mode == "reflect") or right > n - (mode == "reflect")):
+        b.refuse(f"{mode} padding of {max(left, right)} on a dim of {n}")
+
+    def side(count, at_start):
+        if count == 0:
+            return None
+        shape = list(v.shape)
+        shape[d] = count
+        if mode == "constant":
+            return expand(b, b.const(value, v.dtype), shape)
+        if mode == "replicate":
+            return expand(b, piece(b, v, d, 0, 1) if at_start else piece(b, v, d, n - 1, n), shape)
+        if mode == "reflect":
+            part = piece(b, v, d, 1, count + 1) if at_start else piece(b, v, d, n - 1 - count, n - 1)
+            return b.emit_tmp("flip", [part], {"dims": [d]}, v.dtype, shape)
+        if mode == "circular":
+            return piece(b, v, d, n - count, n) if at_start else piece(b, v, d, 0, count)
+        b.refuse(f"padding mode {mode!r} is not supported")
+    parts = [p for p in (side(left, True), v, side(right, False)) if p is not None]
+    return cat(b, parts, d)
+
+
+for _cls, _mode in ((nn.ConstantPad1d, "constant"), (nn.ConstantPad2d, "constant"), (nn.ConstantPad3d, "constant"),
+                    (nn.ZeroPad1d, "constant"), (nn.ZeroPad2d, "constant"), (nn.ZeroPad3d, "constant"),
+                    (nn.ReflectionPad1d, "reflect"), (nn.ReflectionPad2d, "reflect"), (nn.ReflectionPad3d, "reflect"),
+                    (nn.ReplicationPad1d, "replicate"), (nn.ReplicationPad2d, "replicate"),
+                    (nn.ReplicationPad3d, "replicate"), (nn.CircularPad1d, "circular"), (nn.CircularPad2d, "circular"),
+                    (nn.CircularPad3d, "circular")):
+    on_module(_cls)(lambda b, m, input, _mode=_mode: pad(b, input, m.padding, _mode, getattr(m, "value", 0.0)))
+
+
+# Nearest-neighbour resizing by whole factors: up by f, each element f times (an expand); down by k, every k-th
+# element (a strided slice; nearest-exact takes the middle one of each k).
+@on(F.interpolate, F.upsample, F.upsample_nearest)
+def interpolate(b, input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    x = tensor(b, input)
+    if mode not in ("nearest", "nearest-exact"):
+        b.refuse(f"interpolate with mode={mode!r} is not supported (nearest and nearest-exact by whole factors are)")
+    out = list(b.out_shape[2:])
+    v = x
+    for s, (n, m) in enumerate(zip(x.shape[2:], out)):
+        d = 2 + s
+        if m == n:
+            continue
+        if m % n == 0:
+            f = m // n
+            shape = list(v.shape)
+            v = reshape(b, v, shape[:d + 1] + [1] + shape[d + 1:])
+            v = expand(b, v, shape[:d + 1] + [f] + shape[d + 1:])
+            v = reshape(b, v, shape[:d] + [m] + shape[d + 1:])
+        elif n % m == 0:
+            k = n // m
+            start = k // 2 if mode == "nearest-exact" else 0
+            v = piece(b, v, d, start, start + k * (m - 1) + 1, k)
+        else:
+            b.refuse(f"nearest resizing of a dim of {n} to {m} (not a whole factor either way)")
+    return final(b, v)
+
+
+on_module(nn.Upsample, nn.UpsamplingNearest2d)(
+    lambda b, m, input: interpolate(b, input, m.size, m.scale_factor, getattr(m, "mode", "nearest")))
+
+
+def image(b, x: Val, what: str):
+    if x.ndim != 4:
+        b.refuse(f"{what} needs [N, C, H, W], got {list(x.shape)}")
+    return x.shape
+
+
+@on(F.pixel_shuffle)
+def pixel_shuffle(b, input, upscale_factor):
+    x = tensor(b, input)
+    (n, c, h, w), r = image(b, x, "pixel_shuffle"), upscale_factor
+    v = reshape(b, x, [n, c // (r * r), r, r, h, w])
+    v = b.emit_tmp("permute", [v], {"dims": [0, 1, 4, 2, 5, 3]}, x.dtype, [n, c // (r * r), h, r, w, r])
+    return final(b, v)
+
+
+@on(F.pixel_unshuffle)
+def pixel_unshuffle(b, input, downscale_factor):
+    x = tensor(b, input)
+    (n, c, h, w), r = image(b, x, "pixel_unshuffle"), downscale_factor
+    v = reshape(b, x, [n, c, h // r, r, w // r, r])
+    v = b.emit_tmp("permute", [v], {"dims": [0, 1, 3, 5, 2, 4]}, x.dtype, [n, c, r, r, h // r, w // r])
+    return final(b, v)
+
+
+on_module(nn.PixelShuffle)(lambda b, m, input: pixel_shuffle(b, input, m.upscale_factor))
+on_module(nn.PixelUnshuffle)(lambda b, m, input: pixel_unshuffle(b, input, m.downscale_factor))
+
+
+@on(torch.outer, torch.ger, "outer", "ger")
+def outer(b, input, vec2):
+    a, v = tensor(b, input), tensor(b, vec2)
+    return b.emit("mul", [b.cast(reshape(b, a, [a.shape[0], 1]), b.out_dtype), b.cast(reshape(b, v, [1, v.shape[0]]), b.out_dtype)])
+
+
+# Gated and parametric activations.
+@on(F.glu)
+def glu(b, input, dim=-1):
+    x = tensor(b, input)
+    d = norm_dim(dim, x.ndim)
+    half = x.shape[d] // 2
+    gate = piece(b, x, d, half, 2 * half)
+    sig = b.emit_tmp("sigmoid", [gate], None, x.dtype, gate.shape)
+    return b.emit("mul", [piece(b, x, d, 0, half), sig])
+
+
+@on(F.logsigmoid)
+def logsigmoid(b, input):
+    """log(sigmoid(x)) = -softplus(-x), which stays finite where sigmoid underflows."""
+    x = tensor(b, input)
+    neg = b.emit_tmp("neg", [x], None, x.dtype, x.shape)
+    sp = b.emit_tmp("softplus", [neg], {"beta": 1.0, "threshold": 20.0}, x.dtype, x.shape)
+    return b.emit("neg", [sp])
+
+
+@on(F.threshold)
+def threshold(b, input, threshold, value, inplace=False):
+    check_inplace(b, inplace)
+    x = tensor(b, input)
+    above = b.emit_tmp("gt", [x, b.const(threshold, x.dtype)], None, torch.bool, x.shape)
+    return b.emit("where", [above, x, b.const(value, x.dtype)])
+
+
+@on(F.prelu)
+def prelu(b, input, weight):
+    """max(0, x) + weight * min(0, x), the weight one value or one per channel (dim 1)."""
+    x, w = tensor(b, input), tensor(b, weight)
+    if w.ndim != 1 or (w.shape[0] != 1 and (x.ndim < 2 or w.shape[0] != x.shape[1])):
+        b.refuse(f"prelu's weight {list(w.shape)} must hold one value or one per channel of {list(x.shape)}")
+    wb = reshape(b, w, [w.shape[0]] + [1] * (x.ndim - 2)) if x.ndim >= 2 and w.shape[0] > 1 else w
+    scaled = b.emit_tmp("mul", [x, wb], None, x.dtype, x.shape)
+    positive = b.emit_tmp("ge", [x, b.const(0.0, x.dtype)], None, torch.bool, x.shape)
+    return b.emit("where", [positive, x, scaled])
+
+
+on_module(nn.PReLU)(lambda b, m, input: prelu(b, input, module_param(b, m, "weight")))
+
+
+@on(F.rrelu)
+def rrelu(b, input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    if training:
+        b.refuse("rrelu in training mode draws random slopes: kforge cannot verify it")
+    check_inplace(b, inplace)
+    return unary(b, "leaky_relu", input, {"negative_slope": (lower + upper) / 2})
+
+
+on_module(nn.RReLU)(lambda b, m, input: rrelu(b, input, m.lower, m.upper, m.training, m.inplace))
+
+
+@on(F.celu, torch.celu)
+def celu(b, input, alpha=1.0, inplace=False):
+    """alpha * elu(x / alpha): x where positive, alpha (exp(x / alpha) - 1) elsewhere."""
+    check_inplace(b, inplace)
+    x = tensor(b, input)
+    if alpha == 1.0:
+        return b.emit("elu", [x], {"alpha": 1.0})
+    scaled = b.emit_tmp("mul", [x, b.const(1.0 / alpha, x.dtype)], None, x.dtype, x.shape)
+    e = b.emit_tmp("elu", [scaled], {"alpha": 1.0}, x.dtype, x.shape)
+    return b.emit("mul", [e, b.const(alpha, x.dtype)])
+
+
+on_module(nn.CELU)(lambda b, m, input: celu(b, input, m.alpha, m.inplace))
+on_module(nn.LogSigmoid)(lambda b, m, input: logsigmoid(b, input))
+on_module(nn.GLU)(lambda b, m, input: glu(b, input, m.dim))
+on_module(nn.Threshold)(lambda b, m, input: threshold(b, input, m.threshold, m.value, m.inplace))
+
+
+@on(torch.var_mean)
+def var_mean(b, input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    from kforge.fx_ops.reductions import var_attrs
+    x = tensor(b, input)
+    attrs = var_attrs(x, dim, unbiased, keepdim, correction)
+    return Multi(lambda: b.emit("var", [x], attrs), lambda: b.emit("mean", [x], {k: attrs[k] for k in ("dims", "keepdim")}))
+
+
+def any_all(kind):
+    def handler(b, input, dim=None, keepdim=False):
+        """Whether any (all) element is nonzero: the largest (smallest) of x != 0 as 0 or 1."""
+        x = tensor(b, input)
+        nonzero = x if x.dtype == torch.bool else b.emit_tmp("ne", [x, b.const(0, x.dtype)], None, torch.bool, x.shape)
+        as_float = b.cast(nonzero, torch.float32)
+        dims = norm_dims(dim, x.ndim)
+        shape = list(b.out_shape)
+        extreme = b.emit_tmp("amax" if kind == "any" else "amin", [as_float], {"dims": dims, "keepdim": bool(keepdim)},
+                             torch.float32, shape)
+        return b.emit("ne", [extreme, b.const(0.0, torch.float32)])
+    return handler
+
+
+on(torch.any, "any")(any_all("any"))
+on(torch.all, "all")(any_all("all"))
+
+
+# Lookups as gathers (torch.gather's semantics: the index has the result's shape).
+@on(torch.index_select, "index_select")
+def index_select(b, input, dim, index):
+    x, idx = tensor(b, input), tensor(b, index, "index")
+    d = norm_dim(dim, x.ndim)
+    shape = list(x.shape)
+    shape[d] = idx.shape[0] if idx.ndim else 1
+    line = [1] * x.ndim
+    line[d] = shape[d]
+    return b.emit("gather", [x, expand(b, reshape(b, b.cast(idx, torch.int64), line), shape)], {"dim": d})
+
+
+@on(F.embedding)
+def embedding(b, input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    if max_norm is not None:
+        b.refuse("embedding with max_norm renormalizes its table in place: not supported")
+    idx, table = tensor(b, input, "indices"), tensor(b, weight, "weight")
+    count, width = math.prod(idx.shape), table.shape[1]
+    flat = expand(b, reshape(b, b.cast(idx, torch.int64), [count, 1]), [count, width])
+    picked = b.emit_tmp("gather", [table, flat], {"dim": 0}, table.dtype, [count, width])
+    return final(b, picked)
+
+
+on_module(nn.Embedding)(lambda b, m, input: embedding(b, input, module_param(b, m, "weight"), m.padding_idx, m.max_norm))
