@@ -162,37 +162,74 @@ for _cls, _mode in ((nn.ConstantPad1d, "constant"), (nn.ConstantPad2d, "constant
     on_module(_cls)(lambda b, m, input, _mode=_mode: pad(b, input, m.padding, _mode, getattr(m, "value", 0.0)))
 
 
-# Nearest-neighbour resizing by whole factors: up by f, each element f times (an expand); down by k, every k-th
-# element (a strided slice; nearest-exact takes the middle one of each k).
-@on(F.interpolate, F.upsample, F.upsample_nearest)
+# Resizing by whole factors: nearest up by f, each element f times (an expand), down by k, every k-th element (a
+# strided slice; nearest-exact takes the middle one of each k); (bi/tri)linear up by f without align_corners.
+@on(F.interpolate, F.upsample, F.upsample_nearest, F.upsample_bilinear)
 def interpolate(b, input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     x = tensor(b, input)
-    if mode not in ("nearest", "nearest-exact"):
-        b.refuse(f"interpolate with mode={mode!r} is not supported (nearest and nearest-exact by whole factors are)")
-    out = list(b.out_shape[2:])
+    if b.node.target is F.upsample_bilinear:  # the deprecated function's fixed mode
+        mode, align_corners = "bilinear", True
+    linear = mode in ("linear", "bilinear", "trilinear")
+    if mode not in ("nearest", "nearest-exact") and not linear:
+        b.refuse(f"interpolate with mode={mode!r} is not supported (nearest, nearest-exact and (bi/tri)linear are)")
+    if linear and (align_corners or antialias):
+        b.refuse(f"{mode} resizing with align_corners=True or antialias is not supported")
     v = x
-    for s, (n, m) in enumerate(zip(x.shape[2:], out)):
+    for s, (n, m) in enumerate(zip(x.shape[2:], b.out_shape[2:])):
         d = 2 + s
         if m == n:
             continue
         if m % n == 0:
-            f = m // n
-            shape = list(v.shape)
-            v = reshape(b, v, shape[:d + 1] + [1] + shape[d + 1:])
-            v = expand(b, v, shape[:d + 1] + [f] + shape[d + 1:])
-            v = reshape(b, v, shape[:d] + [m] + shape[d + 1:])
-        elif n % m == 0:
+            v = linear_up(b, v, d, m // n) if linear else nearest_up(b, v, d, m // n)
+        elif n % m == 0 and not linear:
             k = n // m
             start = k // 2 if mode == "nearest-exact" else 0
             v = piece(b, v, d, start, start + k * (m - 1) + 1, k)
         else:
-            b.refuse(f"nearest resizing of a dim of {n} to {m} (not a whole factor either way)")
+            b.refuse(f"{mode} resizing of a dim of {n} to {m} (only by whole factors{'' if linear else ' either way'})")
     return final(b, v)
 
 
-on_module(nn.Upsample, nn.UpsamplingNearest2d)(
-    lambda b, m, input: interpolate(b, input, m.size, m.scale_factor, getattr(m, "mode", "nearest")))
+def interleaved(b, parts: list[Val], d: int) -> Val:
+    """parts[r][.., i, ..] at position i * len(parts) + r of dim d: a stack after d, flattened into it."""
+    shape = list(parts[0].shape)
+    grown = shape[:d + 1] + [1] + shape[d + 1:]
+    stacked = cat(b, [reshape(b, p, grown) for p in parts], d + 1)
+    return reshape(b, stacked, shape[:d] + [shape[d] * len(parts)] + shape[d + 1:])
+
+
+def nearest_up(b, v: Val, d: int, f: int) -> Val:
+    """Each element f times along d (an expand of a new dim after it, flattened)."""
+    shape = list(v.shape)
+    v = reshape(b, v, shape[:d + 1] + [1] + shape[d + 1:])
+    v = expand(b, v, shape[:d + 1] + [f] + shape[d + 1:])
+    return reshape(b, v, shape[:d] + [shape[d] * f] + shape[d + 1:])
+
+
+def linear_up(b, v: Val, d: int, f: int) -> Val:
+    """Linear resizing by f along d with align_corners=False, one dim at a time (PyTorch's bilinear and trilinear
+    weights are these products): output f i + r reads source position i + t, t = (2r + 1 - f) / 2f, so it is
+    in[i] and its neighbour on t's side (the edge element repeated past the ends, where PyTorch clamps the
+    position), weighted 1 - |t| and |t|."""
+    n = v.shape[d]
+    before = cat(b, [piece(b, v, d, 0, 1), piece(b, v, d, 0, n - 1)], d) if n > 1 else v
+    after = cat(b, [piece(b, v, d, 1, n), piece(b, v, d, n - 1, n)], d) if n > 1 else v
+    parts = []
+    for r in range(f):
+        t = (2 * r + 1 - f) / (2 * f)
+        if t == 0:
+            parts.append(v)
+            continue
+        near = b.emit_tmp("mul", [v, b.const(1 - abs(t), v.dtype)], None, v.dtype, v.shape)
+        side = b.emit_tmp("mul", [after if t > 0 else before, b.const(abs(t), v.dtype)], None, v.dtype, v.shape)
+        parts.append(b.emit_tmp("add", [near, side], None, v.dtype, v.shape))
+    return interleaved(b, parts, d)
+
+
+on_module(nn.Upsample, nn.UpsamplingNearest2d, nn.UpsamplingBilinear2d)(
+    lambda b, m, input: interpolate(b, input, m.size, m.scale_factor, getattr(m, "mode", "nearest"),
+                                    getattr(m, "align_corners", None)))
 
 
 def image(b, x: Val, what: str):
