@@ -18,7 +18,7 @@ from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 
 from kforge import fx_ops
 from kforge.errors import ImportProblemError
-from kforge.fx_ops import ALIAS, STATIC, einops_ops
+from kforge.fx_ops import ALIAS, STATIC, compositions, einops_ops
 from kforge.fx_ops.common import filled
 from kforge.graph_builder import GraphBuilder, Val
 from kforge.problem import load_problem
@@ -194,6 +194,16 @@ def state_names(model) -> set[str]:
 MAX_LITERAL_ELEMENTS = 64
 
 
+def arithmetic_step(t: torch.Tensor):
+    """The step of a 1-D tensor whose elements are start + k step, exactly as float32 computes them; else None."""
+    if t.ndim != 1 or t.numel() < 2 or t.dtype not in (torch.float32, torch.int64, torch.int32):
+        return None
+    step = (t[1] - t[0]).item()
+    k = torch.arange(t.numel(), dtype=torch.float32)
+    made = (k * float(step) + float(t[0].item())).to(t.dtype) if step != 1 else (k + float(t[0].item())).to(t.dtype)
+    return step if torch.equal(made, t) else None
+
+
 def literal_tensor(b, t: torch.Tensor):
     """`t` as IR nodes: one `const` broadcast where every element is the same, else each element a `const`,
     concatenated and reshaped."""
@@ -223,6 +233,8 @@ def convert_node(b, gm, state, node, values):
             return b.const(t.item(), t.dtype)
         if t.numel() <= MAX_LITERAL_ELEMENTS:
             return literal_tensor(b, t)
+        if (step := arithmetic_step(t)) is not None:  # torch.arange(n) folded by FX into a constant
+            return compositions.progression(b, t.numel(), t[0].item(), step, t.dtype)
         b.refuse(f"a tensor of {t.numel()} elements made in forward (torch.tensor(...)), not by the model's __init__, "
                  f"is supported up to {MAX_LITERAL_ELEMENTS} elements; make it in __init__ or register it as a buffer")
     args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: values[n])

@@ -444,6 +444,10 @@ CASES = [
     Case('upsample_bilinear_3x_module', "self.u(x)", ["slice", "slice", "cat", "slice", "slice", "cat", "const", "mul", "const", "mul", "add", "const", "mul", "const", "mul", "add", "reshape", "reshape", "reshape", "cat", "reshape", "slice", "slice", "cat", "slice", "slice", "cat", "const", "mul", "const", "mul", "add", "const", "mul", "const", "mul", "add", "reshape", "reshape", "reshape", "cat", "reshape", "reshape"], inputs="torch.randn(1, 2, 3, 4)", init="self.u = nn.Upsample(scale_factor=3, mode='bilinear')"),
     Case('upsample_linear_1d', "F.interpolate(x, size=16, mode='linear')", ["slice", "slice", "cat", "slice", "slice", "cat", "const", "mul", "const", "mul", "add", "const", "mul", "const", "mul", "add", "const", "mul", "const", "mul", "add", "const", "mul", "const", "mul", "add", "reshape", "reshape", "reshape", "reshape", "cat", "reshape", "reshape"], inputs="torch.randn(2, 3, 4)"),
     Case('upsample_trilinear', "F.interpolate(x, scale_factor=(2, 1, 2), mode='trilinear')", ["slice", "slice", "cat", "slice", "slice", "cat", "const", "mul", "const", "mul", "add", "const", "mul", "const", "mul", "add", "reshape", "reshape", "cat", "reshape", "slice", "slice", "cat", "slice", "slice", "cat", "const", "mul", "const", "mul", "add", "const", "mul", "const", "mul", "add", "reshape", "reshape", "cat", "reshape", "reshape"], inputs="torch.randn(1, 2, 3, 4, 2)"),
+    Case('arange_float', "x + torch.arange(8, dtype=x.dtype)", ["const", "expand", "cumsum", "const", "sub", "reshape", "add"]),
+    # a long torch.arange FX folded into a constant: the same progression, not a literal of 100 elements
+    Case('arange_long_constant', "x * torch.arange(3, 3 + 2 * 100, 2).float()",
+         ["const", "expand", "cumsum", "const", "sub", "const", "mul", "const", "add", "mul"], inputs="torch.randn(4, 100)"),
     # ceil_mode: the output size rounded up, the last windows partial (their divisor clipped as PyTorch clips it)
     Case("max_pool2d_ceil_mode", "self.p(x)", ["max_pool"], inputs="torch.randn(2, 3, 10, 10)",
          init="self.p = nn.MaxPool2d(3, stride=2, ceil_mode=True)", attrs={"max_pool": {"ceil_mode": True}}),

@@ -388,3 +388,27 @@ def embedding(b, input, weight, padding_idx=None, max_norm=None, norm_type=2.0, 
 
 
 on_module(nn.Embedding)(lambda b, m, input: embedding(b, input, module_param(b, m, "weight"), m.padding_idx, m.max_norm))
+
+
+def progression(b, n: int, start: float, step: float, dtype) -> Val:
+    """start + k step for k < n: the running sum of n ones, less one (exact in float32 up to 2^24 elements), scaled
+    and shifted, then cast to `dtype`."""
+    if n > 1 << 24:
+        b.refuse(f"an arange of {n} elements (at most 2^24: float32 counts exactly up to there)")
+    f32 = torch.float32
+    ones = expand(b, b.const(1.0, f32), [n])
+    count = b.emit_tmp("cumsum", [ones], {"dim": 0, "reverse": False}, f32, [n])
+    v = b.emit_tmp("sub", [count, b.const(1.0, f32)], None, f32, [n])
+    v = v if step == 1 else b.emit_tmp("mul", [v, b.const(float(step), f32)], None, f32, [n])
+    v = v if start == 0 else b.emit_tmp("add", [v, b.const(float(start), f32)], None, f32, [n])
+    return b.cast(v, dtype)
+
+
+@on(torch.arange)
+def arange(b, start, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+           out=None):
+    if any(isinstance(v, Val) for v in (start, end, step)):
+        b.refuse("torch.arange with tensor bounds is not supported")
+    if end is None:
+        start, end = 0, start
+    return final(b, progression(b, b.out_shape[0], start, step, b.out_dtype))
