@@ -62,10 +62,12 @@ def forms_of(family: str, pieces: int) -> list[dict]:
     return [{"precision": p} for p in (*CALL_PRECISIONS, "fp16x3")] + ([{"precision": "fp16x3", "chunks": pieces}] if pieces > 1 else [])
 
 
-def with_call(schedule: dict, group: str, form: dict, algo: int) -> dict:
+def with_call(schedule: dict, group: str, form: dict, algo: int, family: str = "product") -> dict:
     """`schedule` with one library group's call replaced by `form` (precision, and chunks, layout, epilogue) at `algo`."""
     s = copy.deepcopy(schedule)
     ks = {"strategy": "library", "precision": "fp32", **{k: v for k, v in form.items() if k != "chunks" or v > 1}, "algo": algo}
+    if s.get("channels_last") and family == "convolution":
+        ks["layout"] = "nhwc"  # the plan's channels-last form: its convolutions read channels-last tensors
     s.setdefault("kernels", {})[group] = ks
     return s
 
@@ -152,7 +154,7 @@ def sweep_problem(path, budget: int, db: str, policy: str, seed: int) -> dict:
     firsts = [({"label": "kforge strict"}, best), ({"label": "kforge relaxed"}, relaxed)]
     for g, family in groups.items():
         for form in forms_of(family, best.get("kernels", {}).get(g, {}).get("chunks", 1)):
-            firsts.append(({"label": "call", "group": g, **form, "algo": 0}, with_call(best, g, form, 0)))
+            firsts.append(({"label": "call", "group": g, **form, "algo": 0}, with_call(best, g, form, 0, family)))
     measured = meter.measure(firsts)
     # Then index 1, 2, ... of every form still on its list, a batch per index, until the library clamps the index
     # (past its usable ones: cuDNN's offer counts every precision's engines) and the call is the last one again.
@@ -161,8 +163,8 @@ def sweep_problem(path, budget: int, db: str, policy: str, seed: int) -> dict:
         walking = [(r, form) for r, form in walking if a < offered(r["eval"], r["group"])]
         if not walking:
             break
-        batch = meter.measure([({"label": "call", "group": r["group"], **form, "algo": a}, with_call(best, r["group"], form, a))
-                               for r, form in walking])
+        batch = meter.measure([({"label": "call", "group": r["group"], **form, "algo": a},
+                                with_call(best, r["group"], form, a, groups[r["group"]])) for r, form in walking])
         clamped = {id(m) for m in batch if used_index(m["eval"], m["group"]) < a}
         meter.rows = [m for m in meter.rows if id(m) not in clamped]
         walking = [(r, form) for (r, form), m in zip(walking, batch) if id(m) not in clamped]
