@@ -40,6 +40,10 @@ def test_sweeps_each_product_group_and_its_calls_lower(tmp_path):
     assert sweep.with_call(other, groups[0], {"precision": "fp32"}, 0)["kernels"]["elsewhere"] == {"strategy": "block"}
     assert sweep.with_call(other, groups[0], {"precision": "fp32"}, 0)["fuse_rows"] is False
     assert "kernels" in other and groups[0] not in other["kernels"], "the caller's schedule is not modified"
+    # In the channels-last form (codegen/channels_last.h) a convolution's call is nhwc whatever the form says.
+    last = sweep.with_call({"channels_last": True}, "c", {"precision": "tf32"}, 0, "convolution")["kernels"]["c"]
+    assert last["layout"] == "nhwc" and last["precision"] == "tf32"
+    assert "layout" not in sweep.with_call({"channels_last": True}, "m", {"precision": "tf32"}, 0)["kernels"]["m"]
 
 
 def test_sweeps_a_convolution_in_every_form_it_has(tmp_path):
