@@ -1,8 +1,9 @@
 #include "codegen/kernel_writer.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "ir/error.h"
 #include "ir/ops.h"
@@ -190,6 +191,12 @@ std::string unary_expression(const Node& n, const std::string& x) {
   if (op == "sin") return "sinf(" + x + ")";
   if (op == "cos") return "cosf(" + x + ")";
   if (op == "reciprocal") return "(1.f / " + x + ")";
+  // The rest of CUDA's single-precision maths library, one function each (round: rintf, half to even as torch).
+  static const std::map<std::string, std::string> libm = {
+      {"floor", "floorf"}, {"ceil", "ceilf"}, {"round", "rintf"}, {"trunc", "truncf"}, {"log1p", "log1pf"},
+      {"expm1", "expm1f"}, {"tan", "tanf"}, {"atan", "atanf"}, {"asin", "asinf"}, {"acos", "acosf"},
+      {"sinh", "sinhf"}, {"cosh", "coshf"}};
+  if (auto f = libm.find(op); f != libm.end()) return f->second + "(" + x + ")";
   if (op == "square") return "(" + x + " * " + x + ")";
   if (op == "sign") return "kf_sign(" + x + ")";
   if (op == "silu") return "(" + x + " * kf_sigmoid(" + x + "))";

@@ -8,7 +8,8 @@ namespace {
 const std::set<std::string> kUnary = {
     "relu", "sigmoid", "tanh", "exp", "log", "abs", "neg", "sqrt", "rsqrt", "erf", "sin", "cos",
     "reciprocal", "sign", "silu", "softsign", "selu", "hardsigmoid", "hardswish", "mish", "gelu",
-    "leaky_relu", "elu", "hardtanh", "softplus", "clamp", "pow_scalar", "cast", "square"};
+    "leaky_relu", "elu", "hardtanh", "softplus", "clamp", "pow_scalar", "cast", "square",
+    "floor", "ceil", "round", "trunc", "log1p", "expm1", "tan", "atan", "asin", "acos", "sinh", "cosh"};
 const std::set<std::string> kComparison = {"gt", "lt", "ge", "le", "eq", "ne"};
 const std::set<std::string> kBinary = {"add", "sub", "mul", "div", "maximum", "minimum", "pow",
                                        "gt", "lt", "ge", "le", "eq", "ne"};

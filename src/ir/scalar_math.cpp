@@ -30,6 +30,18 @@ double eval_unary(const Node& n, double x) {
   if (op == "sin") return std::sin(x);
   if (op == "cos") return std::cos(x);
   if (op == "reciprocal") return 1.0 / x;
+  if (op == "floor") return std::floor(x);
+  if (op == "ceil") return std::ceil(x);
+  if (op == "round") return std::nearbyint(x);  // half to even, as torch.round (the default rounding mode)
+  if (op == "trunc") return std::trunc(x);
+  if (op == "log1p") return std::log1p(x);
+  if (op == "expm1") return std::expm1(x);
+  if (op == "tan") return std::tan(x);
+  if (op == "atan") return std::atan(x);
+  if (op == "asin") return std::asin(x);
+  if (op == "acos") return std::acos(x);
+  if (op == "sinh") return std::sinh(x);
+  if (op == "cosh") return std::cosh(x);
   if (op == "square") return x * x;
   if (op == "sign") return double((x > 0) - (x < 0));
   if (op == "silu") return x * sigmoid(x);

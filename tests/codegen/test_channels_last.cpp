@@ -3,6 +3,7 @@
 // convolutions' steps reading the graph's tensors as they are, and plans that compile in every precision.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <random>
 #include <set>
@@ -216,18 +217,14 @@ TEST(ChannelsLast, PlansCompileInEveryPrecisionAndTheLayoutIsFixed) {
     GraphAnalysis a(graph_from_json(j));
     for (Precision precision : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16, Precision::fp16x3})
       for (bool library_epilogue : {false, true}) {
-        Schedule s;
-        s.channels_last = true;
-        for (const KernelGroup& grp : a.groups(true, true))
-          if (grp.kind == GroupKind::conv && grp.channels_last) {
-            KernelSchedule ks{.strategy = Strategy::library, .precision = precision, .layout = Layout::nhwc,
-                              .library_epilogue = library_epilogue};
-            if (!is_legal(grp, ks)) continue;
-            s.kernels[grp.key] = ks;
-            ks.layout = Layout::nchw;
-            EXPECT_FALSE(is_legal(grp, ks)) << "a channels-last convolution's tensors are nhwc";
-            EXPECT_EQ(default_schedule(grp).layout, Layout::nhwc);
-          }
+        const Schedule s = calls_in(a, precision, library_epilogue);
+        for (auto [key, ks] : s.kernels) {
+          const KernelGroup& grp = *std::find_if(a.groups(true, true).begin(), a.groups(true, true).end(),
+                                                 [&](const KernelGroup& g) { return g.key == key; });
+          ks.layout = Layout::nchw;
+          EXPECT_FALSE(is_legal(grp, ks)) << "a channels-last convolution's tensors are nhwc";
+          EXPECT_EQ(default_schedule(grp).layout, Layout::nhwc);
+        }
         Plan p = lower(a, s);
         for (const PlanKernel& k : p.kernels)
           if (k.kind == StepKind::nvrtc && compiled.insert(k.source).second) {  // each distinct kernel once

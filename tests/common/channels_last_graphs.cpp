@@ -71,4 +71,16 @@ std::vector<std::pair<std::string, json>> all() {
           {"pooled", pooled()}};
 }
 
+Schedule calls_in(const GraphAnalysis& a, Precision precision, bool library_epilogue) {
+  Schedule s;
+  s.channels_last = true;
+  for (const KernelGroup& grp : a.groups(true, true))
+    if (grp.kind == GroupKind::conv && grp.channels_last) {
+      KernelSchedule ks{.strategy = Strategy::library, .precision = precision, .layout = Layout::nhwc,
+                        .library_epilogue = library_epilogue};
+      if (is_legal(grp, ks)) s.kernels[grp.key] = ks;
+    }
+  return s;
+}
+
 }  // namespace kforge::testing::channels_last_graphs

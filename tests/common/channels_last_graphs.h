@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "codegen/analysis.h"
+#include "codegen/schedule.h"
 #include "ir/types.h"
 
 namespace kforge::testing::channels_last_graphs {
@@ -28,5 +30,8 @@ json branches();
 json pooled();
 // Every graph above by name (chain at its default size).
 std::vector<std::pair<std::string, json>> all();
+
+// The channels-last form's schedule with every channels-last convolution's call in `precision` (nhwc), where legal.
+Schedule calls_in(const GraphAnalysis& a, Precision precision, bool library_epilogue);
 
 }  // namespace kforge::testing::channels_last_graphs

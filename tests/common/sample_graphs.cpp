@@ -22,7 +22,8 @@ nlohmann::json unary_graph(const std::string& op, std::vector<int64_t> shape, nl
 
 std::vector<SampleGraph> sample_graphs() {
   std::vector<SampleGraph> g;
-  for (auto op : {"relu", "sigmoid", "tanh", "silu", "softsign", "selu", "hardsigmoid", "hardswish", "mish", "exp", "abs"})
+  for (auto op : {"relu", "sigmoid", "tanh", "silu", "softsign", "selu", "hardsigmoid", "hardswish", "mish", "exp", "abs",
+                  "floor", "ceil", "round", "trunc", "expm1", "tan", "atan", "sinh", "cosh"})
     g.push_back(unary(op, {3, 37, 5}));
   g.push_back(unary("gelu", {4, 1001}, {{"approximate", "none"}}));
   g.back().name = "gelu";

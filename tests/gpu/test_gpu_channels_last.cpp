@@ -37,14 +37,7 @@ TEST(GpuChannelsLast, EveryPrecisionMatchesTheInterpreter) {
     testing::DeviceTensors dev(inputs, params, expected);
     for (Precision precision : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::fp16x3})
       for (bool library_epilogue : {false, true}) {
-        Schedule s;
-        s.channels_last = true;
-        for (const KernelGroup& grp : a.groups(true, true))
-          if (grp.kind == GroupKind::conv && grp.channels_last) {
-            KernelSchedule ks{.strategy = Strategy::library, .precision = precision, .layout = Layout::nhwc,
-                              .library_epilogue = library_epilogue};
-            if (is_legal(grp, ks)) s.kernels[grp.key] = ks;
-          }
+        const Schedule s = testing::channels_last_graphs::calls_in(a, precision, library_epilogue);
         if (library_epilogue && s.kernels.empty()) continue;
         LoadedPlan lp(lower(a, s), compiler);
         // Two convolutions and norms between: TF32 and fp16 at the relaxed tier's order, fp16x3 near fp32's.

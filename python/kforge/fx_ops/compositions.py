@@ -412,3 +412,220 @@ def arange(b, start, end=None, step=1, *, dtype=None, layout=None, device=None, 
     if end is None:
         start, end = 0, start
     return final(b, progression(b, b.out_shape[0], start, step, b.out_dtype))
+
+
+
+# Elementwise compositions.
+def scaled(b, op: str, x: Val, factor: float) -> Val:
+    """op(x * factor) as the FX node's value (log2, log10: the log scaled; exp2: exp of x ln 2)."""
+    if op == "exp":
+        return b.emit("exp", [b.emit_tmp("mul", [x, b.const(factor, x.dtype)], None, x.dtype, x.shape)])
+    return b.emit("mul", [b.emit_tmp(op, [x], None, x.dtype, x.shape), b.const(factor, x.dtype)])
+
+
+on(torch.log2, "log2")(lambda b, input: scaled(b, "log", b.cast(tensor(b, input), b.out_dtype), 1 / math.log(2)))
+on(torch.log10, "log10")(lambda b, input: scaled(b, "log", b.cast(tensor(b, input), b.out_dtype), 1 / math.log(10)))
+on(torch.exp2, torch.special.exp2, "exp2")(lambda b, input: scaled(b, "exp", b.cast(tensor(b, input), b.out_dtype), math.log(2)))
+
+
+@on(torch.frac, "frac")
+def frac(b, input):
+    x = tensor(b, input)
+    return b.emit("sub", [x, b.emit_tmp("trunc", [x], None, x.dtype, x.shape)])
+
+
+@on(F.softmin)
+def softmin(b, input, dim=None, _stacklevel=3, dtype=None):
+    x = tensor(b, input)
+    if dim is None:
+        b.refuse("softmin without dim is not supported")
+    return b.emit("softmax", [b.emit_tmp("neg", [x], None, x.dtype, x.shape)], {"dim": norm_dim(dim, x.ndim)})
+
+
+def shrink(kind):
+    def handler(b, input, lambd=0.5):
+        """hardshrink: x where |x| > lambda, else 0; softshrink: x moved towards 0 by lambda, 0 within it."""
+        x = tensor(b, input)
+        t = lambda op, args: b.emit_tmp(op, args, None, x.dtype, x.shape)  # noqa: E731
+        outside = b.emit_tmp("gt", [t("abs", [x]), b.const(lambd, x.dtype)], None, torch.bool, x.shape)
+        if kind == "hard":
+            return b.emit("where", [outside, x, b.const(0.0, x.dtype)])
+        towards = t("sub", [x, t("mul", [t("sign", [x]), b.const(lambd, x.dtype)])])
+        return b.emit("where", [outside, towards, b.const(0.0, x.dtype)])
+    return handler
+
+
+on(F.hardshrink, "hardshrink")(shrink("hard"))
+on(F.softshrink)(shrink("soft"))
+on_module(nn.Hardshrink)(lambda b, m, input: shrink("hard")(b, input, m.lambd))
+on_module(nn.Softshrink)(lambda b, m, input: shrink("soft")(b, input, m.lambd))
+@on(F.tanhshrink)
+def tanhshrink(b, input):
+    x = tensor(b, input)
+    return b.emit("sub", [x, b.emit_tmp("tanh", [x], None, x.dtype, x.shape)])
+
+
+on_module(nn.Tanhshrink)(lambda b, m, input: tanhshrink(b, input))
+on_module(nn.Softmin)(lambda b, m, input: softmin(b, input, m.dim))
+
+
+def operand(b, v, dtype, shape=None) -> Val:
+    return b.cast(v, dtype) if isinstance(v, Val) else b.const(v, dtype)
+
+
+@on(torch.lerp, "lerp")
+def lerp(b, input, end, weight):
+    """start + weight (end - start)."""
+    dt = b.out_dtype
+    a, e = operand(b, input, dt), operand(b, end, dt)
+    diff = b.emit_tmp("sub", [e, a], None, dt, torch.broadcast_shapes(a.shape, e.shape))
+    step = b.emit_tmp("mul", [operand(b, weight, dt), diff], None, dt, torch.broadcast_shapes(diff.shape, getattr(weight, "shape", ())))
+    return b.emit("add", [a, step])
+
+
+def addc(op):
+    def handler(b, input, tensor1, tensor2, *, value=1):
+        """input + value * (tensor1 op tensor2)."""
+        dt = b.out_dtype
+        t1, t2 = operand(b, tensor1, dt), operand(b, tensor2, dt)
+        both = b.emit_tmp(op, [t1, t2], None, dt, torch.broadcast_shapes(t1.shape, t2.shape))
+        if value != 1:
+            both = b.emit_tmp("mul", [both, b.const(value, dt)], None, dt, both.shape)
+        return b.emit("add", [operand(b, input, dt), both])
+    return handler
+
+
+on(torch.addcmul, "addcmul")(addc("mul"))
+on(torch.addcdiv, "addcdiv")(addc("div"))
+
+
+@on(torch.logaddexp, "logaddexp")
+def logaddexp(b, input, other):
+    """max(a, b) + log1p(exp(-|a - b|)), finite where either exp would overflow."""
+    dt = b.out_dtype
+    a, c = operand(b, input, dt), operand(b, other, dt)
+    shape = torch.broadcast_shapes(a.shape, c.shape)
+    t = lambda op, args: b.emit_tmp(op, args, None, dt, shape)  # noqa: E731
+    top = t("maximum", [a, c])
+    rest = t("log1p", [t("exp", [t("neg", [t("abs", [t("sub", [a, c])])])])])
+    return b.emit("add", [top, rest])
+
+
+@on(torch.std_mean)
+def std_mean(b, input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    from kforge.fx_ops.reductions import var_attrs
+    x = tensor(b, input)
+    attrs = var_attrs(x, dim, unbiased, keepdim, correction)
+
+    def std():
+        v = b.emit_tmp("var", [x], attrs, x.dtype, b.out_shape)
+        return b.emit("sqrt", [v])
+    return Multi(std, lambda: b.emit("mean", [x], {k: attrs[k] for k in ("dims", "keepdim")}))
+
+
+@on(torch.count_nonzero, "count_nonzero")
+def count_nonzero(b, input, dim=None):
+    x = tensor(b, input)
+    if math.prod(x.shape) >= 1 << 24:
+        b.refuse("count_nonzero over 2^24 elements or more (counted in float32)")
+    nonzero = x if x.dtype == torch.bool else b.emit_tmp("ne", [x, b.const(0, x.dtype)], None, torch.bool, x.shape)
+    # Counted in float32 (exact below 2^24 a row: kforge's reductions accumulate floats), then PyTorch's int64.
+    count = b.emit_tmp("sum", [b.cast(nonzero, torch.float32)], {"dims": norm_dims(dim, x.ndim), "keepdim": False},
+                       torch.float32, b.out_shape)
+    return b.emit("cast", [count], {"dtype": b.ir_dtype(b.out_dtype)})
+
+
+# Losses as their per-element formula, then the reduction.
+def reduced(b, per_element: Val, reduction: str) -> Val:
+    if reduction == "none":
+        return final(b, per_element)
+    if reduction not in ("mean", "sum"):
+        b.refuse(f"reduction {reduction!r} is not supported")
+    return b.emit(reduction, [per_element], {"dims": [], "keepdim": False})
+
+
+def loss_terms(b, *operands) -> tuple:
+    """The operands in the loss's dtype and their broadcast shape, and a helper emitting a step of that shape."""
+    dt = b.out_dtype if b.out_dtype.is_floating_point else torch.float32
+    vals = [operand(b, v, dt) for v in operands]
+    shape = torch.broadcast_shapes(*[v.shape for v in vals])
+    return vals, (lambda op, args, attrs=None: b.emit_tmp(op, args, attrs, dt, shape)), dt
+
+
+@on(F.l1_loss)
+def l1_loss(b, input, target, size_average=None, reduce=None, reduction="mean"):
+    from kforge.fx_ops.common import legacy_reduction
+    (x, y), t, _ = loss_terms(b, input, target)
+    return reduced(b, t("abs", [t("sub", [x, y])]), legacy_reduction(size_average, reduce, reduction))
+
+
+@on(F.binary_cross_entropy)
+def binary_cross_entropy(b, input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """-(y log p + (1 - y) log(1 - p)), each log clamped at -100 as PyTorch clamps it."""
+    from kforge.fx_ops.common import legacy_reduction
+    (p, y), t, dt = loss_terms(b, input, target)
+    one = b.const(1.0, dt)
+    floor = {"min": -100.0}
+    log_p = t("clamp", [t("log", [p])], floor)
+    log_q = t("clamp", [t("log", [t("sub", [one, p])])], floor)
+    per = t("neg", [t("add", [t("mul", [y, log_p]), t("mul", [t("sub", [one, y]), log_q])])])
+    if weight is not None:
+        per = t("mul", [per, operand(b, weight, dt)])
+    return reduced(b, per, legacy_reduction(size_average, reduce, reduction))
+
+
+@on(F.binary_cross_entropy_with_logits)
+def binary_cross_entropy_with_logits(b, input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    """(1 - y) x + log(1 + exp(-x)), written max(-x, 0) + log1p(exp(-|x|)) so no exp overflows."""
+    from kforge.fx_ops.common import legacy_reduction
+    if pos_weight is not None:
+        b.refuse("binary_cross_entropy_with_logits with pos_weight is not supported")
+    (x, y), t, dt = loss_terms(b, input, target)
+    soft = t("add", [t("relu", [t("neg", [x])]), t("log1p", [t("exp", [t("neg", [t("abs", [x])])])])])
+    per = t("add", [t("mul", [t("sub", [b.const(1.0, dt), y]), x]), soft])
+    if weight is not None:
+        per = t("mul", [per, operand(b, weight, dt)])
+    return reduced(b, per, legacy_reduction(size_average, reduce, reduction))
+
+
+@on(F.soft_margin_loss)
+def soft_margin_loss(b, input, target, size_average=None, reduce=None, reduction="mean"):
+    """log(1 + exp(-y x))."""
+    from kforge.fx_ops.common import legacy_reduction
+    (x, y), t, _ = loss_terms(b, input, target)
+    z = t("neg", [t("mul", [y, x])])
+    return reduced(b, t("softplus", [z], {"beta": 1.0, "threshold": 20.0}), legacy_reduction(size_average, reduce, reduction))
+
+
+@on(F.margin_ranking_loss)
+def margin_ranking_loss(b, input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    """max(0, -y (x1 - x2) + margin)."""
+    from kforge.fx_ops.common import legacy_reduction
+    (x1, x2, y), t, dt = loss_terms(b, input1, input2, target)
+    per = t("relu", [t("add", [t("neg", [t("mul", [y, t("sub", [x1, x2])])]), b.const(margin, dt)])])
+    return reduced(b, per, legacy_reduction(size_average, reduce, reduction))
+
+
+@on(F.hinge_embedding_loss)
+def hinge_embedding_loss(b, input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    """x where y is 1, max(0, margin - x) where y is -1 (PyTorch adds both terms under their masks)."""
+    from kforge.fx_ops.common import legacy_reduction
+    (x, y), t, dt = loss_terms(b, input, target)
+    zero = b.const(0.0, dt)
+    positive = b.emit_tmp("eq", [y, b.const(1.0, dt)], None, torch.bool, x.shape if x.shape == y.shape else
+                          torch.broadcast_shapes(x.shape, y.shape))
+    negative = b.emit_tmp("eq", [y, b.const(-1.0, dt)], None, torch.bool, positive.shape)
+    per = t("add", [t("where", [positive, x, zero]),
+                    t("where", [negative, t("relu", [t("sub", [b.const(margin, dt), x])]), zero])])
+    return reduced(b, per, legacy_reduction(size_average, reduce, reduction))
+
+
+for _cls, _fn in ((nn.L1Loss, l1_loss), (nn.SoftMarginLoss, soft_margin_loss)):
+    on_module(_cls)(lambda b, m, input, target, _fn=_fn: _fn(b, input, target, reduction=m.reduction))
+on_module(nn.BCELoss)(lambda b, m, input, target: binary_cross_entropy(
+    b, input, target, module_param(b, m, "weight"), reduction=m.reduction))
+on_module(nn.BCEWithLogitsLoss)(lambda b, m, input, target: binary_cross_entropy_with_logits(
+    b, input, target, module_param(b, m, "weight"), reduction=m.reduction, pos_weight=m.pos_weight))
+on_module(nn.MarginRankingLoss)(lambda b, m, x1, x2, y: margin_ranking_loss(b, x1, x2, y, m.margin, reduction=m.reduction))
+on_module(nn.HingeEmbeddingLoss)(lambda b, m, x, y: hinge_embedding_loss(b, x, y, m.margin, reduction=m.reduction))

@@ -25,6 +25,11 @@ for _op, _targets in {
     "sin": (torch.sin, "sin"), "cos": (torch.cos, "cos"), "reciprocal": (torch.reciprocal, "reciprocal"),
     "sign": (torch.sign, "sign"), "silu": (F.silu,), "softsign": (F.softsign,), "selu": (F.selu, torch.selu),
     "hardsigmoid": (F.hardsigmoid,), "hardswish": (F.hardswish,), "mish": (F.mish,),
+    "floor": (torch.floor, "floor"), "ceil": (torch.ceil, "ceil"), "round": (torch.round, "round"),
+    "trunc": (torch.trunc, torch.fix, "trunc", "fix"), "log1p": (torch.log1p, torch.special.log1p, "log1p"),
+    "expm1": (torch.expm1, torch.special.expm1, "expm1"), "tan": (torch.tan, "tan"),
+    "atan": (torch.atan, torch.arctan, "atan", "arctan"), "asin": (torch.asin, torch.arcsin, "asin", "arcsin"),
+    "acos": (torch.acos, torch.arccos, "acos", "arccos"), "sinh": (torch.sinh, "sinh"), "cosh": (torch.cosh, "cosh"),
 }.items():
     on(*_targets)(simple_unary(_op))
 
