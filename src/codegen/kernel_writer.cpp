@@ -276,6 +276,8 @@ std::string KernelWriter::value(int id) {
     if (auto it = infix.find(n.op); it != infix.end()) e = "(" + a + " " + it->second + " " + b + ")";
     else if (n.op == "maximum") e = "kf_max(" + a + ", " + b + ")";
     else if (n.op == "minimum") e = "kf_min(" + a + ", " + b + ")";
+    else if (n.op == "fmod") e = "fmodf(" + a + ", " + b + ")";
+    else if (n.op == "atan2") e = "atan2f(" + a + ", " + b + ")";
     else e = "powf(" + a + ", " + b + ")";
   } else if (n.op == "cast" && (is_half(n.type.dtype) || is_half(g_.at(n.args[0]).type.dtype))) {
     e = half_cast(g_.at(n.args[0]).type.dtype, n.type.dtype, value(n.args[0]));

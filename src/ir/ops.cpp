@@ -11,7 +11,7 @@ const std::set<std::string> kUnary = {
     "leaky_relu", "elu", "hardtanh", "softplus", "clamp", "pow_scalar", "cast", "square",
     "floor", "ceil", "round", "trunc", "log1p", "expm1", "tan", "atan", "asin", "acos", "sinh", "cosh"};
 const std::set<std::string> kComparison = {"gt", "lt", "ge", "le", "eq", "ne"};
-const std::set<std::string> kBinary = {"add", "sub", "mul", "div", "maximum", "minimum", "pow",
+const std::set<std::string> kBinary = {"add", "sub", "mul", "div", "maximum", "minimum", "pow", "fmod", "atan2",
                                        "gt", "lt", "ge", "le", "eq", "ne"};
 const std::set<std::string> kView = {"reshape", "permute", "expand", "flip", "slice"};
 }  // namespace

@@ -6,7 +6,7 @@
 namespace kforge {
 
 bool is_unary_op(const std::string& op);       // relu, gelu, ..., cast: one input, same shape
-bool is_binary_op(const std::string& op);      // add, ..., pow and the comparisons
+bool is_binary_op(const std::string& op);      // add, ..., pow, fmod, atan2 and the comparisons
 bool is_comparison_op(const std::string& op);  // gt, lt, ge, le, eq, ne: result bool
 bool is_elementwise_op(const std::string& op); // unary, binary, where, const, gather, triangle, cat
 bool is_view_op(const std::string& op);        // reshape, permute, expand, flip, slice

@@ -77,6 +77,8 @@ double eval_binary(const std::string& op, double a, double b) {
   if (op == "maximum") return std::fmax(a, b);
   if (op == "minimum") return std::fmin(a, b);
   if (op == "pow") return std::pow(a, b);
+  if (op == "fmod") return std::fmod(a, b);
+  if (op == "atan2") return std::atan2(a, b);
   if (op == "gt") return a > b;
   if (op == "lt") return a < b;
   if (op == "ge") return a >= b;

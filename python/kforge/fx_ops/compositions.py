@@ -5,6 +5,7 @@ nearest-neighbour resizing by whole factors, pixel (un)shuffle, outer products, 
 as gathers. Each is the same function as PyTorch's; forms that are not (bilinear resizing, a random rrelu, an
 embedding that renormalizes its table) are refused by name."""
 import math
+import operator
 
 import torch
 import torch.nn as nn
@@ -629,3 +630,242 @@ on_module(nn.BCEWithLogitsLoss)(lambda b, m, input, target: binary_cross_entropy
     b, input, target, module_param(b, m, "weight"), reduction=m.reduction, pos_weight=m.pos_weight))
 on_module(nn.MarginRankingLoss)(lambda b, m, x1, x2, y: margin_ranking_loss(b, x1, x2, y, m.margin, reduction=m.reduction))
 on_module(nn.HingeEmbeddingLoss)(lambda b, m, x, y: hinge_embedding_loss(b, x, y, m.margin, reduction=m.reduction))
+
+
+# Remainders, angles and logic.
+def float_binary(b, op: str, input, other) -> Val:
+    dt = b.out_dtype
+    if not dt.is_floating_point:
+        b.refuse(f"{op} of integer tensors is not supported")
+    return operand(b, input, dt), operand(b, other, dt), dt
+
+
+@on(torch.fmod, "fmod")
+def fmod(b, input, other):
+    a, c, _ = float_binary(b, "fmod", input, other)
+    return b.emit("fmod", [a, c])
+
+
+@on(torch.remainder, operator.mod, "remainder")
+def remainder(b, input, other):
+    """Python's modulo: fmod, moved by the divisor where it is nonzero and its sign differs from the divisor's."""
+    a, c, dt = float_binary(b, "remainder", input, other)
+    shape = b.out_shape
+    mod = b.emit_tmp("fmod", [a, c], None, dt, shape)
+    zero = b.const(0.0, dt)
+    flag = lambda op, x, y: b.emit_tmp(op, [x, y], None, torch.bool, torch.broadcast_shapes(x.shape, y.shape))  # noqa: E731
+    moved = b.emit_tmp("add", [mod, c], None, dt, shape)
+    differ = flag("ne", flag("lt", c, zero), flag("lt", mod, zero))
+    return b.emit("where", [flag("ne", mod, zero), b.emit_tmp("where", [differ, moved, mod], None, dt, shape), mod])
+
+
+@on(torch.atan2, torch.arctan2, "atan2", "arctan2")
+def atan2(b, input, other):
+    a, c, _ = float_binary(b, "atan2", input, other)
+    return b.emit("atan2", [a, c])
+
+
+@on(torch.hypot, "hypot")
+def hypot(b, input, other):
+    a, c, dt = float_binary(b, "hypot", input, other)
+    shape = b.out_shape
+    sq = lambda v: b.emit_tmp("mul", [v, v], None, dt, torch.broadcast_shapes(v.shape))  # noqa: E731
+    return b.emit("sqrt", [b.emit_tmp("add", [sq(a), sq(c)], None, dt, shape)])
+
+
+def truth(b, v) -> Val:
+    """A tensor as 1.0 where nonzero (true), else 0.0."""
+    x = tensor(b, v)
+    nonzero = x if x.dtype == torch.bool else b.emit_tmp("ne", [x, b.const(0, x.dtype)], None, torch.bool, x.shape)
+    return b.cast(nonzero, torch.float32)
+
+
+def logical(op):
+    def handler(b, input, other=None):
+        zero = b.const(0.0, torch.float32)
+        if op == "not":
+            return b.emit("eq", [truth(b, input), zero])
+        a, c = truth(b, input), truth(b, other)
+        if op == "xor":
+            return b.emit("ne", [a, c])
+        both = b.emit_tmp("mul" if op == "and" else "maximum", [a, c], None, torch.float32, b.out_shape)
+        return b.emit("ne", [both, zero])
+    return handler
+
+
+for _op in ("and", "or", "xor", "not"):
+    on(getattr(torch, f"logical_{_op}"), f"logical_{_op}")(logical(_op))
+
+
+@on(torch.isnan, "isnan")
+def isnan(b, input):
+    x = tensor(b, input)
+    return b.emit("ne", [x, x])
+
+
+@on(torch.isinf, "isinf")
+def isinf(b, input):
+    x = tensor(b, input)
+    return b.emit("eq", [b.emit_tmp("abs", [x], None, x.dtype, x.shape), b.const(float("inf"), x.dtype)])
+
+
+@on(torch.isfinite, "isfinite")
+def isfinite(b, input):
+    """x - x is 0 exactly where x is finite (NaN for infinities and NaN)."""
+    x = tensor(b, input)
+    return b.emit("eq", [b.emit_tmp("sub", [x, x], None, x.dtype, x.shape), b.const(0.0, x.dtype)])
+
+
+@on(torch.nan_to_num, "nan_to_num")
+def nan_to_num(b, input, nan=0.0, posinf=None, neginf=None):
+    x = tensor(b, input)
+    if x.dtype != torch.float32:
+        b.refuse("nan_to_num of a tensor other than float32 is not supported")
+    big = torch.finfo(torch.float32).max
+    t = lambda op, args, dt=x.dtype: b.emit_tmp(op, args, None, dt, x.shape)  # noqa: E731
+    c = lambda v: b.const(v, x.dtype)  # noqa: E731
+    v = t("where", [t("eq", [x, c(float("inf"))], torch.bool), c(big if posinf is None else posinf), x])
+    v = t("where", [t("eq", [x, c(float("-inf"))], torch.bool), c(-big if neginf is None else neginf), v])
+    return b.emit("where", [t("ne", [x, x], torch.bool), c(nan), v])
+
+
+@on(torch.heaviside, "heaviside")
+def heaviside(b, input, values):
+    x = tensor(b, input)
+    dt = b.out_dtype
+    step = b.emit_tmp("where", [b.emit_tmp("gt", [x, b.const(0, x.dtype)], None, torch.bool, x.shape), b.const(1.0, dt),
+                                b.const(0.0, dt)], None, dt, x.shape)
+    at_zero = b.emit_tmp("eq", [x, b.const(0, x.dtype)], None, torch.bool, x.shape)
+    return b.emit("where", [at_zero, operand(b, values, dt), step])
+
+
+@on(torch.trace, "trace")
+def trace(b, input):
+    """The diagonal of a matrix is every (m + 1)-th element of it flattened."""
+    x = tensor(b, input)
+    n, m = x.shape
+    flat = reshape(b, x, [n * m])
+    diagonal = piece(b, flat, 0, 0, min(n, m) * (m + 1) - m, m + 1) if min(n, m) > 1 else piece(b, flat, 0, 0, 1)
+    return b.emit("sum", [diagonal], {"dims": [], "keepdim": False})
+
+
+@on(torch.baddbmm, "baddbmm")
+def baddbmm(b, input, batch1, batch2, *, beta=1, alpha=1):
+    """beta input + alpha (batch1 @ batch2)."""
+    dt = b.out_dtype
+    x, p, q = (b.cast(tensor(b, v), dt) for v in (input, batch1, batch2))
+    product = b.emit_tmp("matmul", [p, q], None, dt, [p.shape[0], p.shape[1], q.shape[2]])
+    if alpha != 1:
+        product = b.emit_tmp("mul", [product, b.const(alpha, dt)], None, dt, product.shape)
+    if beta == 0:
+        return final(b, product)
+    if beta != 1:
+        x = b.emit_tmp("mul", [x, b.const(beta, dt)], None, dt, x.shape)
+    return b.emit("add", [x, product])
+
+
+# More losses.
+@on(F.nll_loss)
+def nll_loss(b, input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """-input[n, target[n]] over log-probabilities [N, C] (as cross_entropy takes its labels)."""
+    from kforge.fx_ops.common import legacy_reduction
+    if weight is not None or ignore_index != -100:
+        b.refuse("nll_loss with weight or a non-default ignore_index is not supported")
+    x, y = tensor(b, input), tensor(b, target, "target")
+    if x.ndim != 2 or y.ndim != 1 or y.dtype != torch.int64:
+        b.refuse(f"nll_loss needs log-probabilities [N, C] and int64 class indices [N], got {list(x.shape)} and {list(y.shape)}")
+    n = x.shape[0]
+    picked = b.emit_tmp("gather", [x, reshape(b, y, [n, 1])], {"dim": 1}, x.dtype, [n, 1])
+    per = b.emit_tmp("neg", [reshape(b, picked, [n])], None, x.dtype, [n])
+    return reduced(b, per, legacy_reduction(size_average, reduce, reduction))
+
+
+on_module(nn.NLLLoss)(lambda b, m, input, target: nll_loss(b, input, target, module_param(b, m, "weight"),
+                                                              ignore_index=m.ignore_index, reduction=m.reduction))
+
+
+@on(F.pairwise_distance, torch.pairwise_distance)
+def pairwise_distance(b, x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """||x1 - x2 + eps||_p over the last dim."""
+    if p not in (1, 2, 1.0, 2.0):
+        b.refuse(f"pairwise_distance of order {p} is not supported (1 and 2 are)")
+    (a, c), t, dt = loss_terms(b, x1, x2)
+    diff = t("add", [t("sub", [a, c]), b.const(eps, dt)])
+    return b.emit("vector_norm", [diff], {"ord": int(p), "dims": [diff.ndim - 1], "keepdim": bool(keepdim)})
+
+
+on_module(nn.PairwiseDistance)(lambda b, m, x1, x2: pairwise_distance(b, x1, x2, m.norm, m.eps, m.keepdim))
+
+
+@on(torch.cdist)
+def cdist(b, x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """||x1[.., i, :] - x2[.., j, :]||_p for every pair: the difference of broadcast views, reduced over the last dim."""
+    if p not in (1, 2, 1.0, 2.0):
+        b.refuse(f"cdist of order {p} is not supported (1 and 2 are)")
+    a, c = tensor(b, x1), tensor(b, x2)
+    if a.ndim != c.ndim or a.ndim < 2:
+        b.refuse("cdist needs two tensors of the same rank, at least 2")
+    lead = list(torch.broadcast_shapes(a.shape[:-2], c.shape[:-2]))
+    (pa, m), (pc, _) = a.shape[-2:], c.shape[-2:]
+    shape = lead + [pa, pc, m]
+    ga = reshape(b, a, list(a.shape[:-2]) + [pa, 1, m])
+    gc = reshape(b, c, list(c.shape[:-2]) + [1, pc, m])
+    diff = b.emit_tmp("sub", [ga, gc], None, a.dtype, shape)
+    return b.emit("vector_norm", [diff], {"ord": int(p), "dims": [len(shape) - 1], "keepdim": False})
+
+
+@on(F.cosine_embedding_loss)
+def cosine_embedding_loss(b, input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    """1 - cos where y is 1, max(0, cos - margin) where y is -1, cos over dim 1 (PyTorch's eps: 1e-12 on the
+    squared norms)."""
+    from kforge.fx_ops.common import legacy_reduction
+    a, c, y = tensor(b, input1), tensor(b, input2), tensor(b, target, "target")
+    if a.ndim != 2:
+        b.refuse("cosine_embedding_loss needs [N, D] inputs")
+    dt, n = a.dtype, a.shape[0]
+    t = lambda op, args, shape=(n,): b.emit_tmp(op, args, None, dt, shape)  # noqa: E731
+    dot = b.emit_tmp("sum", [t("mul", [a, c], a.shape)], {"dims": [1], "keepdim": False}, dt, (n,))
+    sq = lambda v: b.emit_tmp("sum", [t("mul", [v, v], v.shape)], {"dims": [1], "keepdim": False}, dt, (n,))  # noqa: E731
+    eps = b.const(1e-12, dt)
+    cos = t("div", [dot, t("sqrt", [t("mul", [t("add", [sq(a), eps]), t("add", [sq(c), eps])])])])
+    yv = b.cast(y, dt)
+    zero = b.const(0.0, dt)
+    pos = b.emit_tmp("eq", [yv, b.const(1.0, dt)], None, torch.bool, (n,))
+    neg = b.emit_tmp("eq", [yv, b.const(-1.0, dt)], None, torch.bool, (n,))
+    per = t("add", [t("where", [pos, t("sub", [b.const(1.0, dt), cos]), zero]),
+                    t("where", [neg, t("relu", [t("sub", [cos, b.const(margin, dt)])]), zero])])
+    return reduced(b, per, legacy_reduction(size_average, reduce, reduction))
+
+
+@on(F.poisson_nll_loss)
+def poisson_nll_loss(b, input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                     reduction="mean"):
+    """exp(x) - y x (log_input), or x - y log(x + eps)."""
+    from kforge.fx_ops.common import legacy_reduction
+    if full:
+        b.refuse("poisson_nll_loss with full=True (Stirling's term) is not supported")
+    (x, y), t, dt = loss_terms(b, input, target)
+    per = (t("sub", [t("exp", [x]), t("mul", [y, x])]) if log_input else
+           t("sub", [x, t("mul", [y, t("log", [t("add", [x, b.const(eps, dt)])])])]))
+    return reduced(b, per, legacy_reduction(size_average, reduce, reduction))
+
+
+@on(F.multilabel_soft_margin_loss)
+def multilabel_soft_margin_loss(b, input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """-(y logsigmoid(x) + (1 - y) logsigmoid(-x)), averaged over the classes (the last dim)."""
+    from kforge.fx_ops.common import legacy_reduction
+    if weight is not None:
+        b.refuse("multilabel_soft_margin_loss with weight is not supported")
+    (x, y), t, dt = loss_terms(b, input, target)
+    soft = {"beta": 1.0, "threshold": 20.0}
+    log_sig = lambda v: t("neg", [t("softplus", [t("neg", [v])], soft)])  # noqa: E731
+    per = t("neg", [t("add", [t("mul", [y, log_sig(x)]), t("mul", [t("sub", [b.const(1.0, dt), y]), log_sig(t("neg", [x]))])])])
+    rows = list(x.shape[:-1])
+    mean = b.emit_tmp("mean", [per], {"dims": [x.ndim - 1], "keepdim": False}, dt, rows)
+    return reduced(b, mean, legacy_reduction(size_average, reduce, reduction))
+
+
+on_module(nn.CosineEmbeddingLoss)(lambda b, m, x1, x2, y: cosine_embedding_loss(b, x1, x2, y, m.margin, reduction=m.reduction))
+on_module(nn.PoissonNLLLoss)(lambda b, m, x, y: poisson_nll_loss(b, x, y, m.log_input, m.full, eps=m.eps, reduction=m.reduction))
+on_module(nn.MultiLabelSoftMarginLoss)(lambda b, m, x, y: multilabel_soft_margin_loss(
+    b, x, y, module_param(b, m, "weight"), reduction=m.reduction))

@@ -82,8 +82,21 @@ on_module(nn.Softplus)(lambda b, m, input: softplus(b, input, m.beta, m.threshol
 @on(torch.clamp, torch.clip, "clamp", "clip")
 def clamp(b, input, min=None, max=None):
     if isinstance(min, Val) or isinstance(max, Val):
-        b.refuse("clamp with tensor bounds is not supported; use torch.maximum/torch.minimum")
+        return clamp_by_tensors(b, input, min, max)
     return unary(b, "clamp", input, {"min": min, "max": max})
+
+
+def clamp_by_tensors(b, input, lo, hi):
+    """torch.clamp with tensor bounds: the maximum with lo, then the minimum with hi (hi wins where lo > hi, as in
+    PyTorch)."""
+    dt, shape = b.out_dtype, b.out_shape
+    v = as_dtype(b, input, dt)
+    if lo is not None:
+        step = [v, as_dtype(b, lo, dt)]
+        v = b.emit("maximum", step) if hi is None else b.emit_tmp("maximum", step, None, dt, shape)
+    if hi is not None:
+        v = b.emit("minimum", [v, as_dtype(b, hi, dt)])
+    return v
 
 
 on(torch.clamp_min, "clamp_min")(lambda b, input, min: clamp(b, input, min=min))
