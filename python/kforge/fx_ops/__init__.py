@@ -8,7 +8,8 @@ The final dtype of every op is PyTorch's (b.out_dtype); inputs are cast to it fi
 dtypes. Tables: FUNCTIONS (call_function targets), METHODS (call_method names), MODULES (call_module classes),
 filled by importing one module per op family.
 """
-from kforge.fx_ops import compositions, conv, einops_ops, elementwise, losses, matmul, norms, pooling, recurrent, reductions, scans, shapes  # noqa: F401 (registers)
+from kforge.fx_ops import (compositions, conv, einops_ops, elementwise, loss_compositions, losses, matmul, norms,  # noqa: F401
+                           pointwise_compositions, pooling, recurrent, reductions, scans, shapes)  # (registers)
 from kforge.fx_ops.common import ALIAS, FUNCTIONS, METHODS, MODULES, STATIC
 
 __all__ = ["ALIAS", "FUNCTIONS", "METHODS", "MODULES", "STATIC"]
