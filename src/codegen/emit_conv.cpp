@@ -152,10 +152,10 @@ PlanKernel epilogue_step(const KernelGroup& g, const KernelSchedule& ks, const s
 }
 
 // The extents of a channels-last step: its x is [n, xc, x_extent], its y [n, yc, y_extent] (a transposed
-// convolution's x is its forward convolution's output), its weight [o, wc, taps].
-// The copies' geometry as tiled_transpose's [A][B][C]: a transpose where the graph's tensors are NCHW, a copy
-// ([rows][channels][1]) where they are channels-last already (KernelGroup::channels_last: the copies only change
-// the element type or split it into fp16x3's parts).
+// convolution's x is its forward convolution's output), its weight [o, wc, taps]; and its copies' geometry as
+// tiled_transpose's [A][B][C]: a transpose where the graph's tensors are NCHW, a copy ([rows][channels][1]) where
+// they are channels-last already (KernelGroup::channels_last: the copies only change the element type or split it
+// into fp16x3's parts).
 struct ChannelsLast {
   bool transposed = false, in_graph = false;
   int64_t n = 1, o = 1, xc = 0, yc = 0, x_extent = 0, y_extent = 0, wc = 0, taps = 0;
