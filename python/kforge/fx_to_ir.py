@@ -268,6 +268,8 @@ def convert(model, example_inputs, file) -> dict:
         if node.op == "output":
             results = node.args[0] if isinstance(node.args[0], (tuple, list)) else (node.args[0],)
             for r in results:
+                if isinstance(r, torch.fx.Node) and hasattr(values[r], "dense"):
+                    values[r] = values[r].dense(b)
                 if not isinstance(r, torch.fx.Node) or not isinstance(values[r], Val):
                     b.refuse("forward must return a tensor or a tuple of tensors")
                 b.add_output(values[r])

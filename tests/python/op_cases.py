@@ -480,6 +480,11 @@ CASES = [
     Case('cosine_embedding', "F.cosine_embedding_loss(x, x * 2 + 1, torch.tensor([1.0, -1.0, 1.0, -1.0]), margin=0.1)", ["const", "mul", "const", "add", "const", "reshape", "const", "reshape", "const", "reshape", "const", "reshape", "cat", "reshape", "mul", "sum", "const", "mul", "sum", "add", "mul", "sum", "add", "mul", "sqrt", "div", "const", "const", "eq", "const", "eq", "const", "sub", "where", "const", "sub", "relu", "where", "add", "mean"]),
     Case('poisson_nll', "F.poisson_nll_loss(x, x.abs())", ["abs", "exp", "mul", "sub", "mean"]),
     Case('multilabel_soft_margin', "F.multilabel_soft_margin_loss(x * 5, (x > 0).float())", ["const", "mul", "const", "gt", "cast", "neg", "softplus", "neg", "mul", "const", "sub", "neg", "neg", "softplus", "neg", "mul", "add", "neg", "mean", "mean"]),
+    # torch.diag: a vector's diagonal matrix stays a scaling in products, and is the matrix itself elsewhere
+    Case('diag_of_vector_read_elementwise', "torch.diag(x[0]) + 1.0", ["slice", "reshape", "reshape", "expand", "triangle", "triangle", "const", "add"], inputs="torch.randn(4, 4)"),
+    Case('diag_of_vector_as_output', "torch.diag(x[0])", ["slice", "reshape", "reshape", "expand", "triangle", "triangle"], inputs="torch.randn(4, 5)"),
+    Case('diag_of_matrix', "torch.diag(x) * 2", ["reshape", "slice", "const", "mul"], inputs="torch.randn(4, 6)"),
+    Case('diag_in_a_product_stays_a_scaling', "torch.diag(x[0]) @ x", ["slice", "reshape", "reshape", "mul"], inputs="torch.randn(4, 4)"),
     # ceil_mode: the output size rounded up, the last windows partial (their divisor clipped as PyTorch clips it)
     Case("max_pool2d_ceil_mode", "self.p(x)", ["max_pool"], inputs="torch.randn(2, 3, 10, 10)",
          init="self.p = nn.MaxPool2d(3, stride=2, ceil_mode=True)", attrs={"max_pool": {"ceil_mode": True}}),

@@ -41,6 +41,8 @@ def filled(b, value) -> Val:
 
 
 def tensor(b, v, what="input") -> Val:
+    if hasattr(v, "dense"):  # a value kept in a cheaper form for products (matmul.DiagonalMatrix), read as itself
+        return v.dense(b)
     if not isinstance(v, Val):
         b.refuse(f"{what} must be a tensor, got {type(v).__name__}")
     return v
@@ -114,6 +116,7 @@ def as_dtype(b, v, dtype) -> Val:
 
 def binary(b, op, x, y) -> Val:
     """Both operands in PyTorch's promoted dtype; Python scalars become const nodes."""
+    x, y = (tensor(b, v) if hasattr(v, "dense") else v for v in (x, y))
     common = torch.result_type(probe(b, x), probe(b, y))
     if op == "div" and not common.is_floating_point:
         common = torch.float32  # true division

@@ -35,14 +35,31 @@ class DiagonalMatrix:
     columns (A @ diag(v) = A * v), a broadcast multiply over the other operand, never a dense N x N matrix."""
     def __init__(self, v):
         self.v = v
+        self.matrix = None
+
+    def dense(self, b) -> Val:
+        """The N x N matrix itself, where something other than a product reads it: v down the diagonal (each row
+        v[i] broadcast, then only the diagonal of both triangles kept), 0 elsewhere."""
+        if self.matrix is None:
+            n, dt = self.v.shape[0], self.v.dtype
+            column = b.emit_tmp("reshape", [self.v], {"shape": [n, 1]}, dt, (n, 1))
+            rows = b.emit_tmp("expand", [column], {"shape": [n, n]}, dt, (n, n))
+            upper = b.emit_tmp("triangle", [rows], {"upper": True, "diagonal": 0}, dt, (n, n))
+            self.matrix = b.emit_tmp("triangle", [upper], {"upper": False, "diagonal": 0}, dt, (n, n))
+        return self.matrix
 
 
 @on(torch.diag, "diag")
 def diag(b, input, diagonal=0):
     v = tensor(b, input)
-    if v.ndim != 1 or diagonal != 0:
-        b.refuse("torch.diag is supported for a vector (diagonal 0) as an operand of a matrix product only; "
-                 f"got a {v.ndim}-D tensor, diagonal {diagonal}")
+    if diagonal != 0 or v.ndim not in (1, 2):
+        b.refuse(f"torch.diag of a {v.ndim}-D tensor with diagonal {diagonal} is not supported (vectors and matrices, "
+                 "diagonal 0)")
+    if v.ndim == 2:  # a matrix's diagonal: every (m + 1)-th element of it flattened
+        n, m = v.shape
+        count = min(n, m)
+        flat = b.emit_tmp("reshape", [v], {"shape": [n * m]}, v.dtype, (n * m,))
+        return b.emit("slice", [flat], {"dim": 0, "start": 0, "end": (count - 1) * (m + 1) + 1, "step": m + 1})
     return DiagonalMatrix(v)
 
 
