@@ -11,6 +11,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kforge.fx_ops.common import filled, module_param, norm_dim, on, on_module, tensor, varargs
+from kforge.fx_ops.shapes import slice_of
 from kforge.graph_builder import Val
 
 
@@ -29,12 +30,16 @@ def expand(b, x: Val, shape) -> Val:
 
 
 def piece(b, x: Val, d: int, start: int, end: int, step: int = 1) -> Val:
-    """x[.., start:end:step, ..] along d as an intermediate value (shapes.slice_of's node may be the FX node's own)."""
-    if start == 0 and end == x.shape[d] and step == 1:
-        return x
-    shape = list(x.shape)
-    shape[d] = (end - start + step - 1) // step
-    return b.emit_tmp("slice", [x], {"dim": d, "start": start, "end": end, "step": step}, x.dtype, shape)
+    """x[.., start:end:step, ..] along d as a step of a composition, never the FX node's own value."""
+    return slice_of(b, x, d, start, end, step, node_value=False)
+
+
+def diagonal_of(b, x: Val, node_value: bool = False) -> Val:
+    """The diagonal of a matrix [n, m]: every (m + 1)-th element of it flattened (torch.diag, torch.trace); the FX
+    node's own value with `node_value` (shapes.slice_of)."""
+    n, m = x.shape
+    flat = reshape(b, x, [n * m])
+    return slice_of(b, flat, 0, 0, (min(n, m) - 1) * (m + 1) + 1, m + 1, node_value)
 
 
 def cat(b, parts: list[Val], d: int) -> Val:
@@ -315,18 +320,9 @@ def arange(b, start, end=None, step=1, *, dtype=None, layout=None, device=None, 
     return final(b, progression(b, b.out_shape[0], start, step, b.out_dtype))
 
 
-def operand(b, v, dtype, shape=None) -> Val:
-    return b.cast(v, dtype) if isinstance(v, Val) else b.const(v, dtype)
-
-
 @on(torch.trace, "trace")
 def trace(b, input):
-    """The diagonal of a matrix is every (m + 1)-th element of it flattened."""
-    x = tensor(b, input)
-    n, m = x.shape
-    flat = reshape(b, x, [n * m])
-    diagonal = piece(b, flat, 0, 0, min(n, m) * (m + 1) - m, m + 1) if min(n, m) > 1 else piece(b, flat, 0, 0, 1)
-    return b.emit("sum", [diagonal], {"dims": [], "keepdim": False})
+    return b.emit("sum", [diagonal_of(b, tensor(b, input))], {"dims": [], "keepdim": False})
 
 
 @on(torch.baddbmm, "baddbmm")

@@ -5,8 +5,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from kforge.fx_ops.common import module_param, on, on_module, tensor
-from kforge.fx_ops.compositions import final, operand, reshape
+from kforge.fx_ops.common import as_dtype, legacy_reduction, module_param, on, on_module, tensor
+from kforge.fx_ops.compositions import final, reshape
 from kforge.graph_builder import Val
 
 
@@ -22,14 +22,13 @@ def reduced(b, per_element: Val, reduction: str) -> Val:
 def loss_terms(b, *operands) -> tuple:
     """The operands in the loss's dtype and their broadcast shape, and a helper emitting a step of that shape."""
     dt = b.out_dtype if b.out_dtype.is_floating_point else torch.float32
-    vals = [operand(b, v, dt) for v in operands]
+    vals = [as_dtype(b, v, dt) for v in operands]
     shape = torch.broadcast_shapes(*[v.shape for v in vals])
     return vals, (lambda op, args, attrs=None: b.emit_tmp(op, args, attrs, dt, shape)), dt
 
 
 @on(F.l1_loss)
 def l1_loss(b, input, target, size_average=None, reduce=None, reduction="mean"):
-    from kforge.fx_ops.common import legacy_reduction
     (x, y), t, _ = loss_terms(b, input, target)
     return reduced(b, t("abs", [t("sub", [x, y])]), legacy_reduction(size_average, reduce, reduction))
 
@@ -37,7 +36,6 @@ def l1_loss(b, input, target, size_average=None, reduce=None, reduction="mean"):
 @on(F.binary_cross_entropy)
 def binary_cross_entropy(b, input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-(y log p + (1 - y) log(1 - p)), each log clamped at -100 as PyTorch clamps it."""
-    from kforge.fx_ops.common import legacy_reduction
     (p, y), t, dt = loss_terms(b, input, target)
     one = b.const(1.0, dt)
     floor = {"min": -100.0}
@@ -45,7 +43,7 @@ def binary_cross_entropy(b, input, target, weight=None, size_average=None, reduc
     log_q = t("clamp", [t("log", [t("sub", [one, p])])], floor)
     per = t("neg", [t("add", [t("mul", [y, log_p]), t("mul", [t("sub", [one, y]), log_q])])])
     if weight is not None:
-        per = t("mul", [per, operand(b, weight, dt)])
+        per = t("mul", [per, as_dtype(b, weight, dt)])
     return reduced(b, per, legacy_reduction(size_average, reduce, reduction))
 
 
@@ -53,21 +51,19 @@ def binary_cross_entropy(b, input, target, weight=None, size_average=None, reduc
 def binary_cross_entropy_with_logits(b, input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
     """(1 - y) x + log(1 + exp(-x)), written max(-x, 0) + log1p(exp(-|x|)) so no exp overflows."""
-    from kforge.fx_ops.common import legacy_reduction
     if pos_weight is not None:
         b.refuse("binary_cross_entropy_with_logits with pos_weight is not supported")
     (x, y), t, dt = loss_terms(b, input, target)
     soft = t("add", [t("relu", [t("neg", [x])]), t("log1p", [t("exp", [t("neg", [t("abs", [x])])])])])
     per = t("add", [t("mul", [t("sub", [b.const(1.0, dt), y]), x]), soft])
     if weight is not None:
-        per = t("mul", [per, operand(b, weight, dt)])
+        per = t("mul", [per, as_dtype(b, weight, dt)])
     return reduced(b, per, legacy_reduction(size_average, reduce, reduction))
 
 
 @on(F.soft_margin_loss)
 def soft_margin_loss(b, input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-y x))."""
-    from kforge.fx_ops.common import legacy_reduction
     (x, y), t, _ = loss_terms(b, input, target)
     z = t("neg", [t("mul", [y, x])])
     return reduced(b, t("softplus", [z], {"beta": 1.0, "threshold": 20.0}), legacy_reduction(size_average, reduce, reduction))
@@ -76,7 +72,6 @@ def soft_margin_loss(b, input, target, size_average=None, reduce=None, reduction
 @on(F.margin_ranking_loss)
 def margin_ranking_loss(b, input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     """max(0, -y (x1 - x2) + margin)."""
-    from kforge.fx_ops.common import legacy_reduction
     (x1, x2, y), t, dt = loss_terms(b, input1, input2, target)
     per = t("relu", [t("add", [t("neg", [t("mul", [y, t("sub", [x1, x2])])]), b.const(margin, dt)])])
     return reduced(b, per, legacy_reduction(size_average, reduce, reduction))
@@ -85,12 +80,10 @@ def margin_ranking_loss(b, input1, input2, target, margin=0.0, size_average=None
 @on(F.hinge_embedding_loss)
 def hinge_embedding_loss(b, input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     """x where y is 1, max(0, margin - x) where y is -1 (PyTorch adds both terms under their masks)."""
-    from kforge.fx_ops.common import legacy_reduction
     (x, y), t, dt = loss_terms(b, input, target)
     zero = b.const(0.0, dt)
-    positive = b.emit_tmp("eq", [y, b.const(1.0, dt)], None, torch.bool, x.shape if x.shape == y.shape else
-                          torch.broadcast_shapes(x.shape, y.shape))
-    negative = b.emit_tmp("eq", [y, b.const(-1.0, dt)], None, torch.bool, positive.shape)
+    positive = b.emit_tmp("eq", [y, b.const(1.0, dt)], None, torch.bool, y.shape)
+    negative = b.emit_tmp("eq", [y, b.const(-1.0, dt)], None, torch.bool, y.shape)
     per = t("add", [t("where", [positive, x, zero]),
                     t("where", [negative, t("relu", [t("sub", [b.const(margin, dt), x])]), zero])])
     return reduced(b, per, legacy_reduction(size_average, reduce, reduction))
@@ -110,7 +103,6 @@ on_module(nn.HingeEmbeddingLoss)(lambda b, m, x, y: hinge_embedding_loss(b, x, y
 @on(F.nll_loss)
 def nll_loss(b, input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """-input[n, target[n]] over log-probabilities [N, C] (as cross_entropy takes its labels)."""
-    from kforge.fx_ops.common import legacy_reduction
     if weight is not None or ignore_index != -100:
         b.refuse("nll_loss with weight or a non-default ignore_index is not supported")
     x, y = tensor(b, input), tensor(b, target, "target")
@@ -160,7 +152,6 @@ def cdist(b, x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
 def cosine_embedding_loss(b, input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     """1 - cos where y is 1, max(0, cos - margin) where y is -1, cos over dim 1 (PyTorch's eps: 1e-12 on the
     squared norms)."""
-    from kforge.fx_ops.common import legacy_reduction
     a, c, y = tensor(b, input1), tensor(b, input2), tensor(b, target, "target")
     if a.ndim != 2:
         b.refuse("cosine_embedding_loss needs [N, D] inputs")
@@ -183,7 +174,6 @@ def cosine_embedding_loss(b, input1, input2, target, margin=0.0, size_average=No
 def poisson_nll_loss(b, input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                      reduction="mean"):
     """exp(x) - y x (log_input), or x - y log(x + eps)."""
-    from kforge.fx_ops.common import legacy_reduction
     if full:
         b.refuse("poisson_nll_loss with full=True (Stirling's term) is not supported")
     (x, y), t, dt = loss_terms(b, input, target)
@@ -195,7 +185,6 @@ def poisson_nll_loss(b, input, target, log_input=True, full=False, size_average=
 @on(F.multilabel_soft_margin_loss)
 def multilabel_soft_margin_loss(b, input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-(y logsigmoid(x) + (1 - y) logsigmoid(-x)), averaged over the classes (the last dim)."""
-    from kforge.fx_ops.common import legacy_reduction
     if weight is not None:
         b.refuse("multilabel_soft_margin_loss with weight is not supported")
     (x, y), t, dt = loss_terms(b, input, target)

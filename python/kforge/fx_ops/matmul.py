@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 from kforge.dtypes import FLOATS
 from kforge.fx_ops.common import Multi, as_dtype, half_storage, module_param, on, on_module, tensor
+from kforge.fx_ops.compositions import diagonal_of
 from kforge.graph_builder import Val
 
 
@@ -55,11 +56,8 @@ def diag(b, input, diagonal=0):
     if diagonal != 0 or v.ndim not in (1, 2):
         b.refuse(f"torch.diag of a {v.ndim}-D tensor with diagonal {diagonal} is not supported (vectors and matrices, "
                  "diagonal 0)")
-    if v.ndim == 2:  # a matrix's diagonal: every (m + 1)-th element of it flattened
-        n, m = v.shape
-        count = min(n, m)
-        flat = b.emit_tmp("reshape", [v], {"shape": [n * m]}, v.dtype, (n * m,))
-        return b.emit("slice", [flat], {"dim": 0, "start": 0, "end": (count - 1) * (m + 1) + 1, "step": m + 1})
+    if v.ndim == 2:
+        return diagonal_of(b, v, node_value=True)
     return DiagonalMatrix(v)
 
 

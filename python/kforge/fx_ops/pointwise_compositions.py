@@ -9,8 +9,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from kforge.fx_ops.common import Multi, check_inplace, module_param, norm_dim, norm_dims, on, on_module, tensor, unary
-from kforge.fx_ops.compositions import operand, piece, reshape
+from kforge.fx_ops.common import (Multi, as_dtype, check_inplace, module_param, norm_dim, norm_dims, on, on_module,
+                                  tensor, unary)
+from kforge.fx_ops.compositions import piece, reshape
+from kforge.fx_ops.reductions import var_attrs
 from kforge.graph_builder import Val
 
 
@@ -88,7 +90,6 @@ on_module(nn.Threshold)(lambda b, m, input: threshold(b, input, m.threshold, m.v
 
 @on(torch.var_mean)
 def var_mean(b, input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    from kforge.fx_ops.reductions import var_attrs
     x = tensor(b, input)
     attrs = var_attrs(x, dim, unbiased, keepdim, correction)
     return Multi(lambda: b.emit("var", [x], attrs), lambda: b.emit("mean", [x], {k: attrs[k] for k in ("dims", "keepdim")}))
@@ -98,8 +99,7 @@ def any_all(kind):
     def handler(b, input, dim=None, keepdim=False):
         """Whether any (all) element is nonzero: the largest (smallest) of x != 0 as 0 or 1."""
         x = tensor(b, input)
-        nonzero = x if x.dtype == torch.bool else b.emit_tmp("ne", [x, b.const(0, x.dtype)], None, torch.bool, x.shape)
-        as_float = b.cast(nonzero, torch.float32)
+        as_float = truth(b, x)
         dims = norm_dims(dim, x.ndim)
         shape = list(b.out_shape)
         extreme = b.emit_tmp("amax" if kind == "any" else "amin", [as_float], {"dims": dims, "keepdim": bool(keepdim)},
@@ -170,9 +170,9 @@ on_module(nn.Softmin)(lambda b, m, input: softmin(b, input, m.dim))
 def lerp(b, input, end, weight):
     """start + weight (end - start)."""
     dt = b.out_dtype
-    a, e = operand(b, input, dt), operand(b, end, dt)
+    a, e = as_dtype(b, input, dt), as_dtype(b, end, dt)
     diff = b.emit_tmp("sub", [e, a], None, dt, torch.broadcast_shapes(a.shape, e.shape))
-    step = b.emit_tmp("mul", [operand(b, weight, dt), diff], None, dt, torch.broadcast_shapes(diff.shape, getattr(weight, "shape", ())))
+    step = b.emit_tmp("mul", [as_dtype(b, weight, dt), diff], None, dt, torch.broadcast_shapes(diff.shape, getattr(weight, "shape", ())))
     return b.emit("add", [a, step])
 
 
@@ -180,11 +180,11 @@ def addc(op):
     def handler(b, input, tensor1, tensor2, *, value=1):
         """input + value * (tensor1 op tensor2)."""
         dt = b.out_dtype
-        t1, t2 = operand(b, tensor1, dt), operand(b, tensor2, dt)
+        t1, t2 = as_dtype(b, tensor1, dt), as_dtype(b, tensor2, dt)
         both = b.emit_tmp(op, [t1, t2], None, dt, torch.broadcast_shapes(t1.shape, t2.shape))
         if value != 1:
             both = b.emit_tmp("mul", [both, b.const(value, dt)], None, dt, both.shape)
-        return b.emit("add", [operand(b, input, dt), both])
+        return b.emit("add", [as_dtype(b, input, dt), both])
     return handler
 
 
@@ -196,7 +196,7 @@ on(torch.addcdiv, "addcdiv")(addc("div"))
 def logaddexp(b, input, other):
     """max(a, b) + log1p(exp(-|a - b|)), finite where either exp would overflow."""
     dt = b.out_dtype
-    a, c = operand(b, input, dt), operand(b, other, dt)
+    a, c = as_dtype(b, input, dt), as_dtype(b, other, dt)
     shape = torch.broadcast_shapes(a.shape, c.shape)
     t = lambda op, args: b.emit_tmp(op, args, None, dt, shape)  # noqa: E731
     top = t("maximum", [a, c])
@@ -206,7 +206,6 @@ def logaddexp(b, input, other):
 
 @on(torch.std_mean)
 def std_mean(b, input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    from kforge.fx_ops.reductions import var_attrs
     x = tensor(b, input)
     attrs = var_attrs(x, dim, unbiased, keepdim, correction)
 
@@ -221,9 +220,8 @@ def count_nonzero(b, input, dim=None):
     x = tensor(b, input)
     if math.prod(x.shape) >= 1 << 24:
         b.refuse("count_nonzero over 2^24 elements or more (counted in float32)")
-    nonzero = x if x.dtype == torch.bool else b.emit_tmp("ne", [x, b.const(0, x.dtype)], None, torch.bool, x.shape)
     # Counted in float32 (exact below 2^24 a row: kforge's reductions accumulate floats), then PyTorch's int64.
-    count = b.emit_tmp("sum", [b.cast(nonzero, torch.float32)], {"dims": norm_dims(dim, x.ndim), "keepdim": False},
+    count = b.emit_tmp("sum", [truth(b, x)], {"dims": norm_dims(dim, x.ndim), "keepdim": False},
                        torch.float32, b.out_shape)
     return b.emit("cast", [count], {"dtype": b.ir_dtype(b.out_dtype)})
 
@@ -233,7 +231,7 @@ def float_binary(b, op: str, input, other) -> Val:
     dt = b.out_dtype
     if not dt.is_floating_point:
         b.refuse(f"{op} of integer tensors is not supported")
-    return operand(b, input, dt), operand(b, other, dt), dt
+    return as_dtype(b, input, dt), as_dtype(b, other, dt), dt
 
 
 @on(torch.fmod, "fmod")
@@ -265,7 +263,7 @@ def atan2(b, input, other):
 def hypot(b, input, other):
     a, c, dt = float_binary(b, "hypot", input, other)
     shape = b.out_shape
-    sq = lambda v: b.emit_tmp("mul", [v, v], None, dt, torch.broadcast_shapes(v.shape))  # noqa: E731
+    sq = lambda v: b.emit_tmp("mul", [v, v], None, dt, v.shape)  # noqa: E731
     return b.emit("sqrt", [b.emit_tmp("add", [sq(a), sq(c)], None, dt, shape)])
 
 
@@ -332,4 +330,4 @@ def heaviside(b, input, values):
     step = b.emit_tmp("where", [b.emit_tmp("gt", [x, b.const(0, x.dtype)], None, torch.bool, x.shape), b.const(1.0, dt),
                                 b.const(0.0, dt)], None, dt, x.shape)
     at_zero = b.emit_tmp("eq", [x, b.const(0, x.dtype)], None, torch.bool, x.shape)
-    return b.emit("where", [at_zero, operand(b, values, dt), step])
+    return b.emit("where", [at_zero, as_dtype(b, values, dt), step])

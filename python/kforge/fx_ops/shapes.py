@@ -102,9 +102,10 @@ def stack(b, tensors, dim=0):
     return b.emit("cat", grown, {"dim": d}) if len(grown) > 1 else b.emit("reshape", [parts[0]], {"shape": shape})
 
 
-def slice_of(b, x: Val, d: int, start, end, step: int = 1) -> Val:
+def slice_of(b, x: Val, d: int, start, end, step: int = 1, node_value: bool = True) -> Val:
     """x[.., start:end:step, ..] along dim d with PyTorch's clamping of the bounds; the whole dim is x itself.
-    Emitted as the FX node's own value where its shape is the node's (the last step of an index), else a step."""
+    Emitted as the FX node's own value where its shape is the node's (the last step of an index) and `node_value`,
+    else a step (a composition's parts: compositions.py)."""
     if step < 1:
         b.refuse("slices with a negative or zero step are not supported")
     start, end, _ = slice(start, end, step).indices(x.shape[d])
@@ -114,7 +115,7 @@ def slice_of(b, x: Val, d: int, start, end, step: int = 1) -> Val:
         return x
     shape = x.shape[:d] + ((end - start + step - 1) // step,) + x.shape[d + 1:]
     attrs = {"dim": d, "start": start, "end": end, "step": step}
-    if tuple(shape) == tuple(b.out_shape):
+    if node_value and tuple(shape) == tuple(b.out_shape):
         return b.emit("slice", [x], attrs)
     return b.emit_tmp("slice", [x], attrs, x.dtype, shape)
 
