@@ -323,6 +323,17 @@ __device__ __forceinline__ void kf_copy_async_commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");
 #endif
 }
+// 16 bytes copied the same way (cp.async.cg: through L2 only), both ends 16-byte aligned; `bytes` 16, or 0 to fill
+// dst with zeros (a tile's rows and columns beyond its operand: src is then not read).
+__device__ __forceinline__ void kf_copy16_async(void* dst, const void* src, unsigned bytes) {
+#ifdef __CUDA_ARCH__
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src), "r"(bytes)
+               : "memory");
+#else
+  if (bytes) std::memcpy(dst, src, 16);
+  else std::memset(dst, 0, 16);
+#endif
+}
 template <int PENDING> __device__ __forceinline__ void kf_copy_async_wait() {
 #ifdef __CUDA_ARCH__
   asm volatile("cp.async.wait_group %0;" :: "n"(PENDING) : "memory");
@@ -336,6 +347,17 @@ __device__ __forceinline__ float kf_online_max(float& m, float mx, float& alpha)
   alpha = expf(m - base);
   m = mnew;
   return base;
+}
+// e^x by ex2.approx (2 ulp) of x log2(e): for a half-precision task's attention, whose probabilities are then rounded
+// to the dtype's 11 (or 8) significant bits, far above what this adds (x's rounding in the product: |x| 2^-24).
+__device__ __forceinline__ float kf_exp_approx(float x) {
+#ifdef __CUDA_ARCH__
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+  return y;
+#else
+  return expf(x);
+#endif
 }
 // TF32 tensor cores (sm_80+; emit_matmul_mma.cpp, emit_attention.cpp). kf_tf32: a finite x rounded to TF32 as
 // cvt.rna.tf32.f32 rounds it (half an ulp added to the magnitude, the 13 low bits dropped), in two integer
@@ -383,6 +405,22 @@ template <bool BF16> __device__ __forceinline__ void kf_mma16(float* c, const un
     const unsigned short h = (unsigned short)(i ? word >> 16 : word & 0xffffu);  // the lower column in the low half
     return BF16 ? kf_from_bf16(h) : kf_from_f16(h);
   });
+#endif
+}
+// Two floats as a register of two 16-bit values, the first in the low half: a pair of an m16n8k16 fragment.
+template <bool BF16> __device__ __forceinline__ unsigned kf_pack_half2(float lo, float hi) {
+  return unsigned(BF16 ? kf_to_bf16(lo) : kf_to_f16(lo)) | unsigned(BF16 ? kf_to_bf16(hi) : kf_to_f16(hi)) << 16;
+}
+// Two 8 x 8 tiles of 16-bit values from shared memory into a warp's registers, transposed (ldmatrix .x2 .trans): lanes
+// 0-7 name the rows of the first tile, lanes 8-15 the second's (16-byte aligned); lane 4 g + t receives, of tile m,
+// rows 2t and 2t + 1 of column g in r[m] (the lower row in the low half): kf_mma16's b fragment of the rows k .. k + 15
+// of a row-major [k][n] tile, 8 columns wide. The CPU runner's emulation gathers the same values.
+__device__ __forceinline__ void kf_ldmatrix_x2_trans(unsigned* r, const unsigned short* row) {
+#ifdef __CUDA_ARCH__
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];"
+               : "=r"(r[0]), "=r"(r[1]) : "r"((unsigned)__cvta_generic_to_shared(row)));
+#else
+  kf_ldmatrix_trans_emulated(r, row);
 #endif
 }
 )CUDA";

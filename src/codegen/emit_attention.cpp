@@ -1,5 +1,6 @@
 // An attention (ir/attention.h) as one kernel, FlashAttention's loop, in fp32 on the CUDA cores (strategy block) or
-// on TF32 tensor cores (strategy mma: tf32, or the split tf32x3 for fp32's accuracy): a block takes
+// on tensor cores (strategy mma: tf32, or the split tf32x3 for fp32's accuracy; a half-precision task's fp16 or bf16
+// values as stored, half_kernel): a block takes
 // `rows` query rows of one head (Q's tile in shared memory) and walks the keys 64 at a time; for each key tile it
 // stages K and V, computes the tile of scores in registers, applies the model's own elementwise work on them (the
 // scale, masks, biases: KernelWriter at each score's coordinates), updates each row's running max and sum
@@ -73,11 +74,10 @@ bool last_dim_contiguous(const Partition& p, int id) {
 // [D, S] operand). Zeros beyond the operand. The walk follows x's contiguous dim. With `split`, dst names two
 // arrays of TF32 parts, dst_big and dst_small (kf_split: under split precision the parts of each element are made
 // once a tile here, not by every warp reading it). With `half` (the name of a conversion, kf_to_f16 or kf_to_bf16),
-// dst holds 16-bit values, [c][stride] where `store_transposed` (V's tile for the 16-bit products).
+// dst holds 16-bit values.
 struct StoreAs {
   std::optional<bool> split;
   std::string half;
-  bool store_transposed = false;
 };
 std::string stage(KernelWriter& w, const Partition& p, int x, const std::vector<std::string>& batch, const std::string& dst,
                   int64_t tile_r, int64_t tile_c, int64_t stride, const std::string& r0, int64_t extent_r, int64_t extent_c,
@@ -96,13 +96,48 @@ std::string stage(KernelWriter& w, const Partition& p, int x, const std::vector<
   w.begin_site(coords, "", "      ");
   const std::string v = w.value(x);
   s += w.take() + "      x = " + v + ";\n    }\n";
-  const std::string at = as.store_transposed ? "c * " + std::to_string(stride) + " + r" : "r * " + std::to_string(stride) + " + c";
+  const std::string at = "r * " + std::to_string(stride) + " + c";
   if (!as.half.empty()) return s + "    " + dst + "[" + at + "] = " + as.half + "(x);\n  }\n";
   if (!split) return s + "    " + dst + "[" + at + "] = x;\n  }\n";
   s += "    unsigned big, small;\n    kf_split(x, big, small, " + std::string(*split ? "true" : "false") + ");\n";
   s += "    " + dst + "_big[" + at + "] = big;\n";
   if (*split) s += "    " + dst + "_small[" + at + "] = small;\n";
   return s + "  }\n";
+}
+
+// The same tile by 16-byte asynchronous copies (kf_copy16_async; the caller commits and waits) where operand `x` is,
+// through casts, a stored tensor of the tile's 16-bit dtype `half` with its head dim contiguous and every 8 values
+// of a row 16-byte aligned: a half-precision task's q, k and v as PyTorch hands them over, which the generic copy
+// reads one value a thread at a time, converting each to f32 and back. Rows beyond the operand and the head
+// columns the tile pads to 16 are filled with zeros. None where the operand does not qualify.
+std::optional<std::string> stage_by_copies(KernelWriter& w, const Partition& p, int x, DType half, const std::vector<std::string>& batch,
+                                           const std::string& dst, int64_t tile_r, int64_t tile_c, int64_t stride,
+                                           const std::string& r0, int64_t extent_r, int64_t extent_c, bool transposed, int threads) {
+  const Graph& g = *p.graph;
+  while (!is_readable(p, x) && g.at(x).op == "cast") x = g.at(x).args[0];
+  if (!is_readable(p, x) || g.at(x).type.dtype != half || extent_c % 8 || tile_c % 8) return std::nullopt;
+  const Access a = access_of(p, x);
+  // Batch dims aligned to the right, a dim of 1 read at 0 (broadcast by the product), as KernelWriter reads.
+  const size_t rank = a.shape.size();
+  if (rank < 2 || rank > batch.size() + 2) return std::nullopt;
+  const int64_t stride_r = a.strides[rank - (transposed ? 1 : 2)], stride_c = a.strides[rank - (transposed ? 2 : 1)];
+  if (stride_c != 1 || stride_r % 8 || a.offset % 8) return std::nullopt;
+  std::string base = L(a.offset);
+  for (size_t i = 0; i + 2 < rank; ++i) {
+    if (a.shape[i] == 1 || a.strides[i] == 0) continue;
+    if (a.strides[i] % 8) return std::nullopt;
+    base += " + " + batch[batch.size() - (rank - 2) + i] + " * " + L(a.strides[i]);
+  }
+  const int b = w.buffer_id(a.owner);
+  w.use_buffer(b, false);
+  const std::string chunks = std::to_string(tile_c / 8);
+  std::string s = "  for (int e = threadIdx.x; e < " + std::to_string(tile_r * tile_c / 8) + "; e += " + std::to_string(threads) + ") {\n";
+  s += "    const int r = e / " + chunks + ", c = e % " + chunks + ";\n";
+  s += "    const i64 at = " + r0 + " + r;\n";
+  s += "    const bool in = at < " + L(extent_r) + " && c < " + std::to_string(extent_c / 8) + ";\n";
+  s += "    kf_copy16_async(&" + dst + "[r * " + std::to_string(stride) + " + 8 * c], b" + std::to_string(b) + " + (in ? " + base +
+       " + at * " + L(stride_r) + " + 8 * c : 0), in ? 16u : 0u);\n  }\n";
+  return s;
 }
 
 // What both strategies share: the operands, the tile, the kernel's opening (shared tiles, the block's head and
@@ -134,18 +169,15 @@ struct Attention {
                     L((t.smem_bytes() + 3) / 4) + "];\n#endif\n";
     const std::string K = std::to_string(t.keys * t.q_stride), V = std::to_string(t.keys * t.v_stride);
     const std::string Q = std::to_string(t.rows * t.q_stride);
-    if (!tensor_cores()) {
+    if (!tensor_cores() || t.split_as_read) {
       b += "  float* Qs = kf_smem;  // [" + ROWS + "][" + QS + "] the block's query rows\n";
       b += "  float* Ks = Qs + " + Q + ";  // [" + KEYS + "][" + QS + "] a key tile\n";
       b += "  float* Vs = Ks + " + K + ";  // [" + KEYS + "][" + std::to_string(t.v_stride) + "] its values\n";
       b += "  float* Ps = Vs + " + V + ";  // [" + ROWS + "][" + std::to_string(t.p_stride) + "] its probabilities\n";
-    } else if (t.half) {  // 16-bit values, V's tile transposed
+    } else if (t.half) {  // 16-bit values; two key tiles (this one and the next)
       b += "  unsigned short* Qs = reinterpret_cast<unsigned short*>(kf_smem);  // [" + ROWS + "][" + QS + "] the block's query rows\n";
-      b += "  unsigned short* Ks = Qs + " + Q + ";  // [" + KEYS + "][" + QS + "] a key tile\n";
-      b += "  unsigned short* Vt = Ks + " + K + ";  // [" + std::to_string(t.value_head) + "][" + std::to_string(t.v_stride) +
-           "] its values, transposed\n";
-      b += "  unsigned short* Ps = Vt + " + std::to_string(t.value_head * t.v_stride) + ";  // [" + ROWS + "][" +
-           std::to_string(t.p_stride) + "] its probabilities\n";
+      b += "  unsigned short* Ks = Qs + " + Q + ";  // [2][" + KEYS + "][" + QS + "] key tiles\n";
+      b += "  unsigned short* Vs = Ks + 2 * " + K + ";  // [2][" + KEYS + "][" + std::to_string(t.v_stride) + "] their values\n";
     } else {  // Q's, K's and V's TF32 parts
       b += "  unsigned* Qs_big = reinterpret_cast<unsigned*>(kf_smem);  // [" + ROWS + "][" + QS + "] the block's query rows\n";
       if (t.parts == 2) b += "  unsigned* Qs_small = Qs_big + " + Q + ";\n";
@@ -166,7 +198,7 @@ struct Attention {
     std::vector<std::string> coords(rank);
     b += decompose_index("head", batch_dims, g.shape, coords, "  ");
     batch.assign(coords.begin(), coords.end() - 2);
-    b += stage(w, cx.partition, q, batch, "Qs", t.rows, t.head, t.q_stride, "q0", d.rows, d.head, false, ks.block, store_as());
+    b += stage_operand(q, "Qs", t.rows, t.head, t.q_stride, "q0", d.rows, d.head, false);
     b += "  const i64 kend = " +
          (diagonal ? "min(" + L(d.keys) + ", max((i64)0, q0 + " + ROWS + " + " + L(*diagonal) + "))" : L(d.keys)) + ";\n";
     return b;
@@ -175,19 +207,27 @@ struct Attention {
   bool tensor_cores() const { return ks.strategy == Strategy::mma; }
   // The conversion to the task's 16-bit dtype (t.half).
   std::string to_half() const { return ks.precision == Precision::bf16 ? "kf_to_bf16" : "kf_to_f16"; }
-  StoreAs store_as(bool values = false) const {
+  StoreAs store_as() const {
     StoreAs as;
-    if (t.half) as.half = to_half(), as.store_transposed = values;
-    else if (tensor_cores()) as.split = t.parts == 2;
+    if (t.half) as.half = to_half();
+    else if (tensor_cores() && !t.split_as_read) as.split = t.parts == 2;
     return as;
   }
 
-  // K's and V's tiles at key k0 (on tensor cores, their TF32 parts or 16-bit values), then a barrier.
-  std::string stage_keys() {
-    return stage(w, cx.partition, kt, batch, "Ks", t.keys, t.head, t.q_stride, "k0", d.keys, d.head, true, ks.block, store_as()) +
-           stage(w, cx.partition, v, batch, t.half ? "Vt" : "Vs", t.keys, t.value_head, t.v_stride, "k0", d.keys, d.value_head,
-                 false, ks.block, store_as(true)) +
-           "    __syncthreads();\n";
+  // Operand x's tile into `dst` (see stage; 16-bit tiles by asynchronous copies where the operand allows).
+  std::string stage_operand(int x, const std::string& dst, int64_t tile_r, int64_t tile_c, int64_t stride, const std::string& r0,
+                            int64_t extent_r, int64_t extent_c, bool transposed) {
+    if (t.half)
+      if (auto copies = stage_by_copies(w, cx.partition, x, *g.half_operands, batch, dst, tile_r, tile_c, stride, r0, extent_r, extent_c,
+                                        transposed, ks.block))
+        return *copies;
+    return stage(w, cx.partition, x, batch, dst, tile_r, tile_c, stride, r0, extent_r, extent_c, transposed, ks.block, store_as());
+  }
+
+  // K's and V's tiles at key `k0` into Kdst and Vdst (on tensor cores, their TF32 parts or 16-bit values).
+  std::string stage_keys(const std::string& k0, const std::string& Kdst, const std::string& Vdst) {
+    return stage_operand(kt, Kdst, t.keys, t.head, t.q_stride, k0, d.keys, d.head, true) +
+           stage_operand(v, Vdst, t.keys, t.value_head, t.v_stride, k0, d.keys, d.value_head, false);
   }
 
   // Score `reg` (the product's value) through the model's elementwise work at (row, key); -inf beyond the head.
@@ -219,12 +259,14 @@ struct Attention {
     return b + w.take() + writes + indent + "  }\n" + indent + "}\n";
   }
 
-  PlanKernel kernel(const std::string& name, const std::string& body, const std::string& what) {
+  // `min_blocks`: blocks an SM should hold at once (registers capped to fit them), as __launch_bounds__ takes it.
+  PlanKernel kernel(const std::string& name, const std::string& body, const std::string& what, int min_blocks = 1) {
     std::string s = kernel_header(cx.partition, g, ks, name);
     s += "// " + what + ": " + std::to_string(t.rows) + " query rows a block, keys " + std::to_string(t.keys) + " a step; head dims " +
          std::to_string(d.head) + " and " + std::to_string(d.value_head) +
          (diagonal ? "; keys beyond row + " + std::to_string(*diagonal) + " skipped" : "") + "\n";
-    s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) + ") " + name + "(" + w.params() +
+    s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ks.block) +
+         (min_blocks > 1 ? ", " + std::to_string(min_blocks) : "") + ") " + name + "(" + w.params() +
          ") {\n" + body + "}\n";
     PlanKernel k = generated_kernel(g, ks, name, s, w.used_buffers(), t.blocks, ks.block);
     k.smem = int(t.smem_bytes());
@@ -244,7 +286,7 @@ PlanKernel cuda_core_kernel(Attention& a, const std::string& name) {
   b += "#pragma unroll\n    for (int c = 0; c < " + OC + "; ++c) o[i][c] = 0.f;\n  }\n";
   b += "  for (i64 k0 = 0; k0 < kend; k0 += " + KEYS + ") {\n";
   b += "    __syncthreads();  // the last tile's reads of Ks, Vs and Ps are done (and Qs is written)\n";
-  b += a.stage_keys();
+  b += a.stage_keys("k0", "Ks", "Vs") + "    __syncthreads();\n";
   // The tile of scores: rows ty + 16 i, keys tx + 16 j, four columns of the head a read.
   b += "    float sc[" + R + "][4];\n";
   b += "#pragma unroll\n    for (int i = 0; i < " + R + "; ++i)\n#pragma unroll\n      for (int j = 0; j < 4; ++j) sc[i][j] = 0.f;\n";
@@ -284,11 +326,9 @@ PlanKernel cuda_core_kernel(Attention& a, const std::string& name) {
   return a.kernel(name, b, "fp32 on the CUDA cores");
 }
 
-// The tensor-core products (strategy mma): the scores' Q K^T into sc, and the output's P V into o.
-// TF32 (mma.sync.m16n8k8): the staged TF32 parts, every product three under tf32x3 (big big + big small + small big:
-// about fp32's accuracy). fp16 and bf16 (m16n8k16): the 16-bit values as stored, a fragment register holding two
-// neighbouring values (the lower column first): Q's and K's along the head, P's along the keys, and V's from its
-// transposed tile, also along the keys; the probabilities rounded to the dtype, as PyTorch's flash attention does.
+// The TF32 tensor-core products (strategy mma, mma.sync.m16n8k8): the scores' Q K^T into sc, and the output's P V
+// into o, from the staged TF32 parts, every product three under tf32x3 (big big + big small + small big: about fp32's
+// accuracy).
 struct TensorCoreProducts {
   std::string scores, values, probability;  // the two loops, and the type P is stored as (of float p)
 };
@@ -304,8 +344,13 @@ TensorCoreProducts tf32_products(const Attention& a) {
                        c + ", " + x + "_big, " + y + "_big);"
                  : "kf_mma(" + c + ", " + x + "_big, " + y + "_big);";
   };
-  // A fragment's parts as staged: big (and small) of the K or V tile at two indices.
+  // A fragment's parts: big (and small) of the K or V tile at two indices, as staged or split as read.
   auto fragment = [&](const std::string& x, const std::string& i0, const std::string& i1) {
+    if (t.split_as_read) {
+      std::string f = "        unsigned " + x + "_big[2], " + x + "_small[2];\n";
+      f += "        kf_split(" + cap(x) + "s[" + i0 + "], " + x + "_big[0], " + x + "_small[0], " + (split ? "true" : "false") + ");\n";
+      return f + "        kf_split(" + cap(x) + "s[" + i1 + "], " + x + "_big[1], " + x + "_small[1], " + (split ? "true" : "false") + ");\n";
+    }
     std::string f = "        unsigned " + x + "_big[2] = {" + cap(x) + "s_big[" + i0 + "], " + cap(x) + "s_big[" + i1 + "]};\n";
     if (split) f += "        unsigned " + x + "_small[2] = {" + cap(x) + "s_small[" + i0 + "], " + cap(x) + "s_small[" + i1 + "]};\n";
     return f;
@@ -314,8 +359,14 @@ TensorCoreProducts tf32_products(const Attention& a) {
   p.scores = "    for (int kk = 0; kk < " + std::to_string(t.head) + "; kk += 8) {\n";
   const std::string q_at[4] = {"(r0 + g) * " + QS + " + kk + t", "(r0 + g + 8) * " + QS + " + kk + t",
                                "(r0 + g) * " + QS + " + kk + t + 4", "(r0 + g + 8) * " + QS + " + kk + t + 4"};
+  if (t.split_as_read) {
+    p.scores += "      unsigned q_big[4], q_small[4];\n";
+    for (int i = 0; i < 4; ++i)
+      p.scores += "      kf_split(Qs[" + q_at[i] + "], q_big[" + std::to_string(i) + "], q_small[" + std::to_string(i) + "], " +
+                  (split ? "true" : "false") + ");\n";
+  }
   for (const std::string part : {"big", "small"}) {
-    if (part == "small" && !split) continue;
+    if (t.split_as_read || (part == "small" && !split)) continue;
     p.scores += "      const unsigned q_" + part + "[4] = {";
     for (int i = 0; i < 4; ++i) p.scores += std::string(i ? ", " : "") + "Qs_" + part + "[" + q_at[i] + "]";
     p.scores += "};\n";
@@ -336,44 +387,13 @@ TensorCoreProducts tf32_products(const Attention& a) {
   return p;
 }
 
-TensorCoreProducts half_products(const Attention& a) {
-  const AttentionTile& t = a.t;
-  const std::string QS = std::to_string(t.q_stride), PS = std::to_string(t.p_stride), VS = std::to_string(t.v_stride);
-  const std::string NK = std::to_string(t.keys / 8), NV = std::to_string(t.value_head / 8);
-  const std::string mma = std::string("kf_mma16<") + (a.ks.precision == Precision::bf16 ? "true" : "false") + ">";
-  // The register of the 16-bit pair at element `at` of array `x` (an even index: 4-byte aligned).
-  auto pair = [](const std::string& x, const std::string& at) { return "*reinterpret_cast<const unsigned*>(&" + x + "[" + at + "])"; };
-  // A's fragment (rows g, g + 8; columns 2t and 2t + 8 of the k step) of a row-major tile of stride `stride`.
-  auto rows = [&](const std::string& x, const std::string& stride) {
-    return pair(x, "(r0 + g) * " + stride + " + kk + 2 * t") + ", " + pair(x, "(r0 + g + 8) * " + stride + " + kk + 2 * t") + ", " +
-           pair(x, "(r0 + g) * " + stride + " + kk + 2 * t + 8") + ", " + pair(x, "(r0 + g + 8) * " + stride + " + kk + 2 * t + 8");
-  };
-  // B's fragment (column g of the n tile; rows 2t and 2t + 8) of a tile stored column by column.
-  auto columns = [&](const std::string& x, const std::string& stride) {
-    return pair(x, "(8 * n + g) * " + stride + " + kk + 2 * t") + ", " + pair(x, "(8 * n + g) * " + stride + " + kk + 2 * t + 8");
-  };
-  TensorCoreProducts p;
-  p.scores = "    for (int kk = 0; kk < " + std::to_string(t.head) + "; kk += 16) {\n";
-  p.scores += "      const unsigned qa[4] = {" + rows("Qs", QS) + "};\n";
-  p.scores += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) {\n";
-  p.scores += "        const unsigned kb[2] = {" + columns("Ks", QS) + "};\n";
-  p.scores += "        " + mma + "(sc[n], qa, kb);\n      }\n    }\n";
-  p.values = "    for (int kk = 0; kk < " + std::to_string(t.keys) + "; kk += 16) {\n";
-  p.values += "      const unsigned pa[4] = {" + rows("Ps", PS) + "};\n";
-  p.values += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) {\n";
-  p.values += "        const unsigned vb[2] = {" + columns("Vt", VS) + "};\n";
-  p.values += "        " + mma + "(o[n], pa, vb);\n      }\n    }\n";
-  p.probability = a.to_half() + "(p)";
-  return p;
-}
-
-// Strategy mma: warp w owns rows 16 w .. + 15 of the block's; lane 4 g + t holds, of each 8-key (or 8-column) tile,
-// rows g and g + 8, columns 2 t and 2 t + 1 (the mma accumulators' layout).
+// Strategy mma in TF32: warp w owns rows 16 w .. + 15 of the block's; lane 4 g + t holds, of each 8-key (or 8-column)
+// tile, rows g and g + 8, columns 2 t and 2 t + 1 (the mma accumulators' layout).
 PlanKernel tensor_core_kernel(Attention& a, const std::string& name) {
   const AttentionTile& t = a.t;
   const std::string PS = std::to_string(t.p_stride), KEYS = std::to_string(t.keys), NV = std::to_string(t.value_head / 8),
                     NK = std::to_string(t.keys / 8);
-  const TensorCoreProducts products = t.half ? half_products(a) : tf32_products(a);
+  const TensorCoreProducts products = tf32_products(a);
   std::string b = a.opening();
   b += "  const int warp = threadIdx.x >> 5, g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;\n";
   b += "  const int r0 = 16 * warp;  // the warp's rows of the block's\n";
@@ -382,7 +402,7 @@ PlanKernel tensor_core_kernel(Attention& a, const std::string& name) {
   b += "#pragma unroll\n  for (int n = 0; n < " + NV + "; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;\n";
   b += "  for (i64 k0 = 0; k0 < kend; k0 += " + KEYS + ") {\n";
   b += "    __syncthreads();  // the last tile's reads of K's and V's are done (and Q's is written)\n";
-  b += a.stage_keys();
+  b += a.stage_keys("k0", "Ks", "Vs") + "    __syncthreads();\n";
   // Scores: 8 tiles of 8 keys.
   b += "    float sc[" + NK + "][4];\n";
   b += "#pragma unroll\n    for (int n = 0; n < " + NK + "; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;\n";
@@ -408,11 +428,84 @@ PlanKernel tensor_core_kernel(Attention& a, const std::string& name) {
   return a.kernel(name, b, to_string(a.ks.precision) + " on the tensor cores");
 }
 
+// Strategy mma on a half-precision task's own 16-bit values (fp16 or bf16, mma.sync.m16n8k16; FlashAttention-2's
+// loop): warps and lanes as tensor_core_kernel's. K's and V's tiles are double-buffered: the next tile's copies are
+// issued (asynchronous where the operand allows: stage_by_copies) before this tile's products. The probabilities,
+// rounded to the dtype as PyTorch's flash attention rounds them, go from the scores' accumulators to the second
+// product's a fragments in registers: the accumulators of keys 16 j .. + 7 and 16 j + 8 .. + 15 are, packed in pairs,
+// the a fragment of keys 16 j .. + 15. V's b fragments come from its row-major tile through ldmatrix's transpose.
+PlanKernel half_kernel(Attention& a, const std::string& name) {
+  const AttentionTile& t = a.t;
+  const std::string QS = std::to_string(t.q_stride), VS = std::to_string(t.v_stride), KEYS = std::to_string(t.keys),
+                    NK = std::to_string(t.keys / 8), NV = std::to_string(t.value_head / 8);
+  const std::string K_TILE = std::to_string(t.keys * t.q_stride), V_TILE = std::to_string(t.keys * t.v_stride);
+  const std::string bf16 = a.ks.precision == Precision::bf16 ? "true" : "false";
+  const std::string mma = "kf_mma16<" + bf16 + ">", pack = "kf_pack_half2<" + bf16 + ">";
+  // The register of the 16-bit pair at element `at` of array `x` (an even index: 4-byte aligned).
+  auto pair = [](const std::string& x, const std::string& at) { return "*reinterpret_cast<const unsigned*>(&" + x + "[" + at + "])"; };
+  std::string b = a.opening();
+  b += "  if (kend > 0) {\n" + a.stage_keys("0", "Ks", "Vs") + "  }\n";
+  b += "  kf_copy_async_commit();  // Q's copies and the first key tile's\n";
+  b += "  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;\n";
+  b += "  const int r0 = 16 * warp;  // the warp's rows of the block's\n";
+  b += "  float m[2], l[2], o[" + NV + "][4];\n";
+  b += "  m[0] = m[1] = -KF_INF, l[0] = l[1] = 0.f;\n";
+  b += "#pragma unroll\n  for (int n = 0; n < " + NV + "; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;\n";
+  b += "  for (i64 k0 = 0, it = 0; k0 < kend; k0 += " + KEYS + ", ++it) {\n";
+  b += "    const unsigned short* Kc = Ks + (it & 1) * " + K_TILE + ";\n";
+  b += "    const unsigned short* Vc = Vs + (it & 1) * " + V_TILE + ";\n";
+  b += "    if (k0 + " + KEYS + " < kend) {\n";
+  b += "      unsigned short* Kn = Ks + (~it & 1) * " + K_TILE + ";\n";
+  b += "      unsigned short* Vn = Vs + (~it & 1) * " + V_TILE + ";\n";
+  b += a.stage_keys("k0 + " + KEYS, "Kn", "Vn") + "    }\n";
+  b += "    kf_copy_async_commit();\n";
+  b += "    kf_copy_async_wait<1>();  // this tile's copies done (the next tile's may still run)\n";
+  b += "    __syncthreads();  // and every thread's copies and stores of it seen\n";
+  // Scores: keys / 8 tiles of 8 keys, from Q's and K's pairs along the head.
+  b += "    float sc[" + NK + "][4];\n";
+  b += "#pragma unroll\n    for (int n = 0; n < " + NK + "; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;\n";
+  b += "    for (int kk = 0; kk < " + std::to_string(t.head) + "; kk += 16) {\n";
+  b += "      const unsigned qa[4] = {" + pair("Qs", "(r0 + g) * " + QS + " + kk + 2 * t") + ", " +
+       pair("Qs", "(r0 + g + 8) * " + QS + " + kk + 2 * t") + ", " + pair("Qs", "(r0 + g) * " + QS + " + kk + 2 * t + 8") + ", " +
+       pair("Qs", "(r0 + g + 8) * " + QS + " + kk + 2 * t + 8") + "};\n";
+  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) {\n";
+  b += "        const unsigned kb[2] = {" + pair("Kc", "(8 * n + g) * " + QS + " + kk + 2 * t") + ", " +
+       pair("Kc", "(8 * n + g) * " + QS + " + kk + 2 * t + 8") + "};\n";
+  b += "        " + mma + "(sc[n], qa, kb);\n      }\n    }\n";
+  b += "#pragma unroll\n    for (int n = 0; n < " + NK + "; ++n)\n#pragma unroll\n      for (int e = 0; e < 4; ++e)\n";
+  b += a.score("q0 + r0 + g + 8 * (e >> 1)", "k0 + 8 * n + 2 * t + (e & 1)", "sc[n][e]", "        ");
+  // Rows g (h = 0) and g + 8 (h = 1): each row's max and sum over its four lanes, the statistics updated, the
+  // scores replaced by their probabilities.
+  b += "#pragma unroll\n    for (int h = 0; h < 2; ++h) {\n      float mx = -KF_INF;\n";
+  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) mx = fmaxf(mx, fmaxf(sc[n][2 * h], sc[n][2 * h + 1]));\n";
+  b += "      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));\n      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));\n";
+  b += "      float alpha, sum = 0.f;\n      const float base = kf_online_max(m[h], mx, alpha);\n";
+  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n)\n#pragma unroll\n        for (int e = 2 * h; e < 2 * h + 2; ++e) {\n";
+  b += "          sc[n][e] = kf_exp_approx(sc[n][e] - base);\n          sum += sc[n][e];\n        }\n";
+  b += "      sum += __shfl_xor_sync(0xffffffffu, sum, 1);\n      sum += __shfl_xor_sync(0xffffffffu, sum, 2);\n";
+  b += "      l[h] = l[h] * alpha + sum;\n";
+  b += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) o[n][2 * h] *= alpha, o[n][2 * h + 1] *= alpha;\n    }\n";
+  // The output: 16 keys a step, the probabilities' a fragment from two score tiles, V's b fragments by ldmatrix.
+  b += "#pragma unroll\n    for (int j = 0; j < " + std::to_string(t.keys / 16) + "; ++j) {\n";
+  b += "      const unsigned pa[4] = {" + pack + "(sc[2 * j][0], sc[2 * j][1]), " + pack + "(sc[2 * j][2], sc[2 * j][3]),\n";
+  b += "                              " + pack + "(sc[2 * j + 1][0], sc[2 * j + 1][1]), " + pack + "(sc[2 * j + 1][2], sc[2 * j + 1][3])};\n";
+  b += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) {\n        unsigned vb[2];\n";
+  b += "        kf_ldmatrix_x2_trans(vb, &Vc[(16 * j + (lane & 15)) * " + VS + " + 8 * n]);\n";
+  b += "        " + mma + "(o[n], pa, vb);\n      }\n    }\n";
+  b += "    __syncthreads();  // this tile's K and V read: the next iteration's copies overwrite them\n  }\n";
+  b += "#pragma unroll\n  for (int n = 0; n < " + NV + "; ++n)\n#pragma unroll\n    for (int e = 0; e < 4; ++e)\n";
+  b += a.output("q0 + r0 + g + 8 * (e >> 1)", "8 * n + 2 * t + (e & 1)", "o[n][e] / l[e >> 1]", "      ");
+  // Two blocks an SM where their shared memory fits: one block's copies and barriers overlap the other's products
+  // (a 128-dim head's 8 warps then take 128 registers a thread, without spilling).
+  return a.kernel(name, b, to_string(a.ks.precision) + " on the tensor cores", 2 * t.smem_bytes() <= kMaxRowCache ? 2 : 1);
+}
+
 }  // namespace
 
 std::vector<PlanKernel> emit_attention(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
   Attention a(cx, g, ks);
-  return {ks.strategy == Strategy::mma ? tensor_core_kernel(a, name) : cuda_core_kernel(a, name)};
+  if (ks.strategy != Strategy::mma) return {cuda_core_kernel(a, name)};
+  return {a.t.half ? half_kernel(a, name) : tensor_core_kernel(a, name)};
 }
 
 }  // namespace kforge

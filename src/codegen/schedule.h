@@ -192,11 +192,14 @@ struct AttentionTile {
   int64_t q_stride = 0, v_stride = 0, p_stride = 0;
   // Copies of Q's, K's and V's tiles: 1, or (tf32x3) their TF32 big and small parts, split once as staged.
   int64_t parts = 1;
-  // fp16 / bf16 (mma on a half-precision task's own tensors): every tile in 16 bits, V's transposed ([Dv][keys +
-  // 8]: a fragment's two keys side by side), strides in 16-bit elements.
+  // tf32x3 with the tiles in fp32, every fragment read splitting its values: where staging both parts would leave
+  // an SM fewer blocks (attention_tile).
+  bool split_as_read = false;
+  // fp16 / bf16 (mma on a half-precision task's own tensors): every tile in 16 bits (strides in 16-bit elements),
+  // K's and V's twice (the next key tile copied in while this one is used), the probabilities in registers.
   bool half = false;
   int64_t smem_bytes() const {
-    if (half) return 2 * (rows * q_stride + keys * q_stride + value_head * v_stride + rows * p_stride);
+    if (half) return 2 * (rows * q_stride + 2 * keys * (q_stride + v_stride));
     return 4 * (parts * (rows * q_stride + keys * (q_stride + v_stride)) + rows * p_stride);
   }
 };

@@ -229,16 +229,27 @@ AttentionTile attention_tile(const KernelGroup& g, const KernelSchedule& ks) {
     t.rows = 16 * int64_t(ks.block / 32);
     t.head = (d.head + 15) / 16 * 16;
     t.value_head = (d.value_head + 7) / 8 * 8;
-    t.q_stride = t.head + 8;  // 32-bit words 4 g + t apart: a fragment's lanes in 32 banks
-    t.v_stride = t.p_stride = t.keys + 8;
+    t.q_stride = t.head + 8;         // 32-bit words 4 g + t apart: a fragment's lanes in 32 banks
+    t.v_stride = t.value_head + 8;   // ldmatrix's eight 16-byte rows in distinct bank groups
   } else if (ks.strategy == Strategy::mma) {
     t.rows = 16 * int64_t(ks.block / 32);
     t.head = (d.head + 7) / 8 * 8;
     t.value_head = (d.value_head + 7) / 8 * 8;
     t.v_stride = t.value_head + 8;  // 8 t + g: a fragment's lanes in 32 banks
-    t.parts = ks.precision == Precision::tf32x3 ? 2 : 1;
     t.q_stride = t.head + 4;  // 4 g + t
     t.p_stride = t.keys + 4;
+    if (ks.precision == Precision::tf32x3) {
+      // Both parts staged (split once a tile, not by each warp reading them) where that keeps the SM's blocks:
+      // doubling the tiles' shared memory took a 64-dim head's 8-warp blocks from two an SM to one, and its
+      // kernel ran slower than splitting as read. Blocks an SM: by shared memory, and by registers at ~128 a thread.
+      AttentionTile parts = t;
+      parts.parts = 2;
+      if (parts.smem_bytes() > kMaxRowCache) parts.keys = 32, parts.p_stride = parts.keys + 4;
+      const int64_t by_registers = std::max<int64_t>(1, 65536 / (int64_t(ks.block) * 128));
+      auto blocks_an_sm = [&](const AttentionTile& x) { return std::min(by_registers, kMaxRowCache / x.smem_bytes()); };
+      if (blocks_an_sm(t) > blocks_an_sm(parts)) t.split_as_read = true;
+      else t = parts;
+    }
     if (t.smem_bytes() > kMaxRowCache) t.keys = 32, t.p_stride = t.keys + 4;
   } else {
     t.rows = 16 * int64_t(ks.items);

@@ -97,6 +97,20 @@ TEST(AttentionKernels, TheScheduleSpaceFitsSharedMemoryAndRegisters) {
   }
 }
 
+TEST(AttentionKernels, SplitTilesStageBothPartsOnlyWhereTheSmKeepsItsBlocks) {
+  // tf32x3: a 64-dim head's both parts would take an 8-warp block's shared memory from 105 to 176 KB (two blocks an
+  // SM to one): split as read; a 128-dim head's blocks are one an SM either way: both parts staged.
+  for (auto [head, split_as_read] : {std::pair{64, true}, std::pair{128, false}}) {
+    GraphAnalysis analysis(graph_from_json(testing::attention_graph({"h", {2}, 256, 256, head, head})));
+    const KernelGroup& grp = attention_group(analysis);
+    const AttentionTile t = attention_tile(grp, {Strategy::mma, 256, 1, 1, 1, RowCache::none, Precision::tf32x3});
+    EXPECT_EQ(t.split_as_read, split_as_read) << head;
+    EXPECT_EQ(t.parts, split_as_read ? 1 : 2) << head;
+    EXPECT_LE(t.smem_bytes(), kMaxRowCache) << head;
+    EXPECT_FALSE(attention_tile(grp, {Strategy::mma, 256, 1, 1, 1, RowCache::none, Precision::tf32}).split_as_read) << head;
+  }
+}
+
 TEST(AttentionKernels, CompileForAmpereAdaAndHopper) {
   // Every schedule of every case for Hopper; Ampere and Ada (no sm_90 features used) the defaults of the larger.
   for (const char* arch : {"sm_80", "sm_89", "sm_90"}) {

@@ -74,10 +74,17 @@ std::vector<AttentionCase> small_attention_cases() {
                                     {"bool_mask", {2, 2}, 17, 29, 16, 16, Mask::bool_input},
                                     {"additive_mask", {2}, 21, 67, 32, 8, Mask::additive},
                                     {"kt_stored_shared_v", {2, 2}, 19, 23, 5, 7, Mask::none, false, true},
-                                    {"one_head", {}, 35, 9, 4, 70}};
+                                    {"one_head", {}, 35, 9, 4, 70},
+                                    {"head_64", {1}, 20, 24, 64, 64}};  // tf32x3 split as read (AttentionTile)
   AttentionCase f16{"f16_causal", {2}, 40, 70, 16, 24, Mask::causal}, bf16{"bf16_kt_stored", {2, 2}, 19, 23, 5, 7};
   f16.dtype = "f16", bf16.dtype = "bf16", bf16.k_rows = false;
   out.push_back(f16), out.push_back(bf16);
+  // 16-bit tiles by copies (emit_attention.cpp, stage_by_copies): a head of 24 (its chunk 3 of 4 a pad of zeros)
+  // over three key tiles, the last partial; V shared by every head (a batch stride of 0).
+  AttentionCase padded{"f16_head_24_additive", {2}, 33, 130, 24, 16, Mask::additive},
+      shared{"bf16_causal_shared_v", {2, 2}, 45, 45, 32, 40, Mask::causal, true, true};
+  padded.dtype = "f16", shared.dtype = "bf16";
+  out.push_back(padded), out.push_back(shared);
   return out;
 }
 
@@ -89,9 +96,10 @@ std::vector<AttentionCase> gpu_attention_cases() {
   out.push_back({"d128_cross", {2, 2}, 300, 777, 128, 128, Mask::bool_input});
   out.push_back({"d256", {2}, 200, 200, 256, 256});
   for (const char* dtype : {"f16", "bf16"}) {
-    AttentionCase h{std::string(dtype) + "_d64_1024_causal", {2, 4}, 1024, 1024, 64, 64, Mask::causal};
-    h.dtype = dtype;
-    out.push_back(h);
+    AttentionCase h{std::string(dtype) + "_d64_1024_causal", {2, 4}, 1024, 1024, 64, 64, Mask::causal},
+        cross{std::string(dtype) + "_d128_cross", {2, 2}, 300, 777, 128, 128, Mask::bool_input};
+    h.dtype = cross.dtype = dtype;
+    out.push_back(h), out.push_back(cross);
   }
   return out;
 }

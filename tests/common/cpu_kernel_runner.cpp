@@ -82,6 +82,17 @@ template <int E, class F> void kf_mma_emulated(float* c, const unsigned* a, cons
   }
   kf_barrier->arrive_and_wait();
 }
+// ldmatrix .x2 .trans for kernels whose every thread of the block reaches it together: each lane posts its row's
+// address, the block meets, each lane gathers its values from its warp's lanes 0-15, the block meets again.
+inline void kf_ldmatrix_trans_emulated(unsigned* r, const unsigned short* row) {
+  static const unsigned short* posted[1024];
+  posted[threadIdx.x] = row;
+  kf_barrier->arrive_and_wait();
+  const unsigned warp = threadIdx.x & ~31u, g = (threadIdx.x & 31u) >> 2, t = threadIdx.x & 3u;
+  for (unsigned m = 0; m < 2; ++m)
+    r[m] = unsigned(posted[warp + 8 * m + 2 * t][g]) | unsigned(posted[warp + 8 * m + 2 * t + 1][g]) << 16;
+  kf_barrier->arrive_and_wait();
+}
 )";
 
 }  // namespace
@@ -102,7 +113,7 @@ void run_on_cpu(const PlanKernel& k, const std::vector<float*>& args, int64_t gr
                                << "    std::vector<std::thread> threads;\n"
                                << "    for (int i = 0; i < block; ++i) threads.emplace_back([a, i, b] { threadIdx.x = unsigned(i); blockIdx.x = unsigned(b); "
                                << call << "); });\n    for (auto& t : threads) t.join();\n  }\n}\n";
-  const std::string cmd = "c++ -std=c++20 -O1 -shared -fPIC -pthread -Wno-unknown-pragmas -o " + stem + ".so " + stem + ".cpp";
+  const std::string cmd = "c++ -std=c++20 -O1 -shared -fPIC -pthread -Wno-unknown-pragmas -Wno-stringop-overflow -o " + stem + ".so " + stem + ".cpp";
   if (std::system(cmd.c_str()) != 0) throw std::runtime_error("the host compiler failed on " + stem + ".cpp");
   void* lib = dlopen((stem + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) throw std::runtime_error(dlerror());
