@@ -411,6 +411,15 @@ template <bool BF16> __device__ __forceinline__ void kf_mma16(float* c, const un
 template <bool BF16> __device__ __forceinline__ unsigned kf_pack_half2(float lo, float hi) {
   return unsigned(BF16 ? kf_to_bf16(lo) : kf_to_f16(lo)) | unsigned(BF16 ? kf_to_bf16(hi) : kf_to_f16(hi)) << 16;
 }
+// The same pair as two: big, the values rounded to the dtype, and small, what that rounding dropped, rounded too (a
+// bf16 attention's probabilities: their 8 significant bits alone put its outputs past 1e-2 where the scores are
+// large, as PyTorch's own bf16 attention's are; big + small keeps ~16 bits for a second product).
+template <bool BF16> __device__ __forceinline__ void kf_split_half2(float lo, float hi, unsigned& big, unsigned& small) {
+  const unsigned short l = BF16 ? kf_to_bf16(lo) : kf_to_f16(lo), h = BF16 ? kf_to_bf16(hi) : kf_to_f16(hi);
+  big = unsigned(l) | unsigned(h) << 16;
+  const float dl = lo - (BF16 ? kf_from_bf16(l) : kf_from_f16(l)), dh = hi - (BF16 ? kf_from_bf16(h) : kf_from_f16(h));
+  small = kf_pack_half2<BF16>(dl, dh);
+}
 // Two 8 x 8 tiles of 16-bit values from shared memory into a warp's registers, transposed (ldmatrix .x2 .trans): lanes
 // 0-7 name the rows of the first tile, lanes 8-15 the second's (16-byte aligned); lane 4 g + t receives, of tile m,
 // rows 2t and 2t + 1 of column g in r[m] (the lower row in the low half): kf_mma16's b fragment of the rows k .. k + 15

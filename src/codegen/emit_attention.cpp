@@ -431,8 +431,8 @@ PlanKernel tensor_core_kernel(Attention& a, const std::string& name) {
 // Strategy mma on a half-precision task's own 16-bit values (fp16 or bf16, mma.sync.m16n8k16; FlashAttention-2's
 // loop): warps and lanes as tensor_core_kernel's. K's and V's tiles are double-buffered: the next tile's copies are
 // issued (asynchronous where the operand allows: stage_by_copies) before this tile's products. The probabilities,
-// rounded to the dtype as PyTorch's flash attention rounds them, go from the scores' accumulators to the second
-// product's a fragments in registers: the accumulators of keys 16 j .. + 7 and 16 j + 8 .. + 15 are, packed in pairs,
+// rounded to fp16 as PyTorch's flash attention rounds them (in bf16, as two parts: kf_split_half2), go from the
+// scores' accumulators to the second product's a fragments in registers: the accumulators of keys 16 j .. + 7 and 16 j + 8 .. + 15 are, packed in pairs,
 // the a fragment of keys 16 j .. + 15. V's b fragments come from its row-major tile through ldmatrix's transpose.
 PlanKernel half_kernel(Attention& a, const std::string& name) {
   const AttentionTile& t = a.t;
@@ -486,11 +486,22 @@ PlanKernel half_kernel(Attention& a, const std::string& name) {
   b += "      l[h] = l[h] * alpha + sum;\n";
   b += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) o[n][2 * h] *= alpha, o[n][2 * h + 1] *= alpha;\n    }\n";
   // The output: 16 keys a step, the probabilities' a fragment from two score tiles, V's b fragments by ldmatrix.
+  // bf16: the probabilities as two parts (kf_split_half2), a second product for the small one.
+  const bool split_p = a.ks.precision == Precision::bf16;
   b += "#pragma unroll\n    for (int j = 0; j < " + std::to_string(t.keys / 16) + "; ++j) {\n";
-  b += "      const unsigned pa[4] = {" + pack + "(sc[2 * j][0], sc[2 * j][1]), " + pack + "(sc[2 * j][2], sc[2 * j][3]),\n";
-  b += "                              " + pack + "(sc[2 * j + 1][0], sc[2 * j + 1][1]), " + pack + "(sc[2 * j + 1][2], sc[2 * j + 1][3])};\n";
+  if (split_p) {
+    b += "      unsigned pa[4], ps[4];\n";
+    for (int i = 0; i < 4; ++i) {
+      const std::string tile = i < 2 ? "2 * j" : "2 * j + 1", e = i % 2 ? "2], sc[" + tile + "][3" : "0], sc[" + tile + "][1";
+      b += "      kf_split_half2<true>(sc[" + tile + "][" + e + "], pa[" + std::to_string(i) + "], ps[" + std::to_string(i) + "]);\n";
+    }
+  } else {
+    b += "      const unsigned pa[4] = {" + pack + "(sc[2 * j][0], sc[2 * j][1]), " + pack + "(sc[2 * j][2], sc[2 * j][3]),\n";
+    b += "                              " + pack + "(sc[2 * j + 1][0], sc[2 * j + 1][1]), " + pack + "(sc[2 * j + 1][2], sc[2 * j + 1][3])};\n";
+  }
   b += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) {\n        unsigned vb[2];\n";
   b += "        kf_ldmatrix_x2_trans(vb, &Vc[(16 * j + (lane & 15)) * " + VS + " + 8 * n]);\n";
+  if (split_p) b += "        " + mma + "(o[n], ps, vb);\n";
   b += "        " + mma + "(o[n], pa, vb);\n      }\n    }\n";
   b += "    __syncthreads();  // this tile's K and V read: the next iteration's copies overwrite them\n  }\n";
   b += "#pragma unroll\n  for (int n = 0; n < " + NV + "; ++n)\n#pragma unroll\n    for (int e = 0; e < 4; ++e)\n";

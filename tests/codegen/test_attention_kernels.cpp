@@ -138,7 +138,12 @@ TEST(AttentionKernels, MatchTheInterpreterOnTheCpu) {
   for (const AttentionCase& c : testing::small_attention_cases()) {
     const Graph g = graph_from_json(testing::attention_graph(c));
     std::mt19937_64 rng(7);
-    const auto inputs = testing::random_values(g, g.inputs, rng);
+    auto inputs = testing::random_values(g, g.inputs, rng);
+    // bf16 at the verifier's 4x scale (scores 16x larger, sharper softmaxes): where the probabilities' 8 bits alone
+    // put results past the tolerance (kf_split_half2). Exact: a power of two.
+    if (c.dtype == "bf16")
+      for (HostTensor& t : inputs)
+        for (double& x : t.data) x *= 4;
     const HostTensor want = interpret(decompose(g), inputs, {})[0];
     GraphAnalysis analysis(g);
     const KernelGroup& grp = attention_group(analysis);
@@ -157,9 +162,9 @@ TEST(AttentionKernels, MatchTheInterpreterOnTheCpu) {
         testing::run_on_cpu(k, args, k.grid);
       }
       // TF32 rounds the operands to 11 significant bits; the split (tf32x3) and the CUDA cores keep fp32's. A 16-bit
-      // result may round the other way from the reference's (an ulp: 2^-10 in f16, 2^-7 in bf16), and the 16-bit
-      // products round the probabilities to the dtype.
-      const double tol = c.dtype == "bf16" ? 2e-2 : c.dtype == "f16" ? 3e-3 : ks.precision == Precision::tf32 ? 5e-3 : 2e-5;
+      // result may round the other way from the reference's (an ulp: 2^-10 in f16, 2^-7 in bf16), and fp16's products
+      // round the probabilities to the dtype (bf16's keep two parts of them: one part alone misses 5e-3 here).
+      const double tol = c.dtype == "bf16" ? 5e-3 : c.dtype == "f16" ? 3e-3 : ks.precision == Precision::tf32 ? 5e-3 : 2e-5;
       EXPECT_EQ(testing::mismatches(testing::output_values(p, h), want, tol), "") << c.name << " " << to_json(ks).dump();
       ++ran;
     }

@@ -38,9 +38,9 @@ TEST(GpuAttention, EveryScheduleMatchesTheInterpreter) {
       Schedule s;
       s.kernels[grp.key] = ks;
       LoadedPlan lp(lower(analysis, s), compiler);
-      // TF32: 11 significant bits an operand; 16-bit results: an ulp of the dtype, and the 16-bit products' rounded
-      // probabilities.
-      const double tol = c.dtype == "bf16" ? 2e-2 : c.dtype == "f16" ? 3e-3 : ks.precision == Precision::tf32 ? 5e-3 : 1e-4;
+      // TF32: 11 significant bits an operand; 16-bit results: an ulp of the dtype, and fp16's rounded probabilities
+      // (bf16's in two parts: its result's own rounding, half an ulp, dominates).
+      const double tol = c.dtype == "bf16" ? 5e-3 : c.dtype == "f16" ? 3e-3 : ks.precision == Precision::tf32 ? 5e-3 : 1e-4;
       ASSERT_EQ(testing::run_and_replay(lp, dev, stream, expected[0], tol), "") << c.name << " schedule " << to_json(ks).dump();
       ++checked;
     }
