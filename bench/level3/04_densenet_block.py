@@ -3,7 +3,7 @@ sees the concatenation of every earlier layer's output; the transition halves th
 import torch
 import torch.nn as nn
 
-BATCH = 10
+BATCH = 25
 
 
 class DenseLayer(nn.Module):

@@ -3,7 +3,7 @@ with ceil_mode between them, and a 1x1 convolution classifier averaged over the 
 import torch
 import torch.nn as nn
 
-BATCH = 10
+BATCH = 25
 
 
 class Fire(nn.Module):

@@ -3,7 +3,7 @@ the same input and concatenated along the channels, two modules in a row."""
 import torch
 import torch.nn as nn
 
-BATCH = 10
+BATCH = 64
 
 
 def conv_relu(cin, cout, k):

@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-BATCH, SEQ, EMBED, HEADS = 8, 256, 512, 8
+BATCH, SEQ, EMBED, HEADS = 48, 256, 512, 8
 
 
 class CausalSelfAttention(nn.Module):

@@ -4,7 +4,7 @@ import torch
 import torch.nn as nn
 from einops import rearrange, repeat
 
-BATCH, IMAGE, PATCH, DIM, HEADS, LAYERS, CLASSES = 8, 224, 16, 384, 6, 2, 1000
+BATCH, IMAGE, PATCH, DIM, HEADS, LAYERS, CLASSES = 32, 224, 16, 384, 6, 2, 1000
 
 
 class Layer(nn.Module):

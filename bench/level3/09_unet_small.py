@@ -3,7 +3,7 @@ two upsampling stages (a transposed convolution, the skip connection concatenate
 import torch
 import torch.nn as nn
 
-BATCH = 8
+BATCH = 24
 
 
 def double_conv(cin, cout):

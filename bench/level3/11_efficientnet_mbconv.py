@@ -5,7 +5,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-BATCH = 16
+BATCH = 32
 
 
 class MBConv(nn.Module):

@@ -3,7 +3,7 @@ BatchNorm, the halves concatenated and shuffled (reshape, transpose, reshape).""
 import torch
 import torch.nn as nn
 
-BATCH = 16
+BATCH = 64
 
 
 def shuffle(x, groups):

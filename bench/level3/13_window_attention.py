@@ -4,7 +4,7 @@ MLP. The loop over blocks and the shape arithmetic are what torch.fx's symbolic 
 import torch
 import torch.nn as nn
 
-BATCH, SIZE, DIM, HEADS, WINDOW, BLOCKS = 8, 56, 96, 3, 7, 2
+BATCH, SIZE, DIM, HEADS, WINDOW, BLOCKS = 32, 56, 96, 3, 7, 2
 
 
 def windows(x, w):

@@ -3,7 +3,7 @@ the hidden state carried through tanh(x_t W + h U + b), and a linear readout of 
 import torch
 import torch.nn as nn
 
-BATCH, STEPS, INPUT, HIDDEN = 32, 16, 128, 256
+BATCH, STEPS, INPUT, HIDDEN = 32, 48, 128, 256
 
 
 class Model(nn.Module):

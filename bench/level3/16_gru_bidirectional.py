@@ -1,9 +1,9 @@
 """A bidirectional GRU encoder returning its final hidden states (h_n of both directions and both layers), with
-initial states given: two layers of 128, sequence first, 96 steps."""
+initial states given: two layers of 128, sequence first, 384 steps."""
 import torch
 import torch.nn as nn
 
-STEPS, BATCH, FEATURES, HIDDEN = 96, 32, 48, 128
+STEPS, BATCH, FEATURES, HIDDEN = 384, 32, 48, 128
 
 
 class Model(nn.Module):

@@ -4,7 +4,7 @@ pooling and a classifier."""
 import torch
 import torch.nn as nn
 
-BATCH = 8
+BATCH = 16
 
 
 class Bottleneck(nn.Module):

@@ -4,7 +4,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-BATCH, SEQ, EMBED, HEADS, LAYERS = 4, 512, 768, 12, 2
+BATCH, SEQ, EMBED, HEADS, LAYERS = 8, 512, 768, 12, 2
 
 
 class Block(nn.Module):

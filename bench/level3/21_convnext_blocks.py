@@ -4,7 +4,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-BATCH, DIM, SIZE, BLOCKS = 16, 96, 56, 3
+BATCH, DIM, SIZE, BLOCKS = 32, 96, 56, 3
 
 
 class Block(nn.Module):

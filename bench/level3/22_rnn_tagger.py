@@ -3,7 +3,7 @@ then a linear layer on every step's output."""
 import torch
 import torch.nn as nn
 
-BATCH, STEPS, FEATURES, HIDDEN, TAGS = 32, 64, 128, 256, 17
+BATCH, STEPS, FEATURES, HIDDEN, TAGS = 32, 256, 128, 256, 17
 
 
 class Model(nn.Module):

@@ -3,7 +3,7 @@ target sequence (given as input) and predicts each next token's scores through a
 import torch
 import torch.nn as nn
 
-BATCH, SOURCE, TARGET, FEATURES, HIDDEN, VOCAB = 16, 48, 32, 96, 192, 500
+BATCH, SOURCE, TARGET, FEATURES, HIDDEN, VOCAB = 16, 192, 128, 96, 192, 500
 
 
 class Model(nn.Module):

@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-BATCH, STEPS, DIM, INNER, KERNEL = 8, 256, 256, 512, 4
+BATCH, STEPS, DIM, INNER, KERNEL = 80, 256, 256, 512, 4
 # Decays near 1 (a_t of about 0.98): the cumulative log-decay over 256 steps stays within float32's exp range.
 DECAY_SCALE = 1 / 32
 

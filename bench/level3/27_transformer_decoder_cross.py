@@ -4,7 +4,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-BATCH, SEQ, MEMORY, EMBED, HEADS, LAYERS = 8, 256, 512, 512, 8, 2
+BATCH, SEQ, MEMORY, EMBED, HEADS, LAYERS = 24, 256, 512, 512, 8, 2
 
 
 def heads(z):

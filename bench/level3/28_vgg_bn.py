@@ -4,7 +4,7 @@ linear classifier."""
 import torch
 import torch.nn as nn
 
-BATCH, IMAGE, CLASSES = 16, 112, 100
+BATCH, IMAGE, CLASSES = 48, 112, 100
 STAGES = [(64, 2), (128, 2), (256, 3)]
 
 

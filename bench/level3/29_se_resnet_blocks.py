@@ -4,7 +4,7 @@ and ReLU; the first block projects its shortcut."""
 import torch
 import torch.nn as nn
 
-BATCH, CHANNELS, SIZE, WIDTH, EXPANDED, REDUCTION = 16, 256, 28, 128, 512, 16
+BATCH, CHANNELS, SIZE, WIDTH, EXPANDED, REDUCTION = 64, 256, 28, 128, 512, 16
 
 
 class SEBottleneck(nn.Module):

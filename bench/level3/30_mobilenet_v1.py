@@ -4,7 +4,7 @@ classifier."""
 import torch
 import torch.nn as nn
 
-BATCH, IMAGE, CLASSES = 16, 160, 1000
+BATCH, IMAGE, CLASSES = 48, 160, 1000
 BLOCKS = [(32, 64, 1), (64, 128, 2), (128, 128, 1), (128, 256, 2), (256, 256, 1), (256, 512, 2), (512, 512, 1)]
 
 

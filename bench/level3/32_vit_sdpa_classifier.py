@@ -5,7 +5,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-BATCH, IMAGE, PATCH, DIM, HEADS, LAYERS, CLASSES = 16, 224, 16, 384, 6, 4, 1000
+BATCH, IMAGE, PATCH, DIM, HEADS, LAYERS, CLASSES = 32, 224, 16, 384, 6, 4, 1000
 TOKENS = (IMAGE // PATCH) ** 2 + 1
 
 

@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-BATCH, SEQ, DIM, INNER, KERNEL = 8, 512, 512, 1024, 4
+BATCH, SEQ, DIM, INNER, KERNEL = 24, 512, 512, 1024, 4
 
 
 class Model(nn.Module):

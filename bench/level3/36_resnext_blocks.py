@@ -3,7 +3,7 @@ convolution, each with BatchNorm, ReLU between, and an identity residual."""
 import torch
 import torch.nn as nn
 
-BATCH, CHANNELS, SIZE, WIDTH, GROUPS = 16, 256, 56, 128, 32
+BATCH, CHANNELS, SIZE, WIDTH, GROUPS = 64, 256, 56, 128, 32
 
 
 class Block(nn.Module):

@@ -4,7 +4,7 @@ channels; two modules in a row."""
 import torch
 import torch.nn as nn
 
-BATCH, CHANNELS, SIZE, MID = 32, 768, 17, 128
+BATCH, CHANNELS, SIZE, MID = 64, 768, 17, 128
 
 
 def conv(cin, cout, k, p):
