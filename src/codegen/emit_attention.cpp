@@ -387,6 +387,36 @@ TensorCoreProducts tf32_products(const Attention& a) {
   return p;
 }
 
+// Both tensor-core kernels' lanes (lane 4 g + t of warp w) and their state: each of rows g and g + 8's running max
+// m and sum l, and the output's Dv / 8 accumulator tiles.
+std::string warp_state(const AttentionTile& t) {
+  const std::string NV = std::to_string(t.value_head / 8);
+  std::string b = "  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;\n";
+  b += "  const int r0 = 16 * warp;  // the warp's rows of the block's\n";
+  b += "  float m[2], l[2], o[" + NV + "][4];\n";
+  b += "  m[0] = m[1] = -KF_INF, l[0] = l[1] = 0.f;\n";
+  return b + "#pragma unroll\n  for (int n = 0; n < " + NV + "; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;\n";
+}
+
+// What both tensor-core kernels do with a key tile's scores sc[keys / 8][4] (the mma accumulators' layout): the
+// model's elementwise work at each score's coordinates, then, for rows g (h = 0) and g + 8 (h = 1), each row's max
+// and sum over its four lanes, the running statistics and the output so far rescaled, each probability p = exp(s -
+// base) (`exp`, a function of one float) kept by `keep` (a statement naming p, n, e and h).
+std::string warp_softmax(Attention& a, const std::string& exp, const std::string& keep) {
+  const std::string NK = std::to_string(a.t.keys / 8), NV = std::to_string(a.t.value_head / 8);
+  std::string b = "#pragma unroll\n    for (int n = 0; n < " + NK + "; ++n)\n#pragma unroll\n      for (int e = 0; e < 4; ++e)\n";
+  b += a.score("q0 + r0 + g + 8 * (e >> 1)", "k0 + 8 * n + 2 * t + (e & 1)", "sc[n][e]", "        ");
+  b += "#pragma unroll\n    for (int h = 0; h < 2; ++h) {\n      float mx = -KF_INF;\n";
+  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) mx = fmaxf(mx, fmaxf(sc[n][2 * h], sc[n][2 * h + 1]));\n";
+  b += "      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));\n      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));\n";
+  b += "      float alpha, sum = 0.f;\n      const float base = kf_online_max(m[h], mx, alpha);\n";
+  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n)\n#pragma unroll\n        for (int e = 2 * h; e < 2 * h + 2; ++e) {\n";
+  b += "          const float p = " + exp + "(sc[n][e] - base);\n          sum += p;\n          " + keep + "\n        }\n";
+  b += "      sum += __shfl_xor_sync(0xffffffffu, sum, 1);\n      sum += __shfl_xor_sync(0xffffffffu, sum, 2);\n";
+  b += "      l[h] = l[h] * alpha + sum;\n";
+  return b + "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) o[n][2 * h] *= alpha, o[n][2 * h + 1] *= alpha;\n    }\n";
+}
+
 // Strategy mma in TF32: warp w owns rows 16 w .. + 15 of the block's; lane 4 g + t holds, of each 8-key (or 8-column)
 // tile, rows g and g + 8, columns 2 t and 2 t + 1 (the mma accumulators' layout).
 PlanKernel tensor_core_kernel(Attention& a, const std::string& name) {
@@ -395,11 +425,7 @@ PlanKernel tensor_core_kernel(Attention& a, const std::string& name) {
                     NK = std::to_string(t.keys / 8);
   const TensorCoreProducts products = tf32_products(a);
   std::string b = a.opening();
-  b += "  const int warp = threadIdx.x >> 5, g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;\n";
-  b += "  const int r0 = 16 * warp;  // the warp's rows of the block's\n";
-  b += "  float m[2], l[2], o[" + NV + "][4];\n";
-  b += "  m[0] = m[1] = -KF_INF, l[0] = l[1] = 0.f;\n";
-  b += "#pragma unroll\n  for (int n = 0; n < " + NV + "; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;\n";
+  b += warp_state(t);
   b += "  for (i64 k0 = 0; k0 < kend; k0 += " + KEYS + ") {\n";
   b += "    __syncthreads();  // the last tile's reads of K's and V's are done (and Q's is written)\n";
   b += a.stage_keys("k0", "Ks", "Vs") + "    __syncthreads();\n";
@@ -407,19 +433,7 @@ PlanKernel tensor_core_kernel(Attention& a, const std::string& name) {
   b += "    float sc[" + NK + "][4];\n";
   b += "#pragma unroll\n    for (int n = 0; n < " + NK + "; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;\n";
   b += products.scores;
-  b += "#pragma unroll\n    for (int n = 0; n < " + NK + "; ++n)\n#pragma unroll\n      for (int e = 0; e < 4; ++e)\n";
-  b += a.score("q0 + r0 + g + 8 * (e >> 1)", "k0 + 8 * n + 2 * t + (e & 1)", "sc[n][e]", "        ");
-  // Rows g (h = 0) and g + 8 (h = 1): each row's max and sum over its four lanes, the statistics updated.
-  b += "#pragma unroll\n    for (int h = 0; h < 2; ++h) {\n      float mx = -KF_INF;\n";
-  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) mx = fmaxf(mx, fmaxf(sc[n][2 * h], sc[n][2 * h + 1]));\n";
-  b += "      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));\n      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));\n";
-  b += "      float alpha, sum = 0.f;\n      const float base = kf_online_max(m[h], mx, alpha);\n";
-  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n)\n#pragma unroll\n        for (int e = 2 * h; e < 2 * h + 2; ++e) {\n";
-  b += "          const float p = expf(sc[n][e] - base);\n          sum += p;\n";
-  b += "          Ps[(r0 + g + 8 * h) * " + PS + " + 8 * n + 2 * t + (e & 1)] = " + products.probability + ";\n        }\n";
-  b += "      sum += __shfl_xor_sync(0xffffffffu, sum, 1);\n      sum += __shfl_xor_sync(0xffffffffu, sum, 2);\n";
-  b += "      l[h] = l[h] * alpha + sum;\n";
-  b += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) o[n][2 * h] *= alpha, o[n][2 * h + 1] *= alpha;\n    }\n";
+  b += warp_softmax(a, "expf", "Ps[(r0 + g + 8 * h) * " + PS + " + 8 * n + 2 * t + (e & 1)] = " + products.probability + ";");
   b += "    __syncwarp();  // the warp's probabilities, written by its lanes, read by its lanes\n";
   b += products.values;
   b += "    __syncwarp();  // read before the next tile's probabilities overwrite them\n  }\n";
@@ -432,8 +446,9 @@ PlanKernel tensor_core_kernel(Attention& a, const std::string& name) {
 // loop): warps and lanes as tensor_core_kernel's. K's and V's tiles are double-buffered: the next tile's copies are
 // issued (asynchronous where the operand allows: stage_by_copies) before this tile's products. The probabilities,
 // rounded to fp16 as PyTorch's flash attention rounds them (in bf16, as two parts: kf_split_half2), go from the
-// scores' accumulators to the second product's a fragments in registers: the accumulators of keys 16 j .. + 7 and 16 j + 8 .. + 15 are, packed in pairs,
-// the a fragment of keys 16 j .. + 15. V's b fragments come from its row-major tile through ldmatrix's transpose.
+// scores' accumulators to the second product's a fragments in registers: the accumulators of keys 16 j .. + 7 and
+// 16 j + 8 .. + 15 are, packed in pairs, the a fragment of keys 16 j .. + 15. V's b fragments come from its row-major
+// tile through ldmatrix's transpose.
 PlanKernel half_kernel(Attention& a, const std::string& name) {
   const AttentionTile& t = a.t;
   const std::string QS = std::to_string(t.q_stride), VS = std::to_string(t.v_stride), KEYS = std::to_string(t.keys),
@@ -446,11 +461,7 @@ PlanKernel half_kernel(Attention& a, const std::string& name) {
   std::string b = a.opening();
   b += "  if (kend > 0) {\n" + a.stage_keys("0", "Ks", "Vs") + "  }\n";
   b += "  kf_copy_async_commit();  // Q's copies and the first key tile's\n";
-  b += "  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;\n";
-  b += "  const int r0 = 16 * warp;  // the warp's rows of the block's\n";
-  b += "  float m[2], l[2], o[" + NV + "][4];\n";
-  b += "  m[0] = m[1] = -KF_INF, l[0] = l[1] = 0.f;\n";
-  b += "#pragma unroll\n  for (int n = 0; n < " + NV + "; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;\n";
+  b += warp_state(t);
   b += "  for (i64 k0 = 0, it = 0; k0 < kend; k0 += " + KEYS + ", ++it) {\n";
   b += "    const unsigned short* Kc = Ks + (it & 1) * " + K_TILE + ";\n";
   b += "    const unsigned short* Vc = Vs + (it & 1) * " + V_TILE + ";\n";
@@ -472,32 +483,19 @@ PlanKernel half_kernel(Attention& a, const std::string& name) {
   b += "        const unsigned kb[2] = {" + pair("Kc", "(8 * n + g) * " + QS + " + kk + 2 * t") + ", " +
        pair("Kc", "(8 * n + g) * " + QS + " + kk + 2 * t + 8") + "};\n";
   b += "        " + mma + "(sc[n], qa, kb);\n      }\n    }\n";
-  b += "#pragma unroll\n    for (int n = 0; n < " + NK + "; ++n)\n#pragma unroll\n      for (int e = 0; e < 4; ++e)\n";
-  b += a.score("q0 + r0 + g + 8 * (e >> 1)", "k0 + 8 * n + 2 * t + (e & 1)", "sc[n][e]", "        ");
-  // Rows g (h = 0) and g + 8 (h = 1): each row's max and sum over its four lanes, the statistics updated, the
-  // scores replaced by their probabilities.
-  b += "#pragma unroll\n    for (int h = 0; h < 2; ++h) {\n      float mx = -KF_INF;\n";
-  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) mx = fmaxf(mx, fmaxf(sc[n][2 * h], sc[n][2 * h + 1]));\n";
-  b += "      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));\n      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));\n";
-  b += "      float alpha, sum = 0.f;\n      const float base = kf_online_max(m[h], mx, alpha);\n";
-  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n)\n#pragma unroll\n        for (int e = 2 * h; e < 2 * h + 2; ++e) {\n";
-  b += "          sc[n][e] = kf_exp_approx(sc[n][e] - base);\n          sum += sc[n][e];\n        }\n";
-  b += "      sum += __shfl_xor_sync(0xffffffffu, sum, 1);\n      sum += __shfl_xor_sync(0xffffffffu, sum, 2);\n";
-  b += "      l[h] = l[h] * alpha + sum;\n";
-  b += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) o[n][2 * h] *= alpha, o[n][2 * h + 1] *= alpha;\n    }\n";
+  b += warp_softmax(a, "kf_exp_approx", "sc[n][e] = p;  // the scores replaced by their probabilities");
   // The output: 16 keys a step, the probabilities' a fragment from two score tiles, V's b fragments by ldmatrix.
   // bf16: the probabilities as two parts (kf_split_half2), a second product for the small one.
   const bool split_p = a.ks.precision == Precision::bf16;
+  // a's registers in order: rows g and g + 8 of keys 16 j + 2 t, + 1, then the same 8 keys on.
+  const std::string pairs[4] = {"sc[2 * j][0], sc[2 * j][1]", "sc[2 * j][2], sc[2 * j][3]", "sc[2 * j + 1][0], sc[2 * j + 1][1]",
+                                "sc[2 * j + 1][2], sc[2 * j + 1][3]"};
   b += "#pragma unroll\n    for (int j = 0; j < " + std::to_string(t.keys / 16) + "; ++j) {\n";
-  if (split_p) {
-    b += "      unsigned pa[4], ps[4];\n";
-    for (int i = 0; i < 4; ++i) {
-      const std::string tile = i < 2 ? "2 * j" : "2 * j + 1", e = i % 2 ? "2], sc[" + tile + "][3" : "0], sc[" + tile + "][1";
-      b += "      kf_split_half2<true>(sc[" + tile + "][" + e + "], pa[" + std::to_string(i) + "], ps[" + std::to_string(i) + "]);\n";
-    }
-  } else {
-    b += "      const unsigned pa[4] = {" + pack + "(sc[2 * j][0], sc[2 * j][1]), " + pack + "(sc[2 * j][2], sc[2 * j][3]),\n";
-    b += "                              " + pack + "(sc[2 * j + 1][0], sc[2 * j + 1][1]), " + pack + "(sc[2 * j + 1][2], sc[2 * j + 1][3])};\n";
+  b += split_p ? "      unsigned pa[4], ps[4];\n" : "      unsigned pa[4];\n";
+  for (int i = 0; i < 4; ++i) {
+    const std::string at = std::string("[").append(std::to_string(i)).append("]");
+    b += split_p ? "      kf_split_half2<true>(" + pairs[i] + ", pa" + at + ", ps" + at + ");\n"
+                 : "      pa" + at + " = " + pack + "(" + pairs[i] + ");\n";
   }
   b += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) {\n        unsigned vb[2];\n";
   b += "        kf_ldmatrix_x2_trans(vb, &Vc[(16 * j + (lane & 15)) * " + VS + " + 8 * n]);\n";

@@ -217,6 +217,8 @@ constexpr int64_t kMaxDirectConvTaps = 64;
 // Shared memory a row cache takes for `buffers` cached f32 row buffers; at most kMaxRowCache (H100/H200
 // allow 227 KB of dynamic shared memory per block).
 constexpr int64_t kMaxRowCache = 227 * 1024;
+// 32-bit registers an SM holds (sm_80 to sm_90 alike).
+constexpr int64_t kRegistersAnSm = 65536;
 // Row elements a thread keeps in registers, over all cached buffers (64 registers of the 255 a thread has).
 constexpr int64_t kMaxRegisterRow = 64;
 // A bulk-copied row's shortest length: its middle, 16-byte aligned at both ends, is then never empty (threads

@@ -245,7 +245,7 @@ AttentionTile attention_tile(const KernelGroup& g, const KernelSchedule& ks) {
       AttentionTile parts = t;
       parts.parts = 2;
       if (parts.smem_bytes() > kMaxRowCache) parts.keys = 32, parts.p_stride = parts.keys + 4;
-      const int64_t by_registers = std::max<int64_t>(1, 65536 / (int64_t(ks.block) * 128));
+      const int64_t by_registers = std::max<int64_t>(1, kRegistersAnSm / (int64_t(ks.block) * 128));
       auto blocks_an_sm = [&](const AttentionTile& x) { return std::min(by_registers, kMaxRowCache / x.smem_bytes()); };
       if (blocks_an_sm(t) > blocks_an_sm(parts)) t.split_as_read = true;
       else t = parts;

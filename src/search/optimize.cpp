@@ -248,8 +248,9 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
   // Then, for convolutions, the same in fp16 (16-bit copies made by those transposes, fp32 sums): tensor cores
   // at twice TF32's rate, where PyTorch's own convolutions run TF32; relaxed where every input set passes 1e-2,
   // strict where every set passes that tier (as measured with a sum, mean or logsumexp after the convolution).
-  // The fp16x3 opening is followed by the same with cuDNN's graph undoing the parts' scales and applying the folded
-  // bias and activation (library_epilogue; conv_epilogue.h), the transpose back then only transposing: the same
+  // That is the order of a graph of products; a graph with convolutions takes its calls' openings in another
+  // (below). The fp16x3 opening is followed by the same with cuDNN's graph undoing the parts' scales and applying
+  // the folded bias and activation (library_epilogue; conv_epilogue.h), the transpose back then only transposing: the same
   // passes, but cuDNN's runtime-fusion engine for that graph ran 1.2x faster than the engine it picks for the bare
   // convolution (1.65-1.91 ms against 2.06-2.33 ms on four conv chains). In fp16 the bare convolution's
   // engine won there (0.77 against 0.84 ms): that form stays in the space, not among the openings.
@@ -310,18 +311,31 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
         fp16_last.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::fp16, .layout = Layout::nhwc};
       }
   }
-  if (!tf32.kernels.empty()) queue.push_back(tf32);
-  if (!split_fp16.kernels.empty()) queue.push_back(split_fp16);
-  if (split_fp16_fused != split_fp16) queue.push_back(split_fp16_fused);  // some group is a convolution
-  if (split_fp16_last.channels_last) queue.push_back(split_fp16_last);
-  if (split_pieces != split_fp16) queue.push_back(split_pieces);  // some product's K is long
-  if (finer_pieces != split_fp16) queue.push_back(finer_pieces);  // some product's K is very long
-  if (!split.kernels.empty()) queue.push_back(split);
-  if (tf32_nhwc != tf32) {  // some group is a convolution
+  if (tf32_nhwc != tf32) {
+    // Some group is a convolution: each tier's usual winner first, so that the crossovers after the first openings
+    // (crossover.h) take their calls. Over 32 convolution chains the strict tier's fastest call was fp16x3 with
+    // cuDNN's epilogue on 19 (the default's fp32 on 6) and the relaxed tier's fp16 in channels last on 26, where
+    // TF32 on NCHW tensors (for most, cuDNN picks no tensor-core engine there) beat TF32 in channels last on 6;
+    // the crossovers then pair those calls with the unfused rest (a BatchNorm's statistics split across the GPU),
+    // which they met only with the default's fp32 call while those came fifth and seventh. The channels-last form
+    // after its default twins.
+    queue.push_back(split_fp16_fused);
+    queue.push_back(fp16_nhwc);
+    if (split_fp16_last.channels_last) queue.push_back(split_fp16_last);
+    if (fp16_last.channels_last) queue.push_back(fp16_last);
     queue.push_back(tf32_nhwc);
     if (tf32_last.channels_last) queue.push_back(tf32_last);
-    queue.push_back(fp16_nhwc);
-    if (fp16_last.channels_last) queue.push_back(fp16_last);
+    queue.push_back(split_fp16);
+    queue.push_back(tf32);
+    if (split_pieces != split_fp16) queue.push_back(split_pieces);  // some product's K is long
+    if (finer_pieces != split_fp16) queue.push_back(finer_pieces);  // some product's K is very long
+    if (!split.kernels.empty()) queue.push_back(split);
+  } else {
+    if (!tf32.kernels.empty()) queue.push_back(tf32);
+    if (!split_fp16.kernels.empty()) queue.push_back(split_fp16);
+    if (split_pieces != split_fp16) queue.push_back(split_pieces);  // some product's K is long
+    if (finer_pieces != split_fp16) queue.push_back(finer_pieces);  // some product's K is very long
+    if (!split.kernels.empty()) queue.push_back(split);
   }
   if (!fp16_products.kernels.empty()) queue.push_back(fp16_products);
   std::map<std::string, KernelSchedule> direct = direct_depthwise(analysis);
