@@ -373,7 +373,7 @@ TensorCoreProducts tf32_products(const Attention& a) {
   }
   p.scores += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) {\n";
   p.scores += fragment("k", "(8 * n + g) * " + QS + " + kk + t", "(8 * n + g) * " + QS + " + kk + t + 4");
-  p.scores += "        " + product("sc[n]", "q", "k") + "\n      }\n    }\n";
+  p.scores += "        " + product("sc[0][n]", "q", "k") + "\n      }\n    }\n";
   const std::string SPLIT = split ? "true" : "false";
   p.values = "    for (int kk = 0; kk < " + std::to_string(t.keys) + "; kk += 8) {\n      unsigned p_big[4], p_small[4];\n";
   p.values += "      kf_split(Ps[(r0 + g) * " + PS + " + kk + t], p_big[0], p_small[0], " + SPLIT + ");\n";
@@ -382,39 +382,57 @@ TensorCoreProducts tf32_products(const Attention& a) {
   p.values += "      kf_split(Ps[(r0 + g + 8) * " + PS + " + kk + t + 4], p_big[3], p_small[3], " + SPLIT + ");\n";
   p.values += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) {\n";
   p.values += fragment("v", "(kk + t) * " + VS + " + 8 * n + g", "(kk + t + 4) * " + VS + " + 8 * n + g");
-  p.values += "        " + product("o[n]", "p", "v") + "\n      }\n    }\n";
+  p.values += "        " + product("o[0][n]", "p", "v") + "\n      }\n    }\n";
   p.probability = "p";
   return p;
 }
 
-// Both tensor-core kernels' lanes (lane 4 g + t of warp w) and their state: each of rows g and g + 8's running max
-// m and sum l, and the output's Dv / 8 accumulator tiles.
-std::string warp_state(const AttentionTile& t) {
-  const std::string NV = std::to_string(t.value_head / 8);
+// Both tensor-core kernels' lanes (lane 4 g + t of warp w, whose rows are `tiles` tiles of 16 from r0) and their
+// state, for each tile: rows g and g + 8's running max m and sum l, and the output's Dv / 8 accumulator tiles o.
+std::string warp_state(const AttentionTile& t, int tiles) {
+  const std::string NV = std::to_string(t.value_head / 8), MT = std::to_string(tiles);
   std::string b = "  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;\n";
-  b += "  const int r0 = 16 * warp;  // the warp's rows of the block's\n";
-  b += "  float m[2], l[2], o[" + NV + "][4];\n";
-  b += "  m[0] = m[1] = -KF_INF, l[0] = l[1] = 0.f;\n";
-  return b + "#pragma unroll\n  for (int n = 0; n < " + NV + "; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;\n";
+  b += "  const int r0 = " + std::to_string(16 * tiles) + " * warp;  // the warp's rows of the block's\n";
+  b += "  float m[" + MT + "][2], l[" + MT + "][2], o[" + MT + "][" + NV + "][4];\n";
+  b += "#pragma unroll\n  for (int mt = 0; mt < " + MT + "; ++mt) {\n";
+  b += "    m[mt][0] = m[mt][1] = -KF_INF, l[mt][0] = l[mt][1] = 0.f;\n";
+  return b + "#pragma unroll\n    for (int n = 0; n < " + NV + "; ++n) o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.f;\n  }\n";
 }
 
-// What both tensor-core kernels do with a key tile's scores sc[keys / 8][4] (the mma accumulators' layout): the
+// The key tile's scores sc[tiles][keys / 8][4], zeroed for the products.
+std::string zeroed_scores(const AttentionTile& t, int tiles) {
+  const std::string NK = std::to_string(t.keys / 8), MT = std::to_string(tiles);
+  return "    float sc[" + MT + "][" + NK + "][4];\n#pragma unroll\n    for (int mt = 0; mt < " + MT +
+         "; ++mt)\n#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) sc[mt][n][0] = sc[mt][n][1] = sc[mt][n][2] = sc[mt][n][3] = 0.f;\n";
+}
+
+// What both tensor-core kernels do with a key tile's scores (the mma accumulators' layout), tile mt by tile: the
 // model's elementwise work at each score's coordinates, then, for rows g (h = 0) and g + 8 (h = 1), each row's max
 // and sum over its four lanes, the running statistics and the output so far rescaled, each probability p = exp(s -
-// base) (`exp`, a function of one float) kept by `keep` (a statement naming p, n, e and h).
-std::string warp_softmax(Attention& a, const std::string& exp, const std::string& keep) {
+// base) (`exp`, a function of one float) kept by `keep` (a statement naming p, mt, n, e and h).
+std::string warp_softmax(Attention& a, int tiles, const std::string& exp, const std::string& keep) {
   const std::string NK = std::to_string(a.t.keys / 8), NV = std::to_string(a.t.value_head / 8);
-  std::string b = "#pragma unroll\n    for (int n = 0; n < " + NK + "; ++n)\n#pragma unroll\n      for (int e = 0; e < 4; ++e)\n";
-  b += a.score("q0 + r0 + g + 8 * (e >> 1)", "k0 + 8 * n + 2 * t + (e & 1)", "sc[n][e]", "        ");
+  std::string b = "#pragma unroll\n    for (int mt = 0; mt < " + std::to_string(tiles) + "; ++mt) {\n";
+  b += "#pragma unroll\n    for (int n = 0; n < " + NK + "; ++n)\n#pragma unroll\n      for (int e = 0; e < 4; ++e)\n";
+  b += a.score("q0 + r0 + 16 * mt + g + 8 * (e >> 1)", "k0 + 8 * n + 2 * t + (e & 1)", "sc[mt][n][e]", "        ");
   b += "#pragma unroll\n    for (int h = 0; h < 2; ++h) {\n      float mx = -KF_INF;\n";
-  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) mx = fmaxf(mx, fmaxf(sc[n][2 * h], sc[n][2 * h + 1]));\n";
+  b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) mx = fmaxf(mx, fmaxf(sc[mt][n][2 * h], sc[mt][n][2 * h + 1]));\n";
   b += "      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));\n      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));\n";
-  b += "      float alpha, sum = 0.f;\n      const float base = kf_online_max(m[h], mx, alpha);\n";
+  b += "      float alpha, sum = 0.f;\n      const float base = kf_online_max(m[mt][h], mx, alpha);\n";
   b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n)\n#pragma unroll\n        for (int e = 2 * h; e < 2 * h + 2; ++e) {\n";
-  b += "          const float p = " + exp + "(sc[n][e] - base);\n          sum += p;\n          " + keep + "\n        }\n";
+  b += "          const float p = " + exp + "(sc[mt][n][e] - base);\n          sum += p;\n          " + keep + "\n        }\n";
   b += "      sum += __shfl_xor_sync(0xffffffffu, sum, 1);\n      sum += __shfl_xor_sync(0xffffffffu, sum, 2);\n";
-  b += "      l[h] = l[h] * alpha + sum;\n";
-  return b + "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) o[n][2 * h] *= alpha, o[n][2 * h + 1] *= alpha;\n    }\n";
+  b += "      l[mt][h] = l[mt][h] * alpha + sum;\n";
+  b += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) o[mt][n][2 * h] *= alpha, o[mt][n][2 * h + 1] *= alpha;\n    }\n";
+  return b + "    }\n";
+}
+
+// The result of every tile's rows: o over l.
+std::string warp_output(Attention& a, int tiles) {
+  const std::string NV = std::to_string(a.t.value_head / 8);
+  std::string b = "#pragma unroll\n  for (int mt = 0; mt < " + std::to_string(tiles) + "; ++mt)\n";
+  b += "#pragma unroll\n  for (int n = 0; n < " + NV + "; ++n)\n#pragma unroll\n    for (int e = 0; e < 4; ++e)\n";
+  return b + a.output("q0 + r0 + 16 * mt + g + 8 * (e >> 1)", "8 * n + 2 * t + (e & 1)", "o[mt][n][e] / l[mt][e >> 1]", "      ");
 }
 
 // Strategy mma in TF32: warp w owns rows 16 w .. + 15 of the block's; lane 4 g + t holds, of each 8-key (or 8-column)
@@ -425,20 +443,16 @@ PlanKernel tensor_core_kernel(Attention& a, const std::string& name) {
                     NK = std::to_string(t.keys / 8);
   const TensorCoreProducts products = tf32_products(a);
   std::string b = a.opening();
-  b += warp_state(t);
+  b += warp_state(t, 1);
   b += "  for (i64 k0 = 0; k0 < kend; k0 += " + KEYS + ") {\n";
   b += "    __syncthreads();  // the last tile's reads of K's and V's are done (and Q's is written)\n";
   b += a.stage_keys("k0", "Ks", "Vs") + "    __syncthreads();\n";
-  // Scores: 8 tiles of 8 keys.
-  b += "    float sc[" + NK + "][4];\n";
-  b += "#pragma unroll\n    for (int n = 0; n < " + NK + "; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;\n";
-  b += products.scores;
-  b += warp_softmax(a, "expf", "Ps[(r0 + g + 8 * h) * " + PS + " + 8 * n + 2 * t + (e & 1)] = " + products.probability + ";");
+  b += zeroed_scores(t, 1) + products.scores;
+  b += warp_softmax(a, 1, "expf", "Ps[(r0 + g + 8 * h) * " + PS + " + 8 * n + 2 * t + (e & 1)] = " + products.probability + ";");
   b += "    __syncwarp();  // the warp's probabilities, written by its lanes, read by its lanes\n";
   b += products.values;
   b += "    __syncwarp();  // read before the next tile's probabilities overwrite them\n  }\n";
-  b += "#pragma unroll\n  for (int n = 0; n < " + NV + "; ++n)\n#pragma unroll\n    for (int e = 0; e < 4; ++e)\n";
-  b += a.output("q0 + r0 + g + 8 * (e >> 1)", "8 * n + 2 * t + (e & 1)", "o[n][e] / l[e >> 1]", "      ");
+  b += warp_output(a, 1);
   return a.kernel(name, b, to_string(a.ks.precision) + " on the tensor cores");
 }
 
@@ -451,8 +465,9 @@ PlanKernel tensor_core_kernel(Attention& a, const std::string& name) {
 // tile through ldmatrix's transpose.
 PlanKernel half_kernel(Attention& a, const std::string& name) {
   const AttentionTile& t = a.t;
+  const int tiles = a.ks.items;  // 16-row tiles a warp: each K and V fragment loaded serves all of them
   const std::string QS = std::to_string(t.q_stride), VS = std::to_string(t.v_stride), KEYS = std::to_string(t.keys),
-                    NK = std::to_string(t.keys / 8), NV = std::to_string(t.value_head / 8);
+                    NK = std::to_string(t.keys / 8), NV = std::to_string(t.value_head / 8), MT = std::to_string(tiles);
   const std::string K_TILE = std::to_string(t.keys * t.q_stride), V_TILE = std::to_string(t.keys * t.v_stride);
   const std::string bf16 = a.ks.precision == Precision::bf16 ? "true" : "false";
   const std::string mma = "kf_mma16<" + bf16 + ">", pack = "kf_pack_half2<" + bf16 + ">";
@@ -461,7 +476,7 @@ PlanKernel half_kernel(Attention& a, const std::string& name) {
   std::string b = a.opening();
   b += "  if (kend > 0) {\n" + a.stage_keys("0", "Ks", "Vs") + "  }\n";
   b += "  kf_copy_async_commit();  // Q's copies and the first key tile's\n";
-  b += warp_state(t);
+  b += warp_state(t, tiles);
   b += "  for (i64 k0 = 0, it = 0; k0 < kend; k0 += " + KEYS + ", ++it) {\n";
   b += "    const unsigned short* Kc = Ks + (it & 1) * " + K_TILE + ";\n";
   b += "    const unsigned short* Vc = Vs + (it & 1) * " + V_TILE + ";\n";
@@ -472,41 +487,45 @@ PlanKernel half_kernel(Attention& a, const std::string& name) {
   b += "    kf_copy_async_commit();\n";
   b += "    kf_copy_async_wait<1>();  // this tile's copies done (the next tile's may still run)\n";
   b += "    __syncthreads();  // and every thread's copies and stores of it seen\n";
-  // Scores: keys / 8 tiles of 8 keys, from Q's and K's pairs along the head.
-  b += "    float sc[" + NK + "][4];\n";
-  b += "#pragma unroll\n    for (int n = 0; n < " + NK + "; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;\n";
-  b += "    for (int kk = 0; kk < " + std::to_string(t.head) + "; kk += 16) {\n";
-  b += "      const unsigned qa[4] = {" + pair("Qs", "(r0 + g) * " + QS + " + kk + 2 * t") + ", " +
-       pair("Qs", "(r0 + g + 8) * " + QS + " + kk + 2 * t") + ", " + pair("Qs", "(r0 + g) * " + QS + " + kk + 2 * t + 8") + ", " +
-       pair("Qs", "(r0 + g + 8) * " + QS + " + kk + 2 * t + 8") + "};\n";
+  // Scores: keys / 8 tiles of 8 keys a row tile, from Q's and K's pairs along the head.
+  b += zeroed_scores(t, tiles);
+  b += "    for (int kk = 0; kk < " + std::to_string(t.head) + "; kk += 16) {\n      unsigned qa[" + MT + "][4];\n";
+  b += "#pragma unroll\n      for (int mt = 0; mt < " + MT + "; ++mt) {\n        const int q = r0 + 16 * mt + g;\n";
+  b += "        qa[mt][0] = " + pair("Qs", "q * " + QS + " + kk + 2 * t") + ";\n";
+  b += "        qa[mt][1] = " + pair("Qs", "(q + 8) * " + QS + " + kk + 2 * t") + ";\n";
+  b += "        qa[mt][2] = " + pair("Qs", "q * " + QS + " + kk + 2 * t + 8") + ";\n";
+  b += "        qa[mt][3] = " + pair("Qs", "(q + 8) * " + QS + " + kk + 2 * t + 8") + ";\n      }\n";
   b += "#pragma unroll\n      for (int n = 0; n < " + NK + "; ++n) {\n";
   b += "        const unsigned kb[2] = {" + pair("Kc", "(8 * n + g) * " + QS + " + kk + 2 * t") + ", " +
        pair("Kc", "(8 * n + g) * " + QS + " + kk + 2 * t + 8") + "};\n";
-  b += "        " + mma + "(sc[n], qa, kb);\n      }\n    }\n";
-  b += warp_softmax(a, "kf_exp_approx", "sc[n][e] = p;  // the scores replaced by their probabilities");
+  b += "#pragma unroll\n        for (int mt = 0; mt < " + MT + "; ++mt) " + mma + "(sc[mt][n], qa[mt], kb);\n      }\n    }\n";
+  b += warp_softmax(a, tiles, "kf_exp_approx", "sc[mt][n][e] = p;  // the scores replaced by their probabilities");
   // The output: 16 keys a step, the probabilities' a fragment from two score tiles, V's b fragments by ldmatrix.
   // bf16: the probabilities as two parts (kf_split_half2), a second product for the small one.
   const bool split_p = a.ks.precision == Precision::bf16;
   // a's registers in order: rows g and g + 8 of keys 16 j + 2 t, + 1, then the same 8 keys on.
-  const std::string pairs[4] = {"sc[2 * j][0], sc[2 * j][1]", "sc[2 * j][2], sc[2 * j][3]", "sc[2 * j + 1][0], sc[2 * j + 1][1]",
-                                "sc[2 * j + 1][2], sc[2 * j + 1][3]"};
+  const std::string pairs[4] = {"sc[mt][2 * j][0], sc[mt][2 * j][1]", "sc[mt][2 * j][2], sc[mt][2 * j][3]",
+                                "sc[mt][2 * j + 1][0], sc[mt][2 * j + 1][1]", "sc[mt][2 * j + 1][2], sc[mt][2 * j + 1][3]"};
   b += "#pragma unroll\n    for (int j = 0; j < " + std::to_string(t.keys / 16) + "; ++j) {\n";
-  b += split_p ? "      unsigned pa[4], ps[4];\n" : "      unsigned pa[4];\n";
+  b += "      unsigned pa[" + MT + "][4]" + (split_p ? ", ps[" + MT + "][4]" : "") + ";\n";
+  b += "#pragma unroll\n      for (int mt = 0; mt < " + MT + "; ++mt) {\n";
   for (int i = 0; i < 4; ++i) {
-    const std::string at = std::string("[").append(std::to_string(i)).append("]");
-    b += split_p ? "      kf_split_half2<true>(" + pairs[i] + ", pa" + at + ", ps" + at + ");\n"
-                 : "      pa" + at + " = " + pack + "(" + pairs[i] + ");\n";
+    const std::string at = std::string("[mt][").append(std::to_string(i)).append("]");
+    b += split_p ? "        kf_split_half2<true>(" + pairs[i] + ", pa" + at + ", ps" + at + ");\n"
+                 : "        pa" + at + " = " + pack + "(" + pairs[i] + ");\n";
   }
-  b += "#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) {\n        unsigned vb[2];\n";
+  b += "      }\n#pragma unroll\n      for (int n = 0; n < " + NV + "; ++n) {\n        unsigned vb[2];\n";
   b += "        kf_ldmatrix_x2_trans(vb, &Vc[(16 * j + (lane & 15)) * " + VS + " + 8 * n]);\n";
-  if (split_p) b += "        " + mma + "(o[n], ps, vb);\n";
-  b += "        " + mma + "(o[n], pa, vb);\n      }\n    }\n";
+  b += "#pragma unroll\n        for (int mt = 0; mt < " + MT + "; ++mt) {\n";
+  if (split_p) b += "          " + mma + "(o[mt][n], ps[mt], vb);\n";
+  b += "          " + mma + "(o[mt][n], pa[mt], vb);\n        }\n      }\n    }\n";
   b += "    __syncthreads();  // this tile's K and V read: the next iteration's copies overwrite them\n  }\n";
-  b += "#pragma unroll\n  for (int n = 0; n < " + NV + "; ++n)\n#pragma unroll\n    for (int e = 0; e < 4; ++e)\n";
-  b += a.output("q0 + r0 + g + 8 * (e >> 1)", "8 * n + 2 * t + (e & 1)", "o[n][e] / l[e >> 1]", "      ");
-  // Two blocks an SM where their shared memory fits: one block's copies and barriers overlap the other's products
-  // (a 128-dim head's 8 warps then take 128 registers a thread, without spilling).
-  return a.kernel(name, b, to_string(a.ks.precision) + " on the tensor cores", 2 * t.smem_bytes() <= kMaxRowCache ? 2 : 1);
+  b += warp_output(a, tiles);
+  // Two blocks an SM where their shared memory fits and one tile a warp leaves the registers for it: one block's
+  // copies and barriers overlap the other's products (a 128-dim head's 8 warps then take 128 registers a thread,
+  // without spilling; two tiles a warp hold twice the accumulators).
+  const bool two_blocks = tiles == 1 && 2 * t.smem_bytes() <= kMaxRowCache;
+  return a.kernel(name, b, to_string(a.ks.precision) + " on the tensor cores", two_blocks ? 2 : 1);
 }
 
 }  // namespace

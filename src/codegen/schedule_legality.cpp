@@ -189,12 +189,15 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
         if (ks.precision != Precision::tf32 && ks.precision != Precision::tf32x3 && !is_half(ks.precision))
           illegal(g, "precision", "of an attention on tensor cores is tf32, tf32x3, or the task's fp16 or bf16");
         if (ks.block != 128 && ks.block != 256) illegal(g, "block", "of an attention on tensor cores is 4 or 8 warps");
-        if (ks.items != 1) illegal(g, "items", "is not a choice of an attention on tensor cores");
+        // items: 16-row tiles a warp (the 16-bit kernel's second shares every K and V fragment it loads).
+        if (ks.items != 1 && !(ks.items == 2 && is_half(ks.precision)))
+          illegal(g, "items", "of an attention on tensor cores is 1, or 2 in fp16 and bf16");
         if (g.target.sm < 80) illegal(g, "strategy", "mma needs sm_80's TF32 tensor cores");
-        // A thread's output: Dv / 8 tiles of four floats.
-        if (t.value_head / 2 > kMaxRegisterRow)
-          illegal(g, "strategy", "mma would hold " + std::to_string(t.value_head / 2) + " output floats a thread (at most " +
-                                     std::to_string(kMaxRegisterRow) + ")");
+        // A thread's output: Dv / 8 tiles of four floats a 16-row tile; two tiles may take twice the registers.
+        const int64_t output_floats = t.value_head / 2 * ks.items, most = kMaxRegisterRow * ks.items;
+        if (output_floats > most)
+          illegal(g, "strategy", "mma would hold " + std::to_string(output_floats) + " output floats a thread (at most " +
+                                     std::to_string(most) + ")");
       } else {
         illegal(g, "strategy", "of an attention is block (CUDA cores) or mma (tensor cores)");
       }

@@ -140,7 +140,8 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
     case GroupKind::attention:
       for (int rows : {2, 4, 8}) keep({Strategy::block, kAttentionThreads, 1, rows, 1});
       for (auto p : {Precision::tf32, Precision::tf32x3, Precision::fp16, Precision::bf16})  // 16-bit: the task's own dtype
-        for (int warps : {4, 8}) keep({Strategy::mma, 32 * warps, 1, 1, 1, RowCache::none, p});
+        for (int warps : {4, 8})
+          for (int tiles : {1, 2}) keep({Strategy::mma, 32 * warps, 1, tiles, 1, RowCache::none, p});  // tiles: 16-row tiles a warp
       break;
     case GroupKind::scan:
       for (int b : {64, 128, 256, 512}) keep({Strategy::thread, b, 1, 1, 1});
@@ -226,7 +227,7 @@ AttentionTile attention_tile(const KernelGroup& g, const KernelSchedule& ks) {
   AttentionTile t;
   if (ks.strategy == Strategy::mma && is_half(ks.precision)) {
     t.half = true;
-    t.rows = 16 * int64_t(ks.block / 32);
+    t.rows = 16 * int64_t(ks.items) * (ks.block / 32);
     t.head = (d.head + 15) / 16 * 16;
     t.value_head = (d.value_head + 7) / 8 * 8;
     t.q_stride = t.head + 8;         // 32-bit words 4 g + t apart: a fragment's lanes in 32 banks

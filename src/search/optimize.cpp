@@ -261,6 +261,7 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
   // depthwise ones on cuDNN come last (`on_library`).
   Schedule tf32, split_fp16, split_pieces, finer_pieces, split, tf32_nhwc, fp16_nhwc, fp16_products;
   Schedule split_fp16_fused;  // the convolutions' epilogues in cuDNN's graph
+  Schedule wide_attention;    // a half-precision task's attention with two row tiles a warp
   for (auto& g : fused) {
     if (g.kind == GroupKind::attention) {
       // The default runs it on tensor cores (tf32x3, or a half-precision task's dtype); the TF32 opening tries the
@@ -268,6 +269,10 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
       // turns the scores' rounding into large relative errors).
       const KernelSchedule cuda_cores = attention_on_cuda_cores(g);
       if (is_legal(g, cuda_cores) && default_schedule(g) != cuda_cores) tf32.kernels[g.key] = tf32_nhwc.kernels[g.key] = cuda_cores;
+      // A half-precision task's, second: 4 warps of two 16-row tiles each (FlashAttention-2's block), every K and V
+      // fragment a warp loads serving both tiles, against the default's 8 warps of one.
+      const KernelSchedule two_tiles{.strategy = Strategy::mma, .block = 128, .items = 2, .precision = default_schedule(g).precision};
+      if (g.half_operands && is_legal(g, two_tiles)) wide_attention.kernels[g.key] = two_tiles;
       continue;
     }
     if (g.kind != GroupKind::matmul && g.kind != GroupKind::conv) continue;
@@ -290,6 +295,7 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
       if (3 * matmul_k(prim, g) > kPieceRun) finer_pieces.kernels[g.key].chunks = opening_pieces(prim, g, kFinePieceRun, kMostFinePieces);
     }
   }
+  if (!wide_attention.kernels.empty()) queue.insert(queue.begin() + 1, wide_attention);
   // The channels-last form (codegen/channels_last.h), where two or more convolutions change (what the form saves
   // is the transposes between them; a single convolution's chain has as many either way, and its statistics
   // become column reductions): the convolutions' strict opening (fp16x3 with cuDNN's epilogue) right after the

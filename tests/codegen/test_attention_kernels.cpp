@@ -151,6 +151,10 @@ TEST(AttentionKernels, MatchTheInterpreterOnTheCpu) {
     // warps, tf32 and tf32x3), the default (tensor cores) and the CUDA cores' kernel on the others.
     std::vector<KernelSchedule> schedules = {default_schedule(grp), {Strategy::block, kAttentionThreads, 1, 4, 1}};
     if (c.name == "causal_below_diagonal" || c.name == "additive_mask") schedules = schedule_space(grp);
+    // A half-precision task's: every 16-bit schedule (4 or 8 warps, one or two 16-row tiles a warp).
+    if (c.dtype != "f32")
+      for (const KernelSchedule& ks : schedule_space(grp))
+        if (is_half(ks.precision) && ks != default_schedule(grp)) schedules.push_back(ks);
     for (const KernelSchedule& ks : schedules) {
       Schedule s;
       s.kernels[grp.key] = ks;

@@ -3,16 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
-#include <tuple>
-
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
+#include <tuple>
 
 #include "common/scratch_path.h"
 #include "codegen/lower.h"
+#include "common/attention_graphs.h"
 #include "common/conv_graphs.h"
 #include "common/matmul_graphs.h"
 #include "common/sample_graphs.h"
@@ -242,6 +241,35 @@ TEST(Opening, NeighbouringConvolutionsAlsoOpenChannelsLast) {
   EXPECT_TRUE(last[0]->kernels.begin()->second.library_epilogue);
   EXPECT_EQ(last[1]->kernels.begin()->second.precision, Precision::fp16);
   EXPECT_EQ(last[2]->kernels.begin()->second.precision, Precision::tf32);
+}
+
+// A half-precision task's attention opens second with 4 warps of two 16-row tiles (each K and V fragment serving
+// both), after the default's 8 warps of one; an fp32 task's has no such form.
+TEST(Opening, HalfPrecisionAttentionAlsoOpensWithTwoTilesAWarp) {
+  for (const char* dtype : {"f16", "bf16", "f32"}) {
+    testing::AttentionCase c{"a", {2, 4}, 256, 256, 64, 64};
+    c.dtype = dtype;
+    Graph g = graph_from_json(testing::attention_graph(c));
+    Policy p = Policy::local;
+    ScheduleProposer proposer(g, 1);
+    auto opening = opening_candidates(g, p, OptimizeOptions{}, proposer, 4000);
+    ASSERT_GE(opening.size(), 2u);
+    EXPECT_EQ(opening[0], Schedule{});
+    int wide = 0;
+    for (const Schedule& s : opening)
+      for (const auto& [key, ks] : s.kernels) wide += ks.strategy == Strategy::mma && ks.items == 2;
+    if (std::string(dtype) == "f32") {
+      EXPECT_EQ(wide, 0);
+      continue;
+    }
+    ASSERT_EQ(opening[1].kernels.size(), 1u) << dtype;
+    const KernelSchedule& ks = opening[1].kernels.begin()->second;
+    EXPECT_EQ(ks.strategy, Strategy::mma) << dtype;
+    EXPECT_EQ(ks.block, 128) << dtype;
+    EXPECT_EQ(ks.items, 2) << dtype;
+    EXPECT_EQ(ks.precision, std::string(dtype) == "f16" ? Precision::fp16 : Precision::bf16);
+    EXPECT_NO_THROW(lower(g, opening[1])) << dtype;
+  }
 }
 
 TEST(Checkpoint, NewestIsTheHighestStep) {
