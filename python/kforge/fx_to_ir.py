@@ -19,7 +19,7 @@ from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 from kforge import fx_ops
 from kforge.errors import ImportProblemError
 from kforge.fx_ops import ALIAS, STATIC, compositions, einops_ops
-from kforge.fx_ops.common import filled
+from kforge.fx_ops.common import dense, filled
 from kforge.graph_builder import GraphBuilder, Val
 from kforge.problem import load_problem
 
@@ -200,7 +200,7 @@ def arithmetic_step(t: torch.Tensor):
         return None
     step = (t[1] - t[0]).item()
     k = torch.arange(t.numel(), dtype=torch.float32)
-    made = (k * float(step) + float(t[0].item())).to(t.dtype) if step != 1 else (k + float(t[0].item())).to(t.dtype)
+    made = (k * float(step) + float(t[0].item())).to(t.dtype)
     return step if torch.equal(made, t) else None
 
 
@@ -268,8 +268,8 @@ def convert(model, example_inputs, file) -> dict:
         if node.op == "output":
             results = node.args[0] if isinstance(node.args[0], (tuple, list)) else (node.args[0],)
             for r in results:
-                if isinstance(r, torch.fx.Node) and hasattr(values[r], "dense"):
-                    values[r] = values[r].dense(b)
+                if isinstance(r, torch.fx.Node):
+                    values[r] = dense(b, values[r])
                 if not isinstance(r, torch.fx.Node) or not isinstance(values[r], Val):
                     b.refuse("forward must return a tensor or a tuple of tensors")
                 b.add_output(values[r])

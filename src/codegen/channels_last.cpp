@@ -196,10 +196,10 @@ class Rewrite {
     const std::string kind = n.attr_s("kind");
     int64_t rows = 1;
     for (size_t d = 0; d + 1 < x.size(); ++d) rows *= x[d];
-    if (dims.empty() || dims.size() + 1 != x.size() || dims.back() != int64_t(x.size()) - 2 || rows < 8192 || stage_rows(rows) == 0 ||
+    const int64_t m = stage_rows(rows), c = x.back();
+    if (dims.empty() || dims.size() + 1 != x.size() || dims.back() != int64_t(x.size()) - 2 || rows < 8192 || m == 0 ||
         (kind != "sum" && kind != "var" && kind != "max" && kind != "min"))
       return false;
-    const int64_t m = stage_rows(rows), c = x.back();
     GraphBuilder b(g_);
     b.set_prefix(name_for(n.name + "_columns"));
     // The stages read [G, M, C] views of the value (a reshape of stored memory is an alias), and the squares about

@@ -180,23 +180,16 @@ std::string unary_expression(const Node& n, const std::string& x) {
   auto f = [&](const std::string& k) { return float_literal(n.attr_f(k)); };
   if (op == "relu") return "(" + x + " > 0.f || " + x + " != " + x + " ? " + x + " : 0.f)";  // NaN stays NaN
   if (op == "sigmoid") return "kf_sigmoid(" + x + ")";
-  if (op == "tanh") return "tanhf(" + x + ")";
-  if (op == "exp") return "expf(" + x + ")";
-  if (op == "log") return "logf(" + x + ")";
+  // CUDA's single-precision maths library, one function each (round: rintf, half to even as torch).
+  static const std::map<std::string, std::string> libm = {
+      {"tanh", "tanhf"},   {"exp", "expf"},     {"log", "logf"},     {"sqrt", "sqrtf"},   {"rsqrt", "rsqrtf"},
+      {"erf", "erff"},     {"sin", "sinf"},     {"cos", "cosf"},     {"floor", "floorf"}, {"ceil", "ceilf"},
+      {"round", "rintf"},  {"trunc", "truncf"}, {"log1p", "log1pf"}, {"expm1", "expm1f"}, {"tan", "tanf"},
+      {"atan", "atanf"},   {"asin", "asinf"},   {"acos", "acosf"},   {"sinh", "sinhf"},   {"cosh", "coshf"}};
+  if (auto fn = libm.find(op); fn != libm.end()) return fn->second + "(" + x + ")";
   if (op == "abs") return n.type.dtype == DType::f32 ? "fabsf(" + x + ")" : "(" + x + " < 0 ? -" + x + " : " + x + ")";
   if (op == "neg") return "(-" + x + ")";
-  if (op == "sqrt") return "sqrtf(" + x + ")";
-  if (op == "rsqrt") return "rsqrtf(" + x + ")";
-  if (op == "erf") return "erff(" + x + ")";
-  if (op == "sin") return "sinf(" + x + ")";
-  if (op == "cos") return "cosf(" + x + ")";
   if (op == "reciprocal") return "(1.f / " + x + ")";
-  // The rest of CUDA's single-precision maths library, one function each (round: rintf, half to even as torch).
-  static const std::map<std::string, std::string> libm = {
-      {"floor", "floorf"}, {"ceil", "ceilf"}, {"round", "rintf"}, {"trunc", "truncf"}, {"log1p", "log1pf"},
-      {"expm1", "expm1f"}, {"tan", "tanf"}, {"atan", "atanf"}, {"asin", "asinf"}, {"acos", "acosf"},
-      {"sinh", "sinhf"}, {"cosh", "coshf"}};
-  if (auto f = libm.find(op); f != libm.end()) return f->second + "(" + x + ")";
   if (op == "square") return "(" + x + " * " + x + ")";
   if (op == "sign") return "kf_sign(" + x + ")";
   if (op == "silu") return "(" + x + " * kf_sigmoid(" + x + "))";

@@ -250,8 +250,8 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
   // strict where every set passes that tier (as measured with a sum, mean or logsumexp after the convolution).
   // That is the order of a graph of products; a graph with convolutions takes its calls' openings in another
   // (below). The fp16x3 opening is followed by the same with cuDNN's graph undoing the parts' scales and applying
-  // the folded bias and activation (library_epilogue; conv_epilogue.h), the transpose back then only transposing: the same
-  // passes, but cuDNN's runtime-fusion engine for that graph ran 1.2x faster than the engine it picks for the bare
+  // the folded bias and activation (library_epilogue; conv_epilogue.h), the transpose back then only transposing:
+  // the same passes, but cuDNN's runtime-fusion engine for that graph ran 1.2x faster than the engine it picks for the bare
   // convolution (1.65-1.91 ms against 2.06-2.33 ms on four conv chains). In fp16 the bare convolution's
   // engine won there (0.77 against 0.84 ms): that form stays in the space, not among the openings.
   // 2-D depthwise convolutions take kforge's direct kernel (fp32, strict) in every opening: memory-bound work where
@@ -332,16 +332,13 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
     queue.push_back(tf32);
     for (const Schedule* last : {&split_fp16_last, &fp16_last, &tf32_last})
       if (last->channels_last) queue.push_back(*last);
-    if (split_pieces != split_fp16) queue.push_back(split_pieces);  // some product's K is long
-    if (finer_pieces != split_fp16) queue.push_back(finer_pieces);  // some product's K is very long
-    if (!split.kernels.empty()) queue.push_back(split);
   } else {
     if (!tf32.kernels.empty()) queue.push_back(tf32);
     if (!split_fp16.kernels.empty()) queue.push_back(split_fp16);
-    if (split_pieces != split_fp16) queue.push_back(split_pieces);  // some product's K is long
-    if (finer_pieces != split_fp16) queue.push_back(finer_pieces);  // some product's K is very long
-    if (!split.kernels.empty()) queue.push_back(split);
   }
+  if (split_pieces != split_fp16) queue.push_back(split_pieces);  // some product's K is long
+  if (finer_pieces != split_fp16) queue.push_back(finer_pieces);  // some product's K is very long
+  if (!split.kernels.empty()) queue.push_back(split);
   if (!fp16_products.kernels.empty()) queue.push_back(fp16_products);
   std::map<std::string, KernelSchedule> direct = direct_depthwise(analysis);
   if (!direct.empty()) {

@@ -14,6 +14,7 @@
 #include "common/channels_last_graphs.h"
 #include "common/cpu_kernel_runner.h"
 #include "common/device_tensors.h"
+#include "common/graph_json.h"
 #include "common/plan_steps.h"
 #include "common/random_inputs.h"
 #include "ir/conv.h"
@@ -203,8 +204,8 @@ TEST(ChannelsLast, DepthwiseTransposedAndHalfPrecisionConvolutionsStayAsTheyAre)
   EXPECT_EQ(last, 2) << "c1 and the 3-D c3";
   EXPECT_EQ(plain, 2) << "the depthwise d and the transposed t";
   // Nothing to change: the same graph.
-  json depthwise = {{"inputs", {param("x", {1, 4, 6, 6})}}, {"params", {param("w", {4, 1, 3, 3})}},
-                    {"nodes", {node("y", "conv", {"x", "w"}, {{"groups", 4}})}}, {"outputs", {"y"}}};
+  json depthwise = {{"inputs", {testing::value("x", {1, 4, 6, 6})}}, {"params", {testing::value("w", {4, 1, 3, 3})}},
+                    {"nodes", {testing::node("y", "conv", {"x", "w"}, {{"groups", 4}})}}, {"outputs", {"y"}}};
   GraphAnalysis d(graph_from_json(depthwise));
   EXPECT_FALSE(d.has_channels_last_form());
   EXPECT_EQ(&d.primitive(true), &d.primitive());
@@ -243,8 +244,9 @@ uint16_t to_f16(float v) { return std::bit_cast<uint16_t>(static_cast<_Float16>(
 // to 16 bits, the result back to f32 with the bias of its channel (the innermost index).
 TEST(ChannelsLast, TheCopiesAroundAHalfPrecisionStepConvertOnTheCpu) {
   if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
-  json biased = {{"inputs", {param("x", {2, 5, 9, 11})}}, {"params", {param("w", {8, 5, 3, 3}), param("b", {8})}},
-                 {"nodes", {node("c", "conv", {"x", "w", "b"}, kPad1)}}, {"outputs", {"c"}}};
+  json biased = {{"inputs", {testing::value("x", {2, 5, 9, 11})}},
+                 {"params", {testing::value("w", {8, 5, 3, 3}), testing::value("b", {8})}},
+                 {"nodes", {testing::node("c", "conv", {"x", "w", "b"}, kPad1)}}, {"outputs", {"c"}}};
   GraphAnalysis a(graph_from_json(biased));
   Schedule s;
   s.channels_last = true;

@@ -1,18 +1,16 @@
 #include "common/channels_last_graphs.h"
 
+#include "common/graph_json.h"
+
 namespace kforge::testing::channels_last_graphs {
 
-json param(const std::string& name, Shape shape) { return {{"name", name}, {"shape", shape}}; }
-json node(const std::string& name, const std::string& op, std::vector<std::string> args, json attrs) {
-  return {{"name", name}, {"op", op}, {"args", args}, {"attrs", attrs}};
-}
 const json kPad1 = {{"padding", {1, 1}}};
 const json kNorm = {{"eps", 1e-5}};
 
 // conv (bias) -> BatchNorm -> ReLU -> strided conv -> ReLU: two neighbouring convolutions.
 json chain(Shape x) {
-  return {{"inputs", {param("x", x)}},
-          {"params", {param("w1", {8, 5, 3, 3}), param("b1", {8}), param("g1", {8}), param("e1", {8}), param("w2", {6, 8, 3, 3})}},
+  return {{"inputs", {value("x", x)}},
+          {"params", {value("w1", {8, 5, 3, 3}), value("b1", {8}), value("g1", {8}), value("e1", {8}), value("w2", {6, 8, 3, 3})}},
           {"nodes", {node("c1", "conv", {"x", "w1", "b1"}, kPad1), node("n1", "batch_norm", {"c1", "g1", "e1"}, kNorm),
                      node("r1", "relu", {"n1"}), node("c2", "conv", {"r1", "w2"}, {{"stride", {2, 2}}}), node("y", "relu", {"c2"})}},
           {"outputs", {"y"}}};
@@ -20,9 +18,9 @@ json chain(Shape x) {
 
 // A ResNet basic block: the input is both the first convolution's and the residual sum's.
 json residual() {
-  return {{"inputs", {param("x", {2, 8, 7, 6})}},
-          {"params", {param("w1", {8, 8, 3, 3}), param("g1", {8}), param("e1", {8}), param("w2", {8, 8, 3, 3}), param("g2", {8}),
-                      param("e2", {8})}},
+  return {{"inputs", {value("x", {2, 8, 7, 6})}},
+          {"params", {value("w1", {8, 8, 3, 3}), value("g1", {8}), value("e1", {8}), value("w2", {8, 8, 3, 3}), value("g2", {8}),
+                      value("e2", {8})}},
           {"nodes", {node("c1", "conv", {"x", "w1"}, kPad1), node("n1", "batch_norm", {"c1", "g1", "e1"}, kNorm),
                      node("r1", "relu", {"n1"}), node("c2", "conv", {"r1", "w2"}, kPad1),
                      node("n2", "batch_norm", {"c2", "g2", "e2"}, kNorm), node("s", "add", {"n2", "x"}), node("y", "relu", {"s"})}},
@@ -32,9 +30,9 @@ json residual() {
 // What needs the channels-first value: a GroupNorm (its grouped view), a pool, and the convolution's result as an
 // output of its own; a 3-D convolution; a depthwise and a transposed convolution, which stay as they are.
 json readers_of_every_kind() {
-  return {{"inputs", {param("x", {2, 4, 10, 9}), param("v", {1, 3, 5, 6, 4})}},
-          {"params", {param("w1", {6, 4, 3, 3}), param("g", {6}), param("e", {6}), param("wd", {6, 1, 3, 3}),
-                      param("wt", {6, 2, 2, 2}), param("w3", {2, 3, 3, 3, 2})}},
+  return {{"inputs", {value("x", {2, 4, 10, 9}), value("v", {1, 3, 5, 6, 4})}},
+          {"params", {value("w1", {6, 4, 3, 3}), value("g", {6}), value("e", {6}), value("wd", {6, 1, 3, 3}),
+                      value("wt", {6, 2, 2, 2}), value("w3", {2, 3, 3, 3, 2})}},
           {"nodes", {node("c1", "conv", {"x", "w1"}), node("gn", "group_norm", {"c1", "g", "e"}, {{"groups", 2}, {"eps", 1e-5}}),
                      node("p", "max_pool", {"gn"}, {{"nd", 2}, {"kernel", {2, 2}}, {"stride", {2, 2}}, {"padding", {0, 0}}}),
                      node("d", "conv", {"c1", "wd"}, {{"groups", 6}, {"padding", {1, 1}}}),
@@ -45,8 +43,8 @@ json readers_of_every_kind() {
 
 // An Inception-style module: two branches concatenated along the channels, read by the next convolution.
 json branches() {
-  return {{"inputs", {param("x", {2, 4, 8, 7})}},
-          {"params", {param("wa", {3, 4, 1, 1}), param("wb", {5, 4, 3, 3}), param("wc", {6, 8, 3, 3})}},
+  return {{"inputs", {value("x", {2, 4, 8, 7})}},
+          {"params", {value("wa", {3, 4, 1, 1}), value("wb", {5, 4, 3, 3}), value("wc", {6, 8, 3, 3})}},
           {"nodes", {node("a", "conv", {"x", "wa"}), node("ra", "relu", {"a"}), node("b", "conv", {"x", "wb"}, kPad1),
                      node("rb", "tanh", {"b"}), node("cat", "cat", {"ra", "rb"}, {{"dim", 1}}), node("c", "conv", {"cat", "wc"})}},
           {"outputs", {"c"}}};
@@ -55,7 +53,7 @@ json branches() {
 // Pools between and after convolutions (a VGG's): pooled as they are, channels-last; a global mean (a classifier's
 // head) and a variance over all but the channels.
 json pooled() {
-  return {{"inputs", {param("x", {2, 3, 9, 10})}}, {"params", {param("w1", {4, 3, 3, 3}), param("w2", {5, 4, 3, 3})}},
+  return {{"inputs", {value("x", {2, 3, 9, 10})}}, {"params", {value("w1", {4, 3, 3, 3}), value("w2", {5, 4, 3, 3})}},
           {"nodes", {node("c1", "conv", {"x", "w1"}, kPad1), node("r1", "relu", {"c1"}),
                      node("p1", "max_pool", {"r1"}, {{"nd", 2}, {"kernel", {2, 2}}, {"stride", {2, 2}}, {"padding", {0, 0}}}),
                      node("c2", "conv", {"p1", "w2"}, kPad1),

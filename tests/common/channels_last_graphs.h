@@ -17,9 +17,6 @@ namespace kforge::testing::channels_last_graphs {
 
 using json = nlohmann::json;
 
-// A graph input or parameter's JSON, f32; a node's.
-json param(const std::string& name, Shape shape);
-json node(const std::string& name, const std::string& op, std::vector<std::string> args, json attrs = json::object());
 extern const json kPad1;  // padding 1 on both spatial dims
 extern const json kNorm;  // a norm's eps
 

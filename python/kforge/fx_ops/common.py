@@ -40,9 +40,14 @@ def filled(b, value) -> Val:
     return b.emit("expand", [b.const(value, b.out_dtype)], {"shape": list(b.out_shape)})
 
 
+def dense(b, v):
+    """`v` itself where it is a value kept in a cheaper form for products (matmul.DiagonalMatrix), read as a tensor;
+    anything else as it is."""
+    return v.dense(b) if hasattr(v, "dense") else v
+
+
 def tensor(b, v, what="input") -> Val:
-    if hasattr(v, "dense"):  # a value kept in a cheaper form for products (matmul.DiagonalMatrix), read as itself
-        return v.dense(b)
+    v = dense(b, v)
     if not isinstance(v, Val):
         b.refuse(f"{what} must be a tensor, got {type(v).__name__}")
     return v
@@ -116,7 +121,7 @@ def as_dtype(b, v, dtype) -> Val:
 
 def binary(b, op, x, y) -> Val:
     """Both operands in PyTorch's promoted dtype; Python scalars become const nodes."""
-    x, y = (tensor(b, v) if hasattr(v, "dense") else v for v in (x, y))
+    x, y = dense(b, x), dense(b, y)
     common = torch.result_type(probe(b, x), probe(b, y))
     if op == "div" and not common.is_floating_point:
         common = torch.float32  # true division
