@@ -6,9 +6,10 @@
 // in shared memory, and a step it
 //   1. stages the previous hidden state of every unit (all N batch rows, `chunk` columns at a time) in shared
 //      memory, each value waited for where the block that owns it publishes it (below);
-//   2. computes its G * units * N dot products of that state with its weight rows, `splits` threads each,
-//      the partial sums combined through shared memory (or, schedule vec 4, with the weight rows held in
-//      registers for the whole loop, a row's threads reading the staged state 4 floats at a time);
+//   2. computes its G * units * N dot products of that state with its weight rows, a thread a tile of up to
+//      4 rows x 4 batch rows over its share of the columns, a tile's `splits` threads added by shuffles (or,
+//      schedule vec 4, with the weight rows held in registers for the whole loop, a row's threads reading the
+//      staged state 4 floats at a time, their sums met in shared memory);
 //   3. applies the cell (PyTorch's equations) to its units, writes their new hidden state (or cell state) to the
 //      result and publishes the hidden state for the next step; the input's share of the gates it adds was copied
 //      to shared memory asynchronously during the step before (cp.async), so that no load from memory waits on
@@ -100,12 +101,12 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "  constexpr i64 N = " + L(d.batch) + ", UNITS = " + L(t.units) + ", PAIRS = " + L(t.pairs) + ", SPLITS = " + L(t.splits) +
        ", CHUNK = " + L(t.chunk) + ";\n";
   const bool in_registers = t.weights_in_registers;
-  // The partial sums: [PAIRS][SPLITS], or (weights in registers) [row threads][PAIRS + 1].
-  const std::string part_floats = in_registers ? L(t.row_threads * (t.pairs + 1)) : "PAIRS * SPLITS";
+  // The partial sums (weights in registers): [row threads][PAIRS + 1]; tiles add theirs by shuffles.
+  const std::string part_floats = in_registers ? L(t.row_threads * (t.pairs + 1)) : "0";
   s += "#ifdef __CUDA_ARCH__\n  extern __shared__ __align__(16) float kf_smem[];\n#else\n  alignas(16) static float kf_smem[" +
        L(t.smem_floats) + "];\n#endif\n";
   s += "  float* kf_h = kf_smem;                              // [N][" + KS + "] staged hidden state\n";
-  s += "  float* kf_part = kf_h + N * " + KS + ";               // partial dot products\n";
+  s += "  float* kf_part = kf_h + N * " + KS + ";               // partial dot products (weights in registers)\n";
   s += "  float* kf_gates = kf_part + " + part_floats + ";          // [G][UNITS][N] recurrent part of the gates\n";
   s += "  float* kf_state = kf_gates + PAIRS;                  // [UNITS][N] the units' cell state (LSTM c, GRU h)\n";
   s += "  float* kf_x = kf_state + UNITS * N;                  // [2][G][UNITS * N] two steps' input share of the gates\n";
@@ -143,10 +144,12 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
     const bool given = lstm ? d.c0 : d.h0;
     s += "    kf_state[e] = " + (given ? "u < " + H + " ? " + std::string(lstm ? "c0" : "h0") + "[n * " + H + " + u] : 0.f" : std::string("0.f")) + ";\n  }\n";
   }
-  // A thread's dot products: pair p = tid / SPLITS + i * (block / SPLITS), columns sp, sp + SPLITS, ...
-  const int64_t lanes = ks.block / t.splits, per_thread = (t.pairs + lanes - 1) / lanes;
-  const std::string weight = t.weights_on_chip ? "kf_w[r * " + W + " + k0 + k]"
-                                               : "w[((r / UNITS) * " + H + " + u0 + r % UNITS) * " + H + " + k0 + k]";
+  // A thread's tiles: tile q = tid / SPLITS + i * (block / SPLITS), columns sp, sp + SPLITS, ...; tile q holds
+  // weight rows q / BT * TR + a and batch rows q % BT + b * BT.
+  const int64_t lanes = ks.block / t.splits, per_thread = (t.tiles + lanes - 1) / lanes;
+  const std::string weight = t.weights_on_chip ? "kf_w[(r0 + a) * " + W + " + k0 + k]"
+                                               : "(u0 + (r0 + a) % UNITS < " + H + " ? w[(((r0 + a) / UNITS) * " + H +
+                                                     " + u0 + (r0 + a) % UNITS) * " + H + " + k0 + k] : 0.f)";
   // Each thread copies the input share of the gates it will apply a step ahead, into the step's slot, without
   // waiting: the loads from memory overlap the step before, off the chain of steps.
   auto prefetch = [&](const std::string& step, const std::string& indent) {
@@ -161,13 +164,16 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
     return c;
   };
   s += prefetch("0", "  ");
-  if (!in_registers) s += "  const int sp = tid % SPLITS;\n";
+  if (!in_registers) {
+    s += "  constexpr int TR = " + L(t.tile_rows) + ", TB = " + L(t.tile_batch) + ";\n";
+    s += "  constexpr i64 BT = N / TB, TILES = " + L(t.tiles) + ";\n";
+    s += "  const int sp = tid % SPLITS;\n";
+  }
   s += "  for (i64 s = 0; s < " + L(d.steps) + "; ++s) {\n";
   s += "    const i64 t = kf_time(s);\n";
   s += "    if (s + 1 < " + L(d.steps) + ") {\n" + prefetch("s + 1", "      ") + "    } else {\n      kf_copy_async_commit();  // an empty group: the wait below counts one a step\n    }\n";
   if (!in_registers) {
-    s += "    float acc[" + std::to_string(per_thread) + "];\n";
-    s += "    for (int i = 0; i < " + std::to_string(per_thread) + "; ++i) acc[i] = 0.f;\n";
+    s += "    float acc[" + std::to_string(per_thread) + "][TR][TB] = {};\n";
   }
   s += "    for (i64 k0 = 0; k0 < " + H + "; k0 += CHUNK) {\n";
   s += "      const i64 kc = min((i64)CHUNK, " + H + " - k0);\n";
@@ -224,29 +230,43 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
     s += "            }\n          }\n";
     s += "          kf_part[sg * (PAIRS + 1) + own_row * N + n] = a;\n";
     s += "        }\n    }\n";
+    // Each dot product's partial sums added up: piece q of pair p at q * (PAIRS + 1) + p (a row's threads).
+    s += "    __syncthreads();\n";
+    s += "    for (i64 p = tid; p < PAIRS; p += " + B + ") {\n";
+    s += "      float v = 0.f;\n      for (i64 q = 0; q < " + RT + "; ++q) v += kf_part[q * (PAIRS + 1) + p];\n";
+    s += "      kf_gates[p] = v;\n    }\n";
+    s += "    __syncthreads();\n";
   } else {
     s += "      for (int i = 0; i < " + std::to_string(per_thread) + "; ++i) {\n";
-    s += "        const i64 p = tid / SPLITS + (i64)i * " + L(lanes) + ";\n";
-    s += "        if (p >= PAIRS) break;\n";
-    s += "        const i64 r = p / N, n = p % N;\n";
-    if (!t.weights_on_chip) s += "        if (u0 + r % UNITS >= " + H + ") continue;\n";
-    s += "        float a = acc[i];\n";
-    s += "#pragma unroll 8\n";
-    s += "        for (i64 k = sp; k < kc; k += SPLITS) a += " + weight + " * kf_h[n * " + KS + " + k];\n";
-    s += "        acc[i] = a;\n      }\n    }\n";
+    s += "        const i64 q = tid / SPLITS + (i64)i * " + L(lanes) + ";\n";
+    s += "        if (q >= TILES) break;\n";
+    s += "        const i64 r0 = q / BT * TR, n0 = q % BT;\n";
+    s += "#pragma unroll 4\n";
+    s += "        for (i64 k = sp; k < kc; k += SPLITS) {\n";
+    s += "          float wv[TR], hv[TB];\n";
+    s += "#pragma unroll\n";
+    s += "          for (int a = 0; a < TR; ++a) wv[a] = " + weight + ";\n";
+    s += "#pragma unroll\n";
+    s += "          for (int b = 0; b < TB; ++b) hv[b] = kf_h[(n0 + b * BT) * " + KS + " + k];\n";
+    s += "#pragma unroll\n";
+    s += "          for (int a = 0; a < TR; ++a)\n";
+    s += "#pragma unroll\n";
+    s += "            for (int b = 0; b < TB; ++b) acc[i][a][b] += wv[a] * hv[b];\n";
+    s += "        }\n      }\n    }\n";
+    // A tile's splits are neighbouring lanes of one warp: every lane takes part (the loop's count is the same for
+    // all), the first writes the sum.
     s += "    for (int i = 0; i < " + std::to_string(per_thread) + "; ++i) {\n";
-    s += "      const i64 p = tid / SPLITS + (i64)i * " + L(lanes) + ";\n";
-    s += "      if (p < PAIRS) kf_part[p * SPLITS + sp] = acc[i];\n    }\n";
+    s += "      const i64 q = tid / SPLITS + (i64)i * " + L(lanes) + ";\n";
+    s += "#pragma unroll\n";
+    s += "      for (int a = 0; a < TR; ++a)\n";
+    s += "#pragma unroll\n";
+    s += "        for (int b = 0; b < TB; ++b) {\n";
+    s += "          float v = acc[i][a][b];\n";
+    s += "          for (int o = SPLITS / 2; o > 0; o >>= 1) v += kf_shfl_xor(v, o);\n";
+    s += "          if (sp == 0 && q < TILES) kf_gates[(q / BT * TR + a) * N + q % BT + b * BT] = v;\n";
+    s += "        }\n    }\n";
+    s += "    __syncthreads();\n";
   }
-  // Each dot product's partial sums added up: piece q of pair p at q * (PAIRS + 1) + p (a row's threads), or
-  // p * SPLITS + q (a pair's splits).
-  const std::string parts = in_registers ? L(t.row_threads) : "SPLITS";
-  const std::string piece = in_registers ? "q * (PAIRS + 1) + p" : "p * SPLITS + q";
-  s += "    __syncthreads();\n";
-  s += "    for (i64 p = tid; p < PAIRS; p += " + B + ") {\n";
-  s += "      float v = 0.f;\n      for (i64 q = 0; q < " + parts + "; ++q) v += kf_part[" + piece + "];\n";
-  s += "      kf_gates[p] = v;\n    }\n";
-  s += "    __syncthreads();\n";
   s += "    const i64 out = t * " + NDH + " + dir * " + SH + ";\n";
   s += "    kf_copy_async_wait<1>();  // this step's input share is in (the next step's may still be on its way)\n";
   s += "    const float* xs = kf_x + (s & 1) * PAIRS;\n";

@@ -153,16 +153,21 @@ DirectConvTile direct_conv_tile(const ConvDims& d, const KernelSchedule& ks);
 // hidden units, all G gates of them, for every step, so that the units' weights (G * units rows of w_hh) stay in
 // its shared memory across steps where they fit, and only the hidden state crosses blocks (published through L2
 // a step). Every block must be resident at once: at most one an SM. The hidden state is staged `chunk`
-// columns at a time; a thread computes its dot products' share of `splits` interleaved columns.
+// columns at a time. With vec 1 a thread computes a tile of `tile_rows` weight rows x `tile_batch` batch rows (an
+// outer product a column: 8 shared-memory loads for a 4 x 4 tile's 16 FMAs, where a dot product a thread loaded
+// twice an FMA) over its share of `splits` interleaved columns, the splits (neighbouring lanes) added by shuffles.
 // With vec 4 the weights live in registers instead: `row_threads` threads a weight row, each holding `held` groups
 // of 4 of its columns for the whole loop, read the (wholly staged) state 4 floats at a time, one load an FMA's
-// fourth where the shared-memory dot products load twice an FMA; their sums meet in shared memory.
+// fourth; their sums meet in shared memory.
 struct RecurrenceTile {
   int64_t units = 1, blocks = 0, chunk = 0, splits = 1;
-  // A staged row's floats: the chunk rounded up to 32, plus `splits`, so that a warp's threads (pairs of
-  // neighbouring batch rows, `splits` columns apart) read 32 different banks.
+  // A staged row's floats: the chunk rounded up to 32, plus `splits`, so that a warp's threads (neighbouring
+  // batch rows, `splits` columns apart) read 32 different banks.
   int64_t stage_stride = 0;
   int64_t pairs = 0;  // (gate row, batch row) dot products a block computes a step: G * units * N
+  // vec 1: a thread's tile, its rows consecutive, its batch rows N / tile_batch apart (so that neighbouring tiles
+  // read neighbouring batch rows); `tiles` a block.
+  int64_t tile_rows = 1, tile_batch = 1, tiles = 0;
   bool weights_on_chip = false;
   bool weights_in_registers = false;  // vec 4
   int64_t row_threads = 0, held = 0;   // vec 4: threads a weight row, float4s of it a thread holds

@@ -209,12 +209,19 @@ RecurrenceTile recurrence_tile(const KernelGroup& g, const KernelSchedule& ks) {
     t.smem_floats = d.batch * t.stage_stride + t.row_threads * (t.pairs + 1) + t.pairs + t.units * d.batch + 2 * t.pairs;
     return t;
   }
-  // Threads a dot product: as many as keep the block's threads busy, up to a warp.
-  while (t.splits < 32 && t.pairs * t.splits * 2 <= ks.block) t.splits *= 2;
+  // A thread's tile: up to 4 x 4, dividing the block's G * units weight rows and the batch.
+  const int64_t rows = d.gates * t.units;
+  for (int64_t e : {4, 2}) {
+    if (t.tile_rows == 1 && rows % e == 0) t.tile_rows = e;
+    if (t.tile_batch == 1 && d.batch % e == 0) t.tile_batch = e;
+  }
+  t.tiles = rows / t.tile_rows * (d.batch / t.tile_batch);
+  // Threads a tile: as many as keep the block's threads busy, up to a warp.
+  while (t.splits < 32 && t.tiles * t.splits * 2 <= ks.block) t.splits *= 2;
   t.stage_stride = (t.chunk + 31) / 32 * 32 + t.splits;
   // The weight rows padded by one float: threads reading neighbouring rows at one column hit different banks.
-  // Staged h, partial sums, gates, state, and two steps' input shares of the gates (the next one's in flight).
-  const int64_t fixed = d.batch * t.stage_stride + t.pairs * t.splits + t.pairs + t.units * d.batch + 2 * t.pairs;
+  // Staged h, gates, state, and two steps' input shares of the gates (the next one's in flight).
+  const int64_t fixed = d.batch * t.stage_stride + t.pairs + t.units * d.batch + 2 * t.pairs;
   const int64_t weights = d.gates * t.units * (d.hidden + 1);
   t.weights_on_chip = 4 * (fixed + weights) <= kMaxRowCache;
   t.smem_floats = fixed + (t.weights_on_chip ? weights : 0);
