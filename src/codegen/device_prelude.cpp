@@ -287,6 +287,19 @@ template <bool IS_MAX, int C> __device__ __forceinline__ KfArg kf_cluster_arg_re
                                    [](KfArg x, KfArg y) { return kf_arg_combine<IS_MAX>(x, y); });
 }
 #endif
+// A value stored at the same place in the shared memory of block `rank` of the cluster (the batch-split
+// recurrence, emit_recurrence_cluster.cpp, hands its units' new state to every block of its cluster so). The CPU
+// runs clusters of one block.
+__device__ __forceinline__ void kf_cluster_store(float* p, unsigned rank, float v) {
+#ifdef __CUDA_ARCH__
+  unsigned long long q;
+  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(q) : "l"(p), "r"(rank));
+  *reinterpret_cast<float*>(q) = v;
+#else
+  (void)rank;
+  *p = v;
+#endif
+}
 // A recurrence's persistent kernel (emit_recurrence.cpp): a value published with its step's tag in one 8-byte
 // store, and read with its tag in one 8-byte load (the two halves of an aligned 8-byte access are never seen
 // apart). Volatile: through L2, never a stale L1 line.

@@ -25,20 +25,43 @@
 // cpu_kernel_runner.h) a single block runs it.
 #include <algorithm>
 
+#include "codegen/emit_recurrence_parts.h"
 #include "codegen/emitters.h"
 
 namespace kforge {
 
-namespace {
+namespace recurrence_parts {
 
+Operands operands(EmitContext& cx, const KernelGroup& g) {
+  const Node& node = cx.partition.graph->at(g.anchor);
+  const RecurrenceDims& d = *g.recurrence;
+  const int D = d.directions;
+  Operands o;
+  auto operand = [&](int dir, size_t i, const std::string& what) {
+    const std::string own = what + "_" + std::to_string(dir);
+    o.args.push_back(buffer_of(cx, node.args[kRecArgs * size_t(dir) + i]));
+    o.params += std::string(o.params.empty() ? "" : ", ") + "const float* __restrict__ " + own;
+    if (dir == 0) o.pick += "  const float* __restrict__ " + what + " = " + (D == 2 ? "dir ? " + what + "_1 : " : "") + own + ";\n";
+  };
+  for (int dir = 0; dir < D; ++dir) {
+    operand(dir, kRecX, "x");
+    operand(dir, kRecW, "w");
+    if (d.h0) operand(dir, kRecH0, "h0");
+    if (d.c0) operand(dir, kRecC0, "c0");
+    if (d.bias) operand(dir, kRecBias, "bias");
+  }
+  o.args.push_back(buffer_of(cx, g.anchor));
+  o.params += ", float* y";
+  return o;
+}
 
-std::string L(int64_t v) { return i64_literal(v); }
-
-// Statements computing the new state `hn` (and an LSTM's `cn`) of unit u, batch row n (locals e, j, u, n; `pre(q)`
-// the recurrent part of gate q with its bias, `xq(q)` the input part).
-std::string cell_code(const RecurrenceDims& d, const std::string& H) {
-  auto xq = [&](int q) { return "xs[" + std::to_string(q) + " * UNITS * N + e]"; };
-  auto pre = [&](int q) { return "kf_gates[(" + std::to_string(q) + " * UNITS + j) * N + n]" + std::string(d.bias ? " + bias[" + std::to_string(q) + " * " + H + " + u]" : ""); };
+std::string cell(const RecurrenceDims& d, const std::string& batch, const std::string& n) {
+  const std::string H = i64_literal(d.hidden);
+  auto xq = [&](int q) { return "xs[" + std::to_string(q) + " * UNITS * " + batch + " + e]"; };
+  auto pre = [&](int q) {
+    return "kf_gates[(" + std::to_string(q) + " * UNITS + j) * " + batch + " + " + n + "]" +
+           std::string(d.bias ? " + bias[" + std::to_string(q) + " * " + H + " + u]" : "");
+  };
   const std::string sig = "kf_sigmoid";
   std::string c;
   switch (d.cell) {
@@ -59,11 +82,16 @@ std::string cell_code(const RecurrenceDims& d, const std::string& H) {
   return c;
 }
 
+}  // namespace recurrence_parts
+
+namespace {
+
+std::string L(int64_t v) { return i64_literal(v); }
+
 }  // namespace
 
 std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
-  const Graph& gr = *cx.partition.graph;
-  const Node& node = gr.at(g.anchor);
+  if (ks.strategy == Strategy::tile) return emit_recurrence_cluster(cx, g, ks, name);
   const RecurrenceDims& d = *g.recurrence;
   const RecurrenceTile t = recurrence_tile(g, ks);
   const bool lstm = d.cell == Cell::lstm, keeps_state = lstm || d.cell == Cell::gru;
@@ -73,23 +101,7 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   const int D = d.directions;
   const std::string DH = L(d.width()), NDH = L(d.batch * d.width()), SH = L(d.states() * d.hidden);
   // Each direction's operands (suffix _0, _1); the kernel's blocks take their direction's as x, w, h0, c0, bias.
-  std::vector<int> args;
-  std::string params, pick;
-  auto operand = [&](int dir, size_t i, const std::string& what) {
-    const std::string own = what + "_" + std::to_string(dir);
-    args.push_back(buffer_of(cx, node.args[kRecArgs * size_t(dir) + i]));
-    params += std::string(params.empty() ? "" : ", ") + "const float* __restrict__ " + own;
-    if (dir == 0) pick += "  const float* __restrict__ " + what + " = " + (D == 2 ? "dir ? " + what + "_1 : " : "") + own + ";\n";
-  };
-  for (int dir = 0; dir < D; ++dir) {
-    operand(dir, kRecX, "x");
-    operand(dir, kRecW, "w");
-    if (d.h0) operand(dir, kRecH0, "h0");
-    if (d.c0) operand(dir, kRecC0, "c0");
-    if (d.bias) operand(dir, kRecBias, "bias");
-  }
-  args.push_back(buffer_of(cx, g.anchor));
-  params += ", float* y";
+  auto [args, params, pick] = recurrence_parts::operands(cx, g);
   // The published hidden state: [2 slots][D][N][H] of (value, tag) pairs; and each block's count of steps published.
   args.push_back(add_temp(cx, name + "_published", DType::f32, {2, D, d.batch, d.hidden, 2}));
   params += ", unsigned* hx";
@@ -273,7 +285,7 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "    for (i64 e = tid; e < UNITS * N; e += " + B + ") {\n";
   s += "      const i64 j = e / N, n = e % N, u = u0 + j;\n";
   s += "      if (u < " + H + ") {\n";
-  s += cell_code(d, H);
+  s += recurrence_parts::cell(d, "N", "n");
   if (d.keeps_h) s += "        y[out + n * " + DH + " + u] = hn;\n";
   if (d.keeps_c) s += "        y[out + n * " + DH + " + " + (d.keeps_h ? H + " + " : std::string()) + "u] = cn;\n";
   s += "        if (s + 1 < " + L(d.steps) + ") kf_publish(hx + (((s & 1) * " + L(D) + " + dir) * " + NH + " + n * " + H + " + u) * 2, hn, base + unsigned(s) + 1u);\n";

@@ -27,6 +27,8 @@ std::vector<PlanKernel> emit_pool(EmitContext& cx, const KernelGroup& g, const K
 std::vector<PlanKernel> emit_matmul(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
 std::vector<PlanKernel> emit_conv(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
 std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
+// Strategy tile of a recurrence (emit_recurrence_cluster.cpp): emit_recurrence's batch-split kernel.
+std::vector<PlanKernel> emit_recurrence_cluster(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
 std::vector<PlanKernel> emit_attention(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name);
 // What the kernel writing a convolution's result applies on the way (codegen/conv_epilogue.h folded it into the
 // node): the bias (a buffer of one value per channel, -1 for none) and the activation after it.

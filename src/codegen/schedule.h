@@ -2,6 +2,7 @@
 // These are the actions that search (and later learning) take. The graph never depends on a schedule;
 // the same graph lowered under any legal schedule computes the same function.
 #pragma once
+#include <optional>
 #include <map>
 #include <utility>
 #include <nlohmann/json.hpp>
@@ -159,6 +160,12 @@ DirectConvTile direct_conv_tile(const ConvDims& d, const KernelSchedule& ks);
 // With vec 4 the weights live in registers instead: `row_threads` threads a weight row, each holding `held` groups
 // of 4 of its columns for the whole loop, read the (wholly staged) state 4 floats at a time, one load an FMA's
 // fourth; their sums meet in shared memory.
+// Strategy tile is the batch-split kernel (emit_recurrence_cluster.cpp): the batch rows are independent, so a
+// cluster of `cluster` (chunks) blocks takes `batch_rows` (items) of them through every step alone, its blocks
+// sharing the hidden units (`units` each, all their weights in shared memory) and handing each other the new
+// hidden state through distributed shared memory, one cluster barrier a step: no block waits on another cluster,
+// nothing crosses L2, and the grid need not be resident at once (cuDNN's persistent RNN kernels run a block a
+// batch slice the same way).
 struct RecurrenceTile {
   int64_t units = 1, blocks = 0, chunk = 0, splits = 1;
   // A staged row's floats: the chunk rounded up to 32, plus `splits`, so that a warp's threads (neighbouring
@@ -168,6 +175,9 @@ struct RecurrenceTile {
   // vec 1: a thread's tile, its rows consecutive, its batch rows N / tile_batch apart (so that neighbouring tiles
   // read neighbouring batch rows); `tiles` a block.
   int64_t tile_rows = 1, tile_batch = 1, tiles = 0;
+  // Strategy tile: the blocks of a cluster, the batch rows a cluster takes (its slice of the batch), and the
+  // slices (batch groups) of a direction.
+  int64_t cluster = 1, batch_rows = 0, batch_groups = 1;
   bool weights_on_chip = false;
   bool weights_in_registers = false;  // vec 4
   int64_t row_threads = 0, held = 0;   // vec 4: threads a weight row, float4s of it a thread holds
@@ -213,6 +223,10 @@ AttentionTile attention_tile(const KernelGroup& g, const KernelSchedule& ks);
 // An attention's kernel on the CUDA cores (strategy block, fp32) with as many query rows a thread as still give the
 // GPU a wave of blocks: the default where no tensor-core schedule is legal, and an opening of the search.
 KernelSchedule attention_on_cuda_cores(const KernelGroup& g);
+// A recurrence's batch-split kernel (strategy tile) with the most blocks a wave holds (clusters sharing the units
+// as widely as the weights need and the SMs allow; 4-row batch slices where that ties, for 4 x 4 tiles); nullopt
+// where no cluster holds the weights.
+std::optional<KernelSchedule> batch_split_recurrence(const KernelGroup& g);
 // Weights a thread of a vec-4 recurrence holds in registers (as the register row cache's share, kMaxRegisterRow).
 constexpr int64_t kMaxRegisterWeights = 64;
 // Static shared memory a kernel may take without opting in; taps a thread may keep in registers.

@@ -57,6 +57,25 @@ namespace {
 [[noreturn]] void illegal(const KernelGroup& g, const std::string& field, const std::string& why) {
   throw UserError("schedule of kernel '" + g.key + "': " + field + " " + why);
 }
+
+// The batch-split recurrence kernel (schedule.h, RecurrenceTile; emit_recurrence_cluster.cpp).
+void check_recurrence_cluster(const KernelGroup& g, const KernelSchedule& ks) {
+  const RecurrenceDims& d = *g.recurrence;
+  if (ks.vec != 1 || ks.cache_row != RowCache::none) illegal(g, "vec/cache_row", "of the batch-split recurrence are 1, none");
+  if (ks.chunks != 1 && ks.chunks != 2 && ks.chunks != 4 && ks.chunks != 8)
+    illegal(g, "chunks", "(blocks of a cluster sharing the hidden units) must be 1, 2, 4 or 8 (the portable cluster sizes)");
+  if (ks.chunks > 1 && g.target.sm < 90)
+    illegal(g, "chunks", "clusters need sm_90 (Hopper) or later; the target is sm_" + std::to_string(g.target.sm));
+  if (ks.chunks > d.hidden) illegal(g, "chunks", "leaves a block of the cluster without hidden units");
+  if (ks.chunks > g.target.sms) illegal(g, "chunks", "exceeds the " + std::to_string(g.target.sms) + " SMs a cluster's blocks run on at once");
+  if (ks.items < 1 || ks.items > 64) illegal(g, "items", "(batch rows a cluster) must be in [1, 64]");
+  if (ks.items > 1 && ks.items / 2 >= d.batch)
+    illegal(g, "items", "leaves most of a cluster's " + std::to_string(ks.items) + " batch rows beyond the batch of " + std::to_string(d.batch));
+  const RecurrenceTile t = recurrence_tile(g, ks);
+  if (t.smem_bytes() > kMaxRowCache)
+    illegal(g, "chunks", "leaves " + std::to_string(t.smem_bytes()) + " bytes of weights and state a block (at most " +
+                             std::to_string(kMaxRowCache) + "): a larger cluster shares the weights among more blocks");
+}
 }  // namespace
 
 void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
@@ -144,8 +163,12 @@ void check_schedule(const KernelGroup& g, const KernelSchedule& ks) {
       if (ks.strategy != Strategy::flat || ks.vec != 1) illegal(g, "strategy", "must be flat with vec 1 for pooling");
       break;
     case GroupKind::recurrence: {
+      if (ks.strategy == Strategy::tile) {
+        check_recurrence_cluster(g, ks);
+        break;
+      }
       if (ks.strategy != Strategy::block || ks.chunks != 1 || ks.cache_row != RowCache::none)
-        illegal(g, "strategy/chunks/cache_row", "of a recurrence are fixed: block, 1, none");
+        illegal(g, "strategy/chunks/cache_row", "of a recurrence are block, 1, none (or tile: the batch-split kernel)");
       if (ks.vec != 1 && ks.vec != 4) illegal(g, "vec", "of a recurrence is 1 (weights in shared memory) or 4 (in registers)");
       if (ks.items & (ks.items - 1)) illegal(g, "items", "(hidden units a block) must be a power of two");
       const RecurrenceTile t = recurrence_tile(g, ks);

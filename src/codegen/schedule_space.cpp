@@ -43,6 +43,9 @@ KernelSchedule default_schedule(const KernelGroup& g) {
       ks.block = 256;
       ks.items = 1;
       while (ks.items < 64 && !is_legal(g, ks)) ks.items *= 2;
+      // Where no block of units fits (too few SMs for the grid to be resident at once), the batch-split kernel.
+      if (!is_legal(g, ks))
+        if (auto split = batch_split_recurrence(g)) ks = *split;
       break;
     case GroupKind::attention: {
       // Tensor cores: a half-precision task's 16-bit values as stored (as PyTorch's flash attention), else the split
@@ -136,6 +139,8 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
       for (int b : {128, 256, 512})
         for (int units = 1; units <= 64; units *= 2)
           for (int vec : {1, 4}) keep({Strategy::block, b, vec, units, 1});
+      for (int cluster : {1, 2, 4, 8})
+        for (int rows : {1, 2, 4, 8}) keep({Strategy::tile, 256, 1, rows, cluster});
       break;
     case GroupKind::attention:
       for (int rows : {2, 4, 8}) keep({Strategy::block, kAttentionThreads, 1, rows, 1});
@@ -188,10 +193,44 @@ DirectConvTile direct_conv_tile(const ConvDims& d, const KernelSchedule& ks) {
   return t;
 }
 
+namespace {
+
+// A thread's tile of the block's `rows` x `batch` dot products: up to 4 x 4, dividing both; and the threads a tile
+// (as many as keep the block's threads busy, up to a warp).
+void tile_dot_products(RecurrenceTile& t, int64_t rows, int64_t batch, int block) {
+  for (int64_t e : {4, 2}) {
+    if (t.tile_rows == 1 && rows % e == 0) t.tile_rows = e;
+    if (t.tile_batch == 1 && batch % e == 0) t.tile_batch = e;
+  }
+  t.tiles = rows / t.tile_rows * (batch / t.tile_batch);
+  while (t.splits < 32 && t.tiles * t.splits * 2 <= block) t.splits *= 2;
+}
+
+RecurrenceTile recurrence_cluster_tile(const RecurrenceDims& d, const KernelSchedule& ks) {
+  RecurrenceTile t;
+  t.cluster = ks.chunks;
+  t.units = (d.hidden + t.cluster - 1) / t.cluster;
+  t.batch_rows = ks.items;
+  t.batch_groups = (d.batch + t.batch_rows - 1) / t.batch_rows;
+  t.blocks = d.directions * t.batch_groups * t.cluster;
+  t.pairs = d.gates * t.units * t.batch_rows;
+  t.chunk = d.hidden;  // the whole state in shared memory, two steps' of it
+  tile_dot_products(t, d.gates * t.units, t.batch_rows, ks.block);
+  t.stage_stride = (d.hidden + 31) / 32 * 32 + t.splits;
+  t.weights_on_chip = true;
+  // The units' weight rows (padded by one float, as above), two steps' state of the slice, gates, cell state,
+  // two steps' input shares.
+  t.smem_floats = d.gates * t.units * (d.hidden + 1) + 2 * t.batch_rows * t.stage_stride + t.pairs + t.units * t.batch_rows + 2 * t.pairs;
+  return t;
+}
+
+}  // namespace
+
 RecurrenceTile recurrence_tile(const KernelGroup& g, const KernelSchedule& ks) {
   KF_ASSERT(g.recurrence, "group " + g.key + " is not a recurrence");
   const RecurrenceDims& d = *g.recurrence;
   RecurrenceTile t;
+  if (ks.strategy == Strategy::tile) return recurrence_cluster_tile(d, ks);
   t.units = ks.items;
   t.blocks = d.directions * ((d.hidden + t.units - 1) / t.units);
   t.pairs = d.gates * t.units * d.batch;
@@ -209,15 +248,7 @@ RecurrenceTile recurrence_tile(const KernelGroup& g, const KernelSchedule& ks) {
     t.smem_floats = d.batch * t.stage_stride + t.row_threads * (t.pairs + 1) + t.pairs + t.units * d.batch + 2 * t.pairs;
     return t;
   }
-  // A thread's tile: up to 4 x 4, dividing the block's G * units weight rows and the batch.
-  const int64_t rows = d.gates * t.units;
-  for (int64_t e : {4, 2}) {
-    if (t.tile_rows == 1 && rows % e == 0) t.tile_rows = e;
-    if (t.tile_batch == 1 && d.batch % e == 0) t.tile_batch = e;
-  }
-  t.tiles = rows / t.tile_rows * (d.batch / t.tile_batch);
-  // Threads a tile: as many as keep the block's threads busy, up to a warp.
-  while (t.splits < 32 && t.tiles * t.splits * 2 <= ks.block) t.splits *= 2;
+  tile_dot_products(t, d.gates * t.units, d.batch, ks.block);
   t.stage_stride = (t.chunk + 31) / 32 * 32 + t.splits;
   // The weight rows padded by one float: threads reading neighbouring rows at one column hit different banks.
   // Staged h, gates, state, and two steps' input shares of the gates (the next one's in flight).
@@ -279,6 +310,20 @@ KernelSchedule attention_on_cuda_cores(const KernelGroup& g) {
   KernelSchedule ks{.strategy = Strategy::block, .block = kAttentionThreads, .items = 8};
   while (ks.items > 2 && (!is_legal(g, ks) || attention_tile(g, ks).blocks < g.target.sms)) ks.items /= 2;
   return ks;
+}
+
+std::optional<KernelSchedule> batch_split_recurrence(const KernelGroup& g) {
+  std::optional<KernelSchedule> best;
+  int64_t best_blocks = 0;
+  auto score = [&](int64_t blocks) { return blocks <= g.target.sms ? blocks : -blocks; };  // a wave's worth first
+  for (int rows : {4, 2, 8, 1})
+    for (int cluster : {1, 2, 4, 8}) {
+      const KernelSchedule ks{.strategy = Strategy::tile, .block = 256, .items = rows, .chunks = cluster};
+      if (!is_legal(g, ks)) continue;
+      const int64_t blocks = recurrence_tile(g, ks).blocks;
+      if (!best || score(blocks) > score(best_blocks)) best = ks, best_blocks = blocks;
+    }
+  return best;
 }
 
 std::pair<double, double> launch_size(const KernelGroup& g, const KernelSchedule& ks) {

@@ -296,6 +296,14 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
     }
   }
   if (!wide_attention.kernels.empty()) queue.insert(queue.begin() + 1, wide_attention);
+  // A recurrence's batch-split kernel (clusters a slice of the batch, the state through distributed shared
+  // memory), second: where the weights fit a cluster, its steps wait on no other SM (the default's wait on every
+  // block through L2, which cuDNN's persistent kernels beat 2-3x on small layers).
+  Schedule batch_split;
+  for (auto& g : fused)
+    if (g.kind == GroupKind::recurrence)
+      if (auto ks = batch_split_recurrence(g)) batch_split.kernels[g.key] = *ks;
+  if (!batch_split.kernels.empty()) queue.insert(queue.begin() + 1, batch_split);
   // The channels-last form (codegen/channels_last.h), where two or more convolutions change (what the form saves
   // is the transposes between them; a single convolution's chain has as many either way, and its statistics
   // become column reductions): the convolutions' strict opening (fp16x3 with cuDNN's epilogue), fp16 and TF32,

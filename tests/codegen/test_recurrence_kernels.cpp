@@ -33,8 +33,13 @@ TEST(RecurrenceKernels, OneCooperativeKernelWhoseBlocksAllFitTheGpu) {
     EXPECT_TRUE(is_legal(grp, default_schedule(grp))) << c.name;
     for (const KernelSchedule& ks : space) {
       const RecurrenceTile t = recurrence_tile(grp, ks);
-      EXPECT_LE(t.blocks, grp.target.sms) << c.name;
       EXPECT_LE(t.smem_bytes(), kMaxRowCache) << c.name;
+      if (ks.strategy == Strategy::tile) {  // the batch-split kernel: any grid, every unit in each cluster
+        EXPECT_GE(t.cluster * t.units, c.hidden) << c.name;
+        EXPECT_GE(t.batch_groups * t.batch_rows, c.batch) << c.name;
+        continue;
+      }
+      EXPECT_LE(t.blocks, grp.target.sms) << c.name;
       EXPECT_GE(t.blocks * t.units, c.hidden) << c.name;
     }
     Plan p = lower(analysis, Schedule{});
@@ -65,13 +70,14 @@ TEST(RecurrenceKernels, TheDefaultSpreadsUnitsOverTheSms) {
 }
 
 TEST(RecurrenceKernels, ARecurrenceNoScheduleHoldsIsUnrolledIntoItsSteps) {
-  // On one SM, 100 hidden units would need a block of 100 units (64 at most): no schedule; 40 fit.
+  // On one SM, 300 hidden units would need a block of 300 units (64 at most), and a cluster of one block their
+  // weights (361 KB for a single gate): no schedule; 40 fit.
   const TargetFacts one_sm{90, 1};
   for (const testing::RecurrenceCase& c : std::vector<testing::RecurrenceCase>{
-           {"lstm_cell_state", "lstm", 3, 2, 100, true, true},
-           {"gru_bidirectional_zero_states", "gru", 4, 3, 100, false, false, true, false, 2},
-           {"rnn_relu_no_bias", "rnn_relu", 3, 2, 100, false, false, false},
-           {"lstm_both_states", "lstm", 2, 3, 100, false, false, true, true, 1, true}}) {
+           {"lstm_cell_state", "lstm", 3, 2, 300, true, true},
+           {"gru_bidirectional_zero_states", "gru", 4, 3, 300, false, false, true, false, 2},
+           {"rnn_relu_no_bias", "rnn_relu", 3, 2, 300, false, false, false},
+           {"lstm_both_states", "lstm", 2, 3, 300, false, false, true, true, 1, true}}) {
     Graph g = graph_from_json(testing::recurrence_graph(c));
     std::mt19937_64 rng(5);
     auto inputs = testing::random_values(g, g.inputs, rng), params = testing::random_values(g, g.params, rng);
@@ -89,6 +95,13 @@ TEST(RecurrenceKernels, ARecurrenceNoScheduleHoldsIsUnrolledIntoItsSteps) {
   }
   Graph fits = graph_from_json(testing::recurrence_graph({"lstm", "lstm", 3, 2, 40}));
   EXPECT_EQ(primitive_graph(fits, one_sm).nodes.back().op, "recurrence");
+  // 100 units: no block of units fits one SM, but a cluster of one block holds their weights (161 KB): the
+  // default is the batch-split kernel, an ordinary launch.
+  Graph split = graph_from_json(testing::recurrence_graph({"lstm_100", "lstm", 3, 2, 100}));
+  EXPECT_EQ(primitive_graph(split, one_sm).nodes.back().op, "recurrence");
+  GraphAnalysis analysis(split, one_sm);
+  EXPECT_EQ(default_schedule(recurrence_group(analysis)).strategy, Strategy::tile);
+  for (const PlanKernel& k : lower(analysis, Schedule{}).kernels) EXPECT_FALSE(k.cooperative);
 }
 
 TEST(RecurrenceKernels, CompileForHopperAndTheDefaultForAmpereAndAda) {
@@ -112,6 +125,7 @@ TEST(RecurrenceKernels, CompileForHopperAndTheDefaultForAmpereAndAda) {
         some.push_back(ks);
         break;
       }
+    if (auto split = batch_split_recurrence(grp)) some.push_back(*split);  // clusters, where the weights fit one
     for (const KernelSchedule& ks : some) {
       Schedule s;
       s.kernels[grp.key] = ks;
@@ -155,8 +169,25 @@ TEST(RecurrenceKernels, MatchTheInterpreterOnTheCpu) {
       }
       EXPECT_EQ(testing::mismatches(h.data[size_t(h.output)], want, 1e-5), "") << c.name << " block " << block << " vec " << vec;
     }
+    // The batch-split kernel in clusters of one block (the CPU has no clusters), slices of 1, 2 and 4 batch rows
+    // (the last slice of a batch of 3 or 5 part empty).
+    for (int rows : {1, 2, 4}) {
+      const KernelSchedule ks{.strategy = Strategy::tile, .block = 128, .items = rows, .chunks = 1};
+      if (!is_legal(grp, ks)) continue;
+      ++ran;
+      Schedule s;
+      s.kernels[grp.key] = ks;
+      const Plan p = lower(analysis, s);
+      testing::HostPlanBuffers h = testing::plan_buffers_on_cpu(p, inputs, params);
+      for (const PlanKernel& k : p.kernels) {
+        std::vector<float*> args;
+        for (int b : k.args) args.push_back(h.data[size_t(b)].data());
+        testing::run_on_cpu(k, args, k.grid);
+      }
+      EXPECT_EQ(testing::mismatches(h.data[size_t(h.output)], want, 1e-5), "") << c.name << " batch-split, rows " << rows;
+    }
   }
-  EXPECT_GE(ran, 14);
+  EXPECT_GE(ran, 40);
 }
 
 }  // namespace
