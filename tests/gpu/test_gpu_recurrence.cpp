@@ -1,7 +1,8 @@
-// Recurrences (ir/recurrence.h) as one persistent kernel a layer on the GPU (codegen/emit_recurrence.cpp), under
-// every schedule of their space, against the CPU interpreter in the strict tier: the grid barrier between steps,
-// the hidden state read back through L2 by every block, weights in shared memory or read from L2, the hidden
-// state staged in pieces; run directly and replayed from a CUDA graph (a cooperative launch captured).
+// Recurrences (ir/recurrence.h) as one kernel a layer on the GPU, under every schedule of their space, against
+// the CPU interpreter in the strict tier, run directly and replayed from a CUDA graph. The unit-split persistent
+// kernel (codegen/emit_recurrence.cpp): the hidden state read back through L2 by every block between steps,
+// weights in shared memory or read from L2, the hidden state staged in pieces, a cooperative launch captured. The
+// batch-split kernel (codegen/emit_recurrence_cluster.cpp): clusters handing the state through shared memory.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -18,8 +19,8 @@
 namespace kforge {
 namespace {
 
-TEST(GpuRecurrence, EveryScheduleMatchesTheInterpreter) {
-  if (!driver_available()) GTEST_SKIP() << "no CUDA driver or GPU on this machine";
+// Every schedule of `strategy` in each case's space, run twice directly and replayed, against the interpreter.
+int check_every_schedule(Strategy strategy) {
   Compiler compiler({"sm_90", default_cache_dir(), {}});
   ensure_context();
   CUstream stream;
@@ -34,16 +35,29 @@ TEST(GpuRecurrence, EveryScheduleMatchesTheInterpreter) {
     GraphAnalysis analysis(g);
     const KernelGroup& grp = testing::group_of_kind(analysis, GroupKind::recurrence);
     for (const KernelSchedule& ks : schedule_space(grp)) {
+      if (ks.strategy != strategy) continue;
       Schedule s;
       s.kernels[grp.key] = ks;
       LoadedPlan lp(lower(analysis, s), compiler);
-      // Twice directly: the tags carried from launch to launch.
-      ASSERT_EQ(testing::run_and_replay(lp, dev, stream, expected[0], 1e-4, 2), "") << c.name << " schedule " << to_json(ks).dump();
+      // Twice directly: the unit-split kernel's tags carried from launch to launch.
+      EXPECT_EQ(testing::run_and_replay(lp, dev, stream, expected[0], 1e-4, 2), "") << c.name << " schedule " << to_json(ks).dump();
       ++checked;
     }
   }
   driver().cuStreamDestroy(stream);
-  EXPECT_GE(checked, 40);
+  return checked;
+}
+
+TEST(GpuRecurrence, EveryScheduleMatchesTheInterpreter) {
+  if (!driver_available()) GTEST_SKIP() << "no CUDA driver or GPU on this machine";
+  EXPECT_GE(check_every_schedule(Strategy::block), 40);
+}
+
+// The batch-split kernel: clusters of 1-8 blocks handing the state through distributed shared memory, batch slices
+// of 1-8 rows (the last one part empty where they do not divide the batch).
+TEST(GpuRecurrence, EveryBatchSplitScheduleMatchesTheInterpreter) {
+  if (!driver_available()) GTEST_SKIP() << "no CUDA driver or GPU on this machine";
+  EXPECT_GE(check_every_schedule(Strategy::tile), 100);
 }
 
 }  // namespace
