@@ -39,8 +39,9 @@ KernelSchedule default_schedule(const KernelGroup& g) {
       break;
     case GroupKind::recurrence:
       // The fewest units a block (the most blocks, each with the least work a step) that every SM can hold one of.
+      // 512 threads: 1.14-1.21x 256's on the first layers of three networks (GRU 128 and 512, Elman RNN 256; H100).
       ks.strategy = Strategy::block;
-      ks.block = 256;
+      ks.block = 512;
       ks.items = 1;
       while (ks.items < 64 && !is_legal(g, ks)) ks.items *= 2;
       // Where no block of units fits (too few SMs for the grid to be resident at once), the batch-split kernel.
@@ -316,7 +317,7 @@ std::optional<KernelSchedule> batch_split_recurrence(const KernelGroup& g) {
   std::optional<KernelSchedule> best;
   int64_t best_blocks = 0;
   auto score = [&](int64_t blocks) { return blocks <= g.target.sms ? blocks : -blocks; };  // a wave's worth first
-  for (int rows : {4, 2, 8, 1})
+  for (int rows : {1, 2, 4, 8})
     for (int cluster : {1, 2, 4, 8}) {
       const KernelSchedule ks{.strategy = Strategy::tile, .block = 256, .items = rows, .chunks = cluster};
       if (!is_legal(g, ks)) continue;
