@@ -69,6 +69,23 @@ TEST(RecurrenceKernels, TheDefaultSpreadsUnitsOverTheSms) {
   EXPECT_FALSE(recurrence_tile(recurrence_group(big_analysis), ks).weights_on_chip);
 }
 
+TEST(RecurrenceKernels, TheBatchSplitOpeningFillsAWaveWithTheThinnestSlices) {
+  // A bidirectional GRU of 128 units, batch 32: one block holds its 197 KB of weights, but 2 x 32 one-row slices
+  // are half a wave; clusters of two fill it (128 blocks on 132 SMs).
+  Graph g = graph_from_json(testing::recurrence_graph({"gru_128_bidirectional", "gru", 4, 32, 128, false, false, true, true, 2}));
+  GraphAnalysis analysis(g);
+  const auto split = batch_split_recurrence(recurrence_group(analysis));
+  ASSERT_TRUE(split.has_value());
+  EXPECT_EQ(split->strategy, Strategy::tile);
+  EXPECT_EQ(split->chunks, 2);
+  EXPECT_EQ(split->items, 1);
+  EXPECT_EQ(recurrence_tile(recurrence_group(analysis), *split).blocks, 128);
+  // 512 GRU units: 3 MB of weights, 394 KB a block even in clusters of eight: no batch-split schedule.
+  Graph big = graph_from_json(testing::recurrence_graph({"gru_512", "gru", 4, 64, 512}));
+  GraphAnalysis big_analysis(big);
+  EXPECT_FALSE(batch_split_recurrence(recurrence_group(big_analysis)).has_value());
+}
+
 TEST(RecurrenceKernels, ARecurrenceNoScheduleHoldsIsUnrolledIntoItsSteps) {
   // On one SM, 300 hidden units would need a block of 300 units (64 at most), and a cluster of one block their
   // weights (361 KB for a single gate): no schedule; 40 fit.
