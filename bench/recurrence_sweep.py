@@ -19,7 +19,7 @@ from kforge.session import host_task
 
 # codegen/schedule_space.cpp's recurrence space, less the 128-thread blocks and the weights in registers.
 UNIT_SPLIT = [{"strategy": "block", "block": b, "items": u} for b in (256, 512) for u in (1, 2, 4, 8, 16, 32, 64)]
-BATCH_SPLIT = [{"strategy": "tile", "block": 256, "items": r, "chunks": c} for c in (1, 2, 4, 8) for r in (1, 2, 4, 8)]
+BATCH_SPLIT = [{"strategy": "tile", "block": 256, "items": r, "chunks": c} for c in (1, 2, 4, 8, 16) for r in (1, 2, 4, 8)]
 
 
 def recurrence_groups(plan: dict) -> list[str]:

@@ -144,6 +144,7 @@ std::vector<PlanKernel> emit_recurrence_cluster(EmitContext& cx, const KernelGro
 
   PlanKernel k = generated_kernel(g, ks, name, s, std::move(args), t.blocks, ks.block);
   k.smem = int(t.smem_bytes());
+  k.cluster = int(C);
   return {std::move(k)};
 }
 

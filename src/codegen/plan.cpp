@@ -67,6 +67,7 @@ nlohmann::json Plan::to_json() const {
     if (k.kind != StepKind::nvrtc) j["kernels"].back().update({{"kind", to_string(k.kind)}, {"library", k.library}});
     if (k.persistent) j["kernels"].back()["persistent"] = true;
     if (k.cooperative) j["kernels"].back()["cooperative"] = true;
+    if (k.cluster > 1) j["kernels"].back()["cluster"] = k.cluster;
   }
   return j;
 }
@@ -86,6 +87,7 @@ Plan Plan::from_json(const nlohmann::json& j) {
                     k.value("library", nlohmann::json())};
       pk.persistent = k.value("persistent", false);
       pk.cooperative = k.value("cooperative", false);
+      pk.cluster = k.value("cluster", 1);
       if (pk.kind != StepKind::nvrtc && !pk.library.is_object())
         throw UserError("plan: library step '" + pk.name + "' has no 'library' parameter block");
       for (int a : pk.args)

@@ -45,6 +45,9 @@ struct PlanKernel {
   // The kernel's blocks wait for each other (a grid barrier: emit_recurrence.cpp): launched cooperatively, so
   // that the driver refuses a grid that cannot be resident at once instead of the barrier waiting forever.
   bool cooperative = false;
+  // Blocks of a thread block cluster (the kernel's __cluster_dims__): above 8, a size the hardware allows but
+  // CUDA calls non-portable, which the function must opt in to when loaded (LoadedPlan).
+  int cluster = 1;
 };
 
 struct Plan {

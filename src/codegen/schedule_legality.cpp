@@ -62,8 +62,8 @@ namespace {
 void check_recurrence_cluster(const KernelGroup& g, const KernelSchedule& ks) {
   const RecurrenceDims& d = *g.recurrence;
   if (ks.vec != 1 || ks.cache_row != RowCache::none) illegal(g, "vec/cache_row", "of the batch-split recurrence are 1, none");
-  if (ks.chunks != 1 && ks.chunks != 2 && ks.chunks != 4 && ks.chunks != 8)
-    illegal(g, "chunks", "(blocks of a cluster sharing the hidden units) must be 1, 2, 4 or 8 (the portable cluster sizes)");
+  if (ks.chunks != 1 && ks.chunks != 2 && ks.chunks != 4 && ks.chunks != 8 && ks.chunks != 16)
+    illegal(g, "chunks", "(blocks of a cluster sharing the hidden units) must be 1, 2, 4, 8 or 16 (16: Hopper's non-portable size)");
   if (ks.chunks > 1 && g.target.sm < 90)
     illegal(g, "chunks", "clusters need sm_90 (Hopper) or later; the target is sm_" + std::to_string(g.target.sm));
   if (ks.chunks > d.hidden) illegal(g, "chunks", "leaves a block of the cluster without hidden units");

@@ -140,7 +140,7 @@ std::vector<KernelSchedule> schedule_space(const KernelGroup& g) {
       for (int b : {128, 256, 512})
         for (int units = 1; units <= 64; units *= 2)
           for (int vec : {1, 4}) keep({Strategy::block, b, vec, units, 1});
-      for (int cluster : {1, 2, 4, 8})
+      for (int cluster : {1, 2, 4, 8, 16})
         for (int rows : {1, 2, 4, 8}) keep({Strategy::tile, 256, 1, rows, cluster});
       break;
     case GroupKind::attention:
@@ -318,7 +318,7 @@ std::optional<KernelSchedule> batch_split_recurrence(const KernelGroup& g) {
   int64_t best_blocks = 0;
   auto score = [&](int64_t blocks) { return blocks <= g.target.sms ? blocks : -blocks; };  // a wave's worth first
   for (int rows : {1, 2, 4, 8})
-    for (int cluster : {1, 2, 4, 8}) {
+    for (int cluster : {1, 2, 4, 8, 16}) {
       const KernelSchedule ks{.strategy = Strategy::tile, .block = 256, .items = rows, .chunks = cluster};
       if (!is_legal(g, ks)) continue;
       const int64_t blocks = recurrence_tile(g, ks).blocks;

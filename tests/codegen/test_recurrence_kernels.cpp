@@ -80,10 +80,21 @@ TEST(RecurrenceKernels, TheBatchSplitOpeningFillsAWaveWithTheThinnestSlices) {
   EXPECT_EQ(split->chunks, 2);
   EXPECT_EQ(split->items, 1);
   EXPECT_EQ(recurrence_tile(recurrence_group(analysis), *split).blocks, 128);
-  // 512 GRU units: 3 MB of weights, 394 KB a block even in clusters of eight: no batch-split schedule.
+  // 512 GRU units, batch 64: 3 MB of weights, 394 KB a block in clusters of eight, 197 KB in clusters of 16
+  // (non-portable: the kernel opts in). No slicing fills a single wave; the fewest waves hold 4 rows a slice
+  // (8 rows' two steps of state would not fit beside the weights).
   Graph big = graph_from_json(testing::recurrence_graph({"gru_512", "gru", 4, 64, 512}));
   GraphAnalysis big_analysis(big);
-  EXPECT_FALSE(batch_split_recurrence(recurrence_group(big_analysis)).has_value());
+  const auto sixteen = batch_split_recurrence(recurrence_group(big_analysis));
+  ASSERT_TRUE(sixteen.has_value());
+  EXPECT_EQ(sixteen->chunks, 16);
+  EXPECT_EQ(sixteen->items, 4);
+  for (const PlanKernel& k : lower(big_analysis, Schedule{.kernels = {{recurrence_group(big_analysis).key, *sixteen}}}).kernels)
+    if (k.group == recurrence_group(big_analysis).key) EXPECT_EQ(k.cluster, 16);
+  // 1024 units: 787 KB a block even in clusters of 16.
+  Graph huge = graph_from_json(testing::recurrence_graph({"gru_1024", "gru", 2, 4, 1024}));
+  GraphAnalysis huge_analysis(huge);
+  EXPECT_FALSE(batch_split_recurrence(recurrence_group(huge_analysis)).has_value());
 }
 
 TEST(RecurrenceKernels, ARecurrenceNoScheduleHoldsIsUnrolledIntoItsSteps) {
