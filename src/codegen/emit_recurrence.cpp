@@ -82,6 +82,55 @@ std::string cell(const RecurrenceDims& d, const std::string& batch, const std::s
   return c;
 }
 
+std::string tile_constants(const RecurrenceTile& t, const std::string& batch) {
+  return "  constexpr int TR = " + i64_literal(t.tile_rows) + ", TB = " + i64_literal(t.tile_batch) + ";\n" +
+         "  constexpr i64 BT = " + batch + " / TB, TILES = " + i64_literal(t.tiles) + ";\n" + "  const int sp = tid % SPLITS;\n";
+}
+
+int64_t tiles_a_thread(const RecurrenceTile& t, int block) {
+  const int64_t lanes = block / t.splits;
+  return (t.tiles + lanes - 1) / lanes;
+}
+
+std::string tile_products(const RecurrenceTile& t, int block, const std::string& weight, const std::string& state,
+                          const std::string& columns, const std::string& indent) {
+  const std::string I = indent, lanes = i64_literal(block / t.splits);
+  std::string s = I + "for (int i = 0; i < " + std::to_string(tiles_a_thread(t, block)) + "; ++i) {\n";
+  s += I + "  const i64 q = tid / SPLITS + (i64)i * " + lanes + ";\n";
+  s += I + "  if (q >= TILES) break;\n";
+  s += I + "  const i64 r0 = q / BT * TR, b0 = q % BT;\n";
+  s += "#pragma unroll 4\n";
+  s += I + "  for (i64 k = sp; k < " + columns + "; k += SPLITS) {\n";
+  s += I + "    float wv[TR], hv[TB];\n";
+  s += "#pragma unroll\n";
+  s += I + "    for (int a = 0; a < TR; ++a) wv[a] = " + weight + ";\n";
+  s += "#pragma unroll\n";
+  s += I + "    for (int b = 0; b < TB; ++b) hv[b] = " + state + "[(b0 + b * BT) * " + i64_literal(t.stage_stride) + " + k];\n";
+  s += "#pragma unroll\n";
+  s += I + "    for (int a = 0; a < TR; ++a)\n";
+  s += "#pragma unroll\n";
+  s += I + "      for (int b = 0; b < TB; ++b) acc[i][a][b] += wv[a] * hv[b];\n";
+  s += I + "  }\n" + I + "}\n";
+  return s;
+}
+
+std::string tile_sums(const RecurrenceTile& t, int block, const std::string& batch) {
+  // A tile's splits are neighbouring lanes of one warp: every lane takes part (the loop's count is the same for
+  // all), the first writes the sum.
+  std::string s = "    for (int i = 0; i < " + std::to_string(tiles_a_thread(t, block)) + "; ++i) {\n";
+  s += "      const i64 q = tid / SPLITS + (i64)i * " + i64_literal(block / t.splits) + ";\n";
+  s += "#pragma unroll\n";
+  s += "      for (int a = 0; a < TR; ++a)\n";
+  s += "#pragma unroll\n";
+  s += "        for (int b = 0; b < TB; ++b) {\n";
+  s += "          float v = acc[i][a][b];\n";
+  s += "          for (int o = SPLITS / 2; o > 0; o >>= 1) v += kf_shfl_xor(v, o);\n";
+  s += "          if (sp == 0 && q < TILES) kf_gates[(q / BT * TR + a) * " + batch + " + q % BT + b * BT] = v;\n";
+  s += "        }\n    }\n";
+  s += "    __syncthreads();\n";
+  return s;
+}
+
 }  // namespace recurrence_parts
 
 namespace {
@@ -156,9 +205,7 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
     const bool given = lstm ? d.c0 : d.h0;
     s += "    kf_state[e] = " + (given ? "u < " + H + " ? " + std::string(lstm ? "c0" : "h0") + "[n * " + H + " + u] : 0.f" : std::string("0.f")) + ";\n  }\n";
   }
-  // A thread's tiles: tile q = tid / SPLITS + i * (block / SPLITS), columns sp, sp + SPLITS, ...; tile q holds
-  // weight rows q / BT * TR + a and batch rows q % BT + b * BT.
-  const int64_t lanes = ks.block / t.splits, per_thread = (t.tiles + lanes - 1) / lanes;
+  // A thread's tiles (recurrence_parts::tile_products): weight row r0 + a, column k0 + k of the chunk.
   const std::string weight = t.weights_on_chip ? "kf_w[(r0 + a) * " + W + " + k0 + k]"
                                                : "(u0 + (r0 + a) % UNITS < " + H + " ? w[(((r0 + a) / UNITS) * " + H +
                                                      " + u0 + (r0 + a) % UNITS) * " + H + " + k0 + k] : 0.f)";
@@ -176,16 +223,12 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
     return c;
   };
   s += prefetch("0", "  ");
-  if (!in_registers) {
-    s += "  constexpr int TR = " + L(t.tile_rows) + ", TB = " + L(t.tile_batch) + ";\n";
-    s += "  constexpr i64 BT = N / TB, TILES = " + L(t.tiles) + ";\n";
-    s += "  const int sp = tid % SPLITS;\n";
-  }
+  if (!in_registers) s += recurrence_parts::tile_constants(t, "N");
   s += "  for (i64 s = 0; s < " + L(d.steps) + "; ++s) {\n";
   s += "    const i64 t = kf_time(s);\n";
   s += "    if (s + 1 < " + L(d.steps) + ") {\n" + prefetch("s + 1", "      ") + "    } else {\n      kf_copy_async_commit();  // an empty group: the wait below counts one a step\n    }\n";
   if (!in_registers) {
-    s += "    float acc[" + std::to_string(per_thread) + "][TR][TB] = {};\n";
+    s += "    float acc[" + std::to_string(recurrence_parts::tiles_a_thread(t, ks.block)) + "][TR][TB] = {};\n";
   }
   s += "    for (i64 k0 = 0; k0 < " + H + "; k0 += CHUNK) {\n";
   s += "      const i64 kc = min((i64)CHUNK, " + H + " - k0);\n";
@@ -249,35 +292,9 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
     s += "      kf_gates[p] = v;\n    }\n";
     s += "    __syncthreads();\n";
   } else {
-    s += "      for (int i = 0; i < " + std::to_string(per_thread) + "; ++i) {\n";
-    s += "        const i64 q = tid / SPLITS + (i64)i * " + L(lanes) + ";\n";
-    s += "        if (q >= TILES) break;\n";
-    s += "        const i64 r0 = q / BT * TR, n0 = q % BT;\n";
-    s += "#pragma unroll 4\n";
-    s += "        for (i64 k = sp; k < kc; k += SPLITS) {\n";
-    s += "          float wv[TR], hv[TB];\n";
-    s += "#pragma unroll\n";
-    s += "          for (int a = 0; a < TR; ++a) wv[a] = " + weight + ";\n";
-    s += "#pragma unroll\n";
-    s += "          for (int b = 0; b < TB; ++b) hv[b] = kf_h[(n0 + b * BT) * " + KS + " + k];\n";
-    s += "#pragma unroll\n";
-    s += "          for (int a = 0; a < TR; ++a)\n";
-    s += "#pragma unroll\n";
-    s += "            for (int b = 0; b < TB; ++b) acc[i][a][b] += wv[a] * hv[b];\n";
-    s += "        }\n      }\n    }\n";
-    // A tile's splits are neighbouring lanes of one warp: every lane takes part (the loop's count is the same for
-    // all), the first writes the sum.
-    s += "    for (int i = 0; i < " + std::to_string(per_thread) + "; ++i) {\n";
-    s += "      const i64 q = tid / SPLITS + (i64)i * " + L(lanes) + ";\n";
-    s += "#pragma unroll\n";
-    s += "      for (int a = 0; a < TR; ++a)\n";
-    s += "#pragma unroll\n";
-    s += "        for (int b = 0; b < TB; ++b) {\n";
-    s += "          float v = acc[i][a][b];\n";
-    s += "          for (int o = SPLITS / 2; o > 0; o >>= 1) v += kf_shfl_xor(v, o);\n";
-    s += "          if (sp == 0 && q < TILES) kf_gates[(q / BT * TR + a) * N + q % BT + b * BT] = v;\n";
-    s += "        }\n    }\n";
-    s += "    __syncthreads();\n";
+    s += recurrence_parts::tile_products(t, ks.block, weight, "kf_h", "kc", "      ");
+    s += "    }\n";  // the chunks
+    s += recurrence_parts::tile_sums(t, ks.block, "N");
   }
   s += "    const i64 out = t * " + NDH + " + dir * " + SH + ";\n";
   s += "    kf_copy_async_wait<1>();  // this step's input share is in (the next step's may still be on its way)\n";

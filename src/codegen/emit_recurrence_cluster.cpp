@@ -38,8 +38,6 @@ std::vector<PlanKernel> emit_recurrence_cluster(EmitContext& cx, const KernelGro
   s += "extern \"C\" __global__ void __launch_bounds__(" + B + ") " + row_parts::cluster_dims(int(C)) + name + "(" + params + ") {\n";
   s += "  constexpr i64 N = " + L(d.batch) + ", NB = " + L(t.batch_rows) + ", UNITS = " + L(t.units) + ", PAIRS = " + L(t.pairs) +
        ", SPLITS = " + L(t.splits) + ";\n";
-  s += "  constexpr int TR = " + L(t.tile_rows) + ", TB = " + L(t.tile_batch) + ";\n";
-  s += "  constexpr i64 BT = NB / TB, TILES = " + L(t.tiles) + ";\n";
   s += "#ifdef __CUDA_ARCH__\n  extern __shared__ __align__(16) float kf_smem[];\n#else\n  alignas(16) static float kf_smem[" +
        L(t.smem_floats) + "];\n#endif\n";
   s += "  float* kf_w = kf_smem;                               // [G * UNITS][H + 1] the units' weight rows\n";
@@ -81,44 +79,16 @@ std::vector<PlanKernel> emit_recurrence_cluster(EmitContext& cx, const KernelGro
   s += prefetch("0", "  ");
   // Every block of the cluster has started (its shared memory exists) before any stores into it.
   s += std::string(C > 1 ? "  kf_cluster_sync();\n" : "  __syncthreads();\n");
-  s += "  const int sp = tid % SPLITS;\n";
-  const int64_t lanes = ks.block / t.splits, per_thread = (t.tiles + lanes - 1) / lanes;
-  const std::string PT = std::to_string(per_thread);
+  s += recurrence_parts::tile_constants(t, "NB");
   s += "  for (i64 s = 0; s < " + L(d.steps) + "; ++s) {\n";
   s += "    const i64 t = kf_time(s);\n";
   s += "    if (s + 1 < " + L(d.steps) + ") {\n" + prefetch("s + 1", "      ") +
        "    } else {\n      kf_copy_async_commit();  // an empty group: the wait below counts one a step\n    }\n";
   s += "    const float* hc = kf_h + (s & 1) * NB * " + KS + ";\n";
   s += "    float* hn_all = kf_h + ((s + 1) & 1) * NB * " + KS + ";\n";
-  s += "    float acc[" + PT + "][TR][TB] = {};\n";
-  s += "    for (int i = 0; i < " + PT + "; ++i) {\n";
-  s += "      const i64 q = tid / SPLITS + (i64)i * " + L(lanes) + ";\n";
-  s += "      if (q >= TILES) break;\n";
-  s += "      const i64 r0 = q / BT * TR, b0 = q % BT;\n";
-  s += "#pragma unroll 4\n";
-  s += "      for (i64 k = sp; k < " + H + "; k += SPLITS) {\n";
-  s += "        float wv[TR], hv[TB];\n";
-  s += "#pragma unroll\n";
-  s += "        for (int a = 0; a < TR; ++a) wv[a] = kf_w[(r0 + a) * " + W + " + k];\n";
-  s += "#pragma unroll\n";
-  s += "        for (int b = 0; b < TB; ++b) hv[b] = hc[(b0 + b * BT) * " + KS + " + k];\n";
-  s += "#pragma unroll\n";
-  s += "        for (int a = 0; a < TR; ++a)\n";
-  s += "#pragma unroll\n";
-  s += "          for (int b = 0; b < TB; ++b) acc[i][a][b] += wv[a] * hv[b];\n";
-  s += "      }\n    }\n";
-  // A tile's splits are neighbouring lanes of one warp; every lane takes part, the first writes the sum.
-  s += "    for (int i = 0; i < " + PT + "; ++i) {\n";
-  s += "      const i64 q = tid / SPLITS + (i64)i * " + L(lanes) + ";\n";
-  s += "#pragma unroll\n";
-  s += "      for (int a = 0; a < TR; ++a)\n";
-  s += "#pragma unroll\n";
-  s += "        for (int b = 0; b < TB; ++b) {\n";
-  s += "          float v = acc[i][a][b];\n";
-  s += "          for (int o = SPLITS / 2; o > 0; o >>= 1) v += kf_shfl_xor(v, o);\n";
-  s += "          if (sp == 0 && q < TILES) kf_gates[(q / BT * TR + a) * NB + q % BT + b * BT] = v;\n";
-  s += "        }\n    }\n";
-  s += "    __syncthreads();\n";
+  s += "    float acc[" + std::to_string(recurrence_parts::tiles_a_thread(t, ks.block)) + "][TR][TB] = {};\n";
+  s += recurrence_parts::tile_products(t, ks.block, "kf_w[(r0 + a) * " + W + " + k]", "hc", H, "    ");
+  s += recurrence_parts::tile_sums(t, ks.block, "NB");
   s += "    const i64 out = t * " + NDH + " + dir * " + SH + ";\n";
   s += "    kf_copy_async_wait<1>();  // this step's input share is in (the next step's may still be on its way)\n";
   s += "    const float* xs = kf_x + (s & 1) * PAIRS;\n";

@@ -21,4 +21,17 @@ Operands operands(EmitContext& cx, const KernelGroup& g);
 // `batch` + `n`] (its bias added here), the unit's cell state at kf_state[e].
 std::string cell(const RecurrenceDims& d, const std::string& batch, const std::string& n);
 
+// The dot products of a step in tiles (RecurrenceTile: vec 1 and the batch-split kernel), for a block of `block`
+// threads whose gates hold `batch` (a constant's name) batch rows:
+// - tile_constants: TR, TB, BT, TILES and the thread's split `sp`;
+// - tile_products: each of the thread's tiles (weight rows r0 + a, batch rows b0 + b * BT) adds its columns k (from
+//   `sp` below `columns`, SPLITS apart) into acc[i][a][b] (declared by the caller: float acc[per_thread][TR][TB]),
+//   reading `weight` (of r0, a, k) and the batch row's staged state at `state`[row * stage_stride + k];
+// - tile_sums: the tiles' splits added by warp shuffles into kf_gates, then a barrier.
+std::string tile_constants(const RecurrenceTile& t, const std::string& batch);
+int64_t tiles_a_thread(const RecurrenceTile& t, int block);
+std::string tile_products(const RecurrenceTile& t, int block, const std::string& weight, const std::string& state,
+                          const std::string& columns, const std::string& indent);
+std::string tile_sums(const RecurrenceTile& t, int block, const std::string& batch);
+
 }  // namespace kforge::recurrence_parts
