@@ -176,6 +176,19 @@ TEST(RecurrenceKernels, MatchTheInterpreterOnTheCpu) {
     const HostTensor want = interpret(primitive_graph(g), inputs, params)[0];
     GraphAnalysis analysis(g);
     const KernelGroup& grp = recurrence_group(analysis);
+    // The plan under `ks` run on the CPU, its blocks one after the other: its mismatches with the interpreter.
+    auto mismatches_under = [&](const KernelSchedule& ks) {
+      Schedule s;
+      s.kernels[grp.key] = ks;
+      const Plan p = lower(analysis, s);
+      testing::HostPlanBuffers h = testing::plan_buffers_on_cpu(p, inputs, params);
+      for (const PlanKernel& k : p.kernels) {
+        std::vector<float*> args;
+        for (int b : k.args) args.push_back(h.data[size_t(b)].data());
+        testing::run_on_cpu(k, args, k.grid);
+      }
+      return testing::mismatches(h.data[size_t(h.output)], want, 1e-5);
+    };
     for (auto [block, vec] : {std::pair{128, 1}, {256, 4}}) {
       // One block holds every unit of a direction: the CPU runs the blocks one after the other, and a direction's
       // block reads only what it published itself. vec 4: the weights in registers, where the hidden size allows.
@@ -186,16 +199,7 @@ TEST(RecurrenceKernels, MatchTheInterpreterOnTheCpu) {
       if (vec == 4 && c.hidden % 4) continue;
       ASSERT_TRUE(is_legal(grp, ks)) << c.name << " vec " << vec;
       ++ran;
-      Schedule s;
-      s.kernels[grp.key] = ks;
-      const Plan p = lower(analysis, s);
-      testing::HostPlanBuffers h = testing::plan_buffers_on_cpu(p, inputs, params);
-      for (const PlanKernel& k : p.kernels) {
-        std::vector<float*> args;
-        for (int b : k.args) args.push_back(h.data[size_t(b)].data());
-        testing::run_on_cpu(k, args, k.grid);
-      }
-      EXPECT_EQ(testing::mismatches(h.data[size_t(h.output)], want, 1e-5), "") << c.name << " block " << block << " vec " << vec;
+      EXPECT_EQ(mismatches_under(ks), "") << c.name << " block " << block << " vec " << vec;
     }
     // The batch-split kernel in clusters of one block (the CPU has no clusters), slices of 1, 2 and 4 batch rows
     // (the last slice of a batch of 3 or 5 part empty).
@@ -203,16 +207,7 @@ TEST(RecurrenceKernels, MatchTheInterpreterOnTheCpu) {
       const KernelSchedule ks{.strategy = Strategy::tile, .block = 128, .items = rows, .chunks = 1};
       if (!is_legal(grp, ks)) continue;
       ++ran;
-      Schedule s;
-      s.kernels[grp.key] = ks;
-      const Plan p = lower(analysis, s);
-      testing::HostPlanBuffers h = testing::plan_buffers_on_cpu(p, inputs, params);
-      for (const PlanKernel& k : p.kernels) {
-        std::vector<float*> args;
-        for (int b : k.args) args.push_back(h.data[size_t(b)].data());
-        testing::run_on_cpu(k, args, k.grid);
-      }
-      EXPECT_EQ(testing::mismatches(h.data[size_t(h.output)], want, 1e-5), "") << c.name << " batch-split, rows " << rows;
+      EXPECT_EQ(mismatches_under(ks), "") << c.name << " batch-split, rows " << rows;
     }
   }
   EXPECT_GE(ran, 40);
