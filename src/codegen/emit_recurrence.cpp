@@ -1,5 +1,6 @@
 // A recurrence (ir/recurrence.h) as one persistent kernel: the whole time loop of one layer and direction in one
-// launch, where the unrolled graph takes a product and a kernel a step.
+// launch, where the unrolled graph takes a product and a kernel a step. This is the unit-split kernel (strategy
+// block); strategy tile is the batch-split one (emit_recurrence_cluster.cpp), both chosen by measurement.
 //
 // Block b owns hidden units [b * units, (b + 1) * units) for every step (codegen/schedule.h, RecurrenceTile):
 // it loads their G gates' rows of w_hh into shared memory once, keeps their cell state (an LSTM's c, a GRU's h)
