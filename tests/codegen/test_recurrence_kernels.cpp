@@ -201,16 +201,16 @@ TEST(RecurrenceKernels, MatchTheInterpreterOnTheCpu) {
       ++ran;
       EXPECT_EQ(mismatches_under(ks), "") << c.name << " block " << block << " vec " << vec;
     }
-    // The batch-split kernel in clusters of one block (the CPU has no clusters), slices of 1, 2 and 4 batch rows
-    // (the last slice of a batch of 3 or 5 part empty).
-    for (int rows : {1, 2, 4}) {
+    // The batch-split kernel in clusters of one block (the CPU has no clusters), slices of 1 and 4 batch rows
+    // (the last slice of a batch of 3 or 5 part empty; 4 rows: 4 x 4 tiles where the units allow).
+    for (int rows : {1, 4}) {
       const KernelSchedule ks{.strategy = Strategy::tile, .block = 128, .items = rows, .chunks = 1};
       if (!is_legal(grp, ks)) continue;
       ++ran;
       EXPECT_EQ(mismatches_under(ks), "") << c.name << " batch-split, rows " << rows;
     }
   }
-  EXPECT_GE(ran, 40);
+  EXPECT_GE(ran, 30);
 }
 
 }  // namespace
