@@ -39,9 +39,9 @@ def sweep(path: str, db: str, all_groups: bool) -> list[dict]:
     name = hosted.problem.path.stem
     task = (json.dumps(hosted.graph), name, *hosted.pointers())
     groups = recurrence_groups(json.loads(core.lower(json.dumps(hosted.graph), "{}")))
-    labelled = [({"problem": name, "group": "-", "schedule": "default"}, {})]
+    labelled = [({"problem": name, "group": "-", "kernel": "default"}, {})]
     for g in groups if all_groups else groups[:1]:
-        labelled += [({"problem": name, "group": g, "schedule": describe(ks)}, {"kernels": {g: ks}}) for ks in UNIT_SPLIT + BATCH_SPLIT]
+        labelled += [({"problem": name, "group": g, "kernel": describe(ks)}, {"kernels": {g: ks}}) for ks in UNIT_SPLIT + BATCH_SPLIT]
     rows = Meter(hosted, db, task).measure(labelled)
     default = timed_ms(rows[0]["eval"])
     for r in rows:
@@ -65,14 +65,14 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     lines = [f"GPU: {torch.cuda.get_device_name()}, native protocol", "",
-             "| problem | group | schedule | tier | ms | x default |", "|---|---|---|---|---:|---:|"]
+             "| problem | group | kernel | tier | ms | x default |", "|---|---|---|---|---:|---:|"]
     rows = []
     for p in args.problems:
         for r in sweep(p, args.db, args.all_groups):
-            rows.append({k: r[k] for k in ("problem", "group", "schedule", "tier", "ms", "x_default", "why")})
+            rows.append({k: r[k] for k in ("problem", "group", "kernel", "schedule", "tier", "ms", "x_default", "why")})
             ms = f"{r['ms']:.3f}" if r["ms"] else r["why"] or "-"
             x = f"{r['x_default']:.2f}" if r["x_default"] else "-"
-            lines.append(f"| {r['problem']} | {r['group']} | {r['schedule']} | {r['tier']} | {ms} | {x} |")
+            lines.append(f"| {r['problem']} | {r['group']} | {r['kernel']} | {r['tier']} | {ms} | {x} |")
         (out / "recurrence_sweep.md").write_text("\n".join(lines) + "\n")
         (out / "recurrence_sweep.json").write_text(json.dumps(rows, indent=1))
         torch.cuda.empty_cache()
