@@ -61,7 +61,7 @@ std::string cell(const RecurrenceDims& d, const std::string& batch, const std::s
   auto xq = [&](int q) { return "xs[" + std::to_string(q) + " * UNITS * " + batch + " + e]"; };
   auto pre = [&](int q) {
     return "kf_gates[(" + std::to_string(q) + " * UNITS + j) * " + batch + " + " + n + "]" +
-           std::string(d.bias ? " + bias[" + std::to_string(q) + " * " + H + " + u]" : "");
+           std::string(d.bias ? " + kf_bias[" + std::to_string(q) + " * UNITS + j]" : "");
   };
   const std::string sig = "kf_sigmoid";
   std::string c;
@@ -81,6 +81,13 @@ std::string cell(const RecurrenceDims& d, const std::string& batch, const std::s
     case Cell::rnn_relu: c += "        const float hn = fmaxf(" + xq(0) + " + " + pre(0) + ", 0.f);\n"; break;
   }
   return c;
+}
+
+std::string bias_staging(const RecurrenceDims& d, int block) {
+  if (!d.bias) return "";
+  const std::string H = i64_literal(d.hidden);
+  return "  for (i64 e = tid; e < " + std::to_string(d.gates) + " * UNITS; e += " + std::to_string(block) + ") {\n" +
+         "    const i64 u = u0 + e % UNITS;\n" + "    kf_bias[e] = u < " + H + " ? bias[(e / UNITS) * " + H + " + u] : 0.f;\n  }\n";
 }
 
 std::string tile_constants(const RecurrenceTile& t, const std::string& batch) {
@@ -172,7 +179,8 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
   s += "  float* kf_gates = kf_part + " + part_floats + ";          // [G][UNITS][N] recurrent part of the gates\n";
   s += "  float* kf_state = kf_gates + PAIRS;                  // [UNITS][N] the units' cell state (LSTM c, GRU h)\n";
   s += "  float* kf_x = kf_state + UNITS * N;                  // [2][G][UNITS * N] two steps' input share of the gates\n";
-  if (t.weights_on_chip) s += "  float* kf_w = kf_x + 2 * PAIRS;                      // [G * UNITS][H + 1] the units' weight rows\n";
+  s += "  float* kf_bias = kf_x + 2 * PAIRS;                   // [G][UNITS] the units' recurrent biases\n";
+  if (t.weights_on_chip) s += "  float* kf_w = kf_bias + " + L(d.gates * t.units) + ";  // [G * UNITS][H + 1] the units' weight rows\n";
   // Blocks [0, blocks / D) run direction 0, the rest direction 1 (backward).
   const int64_t per_direction = t.blocks / D;
   s += "  const int tid = threadIdx.x;\n";
@@ -200,6 +208,7 @@ std::vector<PlanKernel> emit_recurrence(EmitContext& cx, const KernelGroup& g, c
     s += "    const i64 r = e / " + H + ", k = e % " + H + ", u = u0 + r % UNITS;\n";
     s += "    kf_w[r * " + W + " + k] = u < " + H + " ? w[((r / UNITS) * " + H + " + u) * " + H + " + k] : 0.f;\n  }\n";
   }
+  s += recurrence_parts::bias_staging(d, ks.block);
   if (keeps_state) {
     s += "  for (i64 e = tid; e < UNITS * N; e += " + B + ") {\n";
     s += "    const i64 u = u0 + e / N, n = e % N;\n";

@@ -45,6 +45,7 @@ std::vector<PlanKernel> emit_recurrence_cluster(EmitContext& cx, const KernelGro
   s += "  float* kf_gates = kf_h + 2 * NB * " + KS + ";            // [G][UNITS][NB] recurrent part of the gates\n";
   s += "  float* kf_state = kf_gates + PAIRS;                  // [UNITS][NB] the units' cell state (LSTM c, GRU h)\n";
   s += "  float* kf_x = kf_state + UNITS * NB;                 // [2][G][UNITS * NB] two steps' input share of the gates\n";
+  s += "  float* kf_bias = kf_x + 2 * PAIRS;                   // [G][UNITS] the units' recurrent biases\n";
   s += "  const int tid = threadIdx.x;\n";
   s += "  const unsigned rank = " + std::string(C > 1 ? "kf_cluster_rank()" : "0u") + ";\n";
   s += "  const i64 slice = blockIdx.x / " + L(C) + ";\n";
@@ -56,6 +57,7 @@ std::vector<PlanKernel> emit_recurrence_cluster(EmitContext& cx, const KernelGro
   s += "  for (i64 e = tid; e < " + L(d.gates * t.units * d.hidden) + "; e += " + B + ") {\n";
   s += "    const i64 r = e / " + H + ", k = e % " + H + ", u = u0 + r % UNITS;\n";
   s += "    kf_w[r * " + W + " + k] = u < " + H + " ? w[((r / UNITS) * " + H + " + u) * " + H + " + k] : 0.f;\n  }\n";
+  s += recurrence_parts::bias_staging(d, ks.block);
   if (keeps_state) {
     const bool given = lstm ? d.c0 : d.h0;
     s += "  for (i64 e = tid; e < UNITS * NB; e += " + B + ") {\n";

@@ -18,8 +18,11 @@ Operands operands(EmitContext& cx, const KernelGroup& g);
 
 // Statements computing the new state `hn` (and an LSTM's `cn`) of unit u (locals e, j, u and the batch row index
 // `n`): gate q's input part at xs[q * UNITS * `batch` + e], its recurrent part at kf_gates[(q * UNITS + j) *
-// `batch` + `n`] (its bias added here), the unit's cell state at kf_state[e].
+// `batch` + `n`], its bias at kf_bias[q * UNITS + j] (staged by bias_staging), the unit's cell state at kf_state[e].
 std::string cell(const RecurrenceDims& d, const std::string& batch, const std::string& n);
+// The block's units' recurrent biases copied once into kf_bias (units from u0): the cell read them from memory
+// every step, behind the barriers' memory clobbers that keep a compiler from hoisting them. Empty without a bias.
+std::string bias_staging(const RecurrenceDims& d, int block);
 
 // The dot products of a step in tiles (RecurrenceTile: vec 1 and the batch-split kernel), for a block of `block`
 // threads whose gates hold `batch` (a constant's name) batch rows:

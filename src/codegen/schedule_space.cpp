@@ -220,8 +220,9 @@ RecurrenceTile recurrence_cluster_tile(const RecurrenceDims& d, const KernelSche
   t.stage_stride = (d.hidden + 31) / 32 * 32 + t.splits;
   t.weights_on_chip = true;
   // The units' weight rows (padded by one float, as above), two steps' state of the slice, gates, cell state,
-  // two steps' input shares.
-  t.smem_floats = d.gates * t.units * (d.hidden + 1) + 2 * t.batch_rows * t.stage_stride + t.pairs + t.units * t.batch_rows + 2 * t.pairs;
+  // two steps' input shares, the units' recurrent biases.
+  t.smem_floats = d.gates * t.units * (d.hidden + 1) + 2 * t.batch_rows * t.stage_stride + t.pairs + t.units * t.batch_rows + 2 * t.pairs +
+                  d.gates * t.units;
   return t;
 }
 
@@ -246,14 +247,14 @@ RecurrenceTile recurrence_tile(const KernelGroup& g, const KernelSchedule& ks) {
     t.held = (d.hidden / 4 + t.row_threads - 1) / t.row_threads;
     // Staged h, each thread's partial sums ([row_threads][pairs + 1]: padded so that neither their writes nor
     // their sums meet in one bank), gates, state, two steps' input shares.
-    t.smem_floats = d.batch * t.stage_stride + t.row_threads * (t.pairs + 1) + t.pairs + t.units * d.batch + 2 * t.pairs;
+    t.smem_floats = d.batch * t.stage_stride + t.row_threads * (t.pairs + 1) + t.pairs + t.units * d.batch + 2 * t.pairs + d.gates * t.units;
     return t;
   }
   tile_dot_products(t, d.gates * t.units, d.batch, ks.block);
   t.stage_stride = (t.chunk + 31) / 32 * 32 + t.splits;
   // The weight rows padded by one float: threads reading neighbouring rows at one column hit different banks.
-  // Staged h, gates, state, and two steps' input shares of the gates (the next one's in flight).
-  const int64_t fixed = d.batch * t.stage_stride + t.pairs + t.units * d.batch + 2 * t.pairs;
+  // Staged h, gates, state, two steps' input shares of the gates (the next one's in flight), the units' biases.
+  const int64_t fixed = d.batch * t.stage_stride + t.pairs + t.units * d.batch + 2 * t.pairs + d.gates * t.units;
   const int64_t weights = d.gates * t.units * (d.hidden + 1);
   t.weights_on_chip = 4 * (fixed + weights) <= kMaxRowCache;
   t.smem_floats = fixed + (t.weights_on_chip ? weights : 0);
