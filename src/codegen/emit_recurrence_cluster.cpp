@@ -10,9 +10,9 @@
 //   3. waits at the cluster's barrier (release / acquire: the stores are seen after it).
 // The state alternates between two buffers: a block writes step s + 1's while its peers may still read step s's,
 // and step s + 2 overwrites step s's only after the barrier that every block passes once done reading it.
-// Nothing goes through L2 between steps and no block waits on another cluster, so the grid is an ordinary launch
-// (cuDNN's persistent RNN kernels split the batch the same way). The CPU (tests/common/cpu_kernel_runner.h) runs
-// clusters of one block (its barrier __syncthreads), one after the other.
+// Nothing goes through L2 between steps and no block waits on another cluster, so the grid is an ordinary launch.
+// The CPU (tests/common/cpu_kernel_runner.h) runs clusters of one block (its barrier __syncthreads), one after the
+// other.
 #include "codegen/emit_recurrence_parts.h"
 #include "codegen/emitters.h"
 #include "codegen/emit_row_parts.h"

@@ -164,8 +164,8 @@ DirectConvTile direct_conv_tile(const ConvDims& d, const KernelSchedule& ks);
 // cluster of `cluster` (chunks) blocks takes `batch_rows` (items) of them through every step alone, its blocks
 // sharing the hidden units (`units` each, all their weights in shared memory) and handing each other the new
 // hidden state through distributed shared memory, one cluster barrier a step: no block waits on another cluster,
-// nothing crosses L2, and the grid need not be resident at once (cuDNN's persistent RNN kernels run a block a
-// batch slice the same way). Clusters of 1-16 blocks (16 is Hopper's non-portable size: PlanKernel::cluster).
+// nothing crosses L2, and the grid need not be resident at once. Clusters of 1-16 blocks (16 is Hopper's
+// non-portable size: PlanKernel::cluster).
 struct RecurrenceTile {
   int64_t units = 1, blocks = 0, chunk = 0, splits = 1;
   // A staged row's floats: the chunk rounded up to 32, plus `splits`, so that a warp's threads (neighbouring
