@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <tuple>
 #include "ir/error.h"
 #include "ir/types.h"
 
@@ -231,8 +232,8 @@ RecurrenceTile recurrence_cluster_tile(const RecurrenceDims& d, const KernelSche
 RecurrenceTile recurrence_tile(const KernelGroup& g, const KernelSchedule& ks) {
   KF_ASSERT(g.recurrence, "group " + g.key + " is not a recurrence");
   const RecurrenceDims& d = *g.recurrence;
-  RecurrenceTile t;
   if (ks.strategy == Strategy::tile) return recurrence_cluster_tile(d, ks);
+  RecurrenceTile t;
   t.units = ks.items;
   t.blocks = d.directions * ((d.hidden + t.units - 1) / t.units);
   t.pairs = d.gates * t.units * d.batch;
@@ -315,16 +316,15 @@ KernelSchedule attention_on_cuda_cores(const KernelGroup& g) {
 }
 
 std::optional<KernelSchedule> batch_split_recurrence(const KernelGroup& g) {
+  // Ranked by a wave's worth of blocks first (the most that fit the SMs, else the fewest waves), then the thinnest
+  // slice, then the smallest cluster: the space's batch-split schedules, legal ones only.
+  auto rank = [&](const KernelSchedule& ks) {
+    const int64_t blocks = recurrence_tile(g, ks).blocks;
+    return std::tuple(blocks <= g.target.sms ? blocks : -blocks, -ks.items, -ks.chunks);
+  };
   std::optional<KernelSchedule> best;
-  int64_t best_blocks = 0;
-  auto score = [&](int64_t blocks) { return blocks <= g.target.sms ? blocks : -blocks; };  // a wave's worth first
-  for (int rows : {1, 2, 4, 8})
-    for (int cluster : {1, 2, 4, 8, 16}) {
-      const KernelSchedule ks{.strategy = Strategy::tile, .block = 256, .items = rows, .chunks = cluster};
-      if (!is_legal(g, ks)) continue;
-      const int64_t blocks = recurrence_tile(g, ks).blocks;
-      if (!best || score(blocks) > score(best_blocks)) best = ks, best_blocks = blocks;
-    }
+  for (const KernelSchedule& ks : schedule_space(g))
+    if (ks.strategy == Strategy::tile && (!best || rank(ks) > rank(*best))) best = ks;
   return best;
 }
 
