@@ -88,8 +88,10 @@ def attempt(model, example_inputs, budget=16, tier="strict", db="kforge.db", nam
     with tempfile.TemporaryDirectory(prefix="kforge-api-") as tmp:  # a fresh folder: no plan of another run
         folder = Path(tmp)
         try:
+            # No torch.compile baseline: the caller asked for a module, not a comparison, and inside the kforge
+            # backend a second torch.compile of the graph would run dynamo within dynamo.
             report = session.optimize_problem(problem_of(model, example_inputs, name), budget, db, folder,
-                                              progress=False, policy="local")
+                                              progress=False, policy="local", compile_baseline=False)
         except ImportProblemError as e:
             raise Unsupported(str(e)) from e
         # The relaxed tier's own plan only where its fresh check passed (the report then carries its kb timing);
@@ -154,17 +156,26 @@ def partitioned(gm: torch.fx.GraphModule, example_inputs, compile_piece) -> torc
     return fused
 
 
-def backend(gm: torch.fx.GraphModule, example_inputs):
-    """torch.compile's `kforge` backend: each graph dynamo captures, optimized by kforge (strict tier, budget 16)
-    where it can be, or cut into the pieces kforge can take (partitioned); dynamo's own graph runs otherwise.
-    Dynamo's graphs return a tuple: so does the plan."""
+BACKEND_OPTIONS = {"budget": 16, "tier": "strict", "db": "kforge.db"}
+
+
+def backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None = None):
+    """torch.compile's `kforge` backend: each graph dynamo captures, optimized by kforge where it can be, or cut
+    into the pieces kforge can take (partitioned); dynamo's own graph runs otherwise. Dynamo's graphs return a
+    tuple: so does the plan. `torch.compile(model, backend="kforge", options={"budget": 8, "tier": "relaxed"})`
+    sets the search (BACKEND_OPTIONS: the defaults)."""
+    unknown = set(options or {}) - set(BACKEND_OPTIONS)
+    if unknown:
+        raise ValueError(f"kforge backend: unknown options {sorted(unknown)} (known: {sorted(BACKEND_OPTIONS)})")
+    settings = {**BACKEND_OPTIONS, **(options or {})}
     examples = [torch.empty(t.shape, dtype=t.dtype) for t in example_inputs]
     try:
-        module = attempt(gm, examples, name="graph")
+        module = attempt(gm, examples, name="graph", **settings)
     except Unsupported as e:
         pieces = None
         try:
-            pieces = partitioned(gm, list(example_inputs), lambda piece, shapes, name: optimize(piece, shapes, name=name))
+            pieces = partitioned(gm, list(example_inputs),
+                                 lambda piece, shapes, name: optimize(piece, shapes, name=name, **settings))
         except Exception as cut:  # noqa: BLE001 -- a graph the partitioner cannot cut: it runs as dynamo captured it
             warnings.warn(f"kforge: the graph could not be cut into pieces: {type(cut).__name__}: {cut}", stacklevel=2)
         module = pieces if pieces is not None else fallback(gm, str(e))
@@ -179,8 +190,17 @@ def backend(gm: torch.fx.GraphModule, example_inputs):
     return run
 
 
-try:
-    from torch._dynamo import register_backend
-    register_backend(compiler_fn=backend, name="kforge")
-except (ImportError, RuntimeError):  # an old torch, or registered already (a re-import)
-    pass
+def register() -> None:
+    """`backend="kforge"` for torch.compile once this module is imported. An installed package also declares it as a
+    `torch_dynamo_backends` entry point (pyproject.toml), so torch finds it with no import: torch then imports this
+    module and registers the backend itself, and registering here too would be refused as a duplicate."""
+    try:
+        from torch._dynamo.backends import registry
+    except ImportError:  # a torch without dynamo
+        return
+    if "kforge" in registry._COMPILER_FNS or getattr(registry, "_BACKENDS", {}).get("kforge") is not None:
+        return
+    registry.register_backend(compiler_fn=backend, name="kforge")
+
+
+register()

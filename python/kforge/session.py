@@ -138,10 +138,11 @@ def host_task(path, num_sets: int = 5, compile_baseline: bool = True) -> HostedT
 
 
 def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 5, seed: int = 1,
-                     progress: bool = True, policy: str = "local", cost_model: str = "", checkpoint: str = "") -> dict:
+                     progress: bool = True, policy: str = "local", cost_model: str = "", checkpoint: str = "",
+                     compile_baseline: bool = True) -> dict:
     import kforge._core as core
 
-    hosted = host_task(path, num_sets)
+    hosted = host_task(path, num_sets, compile_baseline)
     problem, model, graph, params, compiled = hosted.problem, hosted.model, hosted.graph, hosted.params, hosted.compiled
     sets, task_flags, base, inputs0 = hosted.sets, hosted.flags, hosted.base, hosted.sets[0]
     num_sets = len(sets)

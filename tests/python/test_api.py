@@ -107,10 +107,33 @@ def test_the_backend_cuts_a_graph_kforge_cannot_take_whole(monkeypatch):
 
     handed = []
     monkeypatch.setattr(api, "attempt", whole)
-    monkeypatch.setattr(api, "optimize", lambda piece, examples, name: handed.append(name) or piece)
+    monkeypatch.setattr(api, "optimize", lambda piece, examples, name, **settings: handed.append((name, settings)) or piece)
     net, x = Sorted(), torch.randn(4, 16)
     torch._dynamo.reset()
-    got = torch.compile(net, backend="kforge")(x)
+    got = torch.compile(net, backend="kforge", options={"budget": 3, "tier": "relaxed"})(x)
     assert len(handed) == 2, handed
+    assert all(settings == {"budget": 3, "tier": "relaxed", "db": "kforge.db"} for _, settings in handed), handed
     for g, want in zip(got, net(x)):
         torch.testing.assert_close(g, want)
+
+
+def test_the_backend_refuses_an_option_it_does_not_know():
+    gm = torch.fx.symbolic_trace(lambda x: x.relu())
+    with pytest.raises(ValueError, match="budgett"):
+        api.backend(gm, [torch.randn(3)], options={"budgett": 4})
+
+
+def test_the_installed_entry_point_registers_the_backend_once(monkeypatch):
+    """An installed kforge declares the backend as a torch_dynamo_backends entry point: torch loads it by importing
+    kforge.api, whose own registration must then stand aside (torch refuses a name registered twice)."""
+    import importlib
+
+    from torch._dynamo.backends import registry
+
+    class EntryPoint:
+        def load(self):
+            importlib.reload(api)
+            return api.backend
+    monkeypatch.delitem(registry._COMPILER_FNS, "kforge")
+    monkeypatch.setitem(registry._BACKENDS, "kforge", EntryPoint())
+    assert registry.lookup_backend("kforge") is api.backend

@@ -71,3 +71,18 @@ def test_the_installed_package_is_the_venvs_with_its_core(installed):
     assert where[0].startswith(str(root / "venv")), where
     assert where[1].endswith("kforge/_bin/kforge") and where[1].startswith(str(root / "venv")), where
     assert not (REPO / "python" / "kforge" / "_bin").exists(), "the wheel's build writes nothing into the clone"
+
+
+def test_torch_finds_the_installed_backend_without_an_import(installed):
+    """The package's torch_dynamo_backends entry point: `backend="kforge"` with no `import kforge` (here without a
+    GPU, the backend's answer is PyTorch's own run with a warning naming kforge)."""
+    root, env = installed
+    script = ("import warnings, torch\n"
+              "with warnings.catch_warnings(record=True) as caught:\n"
+              "    warnings.simplefilter('always')\n"
+              "    x = torch.randn(4, 8)\n"
+              "    out = torch.compile(lambda t: torch.relu(t) * 2, backend='kforge')(x)\n"
+              "assert torch.equal(out, torch.relu(x) * 2)\n"
+              "print([str(w.message) for w in caught if 'kforge' in str(w.message)])\n")
+    out = run([root / "venv" / "bin" / "python", "-c", script], cwd=root, env=env)
+    assert "kforge: running the model in PyTorch" in out, out
