@@ -30,7 +30,7 @@ def measure(path: str, budget: int, tier: str) -> dict:
     from kforge.problem import load_problem, random_seed
 
     problem = load_problem(path)
-    model = problem.build_model().to("cuda").eval()
+    model = problem.build_model().to("cuda")  # as KernelBench builds it: training mode
     inputs = problem.draw_inputs(random_seed(), "cuda")
     compiled = torch.compile(model, backend="kforge", options={"budget": budget, "tier": tier})
     with warnings.catch_warnings(record=True) as caught, torch.no_grad():

@@ -21,6 +21,9 @@ VENV=/tmp/kforge-venv
 HOME_DIR=$(mktemp -d)  # the user's own folder, outside the clone
 step "venv and pip install (CMake through scikit-build-core, $(nproc) jobs)"
 python3 -m venv --system-site-packages "$VENV" >> "$LOG" 2>&1 || fail "venv"
+# The image's python3 is itself a virtual environment (torch and the build tools in its site-packages), which
+# --system-site-packages does not reach: a .pth file adds it, as a user of such an image would.
+python3 -c 'import site; print("\n".join(site.getsitepackages()))' > "$("$VENV/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/image.pth"
 t0=$(date +%s)
 CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
 CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$DEPS -DOPENSSL_ROOT_DIR=$DEPS -DSQLite3_INCLUDE_DIR=$DEPS/include -DSQLite3_LIBRARY=$DEPS/lib/x86_64-linux-gnu/libsqlite3.so" \

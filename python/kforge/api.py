@@ -159,22 +159,62 @@ def partitioned(gm: torch.fx.GraphModule, example_inputs, compile_piece) -> torc
 BACKEND_OPTIONS = {"budget": 16, "tier": "strict", "db": "kforge.db"}
 
 
+def is_model_state(node: torch.fx.Node, example) -> bool:
+    """Whether dynamo lifted this graph input from the module: a parameter, or a buffer (its source names the
+    module's `_buffers`; the placeholder's name says the same where the source is not kept)."""
+    if isinstance(example, torch.nn.Parameter):
+        return True
+    source = getattr(node.meta.get("grapharg"), "source", None)
+    name = getattr(source, "name", None)
+    where = (name() if callable(name) else name) if name is not None else node.name
+    return "buffers" in str(where)
+
+
+def with_state_as_attributes(gm: torch.fx.GraphModule, example_inputs) -> tuple[torch.fx.GraphModule, list[int]]:
+    """`gm` with the module's parameters and buffers, which dynamo passes as graph inputs, held as its own
+    attributes (the same tensor objects: an optimizer's updates are seen), and the positions of the inputs left.
+    Why: as inputs, kforge's hidden sets would draw them like data (unit normal weights, negative running
+    variances), so plans would be checked and chosen on values the model never holds."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    state = [i for i, (n, t) in enumerate(zip(placeholders, example_inputs)) if is_model_state(n, t)]
+    if not state:
+        return gm, list(range(len(example_inputs)))
+    gm = copy.deepcopy(gm)  # dynamo's own graph stays as captured (its fallback)
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for i in state:
+        name = f"kforge_state_{i}"
+        if isinstance(example_inputs[i], torch.nn.Parameter):
+            gm.register_parameter(name, example_inputs[i])
+        else:
+            gm.register_buffer(name, example_inputs[i])
+        with gm.graph.inserting_before(placeholders[i]):
+            attribute = gm.graph.get_attr(name)
+        placeholders[i].replace_all_uses_with(attribute)
+        gm.graph.erase_node(placeholders[i])
+    gm.recompile()
+    return gm, [i for i in range(len(example_inputs)) if i not in state]
+
+
 def backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None = None):
     """torch.compile's `kforge` backend: each graph dynamo captures, optimized by kforge where it can be, or cut
     into the pieces kforge can take (partitioned); dynamo's own graph runs otherwise. Dynamo's graphs return a
     tuple: so does the plan. `torch.compile(model, backend="kforge", options={"budget": 8, "tier": "relaxed"})`
-    sets the search (BACKEND_OPTIONS: the defaults)."""
+    sets the search (BACKEND_OPTIONS: the defaults). The module's parameters and buffers are the task's parameters
+    (with_state_as_attributes); in training mode a BatchNorm's running statistics are not updated by a plan."""
     unknown = set(options or {}) - set(BACKEND_OPTIONS)
     if unknown:
         raise ValueError(f"kforge backend: unknown options {sorted(unknown)} (known: {sorted(BACKEND_OPTIONS)})")
     settings = {**BACKEND_OPTIONS, **(options or {})}
-    examples = [torch.empty(t.shape, dtype=t.dtype) for t in example_inputs]
+    stateful, kept = with_state_as_attributes(gm, example_inputs)
+    data = [example_inputs[i] for i in kept]
+    # Floats are drawn afresh like the examples (only their shapes matter); integers (indices) keep their values.
+    examples = [torch.empty(t.shape, dtype=t.dtype) if t.is_floating_point() else t.detach().cpu() for t in data]
     try:
-        module = attempt(gm, examples, name="graph", **settings)
+        module = attempt(stateful, examples, name="graph", **settings)
     except Unsupported as e:
         pieces = None
         try:
-            pieces = partitioned(gm, list(example_inputs),
+            pieces = partitioned(stateful, data,
                                  lambda piece, shapes, name: optimize(piece, shapes, name=name, **settings))
         except Exception as cut:  # noqa: BLE001 -- a graph the partitioner cannot cut: it runs as dynamo captured it
             warnings.warn(f"kforge: the graph could not be cut into pieces: {type(cut).__name__}: {cut}", stacklevel=2)
@@ -185,7 +225,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs, options: dict | None = Non
         return gm.forward
 
     def run(*args):
-        out = module(*args)
+        out = module(*[args[i] for i in kept])
         return out if isinstance(out, tuple) else (out,)
     return run
 

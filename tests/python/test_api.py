@@ -137,3 +137,38 @@ def test_the_installed_entry_point_registers_the_backend_once(monkeypatch):
     monkeypatch.delitem(registry._COMPILER_FNS, "kforge")
     monkeypatch.setitem(registry._BACKENDS, "kforge", EntryPoint())
     assert registry.lookup_backend("kforge") is api.backend
+
+
+class LinearNorm(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.norm = torch.nn.Linear(16, 32), torch.nn.BatchNorm1d(32)
+
+    def forward(self, x):
+        return torch.relu(self.norm(self.fc(x)))
+
+
+def captured(net, *inputs):
+    """The graph and example inputs dynamo hands a backend for `net`."""
+    seen = []
+    torch._dynamo.reset()
+    torch.compile(net, backend=lambda gm, examples: seen.append((gm, examples)) or gm.forward)(*inputs)
+    return seen[0]
+
+
+def test_the_modules_parameters_and_buffers_are_the_tasks_parameters_not_inputs():
+    """Dynamo passes a module's parameters and buffers as graph inputs; kforge's hidden sets would draw them like
+    data (unit normal weights, negative running variances). The backend holds them as the graph's own attributes,
+    the very tensors of the module, and feeds the plan the data inputs alone."""
+    from kforge.bridge import imported_task
+
+    net, x = LinearNorm(), torch.randn(8, 16)
+    gm, examples = captured(net, x)
+    stateful, kept = api.with_state_as_attributes(gm, examples)
+    assert [examples[i] for i in kept] == [examples[i] for i, t in enumerate(examples) if t is x] and len(kept) == 1
+    held = dict(stateful.named_parameters())
+    assert {id(t) for t in held.values()} == {id(p) for p in net.parameters()}
+    assert {id(t) for t in stateful.buffers()} >= {id(net.norm.running_mean), id(net.norm.running_var)}
+    torch.testing.assert_close(stateful(x)[0], gm(*examples)[0])
+    graph = imported_task(api.problem_of(stateful, [x], "graph"), "cpu").graph
+    assert len(graph["inputs"]) == 1 and len(graph["params"]) >= 4, (graph["inputs"], graph["params"])
