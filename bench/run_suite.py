@@ -134,7 +134,8 @@ def make_row(name, problem, report, rc, timed_out, seconds, start_error, log_pat
                   "correct_candidates", "bytes_min", "flops", "floor_ms", "pct_roofline", "matmul_tflops", "flags", "gpu",
                   "torch_version", "error", "relaxed_tier", "relaxed_ms", "relaxed_speedup_best", "eager_tier",
                   "compile_tier", "eager_fp32_ms", "compile_fp32_ms", "eager_fp32_tier", "compile_fp32_tier",
-                  "fp32_baselines", "speedup_best_fp32", "strict_tolerance_widest", "below_fp32", "compile_failed"):
+                  "fp32_baselines", "speedup_best_fp32", "strict_tolerance_widest", "below_fp32", "compile_failed",
+                  "kernel_profile"):
             if k in report:
                 row[k] = report[k]
         if row["tier"] not in ("strict", "relaxed", "failed"):

@@ -2,7 +2,8 @@
 (RUN_DIR holds `suite.json` from bench/run_suite.py or scripts/device_check.sh, and the run's measurement database
 `kforge.db` where there is one): kforge's speed-up over the better of eager and torch.compile per problem in both
 tiers, every problem's plan on the roofline (achieved GFLOP/s against arithmetic intensity, under the measured copy
-bandwidth), the search's best-so-far curve per task, and the failures with their reasons. Plots are matplotlib's,
+bandwidth), every kernel of the best plans on the same roofline (their groups timed apart: `kernel_profile`), the
+search's best-so-far curve per task, and the failures with their reasons. Plots are matplotlib's,
 embedded as PNG."""
 import argparse
 import base64
@@ -67,6 +68,66 @@ def roofline(rows) -> str:
     return png(fig)
 
 
+def kernel_points(rows) -> list[dict]:
+    """Every kernel group of every problem's best plan that was timed apart (search/kernel_profile.h): its problem,
+    op, time, bytes and FLOPs. Groups that count no FLOPs (elementwise, rows, pools) are placed by bandwidth."""
+    points = []
+    for r in rows:
+        profile = r.get("kernel_profile")
+        if not isinstance(profile, list):
+            continue
+        for g in profile:
+            if g.get("ms", 0) > 0 and g.get("bytes", 0) > 0:
+                points.append({"problem": r["problem"], "bandwidth": r.get("copy_bandwidth_gbs") or 0, **g})
+    return points
+
+
+def kernel_roofline(rows) -> str | None:
+    """Products, convolutions, attention and recurrences on the roofline (GFLOP/s against FLOP per byte); every
+    other kernel by its share of the copy bandwidth, the time it takes marked by the dot's size."""
+    points = kernel_points(rows)
+    if not points:
+        return None
+    fig, (ax, bw) = plt.subplots(1, 2, figsize=(12, 5))
+    total = sum(p["ms"] for p in points)
+    for p in points:
+        size = 6 + 300 * p["ms"] / total
+        gbs = p["bytes"] / (p["ms"] * 1e-3) / 1e9
+        if p["flops"] > 0:
+            ax.scatter(p["flops"] / p["bytes"], p["flops"] / (p["ms"] * 1e-3) / 1e9, s=size, alpha=0.6)
+        elif p["bandwidth"]:
+            bw.scatter(p["ms"] * 1e3, 100 * gbs / p["bandwidth"], s=size, alpha=0.6)
+    bandwidth = max(p["bandwidth"] for p in points)
+    if bandwidth and any(p["flops"] > 0 for p in points):
+        xs = [min(p["flops"] / p["bytes"] for p in points if p["flops"] > 0) / 2,
+              max(p["flops"] / p["bytes"] for p in points if p["flops"] > 0) * 2]
+        ax.plot(xs, [x * bandwidth for x in xs], color="gray", linewidth=0.8, label=f"copy bandwidth {bandwidth:.0f} GB/s")
+        ax.legend(fontsize=8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP per byte the kernel binds)")
+    ax.set_ylabel("achieved GFLOP/s")
+    ax.set_title("products, convolutions, attention, recurrences", fontsize=9)
+    bw.axhline(100, color="gray", linewidth=0.8)
+    bw.set_xscale("log")
+    bw.set_xlabel("kernel time (µs)")
+    bw.set_ylabel("% of the copy bandwidth (bytes it binds / its time)")
+    bw.set_title("every other kernel", fontsize=9)
+    return png(fig)
+
+
+def slowest_kernels(rows, count: int = 30) -> str:
+    """The kernels that take the most time over the run, with what they achieve: where to look first."""
+    points = sorted(kernel_points(rows), key=lambda p: -p["ms"])[:count]
+    cells = "".join(
+        f"<tr><td>{html.escape(p['problem'])}</td><td>{html.escape(p['group'])}</td><td>{html.escape(p['op'])}</td>"
+        f"<td>{p['ms'] * 1e3:.1f}</td><td>{p['bytes'] / (p['ms'] * 1e-3) / 1e9:.0f}</td>"
+        f"<td>{p['flops'] / (p['ms'] * 1e-3) / 1e12:.2f}</td>"
+        f"<td>{html.escape(', '.join(s['kind'] for s in p['steps']))}</td></tr>" for p in points)
+    return (f"<table><tr><th>problem</th><th>group</th><th>op</th><th>µs</th><th>GB/s</th><th>TFLOP/s</th>"
+            f"<th>steps</th></tr>{cells}</table>")
+
+
 def best_so_far(db: Path) -> str | None:
     if not db.exists():
         return None
@@ -105,6 +166,7 @@ def render(run_dir: Path) -> str:
     rows = suite["rows"]
     summary = suite.get("summary", {})
     curve = best_so_far(run_dir / "kforge.db")
+    kernels = kernel_roofline(rows)
     table = "".join(
         f"<tr><td>{html.escape(r['problem'])}</td><td>{r.get('tier')}</td><td>{fmt(r.get('eager_ms'))}</td>"
         f"<td>{fmt(r.get('compile_ms'))}</td><td>{fmt(r.get('kforge_ms'))}</td><td>{fmt(r.get('speedup_best'), 2)}</td>"
@@ -116,6 +178,8 @@ td,th{{border:1px solid #ccc;padding:2px 6px}}img{{max-width:100%}}</style></hea
 <h1>kforge report: {html.escape(str(run_dir))}</h1><ul>{facts}</ul>
 <h2>Speed-up per problem, both tiers</h2>{speedups(rows)}
 <h2>Roofline (each problem's plan)</h2>{roofline(rows)}
+<h2>Every kernel of the best plans</h2>{kernels or '<p>No per-kernel profile in this run (suites before it).</p>'}
+<h3>The kernels that take the most time</h3>{slowest_kernels(rows)}
 <h2>The search's best so far</h2>{curve or '<p>No measurement database in this run folder.</p>'}
 <h2>Failures</h2>{failures(rows)}
 <h2>All problems</h2><table><tr><th>problem</th><th>tier</th><th>eager ms</th><th>compile ms</th><th>kforge ms</th>

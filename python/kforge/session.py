@@ -197,6 +197,7 @@ def optimize_problem(path, budget: int, db: str, workdir: Path, num_sets: int = 
                   bytes_min=result["min_bytes"], bandwidth_gbs=result["min_bytes"] / (ours * 1e-3) / 1e9,
                   native_bandwidth_gbs=result["min_bytes"] / (native * 1e-3) / 1e9,
                   best_schedule=result["plan"]["schedule"], kernels=result["kernels"], reward=result["reward"], kb=kb,
+                  kernel_profile=result.get("kernel_profile"),
                   below_fp32=roofline.below_fp32(result["plan"]),  # TF32/fp16 arithmetic, whatever tier it passed
                   **roofline.report(result["min_bytes"], result.get("flops", 0.0), result["copy_gbs"], result["plan"], ours))
     report.update(resident_sets=hosted.resident, streamed_sets=len(sets) - hosted.resident)

@@ -57,4 +57,36 @@ TimingResult time_on_gpu(const std::function<void(CUstream)>& fn, CUstream strea
   return r;
 }
 
+std::vector<Stats> time_steps(LoadedPlan& plan, const Bindings& b, CUstream stream, const TimingOptions& o) {
+  const Driver& d = driver();
+  DeviceBuffer flush(o.flush_bytes);
+  plan.run(b, stream);  // checks the bindings once
+  for (int i = 0; i < o.warmup; ++i) plan.run(b, stream);
+  KF_CU(d.cuStreamSynchronize(stream));
+  const size_t n = plan.steps();
+  std::vector<CUevent> marks(n + 1);
+  for (auto& e : marks) KF_CU(d.cuEventCreate(&e, CU_EVENT_DEFAULT));
+  std::vector<std::vector<double>> ms(n);
+  const bool persisting_l2 = d.cuCtxResetPersistingL2Cache() == CUDA_SUCCESS;
+  for (int t = 0; t < o.trials + 1; ++t) {
+    if (persisting_l2) KF_CU(d.cuCtxResetPersistingL2Cache());
+    KF_CU(d.cuMemsetD32Async(flush.get(), uint32_t(t), o.flush_bytes / 4, stream));
+    KF_CU(d.cuEventRecord(marks[0], stream));
+    for (size_t i = 0; i < n; ++i) {
+      plan.run_step(i, b, stream);
+      KF_CU(d.cuEventRecord(marks[i + 1], stream));
+    }
+    KF_CU(d.cuEventSynchronize(marks[n]));
+    for (size_t i = 0; t > 0 && i < n; ++i) {
+      float step = 0;
+      KF_CU(d.cuEventElapsedTime(&step, marks[i], marks[i + 1]));
+      ms[i].push_back(step);
+    }
+  }
+  for (auto& e : marks) d.cuEventDestroy(e);
+  std::vector<Stats> out;
+  for (auto& m : ms) out.push_back(summarize(std::move(m)));
+  return out;
+}
+
 }  // namespace kforge

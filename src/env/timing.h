@@ -28,4 +28,10 @@ TimingResult time_on_gpu(const std::function<void(CUstream)>& fn, CUstream strea
 
 Stats summarize(std::vector<double> ms);
 
+// Each step's own time (milliseconds, launch order): the plan launched step by step as LoadedPlan::run does, an
+// event between every two steps, the L2 flushed before each trial as above; only the first step starts cold, as
+// in a real run. Where a plan's time goes (kforge report's per-kernel roofline), not its time: the sum leaves out
+// what a CUDA graph saves on launches.
+std::vector<Stats> time_steps(LoadedPlan& plan, const Bindings& b, CUstream stream, const TimingOptions& opts);
+
 }  // namespace kforge

@@ -184,6 +184,7 @@ PYBIND11_MODULE(_core, m) {
       out["native"] = to_json(r.best_eval.native);
       out["reward"] = r.best_eval.reward.reward;
       out["kernels"] = r.best->kernels.size();
+      out["kernel_profile"] = r.kernel_profile;
     }
     // The relaxed tier's own winner where it is another plan than the best (a TF32 plan beating every fp32 one).
     if (r.fastest_relaxed && r.best && r.fastest_relaxed->to_json() != r.best->to_json())

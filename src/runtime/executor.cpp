@@ -132,28 +132,24 @@ void LoadedPlan::run(const Bindings& b, CUstream stream) {
   for (auto* v : {&b.inputs, &b.params, &b.outputs})
     for (auto p : *v)
       if (p % 16) throw UserError("plan run: device pointer " + std::to_string(p) + " is not 16-byte aligned");
+  for (size_t i = 0; i < plan_.kernels.size(); ++i) run_step(i, b, stream);
+}
+
+void LoadedPlan::run_step(size_t i, const Bindings& b, CUstream stream) {
+  const PlanKernel& k = plan_.kernels.at(i);
+  std::vector<CUdeviceptr> ptrs;
+  for (int a : k.args) ptrs.push_back(pointer_of(a, b));
+  if (lt_steps_[i]) return lt_steps_[i]->run(lt_, ptrs, stream);
+  if (dnn_steps_[i]) return dnn_steps_[i]->run(dnn_, ptrs, stream);
+  std::vector<void*> params;
+  for (auto& p : ptrs) params.push_back(&p);
   const Driver& d = driver();
-  for (size_t i = 0; i < plan_.kernels.size(); ++i) {
-    const PlanKernel& k = plan_.kernels[i];
-    std::vector<CUdeviceptr> ptrs;
-    for (int a : k.args) ptrs.push_back(pointer_of(a, b));
-    if (lt_steps_[i]) {
-      lt_steps_[i]->run(lt_, ptrs, stream);
-      continue;
-    }
-    if (dnn_steps_[i]) {
-      dnn_steps_[i]->run(dnn_, ptrs, stream);
-      continue;
-    }
-    std::vector<void*> params;
-    for (auto& p : ptrs) params.push_back(&p);
-    if (k.cooperative)
-      KF_CU(d.cuLaunchCooperativeKernel(functions_[i], unsigned(grids_[i]), 1, 1, unsigned(k.block), 1, 1, unsigned(k.smem),
-                                        stream, params.data()));
-    else
-      KF_CU(d.cuLaunchKernel(functions_[i], unsigned(grids_[i]), 1, 1, unsigned(k.block), 1, 1, unsigned(k.smem), stream,
-                             params.data(), nullptr));
-  }
+  if (k.cooperative)
+    KF_CU(d.cuLaunchCooperativeKernel(functions_[i], unsigned(grids_[i]), 1, 1, unsigned(k.block), 1, 1, unsigned(k.smem),
+                                      stream, params.data()));
+  else
+    KF_CU(d.cuLaunchKernel(functions_[i], unsigned(grids_[i]), 1, 1, unsigned(k.block), 1, 1, unsigned(k.smem), stream,
+                           params.data(), nullptr));
 }
 
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {

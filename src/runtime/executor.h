@@ -24,6 +24,10 @@ class LoadedPlan : public Executable {
 
   // Launches every kernel in order on `stream`. Checks the bindings' counts and 16-byte alignment.
   void run(const Bindings& b, CUstream stream) override;
+  // One step of run() alone (the bindings checked by an earlier run()): a per-step profile times them apart
+  // (env/timing.h, time_steps).
+  void run_step(size_t i, const Bindings& b, CUstream stream);
+  size_t steps() const { return plan_.kernels.size(); }
 
   const Plan& plan() const { return plan_; }
   // Per library step, what the library made of the schedule's `algo`, in launch order: [{"step", "group", "library":

@@ -29,6 +29,17 @@ double matmul_flops(const Graph& g, const Node& n) {
   return 2.0 * double(numel(n.type.shape)) * double(matmul_dims(g.at(n.args[0]).type.shape, g.at(n.args[1]).type.shape, "").k);
 }
 
+double recurrence_flops(const Graph& g, const Node& n) {
+  const RecurrenceDims d = recurrence_dims(g, n);
+  return 2 * double(numel(n.type.shape)) * double(d.gates * d.hidden);
+}
+
+double group_flops(const Graph& prim, const KernelGroup& g) {
+  if (g.anchor < 0) return 0;
+  const Node& n = prim.at(g.anchor);
+  return n.op == "recurrence" ? recurrence_flops(prim, n) : matmul_flops(prim, n);
+}
+
 double roofline_flops(const Graph& g) {
   double f = 0;
   for (auto& n : g.nodes)
@@ -57,10 +68,7 @@ TaskFeatures task_features(const Graph& graph, const GpuInfo& gpu) {
     } else if (n.op == "reduce") ++t.reductions, t.flops += double(numel(g.at(n.args[0]).type.shape));
     else if (n.op == "scan") ++t.scans, t.flops += count;
     else if (n.op == "matmul" || is_conv_op(n.op) || is_attention_op(n.op)) t.flops += matmul_flops(g, n);
-    else if (n.op == "recurrence") {
-      const RecurrenceDims d = recurrence_dims(g, n);
-      t.flops += 2 * count * double(d.gates * d.hidden);
-    }
+    else if (n.op == "recurrence") t.flops += recurrence_flops(g, n);
     else if (n.op == "pool") {
       ++t.pools;
       double window = 1;

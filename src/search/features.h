@@ -39,6 +39,10 @@ TaskFeatures task_features(const Graph& graph, const GpuInfo& gpu);
 // those of the matrix products and convolutions (the only ops whose arithmetic can bind before memory on an
 // H200; every other op is counted in bytes).
 double matmul_flops(const Graph& g, const Node& n);
+// 2 x multiply-adds of a recurrence node's steps (its gates' products with the hidden state).
+double recurrence_flops(const Graph& g, const Node& n);
+// Those of a kernel group's anchor op (a product, convolution, attention or recurrence; 0 for other groups).
+double group_flops(const Graph& prim, const KernelGroup& g);
 double roofline_flops(const Graph& g);
 PlanFeatures plan_features(const GraphAnalysis& analysis, const Schedule& schedule);
 

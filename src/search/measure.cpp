@@ -9,6 +9,7 @@
 #include "ir/hash.h"
 #include "runtime/driver.h"
 #include "runtime/target.h"
+#include "search/kernel_profile.h"
 
 namespace kforge {
 
@@ -67,6 +68,13 @@ PlanMeter::PlanMeter(const TaskSpec& spec, DeviceTask& task, MeasurementDB& db, 
   if (eo_.copy_gbs <= 0) eo_.copy_gbs = measure_copy_bandwidth(stream_);
   verifier_.emplace(compiler);
   db_.record_task(analysis_->graph_hash(), spec.name, graph_to_json(spec.graph).dump());
+}
+
+nlohmann::json PlanMeter::profile(const Plan& plan) {
+  LoadedPlan exe(plan, compiler_);
+  TimingOptions o = eo_.timing;
+  o.trials = std::min(o.trials, 10);  // a breakdown, not the plan's time: ten trials place every step
+  return kernel_profile(*analysis_, plan, time_steps(exe, task_.bindings(0), stream_, o));
 }
 
 PlanMeter::~PlanMeter() {

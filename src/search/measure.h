@@ -44,6 +44,8 @@ class PlanMeter {
   };
   // Results in the order of `schedules`; each plan's kernels compiled first, in parallel.
   std::vector<Result> measure(const std::vector<Schedule>& schedules);
+  // Each kernel group of `plan` timed apart on set 0 (search/kernel_profile.h), with its bytes and FLOPs.
+  nlohmann::json profile(const Plan& plan);
   const GraphAnalysis& analysis() const { return *analysis_; }
   const std::string& gpu() const { return gpu_; }
   double copy_gbs() const { return eo_.copy_gbs; }

@@ -463,6 +463,13 @@ OptimizeResult optimize(const TaskSpec& spec, DeviceTask& task, MeasurementDB& d
     }
   }
   if (opts.progress) std::fprintf(stderr, "\n");
+  if (res.best) {
+    try {
+      res.kernel_profile = meter.profile(*res.best);
+    } catch (const std::exception& e) {  // the plan was measured whole: a breakdown that fails leaves it standing
+      res.kernel_profile = {{"error", e.what()}};
+    }
+  }
   return res;
 }
 

@@ -49,6 +49,7 @@ struct OptimizeResult {
   double copy_gbs = 0;
   std::string gpu;
   std::string policy;  // the policy that searched: `trained` without a checkpoint falls back to `local`
+  nlohmann::json kernel_profile;  // the best plan's groups timed apart (search/kernel_profile.h); null without a plan
 };
 std::string to_string(Policy p);
 

@@ -37,6 +37,26 @@ def test_the_page_holds_every_plot_the_problems_and_the_failures(run_dir, tmp_pa
     assert 'src="http' not in page and "<link" not in page and "<script" not in page, "self-contained: nothing fetched"
 
 
+def test_every_kernel_of_the_best_plans_is_on_its_own_roofline(run_dir, tmp_path):
+    """Suites since the per-kernel profile carry each best plan's groups timed apart: products by FLOPs, the rest by
+    their share of the copy bandwidth, and the slowest listed first."""
+    suite = json.loads((run_dir / "suite.json").read_text())
+    gemm = {"group": "fc", "op": "matmul", "ms": 0.5, "bytes": 3 << 20, "flops": 4e9,
+            "steps": [{"name": "fc", "kind": "cublaslt", "ms": 0.5}]}
+    norm = {"group": "norm", "op": "row", "ms": 0.02, "bytes": 8 << 20, "flops": 0.0,
+            "steps": [{"name": "kf1_norm", "kind": "nvrtc", "ms": 0.02}]}
+    suite["rows"][0]["kernel_profile"] = [gemm, norm]
+    suite["rows"][1]["kernel_profile"] = [{**norm, "group": "softmax", "ms": 0.9}]
+    (run_dir / "suite.json").write_text(json.dumps(suite))
+    out = tmp_path / "report.html"
+    assert report.main([str(run_dir), "-o", str(out)]) == 0
+    page = out.read_text()
+    assert page.count("data:image/png;base64,") == 4, "speed-ups, roofline, every kernel, best so far"
+    slowest = page.split("The kernels that take the most time")[1]
+    assert slowest.index("softmax") < slowest.index("<td>fc</td>") < slowest.index("<td>norm</td>")
+    assert "8.00" in slowest, "the product's TFLOP/s: 4 GFLOP in 0.5 ms"
+
+
 def test_a_folder_without_a_run_is_refused(tmp_path, capsys):
     assert report.main([str(tmp_path), "-o", str(tmp_path / "r.html")]) == 2
     assert "no suite.json" in capsys.readouterr().err
