@@ -78,7 +78,8 @@ def kernel_points(rows) -> list[dict]:
             continue
         for g in profile:
             if g.get("ms", 0) > 0 and g.get("bytes", 0) > 0:
-                points.append({"problem": r["problem"], "bandwidth": r.get("copy_bandwidth_gbs") or 0, **g})
+                points.append({"problem": r["problem"], "bandwidth": r.get("copy_bandwidth_gbs") or 0,
+                               "matmul_tflops": r.get("matmul_tflops") or 0, **g})
     return points
 
 
@@ -102,6 +103,9 @@ def kernel_roofline(rows) -> str | None:
         xs = [min(p["flops"] / p["bytes"] for p in points if p["flops"] > 0) / 2,
               max(p["flops"] / p["bytes"] for p in points if p["flops"] > 0) * 2]
         ax.plot(xs, [x * bandwidth for x in xs], color="gray", linewidth=0.8, label=f"copy bandwidth {bandwidth:.0f} GB/s")
+        roof = max(p["matmul_tflops"] for p in points)
+        if roof:  # the product rate measured for a plan's arithmetic (roofline.py), the fastest of the run's
+            ax.axhline(roof * 1e3, color="black", linewidth=0.8, label=f"measured product rate {roof:.0f} TFLOP/s")
         ax.legend(fontsize=8)
     ax.set_xscale("log")
     ax.set_yscale("log")
