@@ -233,8 +233,8 @@ struct Lowering {
       int bias = arg(2) >= 0 ? b.reshape(arg(2), ws) : -1;
       return b.reshape(affine(y, w, bias), s);
     }
-    if (op == "cumsum" || op == "cumprod")
-      return b.op("scan", {x}, {{"kind", op == "cumsum" ? "sum" : "prod"}, {"dim", n.attr_i("dim")},
+    if (is_scan_op(op))
+      return b.op("scan", {x}, {{"kind", scan_kind(op)}, {"dim", n.attr_i("dim")},
                                {"reverse", n.attrs.value("reverse", false)}});
     if (op == "max_pool" || op == "avg_pool") {
       // A window over the whole of every spatial dim (global pooling: adaptive pooling to 1, a squeeze-and-

@@ -129,18 +129,31 @@ HostTensor reduce(const Node& n, const HostTensor& x) {
   return out;
 }
 
+// One step of a scan of `kind`: PyTorch's cummax / cummin keep a NaN once met (their `x >= best || isnan(x)`),
+// logcumsumexp adds in log space (its running value starts at -inf).
+double scan_step(const std::string& kind, double acc, double x) {
+  if (kind == "sum") return acc + x;
+  if (kind == "prod") return acc * x;
+  if (kind == "max") return std::isnan(acc) || (!std::isnan(x) && acc > x) ? acc : x;
+  if (kind == "min") return std::isnan(acc) || (!std::isnan(x) && acc < x) ? acc : x;
+  const double m = std::max(acc, x);
+  return std::isinf(m) && m < 0 ? m : m + std::log1p(std::exp(-std::abs(acc - x)));
+}
+
 HostTensor scan(const Node& n, const HostTensor& x) {
   int64_t d = n.attr_i("dim");
-  bool prod = n.attr_s("kind") == "prod", rev = n.attr_b("reverse");
+  const std::string kind = n.attr_s("kind");
+  const bool rev = n.attr_b("reverse");
+  const double first = kind == "sum" ? 0 : kind == "prod" ? 1 : kind == "min" ? INFINITY : -INFINITY;
   const Shape& s = x.type.shape;
   int64_t inner = contiguous_strides(s)[d], len = s[d], outer = numel(s) / (len * inner);
   HostTensor out{n.type, std::vector<double>(x.data.size())};
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
-      double acc = prod ? 1 : 0;
+      double acc = first;
       for (int64_t k = 0; k < len; ++k) {
         int64_t kk = rev ? len - 1 - k : k, idx = (o * len + kk) * inner + i;
-        acc = prod ? acc * x.data[idx] : acc + x.data[idx];
+        acc = scan_step(kind, acc, x.data[idx]);
         out.data[idx] = acc;
       }
     }

@@ -1,5 +1,6 @@
 #include "ir/ops.h"
 
+#include <map>
 #include <set>
 
 namespace kforge {
@@ -14,7 +15,17 @@ const std::set<std::string> kComparison = {"gt", "lt", "ge", "le", "eq", "ne"};
 const std::set<std::string> kBinary = {"add", "sub", "mul", "div", "maximum", "minimum", "pow", "fmod", "atan2",
                                        "gt", "lt", "ge", "le", "eq", "ne"};
 const std::set<std::string> kView = {"reshape", "permute", "expand", "flip", "slice"};
+const std::map<std::string, std::string> kScanKind = {
+    {"cumsum", "sum"}, {"cumprod", "prod"}, {"cummax", "max"}, {"cummin", "min"}, {"logcumsumexp", "logsumexp"}};
 }  // namespace
+
+bool is_scan_op(const std::string& op) { return kScanKind.count(op) > 0; }
+bool is_scan_kind(const std::string& kind) {
+  for (auto& [op, k] : kScanKind)
+    if (k == kind) return true;
+  return false;
+}
+std::string scan_kind(const std::string& op) { return kScanKind.at(op); }
 
 bool is_unary_op(const std::string& op) { return kUnary.count(op) > 0; }
 bool is_binary_op(const std::string& op) { return kBinary.count(op) > 0; }

@@ -11,6 +11,11 @@ bool is_comparison_op(const std::string& op);  // gt, lt, ge, le, eq, ne: result
 bool is_elementwise_op(const std::string& op); // unary, binary, where, const, gather, triangle, cat
 bool is_view_op(const std::string& op);        // reshape, permute, expand, flip, slice
 bool is_conv_op(const std::string& op);        // conv, conv_transpose: a cuDNN step
+// The cumulative ops of the graph a user writes: cumsum, cumprod, cummax, cummin, logcumsumexp; each decomposes to
+// one `scan` whose kind (is_scan_kind: sum, prod, max, min, logsumexp) is its scan_kind.
+bool is_scan_op(const std::string& op);
+bool is_scan_kind(const std::string& kind);
+std::string scan_kind(const std::string& op);
 // Primitives the interpreter and the code generator accept; everything else must be decomposed first.
 bool is_primitive_op(const std::string& op);
 

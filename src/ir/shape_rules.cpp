@@ -294,11 +294,13 @@ TensorType infer_type(const Graph& g, const Node& n) {
     return reduction(g, n, DType::f32);
   }
   if (op == "argmax" || op == "argmin") return arg_reduction(g, n);
-  if (op == "softmax" || op == "log_softmax" || op == "cumsum" || op == "cumprod" || op == "scan") {
+  if (op == "softmax" || op == "log_softmax" || is_scan_op(op) || op == "scan") {
     need_args(n, 1, 1);
     const auto& x = arg(g, n, 0);
     need_float(n, x, "input");
     check_dim(n, n.attr_i("dim"), x.shape.size());
+    if (op == "scan" && !is_scan_kind(n.attr_s("kind")))
+      fail(n, "scan kind '" + n.attr_s("kind") + "' is not one of sum, prod, max, min, logsumexp");
     return x;
   }
   if (op == "layer_norm" || op == "rms_norm") {

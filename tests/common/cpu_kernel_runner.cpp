@@ -62,7 +62,19 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int lane, int = 32) {
   std::memcpy(&r, posted[threadIdx.x ^ unsigned(lane)], sizeof(T));
   kf_barrier->arrive_and_wait();
   return r;
-}// mma.sync (m16n8k8 on TF32 values, E = 1 a register; m16n8k16 on 16-bit ones, E = 2) with fp32 sums, for kernels
+}
+// The same for a shuffle up: lane l reads lane l - delta of its warp, its own value where that is below lane 0.
+template <class T> T __shfl_up_sync(unsigned, T v, unsigned delta, int = 32) {
+  static_assert(sizeof(T) <= 8);
+  alignas(8) static unsigned char posted[1024][8];
+  std::memcpy(posted[threadIdx.x], &v, sizeof(T));
+  kf_barrier->arrive_and_wait();
+  T r = v;
+  if ((threadIdx.x & 31u) >= delta) std::memcpy(&r, posted[threadIdx.x - delta], sizeof(T));
+  kf_barrier->arrive_and_wait();
+  return r;
+}
+// mma.sync (m16n8k8 on TF32 values, E = 1 a register; m16n8k16 on 16-bit ones, E = 2) with fp32 sums, for kernels
 // whose every thread of the block reaches it together: each lane posts its fragments, the block meets, each lane
 // computes its four results from its warp's, the block meets again. `value(word, i)` is the register's i-th value.
 template <int E, class F> void kf_mma_emulated(float* c, const unsigned* a, const unsigned* b, F value) {

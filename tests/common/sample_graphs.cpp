@@ -91,6 +91,9 @@ std::vector<SampleGraph> sample_graphs() {
   g.push_back(unary("cumsum", {4, 300, 5}, {{"dim", 1}, {"reverse", true}}));
   g.back().name = "cumsum_reverse_middle";
   g.push_back(unary("cumprod", {5, 200}, {{"dim", 1}, {"reverse", false}}));
+  g.push_back(unary("cummax", {6, 700}, {{"dim", 1}, {"reverse", false}}));
+  g.push_back(unary("cummin", {5, 40, 3}, {{"dim", 1}, {"reverse", true}}));
+  g.push_back(unary("logcumsumexp", {6, 900}, {{"dim", 1}, {"reverse", false}}));
   g.push_back(unary("max_pool", {2, 3, 17, 19}, {{"nd", 2}, {"kernel", {3, 2}}, {"stride", {2, 2}}, {"padding", {1, 1}}, {"dilation", {1, 2}}}));
   g.push_back(unary("avg_pool", {2, 3, 9, 8, 7}, {{"nd", 3}, {"kernel", {3, 3, 2}}, {"stride", {2, 1, 2}}, {"padding", {1, 0, 1}}, {"count_include_pad", true}}));
   g.push_back(unary("avg_pool", {2, 3, 31}, {{"nd", 1}, {"kernel", {4}}, {"stride", {3}}, {"padding", {2}}, {"count_include_pad", false}}));

@@ -181,6 +181,10 @@ CASES = [
     Case("cumsum", "torch.cumsum(x, dim=1)", ["cumsum"], attrs={"cumsum": {"dim": 1, "reverse": False}}),
     Case("cumsum_method", "x.cumsum(-1)", ["cumsum"], attrs={"cumsum": {"dim": 1}}),
     Case("cumprod", "torch.cumprod(x, 1)", ["cumprod"], inputs="torch.rand(4, 8) + 0.5"),
+    Case("cummax_values", "torch.cummax(x, 1).values", ["cummax"], attrs={"cummax": {"dim": 1, "reverse": False}}),
+    Case("cummin_first_part", "torch.cummin(x, dim=0)[0]", ["cummin"], attrs={"cummin": {"dim": 0}}),
+    Case("logcumsumexp", "torch.logcumsumexp(x * 30, 1)", ["const", "mul", "logcumsumexp"]),
+    Case("logcumsumexp_method", "x.logcumsumexp(-1)", ["logcumsumexp"], attrs={"logcumsumexp": {"dim": 1}}),
     Case("flip", "torch.flip(x, dims=[1])", ["flip"], attrs={"flip": {"dims": [1]}}),
     Case("reverse_cumsum", "torch.cumsum(x.flip(1), 1).flip(1)", ["flip", "cumsum", "flip"]),
     # pooling

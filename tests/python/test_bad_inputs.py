@@ -67,6 +67,8 @@ KEPT_WHOLE = [
      ["slicing a tuple of results is not supported"]),
     ("norm_inf", Case("x", "torch.linalg.vector_norm(x, ord=float('inf'))", []).source(),
      ["norm of order inf is not supported"]),
+    ("cummax_indices", Case("x", "torch.cummax(x, 1).indices.float()", []).source(),
+     ["torch.cummax's indices are not supported (its values are)"]),
     ("data_dependent_item", Case("x", "x * x.sum().item()", []).source(), ["node 'item' (Tensor.item)"]),
     # Through dynamo's capture (control flow on a shape) an in-place method is kept, not dropped as unread.
     ("in_place_method_after_control_flow", Case("x", "if x.shape[1] > 4:\n    y = x * 2\n    y.add_(1)\n    return y\n"

@@ -61,7 +61,7 @@ CONTRACT_OPS = """relu sigmoid tanh exp log abs neg sqrt rsqrt erf sin cos recip
 floor ceil round trunc log1p expm1 tan atan asin acos sinh cosh
 hardsigmoid hardswish mish gelu leaky_relu elu hardtanh softplus clamp pow_scalar cast add sub mul div maximum minimum
 pow fmod atan2 gt lt ge le eq ne where triangle sum mean amax amin prod argmax argmin vector_norm var softmax log_softmax layer_norm
-rms_norm batch_norm group_norm instance_norm cumsum cumprod flip max_pool avg_pool mse_loss huber_loss
+rms_norm batch_norm group_norm instance_norm cumsum cumprod cummax cummin logcumsumexp flip max_pool avg_pool mse_loss huber_loss
 smooth_l1_loss kl_div cross_entropy triplet_margin_loss cosine_similarity matmul conv conv_transpose reshape permute expand
 contiguous cat slice gather
 const""".split()
