@@ -173,3 +173,18 @@ def test_raw_cuda_compiles_in_the_sandbox_and_cannot_read_the_task_back(tmp_path
     assert results[1]["compiled"] is True, results[1]
     assert results[3]["compiled"] is False and "No such file" in results[3]["errors"]
     assert '"graph"' not in results[3]["errors"] and str(tmp_path) not in results[3]["errors"]
+
+
+def test_profile_places_a_time_against_the_memory_floor():
+    """The profile tool's roofline fraction: inputs, params and outputs moved once at the measured copy bandwidth."""
+    from kforge.agent.workbench import memory_roofline
+    graph = {"inputs": [{"name": "x", "shape": [1024, 1024], "dtype": "f32"}],
+             "params": [{"name": "w", "shape": [1024], "dtype": "f32"}],
+             "nodes": [{"name": "y", "op": "mul", "args": ["x", "w"], "shape": [1024, 1024], "dtype": "f32"}],
+             "outputs": ["y"]}
+    bytes_min = 4 * (2 * 1024 * 1024 + 1024)
+    r = memory_roofline(graph, 2000.0, 0.01)
+    assert r["bytes_min"] == bytes_min
+    assert abs(r["memory_floor_ms"] - bytes_min / 2e12 * 1e3) < 1e-12
+    assert abs(r["pct_of_memory_floor"] - 100 * r["memory_floor_ms"] / 0.01) < 1e-9
+    assert memory_roofline(graph, 0.0, 0.01) == {"bytes_min": bytes_min}  # no bandwidth measured (CPU checks)

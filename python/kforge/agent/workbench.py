@@ -9,7 +9,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from kforge.bundle import read_task
+from kforge.bundle import output_specs, read_task
+from kforge.footprint import spec_bytes
 from kforge.modelnew_eval import evaluate_candidate, evaluate_modelnew, kforge_binary
 
 KINDS = {"modelnew": ".py", "cuda": ".cu"}
@@ -43,7 +44,8 @@ TOOLS = [
         "parameters": {"type": "object", "properties": {"candidate": {"type": "integer"}}}}},
     {"type": "function", "function": {
         "name": "profile", "description": "A verified candidate's time on the GPU beside eager PyTorch and "
-        "torch.compile, its speed-up and reward, and kforge's own best time where known.",
+        "torch.compile, its speed-up and reward, its share of the memory floor (the task's bytes moved once at the "
+        "measured copy bandwidth), and kforge's own best time where known.",
         "parameters": {"type": "object", "properties": {"candidate": {"type": "integer"}}}}},
 ]
 
@@ -140,9 +142,10 @@ class Workbench:
             return {"candidate": c["id"], "error": "the candidate is not correct: verify it first", "tier": r.get("tier")}
         if self.device != "cuda":
             return {"candidate": c["id"], "error": "profiling needs a CUDA GPU; this workbench checks on the CPU only"}
-        out = {"candidate": c["id"], "ms": r.get("native", {}).get("median_ms"), "protocol": r.get("protocol", "native"),
+        ms = r.get("native", {}).get("median_ms")
+        out = {"candidate": c["id"], "ms": ms, "protocol": r.get("protocol", "native"),
                "speedup_eager": r.get("speedup_eager"), "speedup_compile": r.get("speedup_compile"),
-               "reward": r.get("reward")}
+               "reward": r.get("reward"), **memory_roofline(self.task["graph"], r.get("copy_gbs") or 0, ms)}
         kb = self.bundle / "kb.json"
         if kb.exists():
             out["kforge_best_ms"] = json.loads(kb.read_text())["kforge"]["median_ms"]
@@ -178,6 +181,17 @@ class Workbench:
         except RuntimeError as e:  # the environment failed, not the candidate: say so, do not score it
             return {"error": f"the environment could not evaluate it: {trimmed(str(e))}"}
         return c["result"]
+
+
+def memory_roofline(graph: dict, copy_gbs: float, ms) -> dict:
+    """How near a time is to the memory floor: the task's inputs, params and outputs moved once at the copy
+    bandwidth measured in the same evaluation. The floor of arithmetic (a product's FLOPs) is not counted: a
+    product-bound task reads low here however good its kernel."""
+    bytes_min = spec_bytes(graph["inputs"]) + spec_bytes(graph["params"]) + spec_bytes(output_specs(graph))
+    if copy_gbs <= 0 or not ms:
+        return {"bytes_min": bytes_min}
+    floor_ms = bytes_min / (copy_gbs * 1e9) * 1e3
+    return {"bytes_min": bytes_min, "memory_floor_ms": floor_ms, "pct_of_memory_floor": 100 * floor_ms / ms}
 
 
 def compile_python(path: Path) -> tuple[bool, str]:
