@@ -31,6 +31,14 @@ POSITIVE = "torch.rand(4, 8) + 0.1"
 TWO = "torch.randn(4, 8), torch.randn(4, 8)"
 IMAGE = "torch.randn(2, 3, 8, 8)"
 
+# One dim of a linear resize to any size (fx_ops/compositions.py, linear_resize): source positions from a
+# progression, their floor and next neighbour clamped, two gathers weighted by the fraction.
+_POSITIONS = ["const", "expand", "cumsum", "const", "sub"]
+_GATHERS = ["floor", "const", "minimum", "const", "add", "const", "minimum", "sub", "reshape", "const", "sub", "cast",
+            "reshape", "expand", "gather", "mul", "cast", "reshape", "expand", "gather", "mul", "add"]
+RESIZE_ALIGNED = _POSITIONS + ["const", "mul"] + _GATHERS
+RESIZE_CENTRES = _POSITIONS + ["const", "add", "const", "mul", "const", "sub", "const", "maximum"] + _GATHERS
+
 CASES = [
     # elementwise unary
     Case("relu", "torch.relu(x)", ["relu"]),
@@ -444,6 +452,16 @@ CASES = [
     Case('any_all', "(x > 0.5).any(1).float() + (x > -3).all(1).float()", ["const", "gt", "cast", "amax", "const", "ne", "cast", "const", "gt", "cast", "amin", "const", "ne", "cast", "add"]),
     Case('index_select', "torch.index_select(x, 1, torch.tensor([0, 5, 2]))", ["const", "reshape", "const", "reshape", "const", "reshape", "cat", "reshape", "reshape", "expand", "gather"]),
     Case('embedding_module', "self.e(i)", ["reshape", "expand", "gather", "reshape"], inputs="torch.randint(0, 10, (3, 4))", args="i", init="self.e = nn.Embedding(10, 6)", params=["e.weight"]),
+    Case("bilinear_align_corners", "F.interpolate(x, size=(7, 5), mode='bilinear', align_corners=True)",
+         2 * RESIZE_ALIGNED + ["reshape"], inputs="torch.randn(2, 3, 8, 8)"),
+    Case("bilinear_to_any_size", "F.interpolate(x, size=(11, 6), mode='bilinear')", 2 * RESIZE_CENTRES + ["reshape"],
+         inputs="torch.randn(2, 3, 4, 5)"),
+    Case("linear_fractional_scale", "F.interpolate(x, scale_factor=1.5, mode='linear')", RESIZE_CENTRES + ["reshape"],
+         inputs="torch.randn(2, 3, 10)"),
+    Case("upsampling_bilinear_module", "self.u(x)", 2 * RESIZE_ALIGNED + ["reshape"], inputs="torch.randn(2, 3, 4, 5)",
+         init="self.u = nn.UpsamplingBilinear2d(scale_factor=2)"),
+    Case("trilinear_align_corners", "F.interpolate(x, size=(5, 6, 3), mode='trilinear', align_corners=True)",
+         3 * RESIZE_ALIGNED + ["reshape"], inputs="torch.randn(1, 2, 4, 4, 4)"),
     Case('upsample_bilinear', "F.interpolate(x, scale_factor=2, mode='bilinear', align_corners=False)", ["slice", "slice", "cat", "slice", "slice", "cat", "const", "mul", "const", "mul", "add", "const", "mul", "const", "mul", "add", "reshape", "reshape", "cat", "reshape", "slice", "slice", "cat", "slice", "slice", "cat", "const", "mul", "const", "mul", "add", "const", "mul", "const", "mul", "add", "reshape", "reshape", "cat", "reshape", "reshape"], inputs="torch.randn(2, 3, 4, 5)"),
     Case('upsample_bilinear_3x_module', "self.u(x)", ["slice", "slice", "cat", "slice", "slice", "cat", "const", "mul", "const", "mul", "add", "const", "mul", "const", "mul", "add", "reshape", "reshape", "reshape", "cat", "reshape", "slice", "slice", "cat", "slice", "slice", "cat", "const", "mul", "const", "mul", "add", "const", "mul", "const", "mul", "add", "reshape", "reshape", "reshape", "cat", "reshape", "reshape"], inputs="torch.randn(1, 2, 3, 4)", init="self.u = nn.Upsample(scale_factor=3, mode='bilinear')"),
     Case('upsample_linear_1d', "F.interpolate(x, size=16, mode='linear')", ["slice", "slice", "cat", "slice", "slice", "cat", "const", "mul", "const", "mul", "add", "const", "mul", "const", "mul", "add", "const", "mul", "const", "mul", "add", "const", "mul", "const", "mul", "add", "reshape", "reshape", "reshape", "reshape", "cat", "reshape", "reshape"], inputs="torch.randn(2, 3, 4)"),

@@ -67,6 +67,8 @@ KEPT_WHOLE = [
      ["slicing a tuple of results is not supported"]),
     ("norm_inf", Case("x", "torch.linalg.vector_norm(x, ord=float('inf'))", []).source(),
      ["norm of order inf is not supported"]),
+    ("antialiased_resize", Case("x", "F.interpolate(x, size=(5, 5), mode='bilinear', antialias=True)", [],
+                                inputs=IMAGE).source(), ["bilinear resizing with antialias is not supported"]),
     ("cummax_indices", Case("x", "torch.cummax(x, 1).indices.float()", []).source(),
      ["torch.cummax's indices are not supported (its values are)"]),
     ("data_dependent_item", Case("x", "x * x.sum().item()", []).source(), ["node 'item' (Tensor.item)"]),

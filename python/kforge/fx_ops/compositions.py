@@ -1,9 +1,9 @@
 """PyTorch ops written as compositions of the IR's own (docs/interfaces.md, "Compositions"), the shape and lookup
 family: tensors like another, one position of a dim (select), repetition (repeat, tile), roll, padding (constant,
-reflect, replicate, circular), resizing by whole factors, pixel (un)shuffle, outer products, lookups (index_select,
+reflect, replicate, circular), resizing (nearest by whole factors, linear to any size), pixel (un)shuffle, outer products, lookups (index_select,
 embedding) as gathers, arange, trace, baddbmm; and the helpers the other composition modules share
 (pointwise_compositions.py, loss_compositions.py). Each is the same function as PyTorch's; forms that are not
-(bilinear resizing with align_corners, an embedding that renormalizes its table) are refused by name."""
+(antialiased resizing, an embedding that renormalizes its table) are refused by name."""
 import math
 
 import torch
@@ -167,7 +167,8 @@ for _cls, _mode in ((nn.ConstantPad1d, "constant"), (nn.ConstantPad2d, "constant
 
 
 # Resizing by whole factors: nearest up by f, each element f times (an expand), down by k, every k-th element (a
-# strided slice; nearest-exact takes the middle one of each k); (bi/tri)linear up by f without align_corners.
+# strided slice; nearest-exact takes the middle one of each k); (bi/tri)linear up by f without align_corners by
+# fixed weights, and to any size (align_corners either way) by two gathers a dim (linear_resize).
 @on(F.interpolate, F.upsample, F.upsample_nearest, F.upsample_bilinear)
 def interpolate(b, input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
@@ -177,14 +178,20 @@ def interpolate(b, input, size=None, scale_factor=None, mode="nearest", align_co
     linear = mode in ("linear", "bilinear", "trilinear")
     if mode not in ("nearest", "nearest-exact") and not linear:
         b.refuse(f"interpolate with mode={mode!r} is not supported (nearest, nearest-exact and (bi/tri)linear are)")
-    if linear and (align_corners or antialias):
-        b.refuse(f"{mode} resizing with align_corners=True or antialias is not supported")
+    if linear and antialias:
+        b.refuse(f"{mode} resizing with antialias is not supported")
+    factors = scale_factor if isinstance(scale_factor, (list, tuple)) else [scale_factor] * (x.ndim - 2)
     v = x
     for s, (n, m) in enumerate(zip(x.shape[2:], b.out_shape[2:])):
         d = 2 + s
-        if m == n:
+        # PyTorch's source scale along d without align_corners: 1 / scale_factor where one is given (and not
+        # recomputed), the sizes' ratio otherwise.
+        given = factors[s] if factors[s] and not recompute_scale_factor else None
+        if m == n and (not linear or align_corners or given in (None, 1)):
             continue
-        if m % n == 0:
+        if linear and (align_corners or m % n or (given is not None and given * n != m)):
+            v = linear_resize(b, v, d, m, align_corners, 1 / given if given and not align_corners else None)
+        elif m % n == 0:
             v = linear_up(b, v, d, m // n) if linear else nearest_up(b, v, d, m // n)
         elif n % m == 0 and not linear:
             k = n // m
@@ -211,6 +218,39 @@ def nearest_up(b, v: Val, d: int, f: int) -> Val:
     return reshape(b, v, shape[:d] + [shape[d] * f] + shape[d + 1:])
 
 
+def linear_resize(b, v: Val, d: int, m: int, align_corners: bool, scale: float | None) -> Val:
+    """Linear resizing of dim d to m by PyTorch's rule (upsample's area_pixel_compute_source_index), for any sizes:
+    output j reads source position p = j (n - 1) / (m - 1) with align_corners, else max(scale (j + 1/2) - 1/2, 0)
+    (scale n / m, or the given one); then in[floor p] and its next neighbour (the last element repeated past the
+    end), weighted by p's fraction, two gathers. Positions, indices and weights are computed in the graph from a
+    progression, in float32 as PyTorch's float kernels compute them."""
+    n, f32 = v.shape[d], torch.float32
+    if align_corners:
+        src = progression(b, m, 0.0, (n - 1) / (m - 1) if m > 1 else 0.0, f32)
+    else:
+        src = progression(b, m, 0.5, 1.0, f32)
+        src = b.emit_tmp("mul", [src, b.const(float(scale if scale is not None else n / m), f32)], None, f32, [m])
+        src = b.emit_tmp("sub", [src, b.const(0.5, f32)], None, f32, [m])
+        src = b.emit_tmp("maximum", [src, b.const(0.0, f32)], None, f32, [m])
+    low = b.emit_tmp("floor", [src], None, f32, [m])
+    low = b.emit_tmp("minimum", [low, b.const(float(n - 1), f32)], None, f32, [m])
+    high = b.emit_tmp("minimum", [b.emit_tmp("add", [low, b.const(1.0, f32)], None, f32, [m]),
+                                  b.const(float(n - 1), f32)], None, f32, [m])
+    weight = b.emit_tmp("sub", [src, low], None, f32, [m])
+    line = [1] * v.ndim
+    line[d] = m
+    shape = list(v.shape)
+    shape[d] = m
+
+    def at(index):
+        idx = expand(b, reshape(b, b.cast(index, torch.int64), line), shape)
+        return b.emit_tmp("gather", [v, idx], {"dim": d}, v.dtype, shape)
+    w1 = b.cast(reshape(b, weight, line), v.dtype)
+    w0 = b.emit_tmp("sub", [b.const(1.0, v.dtype), w1], None, v.dtype, line)
+    return b.emit_tmp("add", [b.emit_tmp("mul", [at(low), w0], None, v.dtype, shape),
+                              b.emit_tmp("mul", [at(high), w1], None, v.dtype, shape)], None, v.dtype, shape)
+
+
 def linear_up(b, v: Val, d: int, f: int) -> Val:
     """Linear resizing by f along d with align_corners=False, one dim at a time (PyTorch's bilinear and trilinear
     weights are these products): output f i + r reads source position i + t, t = (2r + 1 - f) / 2f, so it is
@@ -233,7 +273,7 @@ def linear_up(b, v: Val, d: int, f: int) -> Val:
 
 on_module(nn.Upsample, nn.UpsamplingNearest2d, nn.UpsamplingBilinear2d)(
     lambda b, m, input: interpolate(b, input, m.size, m.scale_factor, getattr(m, "mode", "nearest"),
-                                    getattr(m, "align_corners", None)))
+                                    getattr(m, "align_corners", None), getattr(m, "recompute_scale_factor", None)))
 
 
 def image(b, x: Val, what: str):
