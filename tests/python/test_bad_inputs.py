@@ -69,6 +69,8 @@ KEPT_WHOLE = [
      ["norm of order inf is not supported"]),
     ("antialiased_resize", Case("x", "F.interpolate(x, size=(5, 5), mode='bilinear', antialias=True)", [],
                                 inputs=IMAGE).source(), ["bilinear resizing with antialias is not supported"]),
+    ("matrix_inverse_power", Case("x", "torch.matrix_power(x, -2)", [], inputs="torch.randn(4, 4)").source(),
+     ["matrix_power with exponent -2 is not supported"]),
     ("cummax_indices", Case("x", "torch.cummax(x, 1).indices.float()", []).source(),
      ["torch.cummax's indices are not supported (its values are)"]),
     ("data_dependent_item", Case("x", "x * x.sum().item()", []).source(), ["node 'item' (Tensor.item)"]),

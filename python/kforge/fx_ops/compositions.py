@@ -1,7 +1,7 @@
 """PyTorch ops written as compositions of the IR's own (docs/interfaces.md, "Compositions"), the shape and lookup
 family: tensors like another, one position of a dim (select), repetition (repeat, tile), roll, padding (constant,
 reflect, replicate, circular), resizing (nearest by whole factors, linear to any size), pixel (un)shuffle, outer products, lookups (index_select,
-embedding) as gathers, arange, trace, baddbmm; and the helpers the other composition modules share
+embedding) as gathers, arange, trace, baddbmm, matrix_power; and the helpers the other composition modules share
 (pointwise_compositions.py, loss_compositions.py). Each is the same function as PyTorch's; forms that are not
 (antialiased resizing, an embedding that renormalizes its table) are refused by name."""
 import math
@@ -378,3 +378,27 @@ def baddbmm(b, input, batch1, batch2, *, beta=1, alpha=1):
     if beta != 1:
         x = b.emit_tmp("mul", [x, b.const(beta, dt)], None, dt, x.shape)
     return b.emit("add", [x, product])
+
+
+@on(torch.matrix_power, torch.linalg.matrix_power, "matrix_power")
+def matrix_power(b, input, n, *, out=None):
+    """A [.., k, k] matrix to a whole power n >= 0 by PyTorch's own sequence of products (linalg_matrix_power:
+    the squares of a, least significant bit first, multiplied into the result where n has a one); n = 0 is the
+    identity, a comparison of two aranges. A negative n (an inverse) is refused."""
+    dt = b.out_dtype
+    x = b.cast(tensor(b, input), dt)
+    if not isinstance(n, int) or n < 0:
+        b.refuse(f"matrix_power with exponent {n!r} is not supported (whole exponents >= 0 are)")
+    k = x.shape[-1]
+    if n == 0:
+        rows = reshape(b, progression(b, k, 0, 1, torch.float32), [k, 1])
+        cols = reshape(b, progression(b, k, 0, 1, torch.float32), [1, k])
+        eye = b.cast(b.emit_tmp("eq", [rows, cols], None, torch.bool, [k, k]), dt)
+        return final(b, expand(b, eye, list(x.shape)))
+    square, result = None, None
+    while n > 0:
+        bit, n = n % 2, n // 2
+        square = x if square is None else b.emit_tmp("matmul", [square, square], None, dt, list(x.shape))
+        if bit:
+            result = square if result is None else b.emit_tmp("matmul", [result, square], None, dt, list(x.shape))
+    return final(b, result)
