@@ -1,7 +1,7 @@
 """PyTorch ops written as compositions of the IR's own (docs/interfaces.md, "Compositions"), the shape and lookup
 family: tensors like another, one position of a dim (select), repetition (repeat, tile), roll, padding (constant,
 reflect, replicate, circular), resizing (nearest by whole factors, linear to any size), pixel (un)shuffle, outer products, lookups (index_select,
-embedding) as gathers, arange, trace, baddbmm, matrix_power; and the helpers the other composition modules share
+embedding) as gathers, arange, trace, baddbmm, matrix_power, im2col (F.unfold); and the helpers the other composition modules share
 (pointwise_compositions.py, loss_compositions.py). Each is the same function as PyTorch's; forms that are not
 (antialiased resizing, an embedding that renormalizes its table) are refused by name."""
 import math
@@ -402,3 +402,40 @@ def matrix_power(b, input, n, *, out=None):
         if bit:
             result = square if result is None else b.emit_tmp("matmul", [result, square], None, dt, list(x.shape))
     return final(b, result)
+
+
+def pairs_of(v, what: str, b) -> tuple[int, int]:
+    if isinstance(v, int):
+        return v, v
+    if len(v) != 2:
+        b.refuse(f"F.unfold's {what} {v!r} is not one or two numbers")
+    return int(v[0]), int(v[1])
+
+
+@on(F.unfold)
+def im2col(b, input, kernel_size, dilation=1, padding=0, stride=1):
+    """F.unfold / nn.Unfold of an image [N, C, H, W]: every kernel offset (i, j) of every window as a strided slice
+    of the zero-padded image [N, C, oh, ow], stacked after the channels in (i, j) order and flattened to PyTorch's
+    [N, C kh kw, oh ow]. Kernels of more than 256 offsets are refused (a slice each)."""
+    x = tensor(b, input)
+    if x.ndim != 4:
+        b.refuse(f"F.unfold of a {x.ndim}-D tensor (4-D images are supported)")
+    (kh, kw), (dh, dw) = pairs_of(kernel_size, "kernel_size", b), pairs_of(dilation, "dilation", b)
+    (ph, pw), (sh, sw) = pairs_of(padding, "padding", b), pairs_of(stride, "stride", b)
+    if kh * kw > 256:
+        b.refuse(f"F.unfold with a kernel of {kh} x {kw} offsets (more than 256) is not supported")
+    v = padded(b, padded(b, x, 2, ph, ph, "constant", 0.0), 3, pw, pw, "constant", 0.0)
+    n, c, h, w = v.shape
+    oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
+    if oh < 1 or ow < 1:
+        b.refuse(f"F.unfold's kernel {kh} x {kw} (dilation {dh}, {dw}) is larger than the padded image {h} x {w}")
+    offsets = []
+    for i in range(kh):
+        for j in range(kw):
+            rows = piece(b, v, 2, i * dh, i * dh + sh * (oh - 1) + 1, sh)
+            window = piece(b, rows, 3, j * dw, j * dw + sw * (ow - 1) + 1, sw)
+            offsets.append(reshape(b, window, [n, c, 1, oh, ow]))
+    return final(b, reshape(b, cat(b, offsets, 2), [n, c * kh * kw, oh * ow]))
+
+
+on_module(nn.Unfold)(lambda b, m, input: im2col(b, input, m.kernel_size, m.dilation, m.padding, m.stride))
