@@ -1,5 +1,7 @@
 #include "codegen/analysis.h"
 
+#include <algorithm>
+
 #include "codegen/channels_last.h"
 #include "codegen/lower.h"
 #include "ir/error.h"
@@ -19,22 +21,27 @@ const Graph& lowerable(const Graph& graph) {
 }  // namespace
 
 GraphAnalysis::GraphAnalysis(const Graph& graph, TargetFacts target)
-    : graph_(lowerable(graph)), primitive_(primitive_graph(graph, target)), has_channels_last_(kforge::has_channels_last_form(primitive_)),
-      hash_(stable_hash(graph_to_json(graph).dump())), target_(target) {}
-
-const Graph& GraphAnalysis::primitive(bool channels_last) const {
-  if (!channels_last || !has_channels_last_) return primitive_;
-  std::call_once(channels_last_once_, [&] { channels_last_ = channels_last_form(primitive_); });
-  return channels_last_;
+    : graph_(lowerable(graph)), hash_(stable_hash(graph_to_json(graph).dump())), target_(target) {
+  forms_[0][0] = primitive_graph(graph_, target_);
+  has_channels_last_ = kforge::has_channels_last_form(forms_[0][0]);
+  has_recurrence_ = std::any_of(forms_[0][0].nodes.begin(), forms_[0][0].nodes.end(),
+                                [](const Node& n) { return n.op == "recurrence"; });
 }
 
-const Partition& GraphAnalysis::partition(bool fuse_rows, bool channels_last) const {
-  const bool last = channels_last && has_channels_last_;
-  std::call_once(once_[last][fuse_rows], [&] {
-    partitions_[last][fuse_rows] = kforge::partition(primitive(last), fuse_rows);
-    for (KernelGroup& g : partitions_[last][fuse_rows]->groups) g.target = target_;
+const Graph& GraphAnalysis::primitive(bool channels_last, bool unrolled) const {
+  const bool last = channels_last && has_channels_last_, steps = unrolled && has_recurrence_;
+  if (steps) std::call_once(forms_once_[1][0], [&] { forms_[1][0] = primitive_graph(graph_, target_, true); });
+  if (last) std::call_once(forms_once_[steps][1], [&] { forms_[steps][1] = channels_last_form(forms_[steps][0]); });
+  return forms_[steps][last];
+}
+
+const Partition& GraphAnalysis::partition(bool fuse_rows, bool channels_last, bool unrolled) const {
+  const bool last = channels_last && has_channels_last_, steps = unrolled && has_recurrence_;
+  std::call_once(once_[steps][last][fuse_rows], [&] {
+    partitions_[steps][last][fuse_rows] = kforge::partition(primitive(last, steps), fuse_rows);
+    for (KernelGroup& g : partitions_[steps][last][fuse_rows]->groups) g.target = target_;
   });
-  return *partitions_[last][fuse_rows];
+  return *partitions_[steps][last][fuse_rows];
 }
 
 std::shared_ptr<const GraphAnalysis> analyze(const Graph& graph, TargetFacts target) {

@@ -59,8 +59,10 @@ std::string sanitize(const std::string& s) {
 
 }  // namespace
 
-Graph primitive_graph(const Graph& graph, const TargetFacts& target) {
-  const Graph decomposed = fuse_attention(unroll_recurrences_that_do_not_fit(decompose(graph), target), target);
+Graph primitive_graph(const Graph& graph, const TargetFacts& target, bool unroll_recurrences) {
+  const Graph prim = decompose(graph);
+  const Graph decomposed = fuse_attention(
+      unroll_recurrences ? unroll_every_recurrence(prim) : unroll_recurrences_that_do_not_fit(prim, target), target);
   const Graph folded = fold_conv_epilogues(fold_gemm_epilogues(sink_reshapes(views_before_half_casts(decomposed))));
   return views_before_half_casts(half_results(slices_before_elementwise(folded)));  // the views of 16-bit results too
 }
@@ -70,13 +72,13 @@ std::vector<KernelGroup> kernel_groups(const GraphAnalysis& analysis, bool fuse_
 Schedule explicit_schedule(const GraphAnalysis& analysis, const Schedule& s) {
   Schedule out = s;
   out.kernels.clear();
-  for (const KernelGroup& g : analysis.groups(s.fuse_rows, s.channels_last)) out.kernels[g.key] = schedule_for(s, g);
+  for (const KernelGroup& g : analysis.groups(s)) out.kernels[g.key] = schedule_for(s, g);
   return out;
 }
 
 Plan lower(const GraphAnalysis& analysis, const Schedule& schedule, const LowerOptions& opts) {
-  const Graph& prim = analysis.primitive(schedule.channels_last);
-  const Partition& part = analysis.partition(schedule.fuse_rows, schedule.channels_last);
+  const Graph& prim = analysis.primitive(schedule);
+  const Partition& part = analysis.partition(schedule);
   if (opts.dump_ir) std::cerr << graph_to_json(prim).dump(1) << "\n";
   Plan plan;
   plan.schedule = schedule;

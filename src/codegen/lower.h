@@ -18,9 +18,9 @@ struct LowerOptions {
 Plan lower(const GraphAnalysis& analysis, const Schedule& schedule, const LowerOptions& opts = {});
 
 // decompose, then fold_gemm_epilogues and fold_conv_epilogues: the graph partition() and the emitters see; a
-// recurrence no persistent kernel holds on `target` unrolled first (codegen/recurrence_unrolling.h), attention
-// fused where its kernel holds the head dims (codegen/attention_fusion.h).
-Graph primitive_graph(const Graph& graph, const TargetFacts& target = {});
+// recurrence no persistent kernel holds on `target` unrolled first (every recurrence with `unroll_recurrences`:
+// codegen/recurrence_unrolling.h), attention fused where its kernel holds the head dims (codegen/attention_fusion.h).
+Graph primitive_graph(const Graph& graph, const TargetFacts& target = {}, bool unroll_recurrences = false);
 
 // A copy of the kernel groups under `fuse_rows` (each group's schedule space), for one-off callers that hold no
 // analysis of their own.

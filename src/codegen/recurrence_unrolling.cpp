@@ -1,5 +1,7 @@
 #include "codegen/recurrence_unrolling.h"
 
+#include <functional>
+
 #include "codegen/schedule.h"
 #include "ir/builder.h"
 
@@ -58,9 +60,8 @@ int unrolled_direction(GraphBuilder& b, const RecurrenceDims& d, int dir, const 
   return T == 1 ? steps[0] : b.op("cat", steps, {{"dim", 0}});
 }
 
-}  // namespace
-
-Graph unroll_recurrences_that_do_not_fit(const Graph& prim, const TargetFacts& target) {
+// `prim` with the recurrences `unroll` picks unrolled.
+Graph unrolled(const Graph& prim, const std::function<bool(const RecurrenceDims&)>& unroll) {
   Graph g;
   GraphBuilder b(g);
   std::vector<int> at(prim.nodes.size(), -1);  // prim's node -> g's
@@ -70,7 +71,7 @@ Graph unroll_recurrences_that_do_not_fit(const Graph& prim, const TargetFacts& t
       if (a >= 0) a = at[size_t(a)];
     if (n.op == "recurrence") {
       const RecurrenceDims d = recurrence_dims(prim, prim.nodes[i]);
-      if (!recurrence_fits(d, target)) {
+      if (unroll(d)) {
         b.set_prefix(n.name);
         std::vector<int> outs;
         for (int dir = 0; dir < d.directions; ++dir)
@@ -86,6 +87,16 @@ Graph unroll_recurrences_that_do_not_fit(const Graph& prim, const TargetFacts& t
   }
   copy_roles(prim, at, g);
   return g;
+}
+
+}  // namespace
+
+Graph unroll_recurrences_that_do_not_fit(const Graph& prim, const TargetFacts& target) {
+  return unrolled(prim, [&](const RecurrenceDims& d) { return !recurrence_fits(d, target); });
+}
+
+Graph unroll_every_recurrence(const Graph& prim) {
+  return unrolled(prim, [](const RecurrenceDims&) { return true; });
 }
 
 }  // namespace kforge

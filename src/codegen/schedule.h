@@ -113,6 +113,9 @@ struct Schedule {
   // Lower the channels-last form of the graph (codegen/channels_last.h: channels last kept across convolutions);
   // the same plan where no convolution changes.
   bool channels_last = false;
+  // Lower the form with every recurrence unrolled into its steps (codegen/recurrence_unrolling.h); the same plan
+  // where the graph has no recurrence.
+  bool unroll_recurrences = false;
   std::map<std::string, KernelSchedule> kernels;  // by KernelGroup::key; absent = default_schedule
   bool operator==(const Schedule&) const = default;
 };

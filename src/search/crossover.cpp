@@ -11,7 +11,7 @@ bool is_call(GroupKind k) { return k == GroupKind::matmul || k == GroupKind::con
 
 // `s` less its products' and convolutions' kernel schedules.
 Schedule rest_of(const GraphAnalysis& analysis, Schedule s) {
-  for (const KernelGroup& g : analysis.groups(s.fuse_rows, s.channels_last))
+  for (const KernelGroup& g : analysis.groups(s))
     if (is_call(g.kind)) s.kernels.erase(g.key);
   return s;
 }
@@ -19,7 +19,7 @@ Schedule rest_of(const GraphAnalysis& analysis, Schedule s) {
 // `rest` with `donor`'s product and convolution schedules, where rest's fusion keeps the group (its key), a
 // convolution's in nhwc where rest is the channels-last form; none where one is illegal there.
 std::optional<Schedule> with_calls_of(const GraphAnalysis& analysis, const Schedule& donor, Schedule rest) {
-  for (const KernelGroup& g : analysis.groups(rest.fuse_rows, rest.channels_last)) {
+  for (const KernelGroup& g : analysis.groups(rest)) {
     auto it = donor.kernels.find(g.key);
     if (!is_call(g.kind) || it == donor.kernels.end()) continue;
     KernelSchedule call = it->second;

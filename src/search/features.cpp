@@ -91,7 +91,7 @@ PlanFeatures plan_features(const GraphAnalysis& analysis, const Schedule& schedu
   PlanFeatures p;
   p.fuse_rows = schedule.fuse_rows;
   p.cuda_graph = schedule.cuda_graph;
-  const std::vector<KernelGroup>& groups = analysis.groups(schedule.fuse_rows, schedule.channels_last);
+  const std::vector<KernelGroup>& groups = analysis.groups(schedule);
   double min_rows = 1e300, max_row = 1, threads = 0;
   for (auto& g : groups) {
     KernelSchedule ks = schedule_for(schedule, g);

@@ -24,10 +24,9 @@ nlohmann::json kernel_profile(const GraphAnalysis& analysis, const Plan& plan, c
   if (!step_times.empty() && step_times.size() != plan.kernels.size())
     throw UserError("kernel profile: " + std::to_string(step_times.size()) + " step times for a plan of " +
                     std::to_string(plan.kernels.size()) + " steps");
-  const bool nhwc = plan.schedule.channels_last;
-  const Graph& prim = analysis.primitive(nhwc);
+  const Graph& prim = analysis.primitive(plan.schedule);
   std::map<std::string, const KernelGroup*> group_of;
-  for (const KernelGroup& g : analysis.groups(plan.schedule.fuse_rows, nhwc)) group_of[g.key] = &g;
+  for (const KernelGroup& g : analysis.groups(plan.schedule)) group_of[g.key] = &g;
   nlohmann::json out = nlohmann::json::array();
   std::map<std::string, size_t> row_of;           // group key -> its row in `out`
   std::map<std::string, std::set<int>> buffers;   // group key -> buffers its steps bind

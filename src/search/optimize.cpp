@@ -304,6 +304,15 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
     if (g.kind == GroupKind::recurrence)
       if (auto ks = batch_split_recurrence(g)) batch_split.kernels[g.key] = *ks;
   if (!batch_split.kernels.empty()) queue.insert(queue.begin() + 1, batch_split);
+  // Every recurrence unrolled into its steps, next: a product of the state with the recurrent weights a step
+  // (cuBLASLt) and one kernel of the cell's arithmetic, cuDNN's own form for layers whose weights no cluster
+  // holds (a GRU of 512 units: a product and a cell kernel, 7.4 µs a step, where the unit-split kernel took 53
+  // staging the state from L2 every step); launch-bound on small layers, where the persistent kernels win.
+  if (analysis.has_unrolled_form()) {
+    Schedule steps;
+    steps.unroll_recurrences = true;
+    queue.insert(queue.begin() + (batch_split.kernels.empty() ? 1 : 2), steps);
+  }
   // The channels-last form (codegen/channels_last.h), where two or more convolutions change (what the form saves
   // is the transposes between them; a single convolution's chain has as many either way, and its statistics
   // become column reductions): the convolutions' strict opening (fp16x3 with cuDNN's epilogue), fp16 and TF32,

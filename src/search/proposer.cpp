@@ -1,6 +1,7 @@
 #include "search/proposer.h"
 
 #include <algorithm>
+#include <map>
 
 #include "codegen/lower.h"
 #include "search/starved_schedules.h"
@@ -8,15 +9,17 @@
 namespace kforge {
 
 ScheduleProposer::ScheduleProposer(const GraphAnalysis& analysis, uint64_t seed, bool skip_starved)
-    : rng_(seed), skip_starved_(skip_starved), channels_last_(analysis.has_channels_last_form()) {
-  for (bool last : {false, true}) {
-    if (last && !channels_last_) break;
-    for (bool fuse : {false, true}) {
-      Form& f = forms_[last][fuse];
-      f.groups = analysis.groups(fuse, last);
-      for (auto& g : f.groups) f.spaces.push_back(space_of(g));
+    : rng_(seed), skip_starved_(skip_starved), channels_last_(analysis.has_channels_last_form()),
+      unrolled_(analysis.has_unrolled_form()) {
+  for (bool steps : {false, true})
+    for (bool last : {false, true}) {
+      if ((steps && !unrolled_) || (last && !channels_last_)) continue;
+      for (bool fuse : {false, true}) {
+        Form& f = forms_[steps][last][fuse];
+        f.groups = analysis.groups(fuse, last, steps);
+        for (auto& g : f.groups) f.spaces.push_back(space_of(g));
+      }
     }
-  }
 }
 
 std::vector<KernelSchedule> ScheduleProposer::space_of(const KernelGroup& g) const {
@@ -31,21 +34,22 @@ bool ScheduleProposer::mark(const Schedule& s) { return tried_.insert(to_json(s)
 
 size_t ScheduleProposer::space_size() const {
   size_t total = 0;
-  for (const auto& forms : forms_)
-    for (const Form& f : forms) {
-      if (f.groups.empty()) continue;
-      size_t n = 1;
-      for (auto& g : f.groups) n = std::min<size_t>(n * schedule_space(g).size(), size_t(1) << 40);
-      total += n;
-    }
+  for (const auto& unrolled : forms_)
+    for (const auto& forms : unrolled)
+      for (const Form& f : forms) {
+        if (f.groups.empty()) continue;
+        size_t n = 1;
+        for (auto& g : f.groups) n = std::min<size_t>(n * schedule_space(g).size(), size_t(1) << 40);
+        total += n;
+      }
   return total;
 }
 
 std::optional<Schedule> ScheduleProposer::next(const Schedule& best) {
   for (int attempt = 0; attempt < 200; ++attempt) {
     Schedule s = best;
-    // Mostly edit one kernel; sometimes flip fusion or the channels-last form (which change the groups) or take
-    // several steps. The channels-last form keeps the kernels' schedules where they stay legal: its groups' keys
+    // Mostly edit one kernel; sometimes flip fusion, the channels-last form or the recurrences' form (which change
+    // the groups) or take several steps. The channels-last form keeps the kernels' schedules where they stay legal: its groups' keys
     // are the same nodes' (a convolution's layout is nhwc there).
     if (std::uniform_int_distribution<int>(0, 9)(rng_) == 0) {
       s.fuse_rows = !s.fuse_rows;
@@ -54,6 +58,16 @@ std::optional<Schedule> ScheduleProposer::next(const Schedule& best) {
       s.channels_last = !s.channels_last;
       for (const KernelGroup& g : form_of(s).groups)
         if (auto it = s.kernels.find(g.key); it != s.kernels.end() && g.channels_last) it->second.layout = Layout::nhwc;
+    } else if (unrolled_ && std::uniform_int_distribution<int>(0, 9)(rng_) == 0) {
+      // The other form of the recurrences: the schedules of groups it keeps stay, where still legal (the unrolled
+      // layer's last node keeps the recurrence's key, now a group of another kind).
+      s.unroll_recurrences = !s.unroll_recurrences;
+      std::map<std::string, const KernelGroup*> kept;
+      for (const KernelGroup& g : form_of(s).groups) kept[g.key] = &g;
+      std::erase_if(s.kernels, [&](const auto& entry) {
+        auto g = kept.find(entry.first);
+        return g == kept.end() || !is_legal(*g->second, entry.second);
+      });
     }
     const auto& groups = form_of(s).groups;
     const auto& spaces = form_of(s).spaces;

@@ -55,15 +55,18 @@ class ScheduleProposer {
     int usable = 1 << 30;     // a clamped request's index + 1
   };
   std::map<std::pair<std::string, CallForm>, ListLength> lists_;  // note_offered
-  bool skip_starved_, channels_last_;  // channels_last_: the graph has a channels-last form
+  // channels_last_, unrolled_: the graph has a channels-last form, a form with its recurrences unrolled.
+  bool skip_starved_, channels_last_, unrolled_;
   // The groups of each form of the plan ([channels_last][fuse_rows]) and each group's space (less what starves the
   // memory, with skip_starved), computed once, not on every proposal attempt.
   struct Form {
     std::vector<KernelGroup> groups;
     std::vector<std::vector<KernelSchedule>> spaces;
   };
-  Form forms_[2][2];
-  const Form& form_of(const Schedule& s) const { return forms_[s.channels_last && channels_last_][s.fuse_rows]; }
+  Form forms_[2][2][2];  // [unrolled][channels_last][fuse_rows]
+  const Form& form_of(const Schedule& s) const {
+    return forms_[s.unroll_recurrences && unrolled_][s.channels_last && channels_last_][s.fuse_rows];
+  }
   std::vector<KernelSchedule> space_of(const KernelGroup& g) const;
 };
 

@@ -14,6 +14,7 @@
 #include "common/kernel_groups.h"
 #include "common/random_inputs.h"
 #include "common/recurrence_graphs.h"
+#include "common/sample_graphs.h"
 #include "ir/decompose.h"
 #include "ir/interpreter.h"
 #include "runtime/compiler.h"
@@ -130,6 +131,36 @@ TEST(RecurrenceKernels, ARecurrenceNoScheduleHoldsIsUnrolledIntoItsSteps) {
   GraphAnalysis analysis(split, one_sm);
   EXPECT_EQ(default_schedule(recurrence_group(analysis)).strategy, Strategy::tile);
   for (const PlanKernel& k : lower(analysis, Schedule{}).kernels) EXPECT_FALSE(k.cooperative);
+}
+
+// The search's other form of a recurrent graph (Schedule::unroll_recurrences): every recurrence unrolled, whether
+// a kernel holds it or not, computing what the kept form computes; a graph without one has no such form.
+TEST(RecurrenceKernels, TheUnrolledFormIsAScheduleOfItsOwn) {
+  Graph g = graph_from_json(testing::recurrence_graph({"gru_bidirectional", "gru", 3, 4, 40, false, false, true, true, 2}));
+  GraphAnalysis analysis(g);
+  ASSERT_TRUE(analysis.has_unrolled_form());
+  auto count = [](const Graph& p, const std::string& op) {
+    return std::count_if(p.nodes.begin(), p.nodes.end(), [&](const Node& n) { return n.op == op; });
+  };
+  EXPECT_EQ(count(analysis.primitive(), "recurrence"), 1);
+  const Graph& steps = analysis.primitive(false, true);
+  EXPECT_EQ(count(steps, "recurrence"), 0);
+  EXPECT_GE(count(steps, "matmul"), 3 * 2);  // a product a step and direction (and the nodes folding left unread)
+  std::mt19937_64 rng(7);
+  auto inputs = testing::random_values(g, g.inputs, rng), params = testing::random_values(g, g.params, rng);
+  EXPECT_EQ(testing::mismatches(interpret(steps, inputs, params)[0].data, interpret(analysis.primitive(), inputs, params)[0], 1e-12), "");
+  Schedule unrolled;
+  unrolled.unroll_recurrences = true;
+  EXPECT_EQ(schedule_from_json(to_json(unrolled)), unrolled);
+  const Plan plan = lower(analysis, unrolled);
+  EXPECT_EQ(std::count_if(plan.kernels.begin(), plan.kernels.end(), [](const PlanKernel& k) { return k.kind == StepKind::cublaslt; }),
+            3 * 2);  // a library call a step and direction
+  for (const PlanKernel& k : plan.kernels) EXPECT_FALSE(k.cooperative);
+  EXPECT_EQ(explicit_schedule(analysis, unrolled).unroll_recurrences, true);
+  // No recurrence: the flag changes nothing.
+  GraphAnalysis plain(graph_from_json(testing::sample_graph("softmax")));
+  EXPECT_FALSE(plain.has_unrolled_form());
+  EXPECT_EQ(&plain.primitive(false, true), &plain.primitive());
 }
 
 TEST(RecurrenceKernels, CompileForHopperAndTheDefaultForAmpereAndAda) {

@@ -4,14 +4,16 @@
 
 #include <filesystem>
 
-#include "common/scratch_path.h"
 #include "codegen/lower.h"
 #include "common/conv_graphs.h"
+#include "common/recurrence_graphs.h"
 #include "common/sample_graphs.h"
+#include "common/scratch_path.h"
 #include "ir/error.h"
 #include "search/learned_policy.h"
 #include "search/measure.h"
 #include "search/policy_curves.h"
+#include "search/proposer.h"
 
 namespace kforge {
 namespace {
@@ -48,6 +50,29 @@ TEST(PolicyCurves, EachPolicyProposesDistinctPlansAndHeuristicIsAPrefixOfTheRefe
   EXPECT_EQ(heuristic, std::vector<Schedule>(reference.begin(), reference.begin() + 12));
   EXPECT_NE(random.front(), Schedule{});
   EXPECT_NE(random, heuristic);
+}
+
+// A recurrent graph opens with its recurrences unrolled too (third, after the default and the batch-split
+// kernel), and the local search's edits of either form stay legal plans.
+TEST(Openings, RecurrencesOpenUnrolledAndTheSearchFlipsTheFormLegally) {
+  Graph g = graph_from_json(testing::recurrence_graph({"gru", "gru", 3, 4, 40}));
+  auto openings = hand_written_openings(g);
+  ASSERT_GE(openings.size(), 3u);
+  EXPECT_FALSE(openings[0].unroll_recurrences);
+  EXPECT_TRUE(openings[2].unroll_recurrences) << to_json(openings[2]).dump();
+  for (const Schedule& s : hand_written_openings(graph_from_json(testing::sample_graph("softmax"))))
+    EXPECT_FALSE(s.unroll_recurrences);
+  GraphAnalysis analysis(g);
+  ScheduleProposer proposer(analysis, 3, true);
+  std::set<bool> forms;
+  for (const Schedule& from : {openings[1], openings[2]})
+    for (int i = 0; i < 60; ++i) {
+      auto s = proposer.next(from);
+      ASSERT_TRUE(s.has_value());
+      forms.insert(s->unroll_recurrences);
+      EXPECT_NO_THROW(lower(analysis, *s)) << to_json(*s).dump();
+    }
+  EXPECT_EQ(forms.size(), 2u) << "the search visits both forms";
 }
 
 // The openings are legal plans; a 2-D depthwise convolution takes kforge's direct kernel in every opening but the
