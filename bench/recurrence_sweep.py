@@ -1,7 +1,7 @@
 """Each recurrence of a problem under the schedules of both its kernels, the rest of the plan at its default: which
 kernel (the unit-split persistent kernel, strategy block; the batch-split one in clusters, strategy tile) and which
 geometry is fastest for the layer's size, measured rather than guessed (native protocol, every candidate checked on
-every hidden set first).
+every hidden set first); and the plan with every recurrence unrolled into its steps (Schedule::unroll_recurrences).
 
     python3 bench/recurrence_sweep.py PROBLEM.py ... --out DIR [--db kforge.db] [--all-groups]
 
@@ -39,7 +39,9 @@ def sweep(path: str, db: str, all_groups: bool) -> list[dict]:
     name = hosted.problem.path.stem
     task = (json.dumps(hosted.graph), name, *hosted.pointers())
     groups = recurrence_groups(json.loads(core.lower(json.dumps(hosted.graph), "{}")))
-    labelled = [({"problem": name, "group": "-", "kernel": "default"}, {})]
+    labelled = [({"problem": name, "group": "-", "kernel": "default"}, {}),
+                ({"problem": name, "group": "every", "kernel": "unrolled (a product and a cell kernel a step)"},
+                 {"unroll_recurrences": True})]
     for g in groups if all_groups else groups[:1]:
         labelled += [({"problem": name, "group": g, "kernel": describe(ks)}, {"kernels": {g: ks}}) for ks in UNIT_SPLIT + BATCH_SPLIT]
     rows = Meter(hosted, db, task).measure(labelled)
