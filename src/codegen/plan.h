@@ -26,6 +26,10 @@ struct PlanBuffer {
 // PlanKernel::library (no source, no launch geometry).
 enum class StepKind { nvrtc, cublaslt, cudnn };
 
+// The largest thread block cluster CUDA calls portable; a function launched in larger ones (up to 16 on Hopper) opts
+// in at load (LoadedPlan).
+constexpr int kPortableCluster = 8;
+
 struct PlanKernel {
   std::string name;    // entry point (extern "C"); a library step's name for logs
   std::string group;   // KernelGroup::key

@@ -61,7 +61,7 @@ LoadedPlan::LoadedPlan(Plan plan, const Compiler& compiler) : plan_(std::move(pl
     // shared memory too: a 49124-byte row cache plus 1 KB of reduction scratch failed to launch (on
     // 32_l2_normalize_rows). Opting in to exactly the dynamic size is always allowed.
     if (k.smem > 0) KF_CU(d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k.smem));
-    if (k.cluster > 8) KF_CU(d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
+    if (k.cluster > kPortableCluster) KF_CU(d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
     functions_.push_back(f);
     grids_.push_back(k.persistent ? std::min(k.grid, resident_blocks(f, k)) : k.grid);
     if (k.cooperative && k.grid > resident_blocks(f, k))

@@ -52,20 +52,27 @@ TEST(PolicyCurves, EachPolicyProposesDistinctPlansAndHeuristicIsAPrefixOfTheRefe
   EXPECT_NE(random, heuristic);
 }
 
-// A recurrent graph opens with its recurrences unrolled too (third, after the default and the batch-split
-// kernel), and the local search's edits of either form stay legal plans.
-TEST(Openings, RecurrencesOpenUnrolledAndTheSearchFlipsTheFormLegally) {
+// A recurrent graph whose layer's weights fit no portable cluster opens with its recurrences unrolled too (third,
+// after the default and the batch-split kernel; second where no cluster holds them); a smaller layer leaves the
+// form to the local search, whose edits of either form stay legal plans.
+TEST(Openings, LargeRecurrencesOpenUnrolledAndTheSearchFlipsTheFormLegally) {
+  auto unrolled_at = [](const std::vector<Schedule>& openings) {
+    for (size_t i = 0; i < openings.size(); ++i)
+      if (openings[i].unroll_recurrences) return int(i);
+    return -1;
+  };
+  EXPECT_EQ(unrolled_at(hand_written_openings(graph_from_json(testing::recurrence_graph({"gru_512", "gru", 4, 64, 512})))), 2);
+  EXPECT_EQ(unrolled_at(hand_written_openings(graph_from_json(testing::recurrence_graph({"gru_1024", "gru", 2, 4, 1024})))), 1);
+  EXPECT_EQ(unrolled_at(hand_written_openings(graph_from_json(testing::sample_graph("softmax")))), -1);
   Graph g = graph_from_json(testing::recurrence_graph({"gru", "gru", 3, 4, 40}));
   auto openings = hand_written_openings(g);
-  ASSERT_GE(openings.size(), 3u);
-  EXPECT_FALSE(openings[0].unroll_recurrences);
-  EXPECT_TRUE(openings[2].unroll_recurrences) << to_json(openings[2]).dump();
-  for (const Schedule& s : hand_written_openings(graph_from_json(testing::sample_graph("softmax"))))
-    EXPECT_FALSE(s.unroll_recurrences);
+  EXPECT_EQ(unrolled_at(openings), -1);
   GraphAnalysis analysis(g);
   ScheduleProposer proposer(analysis, 3, true);
+  Schedule steps;
+  steps.unroll_recurrences = true;
   std::set<bool> forms;
-  for (const Schedule& from : {openings[1], openings[2]})
+  for (const Schedule& from : {openings[1], steps})
     for (int i = 0; i < 60; ++i) {
       auto s = proposer.next(from);
       ASSERT_TRUE(s.has_value());
