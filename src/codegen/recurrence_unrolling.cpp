@@ -18,23 +18,27 @@ bool recurrence_fits(const RecurrenceDims& d, const TargetFacts& target) {
 namespace {
 
 // One direction's steps in PyTorch's equations: [T, N, S*H], every step's h and/or an LSTM's c. `a` are the
-// direction's five operands in the new graph (-1 where absent).
+// direction's five operands in the new graph (-1 where absent). The cell works on [1, N, .] values: the step's
+// input share is then a slice of x the cell kernel reads in place (a reshape of it to [N, G*H] would be stored by a
+// kernel of its own every step); the product reads the state as [N, H].
 int unrolled_direction(GraphBuilder& b, const RecurrenceDims& d, int dir, const int* a) {
   const int64_t T = d.steps, N = d.batch, H = d.hidden, GH = d.gates * d.hidden;
-  auto zeros = [&] { return b.op("expand", {b.cst(0.0)}, {{"shape", Shape{N, H}}}); };
+  auto zeros = [&] { return b.op("expand", {b.cst(0.0)}, {{"shape", Shape{1, N, H}}}); };
   auto slice = [&](int v, int64_t dim, int64_t start, int64_t end) {
     return b.op("slice", {v}, {{"dim", dim}, {"start", start}, {"end", end}, {"step", 1}});
   };
-  auto gate = [&](int v, int q) { return slice(v, 1, q * H, (q + 1) * H); };
+  auto gate = [&](int v, int q) { return slice(v, 2, q * H, (q + 1) * H); };
+  auto given = [&](int v) { return b.reshape(v, {1, N, H}); };
   const int wt = b.op("permute", {a[kRecW]}, {{"dims", {1, 0}}});
-  int h = a[kRecH0] >= 0 ? a[kRecH0] : zeros();
-  int c = d.cell == Cell::lstm ? (a[kRecC0] >= 0 ? a[kRecC0] : zeros()) : -1;
+  int h = a[kRecH0] >= 0 ? given(a[kRecH0]) : zeros();
+  int c = d.cell == Cell::lstm ? (a[kRecC0] >= 0 ? given(a[kRecC0]) : zeros()) : -1;
   std::vector<int> steps(size_t(T), -1);
   for (int64_t s = 0; s < T; ++s) {
     const int64_t t = d.backward(dir) ? T - 1 - s : s;
-    const int xt = b.reshape(slice(a[kRecX], 0, t, t + 1), {N, GH});
-    int rec = b.op("matmul", {h, wt});
+    const int xt = slice(a[kRecX], 0, t, t + 1);
+    int rec = b.op("matmul", {b.reshape(h, {N, H}), wt});
     if (a[kRecBias] >= 0) rec = b.add(rec, a[kRecBias]);
+    rec = b.reshape(rec, {1, N, GH});
     auto both = [&](int q) { return b.add(gate(xt, q), gate(rec, q)); };
     int kept = -1;
     switch (d.cell) {
@@ -43,7 +47,7 @@ int unrolled_direction(GraphBuilder& b, const RecurrenceDims& d, int dir, const 
                   o = b.un("sigmoid", both(3));
         c = b.add(b.mul(f, c), b.mul(i, g));
         h = b.mul(o, b.un("tanh", c));
-        kept = !d.keeps_c ? h : !d.keeps_h ? c : b.op("cat", {h, c}, {{"dim", 1}});
+        kept = !d.keeps_c ? h : !d.keeps_h ? c : b.op("cat", {h, c}, {{"dim", 2}});
         break;
       }
       case Cell::gru: {
@@ -55,7 +59,7 @@ int unrolled_direction(GraphBuilder& b, const RecurrenceDims& d, int dir, const 
       case Cell::rnn_tanh: h = kept = b.un("tanh", b.add(xt, rec)); break;
       case Cell::rnn_relu: h = kept = b.un("relu", b.add(xt, rec)); break;
     }
-    steps[size_t(t)] = b.reshape(kept, {1, N, d.states() * H});
+    steps[size_t(t)] = kept;
   }
   return T == 1 ? steps[0] : b.op("cat", steps, {{"dim", 0}});
 }
