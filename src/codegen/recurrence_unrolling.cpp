@@ -36,9 +36,14 @@ int unrolled_direction(GraphBuilder& b, const RecurrenceDims& d, int dir, const 
   for (int64_t s = 0; s < T; ++s) {
     const int64_t t = d.backward(dir) ? T - 1 - s : s;
     const int xt = slice(a[kRecX], 0, t, t + 1);
-    int rec = b.op("matmul", {b.reshape(h, {N, H}), wt});
-    if (a[kRecBias] >= 0) rec = b.add(rec, a[kRecBias]);
-    rec = b.reshape(rec, {1, N, GH});
+    int rec = -1;
+    if (s == 0 && a[kRecH0] < 0) {  // a zero state's product is zero: the bias alone (no product, no stored zeros)
+      rec = b.op("expand", {a[kRecBias] >= 0 ? a[kRecBias] : b.cst(0.0)}, {{"shape", Shape{1, N, GH}}});
+    } else {
+      rec = b.op("matmul", {b.reshape(h, {N, H}), wt});
+      if (a[kRecBias] >= 0) rec = b.add(rec, a[kRecBias]);
+      rec = b.reshape(rec, {1, N, GH});
+    }
     auto both = [&](int q) { return b.add(gate(xt, q), gate(rec, q)); };
     int kept = -1;
     switch (d.cell) {
