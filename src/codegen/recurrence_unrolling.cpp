@@ -1,7 +1,9 @@
 #include "codegen/recurrence_unrolling.h"
 
+#include <algorithm>
 #include <functional>
 
+#include "codegen/plan.h"
 #include "codegen/schedule.h"
 #include "ir/builder.h"
 
@@ -106,6 +108,16 @@ Graph unroll_recurrences_that_do_not_fit(const Graph& prim, const TargetFacts& t
 
 Graph unroll_every_recurrence(const Graph& prim) {
   return unrolled(prim, [](const RecurrenceDims&) { return true; });
+}
+
+bool unrolled_form_worth_measuring(const std::vector<KernelGroup>& groups) {
+  return std::any_of(groups.begin(), groups.end(), [](const KernelGroup& g) {
+    if (g.kind != GroupKind::recurrence) return false;
+    const std::vector<KernelSchedule> space = schedule_space(g);  // legal schedules only
+    return std::none_of(space.begin(), space.end(), [](const KernelSchedule& ks) {
+      return ks.strategy == Strategy::tile && ks.chunks <= kPortableCluster;
+    });
+  });
 }
 
 }  // namespace kforge

@@ -19,5 +19,10 @@ Graph unroll_recurrences_that_do_not_fit(const Graph& prim, const TargetFacts& t
 // cuBLASLt runs at the library's speed, and the cell's arithmetic in one kernel: for layers whose weights no
 // cluster holds (cuDNN runs large GRUs so), it may beat the persistent kernels' every step through L2.
 Graph unroll_every_recurrence(const Graph& prim);
+// Whether the unrolled form is worth a measurement: some recurrence's weights fit no portable cluster (8 blocks'
+// shared memory), the layers cuDNN too runs as a product and a cell kernel a step. Smaller layers' persistent
+// kernels launch once where the form launches twice a step, and a long sequence's form has thousands of kernels
+// to lower and compile: the search leaves it out there.
+bool unrolled_form_worth_measuring(const std::vector<KernelGroup>& groups);
 
 }  // namespace kforge

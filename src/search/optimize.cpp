@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "codegen/lower.h"
+#include "codegen/recurrence_unrolling.h"
 #include "ir/error.h"
 #include "ir/hash.h"
 #include "ir/matmul.h"
@@ -304,21 +305,11 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
     if (g.kind == GroupKind::recurrence)
       if (auto ks = batch_split_recurrence(g)) batch_split.kernels[g.key] = *ks;
   if (!batch_split.kernels.empty()) queue.insert(queue.begin() + 1, batch_split);
-  // Every recurrence unrolled into its steps, next, where a layer's weights fit no portable cluster (8 SMs' shared
-  // memory): a product of the state with the recurrent weights a step (cuBLASLt) and one kernel of the cell's
-  // arithmetic, cuDNN's own form for such layers (a GRU of 512 units: a product and a cell kernel, 7.4 µs a step,
-  // where the unit-split kernel took 53 staging the state from L2 every step). Smaller layers keep the budget for
-  // the openings after (the persistent kernels' one launch beats three launches a step there); the local search
-  // flips the form on any recurrent graph.
-  bool large_layer = false;
-  for (auto& g : fused)
-    if (g.kind == GroupKind::recurrence) {
-      const std::vector<KernelSchedule> space = schedule_space(g);  // legal schedules only
-      large_layer |= std::none_of(space.begin(), space.end(), [](const KernelSchedule& ks) {
-        return ks.strategy == Strategy::tile && ks.chunks <= kPortableCluster;
-      });
-    }
-  if (large_layer) {
+  // Every recurrence unrolled into its steps, next, where a layer's weights fit no portable cluster: a product of
+  // the state with the recurrent weights a step (cuBLASLt) and one kernel of the cell's arithmetic, cuDNN's own form
+  // for such layers (a GRU of 512 units: a product and a cell kernel, 7.4 µs a step, where the unit-split kernel
+  // took 53 staging the state from L2 every step). Elsewhere the form is left out (unrolled_form_worth_measuring).
+  if (unrolled_form_worth_measuring(fused)) {
     Schedule steps;
     steps.unroll_recurrences = true;
     queue.insert(queue.begin() + (batch_split.kernels.empty() ? 1 : 2), steps);

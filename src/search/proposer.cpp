@@ -4,13 +4,14 @@
 #include <map>
 
 #include "codegen/lower.h"
+#include "codegen/recurrence_unrolling.h"
 #include "search/starved_schedules.h"
 
 namespace kforge {
 
 ScheduleProposer::ScheduleProposer(const GraphAnalysis& analysis, uint64_t seed, bool skip_starved)
     : rng_(seed), skip_starved_(skip_starved), channels_last_(analysis.has_channels_last_form()),
-      unrolled_(analysis.has_unrolled_form()) {
+      unrolled_(analysis.has_unrolled_form() && unrolled_form_worth_measuring(analysis.groups(true))) {
   for (bool steps : {false, true})
     for (bool last : {false, true}) {
       if ((steps && !unrolled_) || (last && !channels_last_)) continue;

@@ -55,7 +55,8 @@ class ScheduleProposer {
     int usable = 1 << 30;     // a clamped request's index + 1
   };
   std::map<std::pair<std::string, CallForm>, ListLength> lists_;  // note_offered
-  // channels_last_, unrolled_: the graph has a channels-last form, a form with its recurrences unrolled.
+  // channels_last_, unrolled_: the graph has a channels-last form, a form with its recurrences unrolled worth
+  // measuring (codegen/recurrence_unrolling.h).
   bool skip_starved_, channels_last_, unrolled_;
   // The groups of each form of the plan ([channels_last][fuse_rows]) and each group's space (less what starves the
   // memory, with skip_starved), computed once, not on every proposal attempt.
