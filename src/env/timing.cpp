@@ -23,23 +23,39 @@ Stats summarize(std::vector<double> ms) {
   return s;
 }
 
+namespace {
+
+// What every trial starts from: no input in L2. A write of flush_bytes evicts it; and (hack catalogue,
+// persisting-L2 tricks) a candidate may mark its data persisting in L2 (an access policy window), which the
+// flush would not evict, so every line goes back to normal first, where the device has persisting L2 at all
+// (the first call says).
+class ColdL2 {
+ public:
+  explicit ColdL2(size_t bytes) : buffer_(bytes), persisting_(driver().cuCtxResetPersistingL2Cache() == CUDA_SUCCESS) {}
+  void flush(int trial, CUstream stream) const {
+    if (persisting_) KF_CU(driver().cuCtxResetPersistingL2Cache());
+    KF_CU(driver().cuMemsetD32Async(buffer_.get(), uint32_t(trial), buffer_.bytes() / 4, stream));
+  }
+
+ private:
+  DeviceBuffer buffer_;
+  bool persisting_;
+};
+
+}  // namespace
+
 TimingResult time_on_gpu(const std::function<void(CUstream)>& fn, CUstream stream, const TimingOptions& o) {
   const Driver& d = driver();
-  DeviceBuffer flush(o.flush_bytes);
   CUevent start, stop;
   KF_CU(d.cuEventCreate(&start, CU_EVENT_DEFAULT));
   KF_CU(d.cuEventCreate(&stop, CU_EVENT_DEFAULT));
   for (int i = 0; i < o.warmup; ++i) fn(stream);
   KF_CU(d.cuStreamSynchronize(stream));
   std::vector<double> ms;
-  // Hack catalogue, persisting-L2 tricks: a candidate may mark its data persisting in L2 (an access policy
-  // window), which the flush would not evict. Every line goes back to normal before each flush, where the
-  // device has persisting L2 at all (the first call says).
-  const bool persisting_l2 = d.cuCtxResetPersistingL2Cache() == CUDA_SUCCESS;
+  const ColdL2 cold(o.flush_bytes);
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < o.trials + 1; ++i) {
-    if (persisting_l2) KF_CU(d.cuCtxResetPersistingL2Cache());
-    KF_CU(d.cuMemsetD32Async(flush.get(), uint32_t(i), o.flush_bytes / 4, stream));
+    cold.flush(i, stream);
     KF_CU(d.cuEventRecord(start, stream));
     fn(stream);
     KF_CU(d.cuEventRecord(stop, stream));
@@ -59,7 +75,6 @@ TimingResult time_on_gpu(const std::function<void(CUstream)>& fn, CUstream strea
 
 std::vector<Stats> time_steps(LoadedPlan& plan, const Bindings& b, CUstream stream, const TimingOptions& o) {
   const Driver& d = driver();
-  DeviceBuffer flush(o.flush_bytes);
   plan.run(b, stream);  // checks the bindings once
   for (int i = 0; i < o.warmup; ++i) plan.run(b, stream);
   KF_CU(d.cuStreamSynchronize(stream));
@@ -67,10 +82,9 @@ std::vector<Stats> time_steps(LoadedPlan& plan, const Bindings& b, CUstream stre
   std::vector<CUevent> marks(n + 1);
   for (auto& e : marks) KF_CU(d.cuEventCreate(&e, CU_EVENT_DEFAULT));
   std::vector<std::vector<double>> ms(n);
-  const bool persisting_l2 = d.cuCtxResetPersistingL2Cache() == CUDA_SUCCESS;
+  const ColdL2 cold(o.flush_bytes);
   for (int t = 0; t < o.trials + 1; ++t) {
-    if (persisting_l2) KF_CU(d.cuCtxResetPersistingL2Cache());
-    KF_CU(d.cuMemsetD32Async(flush.get(), uint32_t(t), o.flush_bytes / 4, stream));
+    cold.flush(t, stream);
     KF_CU(d.cuEventRecord(marks[0], stream));
     for (size_t i = 0; i < n; ++i) {
       plan.run_step(i, b, stream);

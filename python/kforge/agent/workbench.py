@@ -9,8 +9,9 @@ import re
 import subprocess
 from pathlib import Path
 
-from kforge.bundle import output_specs, read_task
-from kforge.footprint import spec_bytes
+from kforge import roofline
+from kforge.bundle import read_task
+from kforge.footprint import set_bytes, spec_bytes
 from kforge.modelnew_eval import evaluate_candidate, evaluate_modelnew, kforge_binary
 
 KINDS = {"modelnew": ".py", "cuda": ".cu"}
@@ -187,10 +188,10 @@ def memory_roofline(graph: dict, copy_gbs: float, ms) -> dict:
     """How near a time is to the memory floor: the task's inputs, params and outputs moved once at the copy
     bandwidth measured in the same evaluation. The floor of arithmetic (a product's FLOPs) is not counted: a
     product-bound task reads low here however good its kernel."""
-    bytes_min = spec_bytes(graph["inputs"]) + spec_bytes(graph["params"]) + spec_bytes(output_specs(graph))
+    bytes_min = set_bytes(graph) + spec_bytes(graph["params"])
     if copy_gbs <= 0 or not ms:
         return {"bytes_min": bytes_min}
-    floor_ms = bytes_min / (copy_gbs * 1e9) * 1e3
+    floor_ms = roofline.floor(bytes_min, 0.0, copy_gbs, 0.0)
     return {"bytes_min": bytes_min, "memory_floor_ms": floor_ms, "pct_of_memory_floor": 100 * floor_ms / ms}
 
 
