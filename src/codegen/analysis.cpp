@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "codegen/channels_last.h"
+#include "codegen/half_activations.h"
 #include "codegen/lower.h"
 #include "ir/error.h"
 #include "ir/hash.h"
@@ -28,20 +29,23 @@ GraphAnalysis::GraphAnalysis(const Graph& graph, TargetFacts target)
                                 [](const Node& n) { return n.op == "recurrence"; });
 }
 
-const Graph& GraphAnalysis::primitive(bool channels_last, bool unrolled) const {
-  const bool last = channels_last && has_channels_last_, steps = unrolled && has_recurrence_;
+const Graph& GraphAnalysis::primitive(bool channels_last, bool unrolled, bool half) const {
+  const int layout = layout_form(channels_last, half);
+  const bool steps = unrolled && has_recurrence_;
   if (steps) std::call_once(forms_once_[1][0], [&] { forms_[1][0] = primitive_graph(graph_, target_, true); });
-  if (last) std::call_once(forms_once_[steps][1], [&] { forms_[steps][1] = channels_last_form(forms_[steps][0]); });
-  return forms_[steps][last];
+  if (layout >= 1) std::call_once(forms_once_[steps][1], [&] { forms_[steps][1] = channels_last_form(forms_[steps][0]); });
+  if (layout == 2) std::call_once(forms_once_[steps][2], [&] { forms_[steps][2] = half_activations_form(forms_[steps][1]); });
+  return forms_[steps][layout];
 }
 
-const Partition& GraphAnalysis::partition(bool fuse_rows, bool channels_last, bool unrolled) const {
-  const bool last = channels_last && has_channels_last_, steps = unrolled && has_recurrence_;
-  std::call_once(once_[steps][last][fuse_rows], [&] {
-    partitions_[steps][last][fuse_rows] = kforge::partition(primitive(last, steps), fuse_rows);
-    for (KernelGroup& g : partitions_[steps][last][fuse_rows]->groups) g.target = target_;
+const Partition& GraphAnalysis::partition(bool fuse_rows, bool channels_last, bool unrolled, bool half) const {
+  const int layout = layout_form(channels_last, half);
+  const bool steps = unrolled && has_recurrence_;
+  std::call_once(once_[steps][layout][fuse_rows], [&] {
+    partitions_[steps][layout][fuse_rows] = kforge::partition(primitive(channels_last, steps, half), fuse_rows);
+    for (KernelGroup& g : partitions_[steps][layout][fuse_rows]->groups) g.target = target_;
   });
-  return *partitions_[steps][last][fuse_rows];
+  return *partitions_[steps][layout][fuse_rows];
 }
 
 std::shared_ptr<const GraphAnalysis> analyze(const Graph& graph, TargetFacts target) {

@@ -28,20 +28,23 @@ class GraphAnalysis {
 
   const Graph& graph() const { return graph_; }  // as given
   // What partition() and the emitters see; with channels_last, its channels-last form (codegen/channels_last.h),
-  // the same graph where no convolution changes; with unrolled, every recurrence unrolled into its steps
+  // the same graph where no convolution changes, and with half too its convolutions in fp16
+  // (codegen/half_activations.h); with unrolled, every recurrence unrolled into its steps
   // (codegen/recurrence_unrolling.h), the same graph where there is none. Each form built at its first use.
-  const Graph& primitive(bool channels_last = false, bool unrolled = false) const;
-  const Graph& primitive(const Schedule& s) const { return primitive(s.channels_last, s.unroll_recurrences); }
+  const Graph& primitive(bool channels_last = false, bool unrolled = false, bool half = false) const;
+  const Graph& primitive(const Schedule& s) const { return primitive(s.channels_last, s.unroll_recurrences, s.half_activations); }
   bool has_channels_last_form() const { return has_channels_last_; }
   bool has_unrolled_form() const { return has_recurrence_; }
   const std::string& graph_hash() const { return hash_; } // stable_hash of the given graph's JSON
   const TargetFacts& target() const { return target_; }
   // The partition under `fuse_rows` of primitive(channels_last, unrolled), built at its first use (the unfused
   // one is often never asked for).
-  const Partition& partition(bool fuse_rows, bool channels_last = false, bool unrolled = false) const;
-  const Partition& partition(const Schedule& s) const { return partition(s.fuse_rows, s.channels_last, s.unroll_recurrences); }
-  const std::vector<KernelGroup>& groups(bool fuse_rows, bool channels_last = false, bool unrolled = false) const {
-    return partition(fuse_rows, channels_last, unrolled).groups;
+  const Partition& partition(bool fuse_rows, bool channels_last = false, bool unrolled = false, bool half = false) const;
+  const Partition& partition(const Schedule& s) const {
+    return partition(s.fuse_rows, s.channels_last, s.unroll_recurrences, s.half_activations);
+  }
+  const std::vector<KernelGroup>& groups(bool fuse_rows, bool channels_last = false, bool unrolled = false, bool half = false) const {
+    return partition(fuse_rows, channels_last, unrolled, half).groups;
   }
   const std::vector<KernelGroup>& groups(const Schedule& s) const { return partition(s).groups; }
 
@@ -50,12 +53,14 @@ class GraphAnalysis {
   bool has_channels_last_ = false, has_recurrence_ = false;
   std::string hash_;
   TargetFacts target_;
-  // [unrolled][channels_last]: the default form built with the analysis, the others at their first use ([0][0]'s
+  // The layout forms: 0 the default, 1 channels last, 2 channels last with fp16 convolutions.
+  int layout_form(bool channels_last, bool half) const { return channels_last && has_channels_last_ ? 1 + half : 0; }
+  // [unrolled][layout form]: the default form built with the analysis, the others at their first use ([0][0]'s
   // flag unused).
-  mutable std::once_flag forms_once_[2][2];
-  mutable Graph forms_[2][2];
-  mutable std::once_flag once_[2][2][2];
-  mutable std::optional<Partition> partitions_[2][2][2];  // [unrolled][channels_last][fuse_rows]
+  mutable std::once_flag forms_once_[2][3];
+  mutable Graph forms_[2][3];
+  mutable std::once_flag once_[2][3][2];
+  mutable std::optional<Partition> partitions_[2][3][2];  // [unrolled][layout form][fuse_rows]
 };
 
 std::shared_ptr<const GraphAnalysis> analyze(const Graph& graph, TargetFacts target = {});

@@ -181,14 +181,18 @@ class Rewrite {
     return add(std::move(p));
   }
 
-  // A reduction over every dim but the channels' of a channels-last value (a BatchNorm's statistics) over many
-  // rows: as one reduction its kernel has a lane per channel, a few hundred threads for tens of millions of
-  // elements. So it runs in two that keep the channels innermost: rows in runs of M, 64-512 ([G, M, C] over M: G x C
-  // lanes), then the G partials; a variance as the sum of squares about the mean (the two-pass form: the
-  // one-walk moments do not split into stages in the IR). Sums, maxima and minima; others stay one reduction.
-  static int64_t stage_rows(int64_t rows) {
-    for (int64_t m = 512; m >= 64; --m)
-      if (rows % m == 0) return m;
+  // A reduction over every dim but the channels' of a channels-last value (a BatchNorm's statistics): as one
+  // reduction its kernel has a lane per channel, a few hundred threads walking thousands of rows each (a ResNet's
+  // later BatchNorms ran on 4-16 blocks). So it runs in two that keep the channels innermost: rows in runs of M
+  // ([G, M, C] over M: G x C lanes, about kStageLanes of them), then the G partials; a variance as the sum of squares
+  // about the mean (the two-pass form: the one-walk moments do not split into stages in the IR), its scale applied
+  // in the second stage's kernel. Sums, maxima and minima; others stay one reduction.
+  static constexpr int64_t kStageLanes = 32768, kMinStage = 16, kMaxStage = 512;
+  static int64_t stage_rows(int64_t rows, int64_t c) {
+    const int64_t want = std::clamp<int64_t>(rows * c / kStageLanes, kMinStage, kMaxStage);
+    for (int64_t step = 0; step <= kMaxStage; ++step)  // the divisor of rows nearest to `want`, within the bounds
+      for (int64_t m : {want - step, want + step})
+        if (m >= kMinStage && m <= kMaxStage && rows % m == 0 && rows / m >= 2) return m;
     return 0;
   }
   bool columns(int id, const Node& n, const std::vector<int64_t>& dims) {
@@ -196,21 +200,19 @@ class Rewrite {
     const std::string kind = n.attr_s("kind");
     int64_t rows = 1;
     for (size_t d = 0; d + 1 < x.size(); ++d) rows *= x[d];
-    const int64_t m = stage_rows(rows), c = x.back();
-    if (dims.empty() || dims.size() + 1 != x.size() || dims.back() != int64_t(x.size()) - 2 || rows < 8192 || m == 0 ||
+    const int64_t c = x.back(), m = stage_rows(rows, c);
+    if (dims.empty() || dims.size() + 1 != x.size() || dims.back() != int64_t(x.size()) - 2 || m == 0 ||
         (kind != "sum" && kind != "var" && kind != "max" && kind != "min"))
       return false;
     GraphBuilder b(g_);
     b.set_prefix(name_for(n.name + "_columns"));
     // The stages read [G, M, C] views of the value (a reshape of stored memory is an alias), and the squares about
     // the mean are computed in that view, inside the first stage's kernel.
-    const int source = last_[size_t(n.args[0])];
-    auto view = views_.find(source);
-    const int v = view != views_.end() ? view->second : views_[source] = b.reshape(source, {rows / m, m, c});
-    auto column = [&](int of, const std::string& k) {
+    const int v = grouped_view(last_[size_t(n.args[0])], {rows / m, m, c}, 0);
+    auto column = [&](int of, const std::string& k) {  // [1, 1, C]
       auto known = columns_.find({of, k});
       if (known != columns_.end()) return known->second;
-      return columns_[{of, k}] = b.reshape(b.reduce(k, b.reduce(k, of, {1}), {0}), {c});
+      return columns_[{of, k}] = b.reduce(k, b.reduce(k, of, {1}), {0});
     };
     int result = column(v, kind == "var" ? "sum" : kind);
     if (kind == "var") {
@@ -220,8 +222,40 @@ class Rewrite {
     Shape kept(x.size(), 1);
     kept.back() = c;
     if (n.attrs.value("keepdim", false)) last_[size_t(id)] = b.reshape(result, kept);
-    else plain_[size_t(id)] = result;  // [C]: the same either way
+    else plain_[size_t(id)] = b.reshape(result, {c});  // [C]: the same either way
     return true;
+  }
+
+  // The [G, M, C] view of channels-last value `id`, taken of the values it is computed from where it is a little
+  // elementwise arithmetic (a convolution's bias add): a view of a computed value stores it (partition.cpp), so the
+  // sum would be a kernel of its own writing the whole result and the statistics' stages and the norm reading it
+  // back, where each of their kernels can add the bias as it reads the convolution's result. Operands of the
+  // value's shape are viewed alike, a per-channel one ([1, .., 1, C]) as [1, 1, C], a single value as it is.
+  static constexpr int kViewDepth = 3;  // ops recomputed by each reader of the view, at most
+  int grouped_view(int id, const Shape& view, int depth) {
+    if (auto known = views_.find(id); known != views_.end()) return known->second;
+    const Node& n = g_.at(id);
+    const Shape full = n.type.shape;
+    auto per_channel = [&](const Shape& s) {
+      return s.size() == full.size() && s.back() == full.back() && numel(s) == s.back();
+    };
+    bool through = depth < kViewDepth && (is_unary_op(n.op) || is_binary_op(n.op)) && n.type.dtype == DType::f32;
+    for (int a : n.args)
+      through = through && (numel(g_.at(a).type.shape) == 1 || g_.at(a).type.shape == full || per_channel(g_.at(a).type.shape));
+    if (!through) {
+      GraphBuilder b(g_);
+      b.set_prefix(name_for(n.name + "_grouped"));
+      return views_[id] = b.reshape(id, view);
+    }
+    Node e = n;
+    e.name = name_for(n.name + "_grouped");
+    for (int& a : e.args) {
+      const Shape s = g_.at(a).type.shape;  // a copy: the nodes added below move g_'s
+      if (s == full) a = grouped_view(a, view, depth + 1);
+      else if (numel(s) > 1)
+        a = add(Node{.name = name_for(g_.at(a).name + "_grouped"), .op = "reshape", .args = {a}, .attrs = {{"shape", Shape{1, 1, s.back()}}}});
+    }
+    return views_[id] = add(std::move(e));
   }
 
   // A reduction of a value that exists channels-last only runs on it: its dims renamed to where they are. With
@@ -260,7 +294,7 @@ class Rewrite {
   std::vector<bool> wanted_;
   std::map<std::pair<int, size_t>, int> broadcast_;
   std::map<std::pair<int, std::string>, int> columns_;  // column reductions of a [G, M, C] view, by kind
-  std::map<int, int> views_;                             // a channels-last value's [G, M, C] view
+  std::map<int, int> views_;                             // a channels-last value's [G, M, C] view (grouped_view)
 };
 
 }  // namespace

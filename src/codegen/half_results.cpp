@@ -21,7 +21,7 @@ int stored_bias(const Graph& g, int bias, DType d) {
 
 class Rewrite {
  public:
-  explicit Rewrite(const Graph& prim) : prim_(prim) {}
+  Rewrite(const Graph& prim, bool round_any) : prim_(prim), round_any_(round_any) {}
 
   Graph run() {
     for (size_t i = 0; i < prim_.nodes.size(); ++i) {
@@ -98,7 +98,8 @@ class Rewrite {
   int stored_16_bits(int x, DType d) {
     if (const int s = half_cast_source(g_, x); s >= 0) return g_.at(s).type.dtype == d ? s : -1;
     const Node& n = g_.at(x);
-    if (n.type.dtype != DType::f32 || !(is_elementwise_op(n.op) || (is_view_op(n.op) && n.op != "reshape"))) return -1;
+    if (n.type.dtype != DType::f32 || !(round_any_ || is_elementwise_op(n.op) || (is_view_op(n.op) && n.op != "reshape")))
+      return -1;
     auto [at, fresh] = rounded_.try_emplace({x, d}, -1);
     if (fresh) at->second = add_cast(x, d, name_for(n.name + "_" + to_string(d)));
     return at->second;
@@ -152,6 +153,7 @@ class Rewrite {
   }
 
   const Graph& prim_;
+  const bool round_any_;
   std::vector<std::vector<int>> readers_;  // of prim_'s nodes, made on first use
   std::vector<int> exponentiated_;         // per node: -1 not yet known, 0, 1
   Graph g_;
@@ -163,6 +165,6 @@ class Rewrite {
 
 }  // namespace
 
-Graph half_results(const Graph& prim) { return Rewrite(prim).run(); }
+Graph half_results(const Graph& prim, bool round_any) { return Rewrite(prim, round_any).run(); }
 
 }  // namespace kforge

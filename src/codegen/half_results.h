@@ -23,6 +23,9 @@
 
 namespace kforge {
 
-Graph half_results(const Graph& primitive_graph);
+// `round_any`: a library operand computed by anything (a pooling, a concatenation, a parameter) is rounded too, by a
+// cast kernel of its own where its producer cannot store it (codegen/half_activations.h: an f32 task's
+// convolutions read and write fp16 values, where a convolution after a pooling would otherwise read f32).
+Graph half_results(const Graph& primitive_graph, bool round_any = false);
 
 }  // namespace kforge

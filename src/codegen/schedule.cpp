@@ -100,6 +100,7 @@ nlohmann::json to_json(const Schedule& s) {
   for (auto& [key, ks] : s.kernels) k[key] = to_json(ks);
   nlohmann::json j = {{"fuse_rows", s.fuse_rows}, {"cuda_graph", s.cuda_graph}, {"kernels", k}};
   if (s.channels_last) j["channels_last"] = true;  // absent: false (rows recorded before the form read back)
+  if (s.half_activations) j["half_activations"] = true;
   if (s.unroll_recurrences) j["unroll_recurrences"] = true;
   return j;
 }
@@ -109,6 +110,7 @@ Schedule schedule_from_json(const nlohmann::json& j) {
   s.fuse_rows = j.value("fuse_rows", true);
   s.cuda_graph = j.value("cuda_graph", true);
   s.channels_last = j.value("channels_last", false);
+  s.half_activations = j.value("half_activations", false);
   s.unroll_recurrences = j.value("unroll_recurrences", false);
   const nlohmann::json kernels = j.value("kernels", nlohmann::json::object());  // kept alive for items()
   for (auto& [key, v] : kernels.items()) {

@@ -113,6 +113,9 @@ struct Schedule {
   // Lower the channels-last form of the graph (codegen/channels_last.h: channels last kept across convolutions);
   // the same plan where no convolution changes.
   bool channels_last = false;
+  // With channels_last: its convolutions read and write fp16 values their neighbours store (codegen/half_activations.h),
+  // the relaxed tier's chain of convolutions; ignored without channels_last.
+  bool half_activations = false;
   // Lower the form with every recurrence unrolled into its steps (codegen/recurrence_unrolling.h); the same plan
   // where the graph has no recurrence.
   bool unroll_recurrences = false;

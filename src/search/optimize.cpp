@@ -319,11 +319,19 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
   // become column reductions): the convolutions' strict opening (fp16x3 with cuDNN's epilogue), fp16 and TF32,
   // after the default form's (below). The form keeps the other groups' keys, so the products' schedules carry
   // over. The local search flips the form on any graph that has it.
-  Schedule split_fp16_last, tf32_last, fp16_last;
+  Schedule split_fp16_last, tf32_last, fp16_last, half_last;
   int convolutions_last = 0;
   for (const KernelGroup& g : analysis.groups(true, true)) convolutions_last += g.kind == GroupKind::conv && g.channels_last;
   if (convolutions_last >= 2) {
-    for (Schedule* form : {&split_fp16_last, &tf32_last, &fp16_last}) form->channels_last = true;
+    for (Schedule* form : {&split_fp16_last, &tf32_last, &fp16_last, &half_last}) form->channels_last = true;
+    // And its fp16 form (codegen/half_activations.h): the convolutions read and write the fp16 values their
+    // neighbours store, no copies around them; the other groups as in the fp16 opening.
+    half_last.half_activations = true;
+    for (const KernelGroup& g : analysis.groups(true, true, false, true)) {
+      auto rest = fp16_nhwc.kernels.find(g.key);
+      if (g.kind == GroupKind::conv) half_last.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::fp16, .layout = Layout::nhwc};
+      else if (rest != fp16_nhwc.kernels.end() && is_legal(g, rest->second)) half_last.kernels[g.key] = rest->second;
+    }
     split_fp16_last.kernels = split_fp16_fused.kernels;
     tf32_last.kernels = tf32_nhwc.kernels;
     fp16_last.kernels = fp16_nhwc.kernels;
@@ -344,6 +352,7 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
     // which they met only with the default's fp32 call while those came fifth and seventh. The channels-last form
     // last of the calls' openings: none of 23 of its plans measured on 40 networks was its problem's fastest.
     queue.push_back(split_fp16_fused);
+    if (half_last.channels_last) queue.push_back(half_last);  // the fp16 opening without its copies
     queue.push_back(fp16_nhwc);
     queue.push_back(tf32_nhwc);
     queue.push_back(split_fp16);

@@ -13,14 +13,23 @@ ScheduleProposer::ScheduleProposer(const GraphAnalysis& analysis, uint64_t seed,
     : rng_(seed), skip_starved_(skip_starved), channels_last_(analysis.has_channels_last_form()),
       unrolled_(analysis.has_unrolled_form() && unrolled_form_worth_measuring(analysis.groups(true))) {
   for (bool steps : {false, true})
-    for (bool last : {false, true}) {
-      if ((steps && !unrolled_) || (last && !channels_last_)) continue;
+    for (int layout : {0, 1, 2}) {
+      if ((steps && !unrolled_) || (layout > 0 && !channels_last_)) continue;
       for (bool fuse : {false, true}) {
-        Form& f = forms_[steps][last][fuse];
-        f.groups = analysis.groups(fuse, last, steps);
+        Form& f = forms_[steps][layout][fuse];
+        f.groups = analysis.groups(fuse, layout > 0, steps, layout == 2);
         for (auto& g : f.groups) f.spaces.push_back(space_of(g));
       }
     }
+}
+
+void ScheduleProposer::keep_legal(Schedule& s) const {
+  std::map<std::string, const KernelGroup*> kept;
+  for (const KernelGroup& g : form_of(s).groups) kept[g.key] = &g;
+  std::erase_if(s.kernels, [&](const auto& entry) {
+    auto g = kept.find(entry.first);
+    return g == kept.end() || !is_legal(*g->second, entry.second);
+  });
 }
 
 std::vector<KernelSchedule> ScheduleProposer::space_of(const KernelGroup& g) const {
@@ -56,19 +65,19 @@ std::optional<Schedule> ScheduleProposer::next(const Schedule& best) {
       s.fuse_rows = !s.fuse_rows;
       s.kernels.clear();
     } else if (channels_last_ && std::uniform_int_distribution<int>(0, 9)(rng_) == 0) {
-      s.channels_last = !s.channels_last;
+      // Another layout form: channels last on or off, or (in it) its convolutions in fp16 or not. The schedules of
+      // the groups it keeps stay where still legal (its convolutions' layout is nhwc; fp16 ones fix their precision).
+      if (s.channels_last && std::uniform_int_distribution<int>(0, 1)(rng_) == 0) s.half_activations = !s.half_activations;
+      else s.channels_last = !s.channels_last;
+      s.half_activations = s.half_activations && s.channels_last;
       for (const KernelGroup& g : form_of(s).groups)
         if (auto it = s.kernels.find(g.key); it != s.kernels.end() && g.channels_last) it->second.layout = Layout::nhwc;
+      keep_legal(s);
     } else if (unrolled_ && std::uniform_int_distribution<int>(0, 9)(rng_) == 0) {
       // The other form of the recurrences: the schedules of groups it keeps stay, where still legal (the unrolled
       // layer's last node keeps the recurrence's key, now a group of another kind).
       s.unroll_recurrences = !s.unroll_recurrences;
-      std::map<std::string, const KernelGroup*> kept;
-      for (const KernelGroup& g : form_of(s).groups) kept[g.key] = &g;
-      std::erase_if(s.kernels, [&](const auto& entry) {
-        auto g = kept.find(entry.first);
-        return g == kept.end() || !is_legal(*g->second, entry.second);
-      });
+      keep_legal(s);
     }
     const auto& groups = form_of(s).groups;
     const auto& spaces = form_of(s).spaces;

@@ -58,16 +58,19 @@ class ScheduleProposer {
   // channels_last_, unrolled_: the graph has a channels-last form, a form with its recurrences unrolled worth
   // measuring (codegen/recurrence_unrolling.h).
   bool skip_starved_, channels_last_, unrolled_;
-  // The groups of each form of the plan ([channels_last][fuse_rows]) and each group's space (less what starves the
-  // memory, with skip_starved), computed once, not on every proposal attempt.
+  // The groups of each form of the plan ([unrolled][layout form: default, channels last, channels last in fp16]
+  // [fuse_rows]) and each group's space (less what starves the memory, with skip_starved), computed once, not on
+  // every proposal attempt.
   struct Form {
     std::vector<KernelGroup> groups;
     std::vector<std::vector<KernelSchedule>> spaces;
   };
-  Form forms_[2][2][2];  // [unrolled][channels_last][fuse_rows]
+  Form forms_[2][3][2];
   const Form& form_of(const Schedule& s) const {
-    return forms_[s.unroll_recurrences && unrolled_][s.channels_last && channels_last_][s.fuse_rows];
+    return forms_[s.unroll_recurrences && unrolled_][s.channels_last && channels_last_ ? 1 + s.half_activations : 0][s.fuse_rows];
   }
+  // Drops the kernels' schedules that `s`'s form lacks a group for or holds illegal (after a change of form).
+  void keep_legal(Schedule& s) const;
   std::vector<KernelSchedule> space_of(const KernelGroup& g) const;
 };
 

@@ -63,7 +63,8 @@ TEST(ChannelsLast, TheFormComputesWhatTheGraphComputes) {
 }
 
 // Statistics over many rows (4 x 48 x 48 per channel) run in two reductions that keep the channels innermost, the
-// variance as the mean square about the mean; the same values as the graph's.
+// first over runs of rows short enough for tens of thousands of lanes (16 rows: 576 x 8 lanes), the variance as the
+// mean square about the mean; the same values as the graph's.
 TEST(ChannelsLast, TheStatisticsOfManyRowsRunInTwoStages) {
   GraphAnalysis a(graph_from_json(chain({4, 5, 48, 48})));
   const Graph &plain = a.primitive(), &g = a.primitive(true);
@@ -74,9 +75,9 @@ TEST(ChannelsLast, TheStatisticsOfManyRowsRunInTwoStages) {
     var += n.attr_s("kind") == "var";
     const Shape& in = g.at(n.args[0]).type.shape;
     EXPECT_EQ(n.attr_ints("dims").size(), 1u) << n.name;
-    // Rows in runs of 512, the channels innermost; then the 18 partials.
-    stages += in == Shape{18, 512, 8} ? 1 : 0;
-    partials += in == Shape{18, 1, 8} ? 1 : 0;
+    // Rows in runs of 16, the channels innermost; then the 576 partials.
+    stages += in == Shape{576, 16, 8} ? 1 : 0;
+    partials += in == Shape{576, 1, 8} ? 1 : 0;
   }
   EXPECT_EQ(var, 0);
   EXPECT_EQ(stages, 2) << "the sum (shared by the mean) and the sum of squares";
@@ -239,6 +240,109 @@ TEST(ChannelsLast, PlansCompileInEveryPrecisionAndTheLayoutIsFixed) {
 }
 
 uint16_t to_f16(float v) { return std::bit_cast<uint16_t>(static_cast<_Float16>(v)); }
+
+// The fp16 form (codegen/half_activations.h): every channels-last convolution reads fp16 operands stored by their
+// producers (a norm's kernel, a weight's transposing rounding) and writes an fp16 result, with no copies around its
+// step; the function is the graph's within fp16's rounding, and its plans compile and round-trip.
+TEST(ChannelsLast, InTheFp16FormConvolutionsReadAndWriteTheGraphsFp16Tensors) {
+  Compiler c({"sm_90", "", {}});
+  for (auto& [name, j] : all()) {
+    GraphAnalysis a(graph_from_json(j));
+    const Graph &plain = a.primitive(), &half = a.primitive(true, false, true);
+    int convs = 0;
+    for (int i : reachable(half)) {
+      const Node& n = half.at(i);
+      if (n.op != "conv" || !is_channels_last(n.attrs)) continue;
+      ++convs;
+      EXPECT_EQ(n.type.dtype, DType::f16) << name << " " << n.name;
+      for (int k : {0, 1}) EXPECT_EQ(half.at(n.args[size_t(k)]).type.dtype, DType::f32) << "read through its cast";
+    }
+    EXPECT_GT(convs, 0) << name;
+    std::mt19937_64 rng(7);
+    auto inputs = testing::random_values(plain, plain.inputs, rng);
+    auto params = testing::random_values(plain, plain.params, rng);
+    std::vector<HostTensor> want = interpret(plain, inputs, params), got = interpret(half, inputs, params);
+    ASSERT_EQ(got.size(), want.size()) << name;
+    for (size_t o = 0; o < want.size(); ++o) {  // fp16's roundings, carried through chains without a norm: of the RMS
+      double squares = 0;
+      for (double v : want[o].data) squares += v * v;
+      const double rms = std::sqrt(squares / double(want[o].data.size()));
+      EXPECT_EQ(testing::mismatches(got[o].data, want[o], 1e-2 * std::max(1.0, rms)), "") << name << " output " << o << ", RMS " << rms;
+    }
+    Schedule s;
+    s.channels_last = s.half_activations = true;
+    Plan p = lower(a, s);
+    int steps = 0;
+    for (const PlanKernel* k : testing::steps(p, StepKind::cudnn)) {
+      EXPECT_NO_THROW(check_library_step(*k, p.buffers)) << name;
+      if (k->library.at("precision") != "fp16") continue;
+      ++steps;
+      for (int arg : {0, 1, 2}) {  // the graph's own fp16 tensors, not the step's copies
+        const PlanBuffer& b = p.buffers.at(size_t(k->args[size_t(arg)]));
+        EXPECT_EQ(b.dtype, DType::f16) << name << " " << k->name << " " << b.name;
+        EXPECT_EQ(b.name.find("_nhwc"), std::string::npos) << name << " " << k->name << " " << b.name;
+      }
+    }
+    EXPECT_EQ(steps, convs) << name;
+    for (const PlanKernel& k : p.kernels) {
+      EXPECT_EQ(k.name.find("_x_nhwc"), std::string::npos) << name << " " << k.name;
+      if (k.kind != StepKind::nvrtc) continue;
+      CompileResult r = c.compile(k.source, k.name);
+      ASSERT_TRUE(r.ok) << name << "\n" << r.log << "\n" << k.source;
+    }
+    EXPECT_EQ(Plan::from_json(p.to_json()).schedule, s) << "half_activations round-trips through JSON";
+  }
+}
+
+// A 16-bit value changing layout (an fp16 convolution's channels-last result read channels first) is a tiled
+// transpose too, both sides coalesced, the bits moved exactly.
+TEST(ChannelsLast, AnFp16TransposeIsTiledOnTheCpu) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  json x = testing::value("x", {2, 45, 37});
+  x["dtype"] = "f16";
+  json permuted = {{"inputs", {x}}, {"nodes", {testing::node("p", "permute", {"x"}, {{"dims", {0, 2, 1}}, {"materialize", true}})}},
+                   {"outputs", {"p"}}};
+  Plan p = lower(graph_from_json(permuted), {});
+  ASSERT_EQ(p.kernels.size(), 1u);
+  const PlanKernel& k = p.kernels[0];
+  ASSERT_NE(k.source.find("as a tiled transpose"), std::string::npos) << k.source;
+  std::vector<uint16_t> in(2 * 45 * 37), out(in.size(), 0xffff);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = to_f16(float(i) / 8.f - 100.f);
+  testing::run_on_cpu(k, {reinterpret_cast<float*>(in.data()), reinterpret_cast<float*>(out.data())}, 4);
+  for (int n = 0; n < 2; ++n)
+    for (int a = 0; a < 45; ++a)
+      for (int b = 0; b < 37; ++b) ASSERT_EQ(out[size_t((n * 37 + b) * 45 + a)], in[size_t((n * 45 + a) * 37 + b)]);
+}
+
+// A folded epilogue (bias, ReLU) of an fp16 result applied in place, 16 bits read and written, the bias of the
+// channel (the innermost index).
+TEST(ChannelsLast, TheEpilogueOfAnFp16ResultRunsInPlaceOnTheCpu) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  json biased = {{"inputs", {testing::value("x", {2, 5, 9, 11})}},
+                 {"params", {testing::value("w", {8, 5, 3, 3}), testing::value("b", {8}), testing::value("w2", {4, 8, 3, 3})}},
+                 {"nodes", {testing::node("c", "conv", {"x", "w", "b"}, kPad1), testing::node("r", "relu", {"c"}),
+                            testing::node("p", "max_pool", {"r"}, {{"nd", 2}, {"kernel", {2, 2}}, {"stride", {2, 2}}, {"padding", {0, 0}}}),
+                            testing::node("c2", "conv", {"p", "w2"})}},
+                 {"outputs", {"c2"}}};
+  GraphAnalysis a(graph_from_json(biased));
+  Schedule s;
+  s.channels_last = s.half_activations = true;
+  Plan p = lower(a, s);
+  const PlanKernel* epilogue = nullptr;
+  for (const PlanKernel& k : p.kernels)
+    if (k.name.find("_epilogue") != std::string::npos) epilogue = &k;
+  ASSERT_TRUE(epilogue) << "conv -> bias -> ReLU -> pool folds its bias and ReLU";
+  ASSERT_EQ(epilogue->args.size(), 2u);
+  ASSERT_EQ(p.buffers.at(size_t(epilogue->args[1])).dtype, DType::f16);
+  const size_t yn = 2 * 9 * 11 * 8;
+  std::vector<uint16_t> y16(yn);
+  std::vector<float> bias(8);
+  for (size_t i = 0; i < yn; ++i) y16[i] = to_f16(float(int(i % 97) - 48) / 4.f);
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = float(i) - 3.f;
+  testing::run_on_cpu(*epilogue, {bias.data(), reinterpret_cast<float*>(y16.data())}, 4);
+  for (size_t i = 0; i < yn; ++i)
+    ASSERT_EQ(y16[i], to_f16(std::max(0.f, float(int(i % 97) - 48) / 4.f + bias[i % 8]))) << i;
+}
 
 // In fp16 the copies into and out of a channels-last step convert in place of a transpose: x element for element
 // to 16 bits, the result back to f32 with the bias of its channel (the innermost index).

@@ -4,6 +4,8 @@
 // CPU interpreter of the graph; run directly and replayed from a CUDA graph.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -66,6 +68,55 @@ TEST(GpuChannelsLast, EveryPrecisionMatchesTheInterpreter) {
   driver().cuStreamDestroy(stream);
   EXPECT_GE(checked, 30);
   EXPECT_GT(epilogues_loaded, 0) << "no convolution loaded with its epilogue in cuDNN (" << refused << " refused)";
+}
+
+// The fp16 form (codegen/half_activations.h): the convolutions read and write the graph's fp16 tensors with no copies,
+// their epilogues in place on the fp16 result or in cuDNN's graph.
+TEST(GpuChannelsLast, TheFp16FormMatchesTheInterpreter) {
+  if (!driver_available()) GTEST_SKIP() << "no CUDA driver or GPU on this machine";
+  Compiler compiler({"sm_90", default_cache_dir(), {}});
+  ensure_context();
+  CUstream stream;
+  KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  auto graphs = testing::channels_last_graphs::all();
+  graphs.push_back({"chain_two_stage_statistics", testing::channels_last_graphs::chain({4, 5, 48, 48})});
+  int checked = 0;
+  for (const auto& [name, j] : graphs) {
+    GraphAnalysis a(graph_from_json(j));
+    const Graph& g = a.primitive();
+    std::mt19937_64 rng(13);
+    const auto inputs = testing::random_values(g, g.inputs, rng);
+    const auto params = testing::random_values(g, g.params, rng);
+    const auto expected = interpret(g, inputs, params);
+    testing::DeviceTensors dev(inputs, params, expected);
+    for (bool library_epilogue : {false, true}) {
+      Schedule s;
+      s.channels_last = s.half_activations = true;
+      for (const KernelGroup& grp : a.groups(s)) {
+        if (grp.kind != GroupKind::conv) continue;
+        KernelSchedule ks = default_schedule(grp);
+        ks.library_epilogue = library_epilogue;
+        if (is_legal(grp, ks)) s.kernels[grp.key] = ks;
+      }
+      std::unique_ptr<LoadedPlan> loaded;
+      try {
+        loaded = std::make_unique<LoadedPlan>(lower(a, s), compiler);
+      } catch (const UserError& e) {
+        if (!library_epilogue) throw;
+        std::printf("refused: %s %s\n", name.c_str(), e.what());
+        continue;
+      }
+      // fp16's roundings carried through chains without a norm: of the output's RMS.
+      double squares = 0;
+      for (double v : expected[0].data) squares += v * v;
+      const double tol = 2e-2 * std::max(1.0, std::sqrt(squares / double(expected[0].data.size())));
+      ASSERT_EQ(testing::run_and_replay(*loaded, dev, stream, expected[0], tol), "")
+          << name << (library_epilogue ? " epilogue in cuDNN" : "");
+      ++checked;
+    }
+  }
+  driver().cuStreamDestroy(stream);
+  EXPECT_GE(checked, 6);
 }
 
 }  // namespace

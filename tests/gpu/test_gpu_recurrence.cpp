@@ -60,5 +60,32 @@ TEST(GpuRecurrence, EveryBatchSplitScheduleMatchesTheInterpreter) {
   EXPECT_GE(check_every_schedule(Strategy::tile), 100);
 }
 
+// The search's unrolled form (Schedule::unroll_recurrences): a cuBLASLt product of the state and one cell kernel a
+// step, the cell reading its step's input share in place; both directions, zero and given states, every cell kind.
+TEST(GpuRecurrence, TheUnrolledFormMatchesTheInterpreter) {
+  if (!driver_available()) GTEST_SKIP() << "no CUDA driver or GPU on this machine";
+  Compiler compiler({"sm_90", default_cache_dir(), {}});
+  ensure_context();
+  CUstream stream;
+  KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  int checked = 0;
+  for (const auto& c : testing::gpu_recurrence_cases()) {
+    Graph g = graph_from_json(testing::recurrence_graph(c));
+    GraphAnalysis analysis(g);
+    if (!analysis.has_unrolled_form()) continue;
+    std::mt19937_64 rng(5);
+    auto inputs = testing::random_values(g, g.inputs, rng), params = testing::random_values(g, g.params, rng);
+    auto expected = interpret(primitive_graph(g), inputs, params);
+    testing::DeviceTensors dev(inputs, params, expected);
+    Schedule s;
+    s.unroll_recurrences = true;
+    LoadedPlan lp(lower(analysis, s), compiler);
+    EXPECT_EQ(testing::run_and_replay(lp, dev, stream, expected[0], 1e-4, 2), "") << c.name;
+    ++checked;
+  }
+  driver().cuStreamDestroy(stream);
+  EXPECT_GE(checked, 8);
+}
+
 }  // namespace
 }  // namespace kforge

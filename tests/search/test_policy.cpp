@@ -210,7 +210,8 @@ TEST(Opening, LibraryStepsAlsoOpenWithTheirFirstChoiceInTf32) {
 }
 
 // Two neighbouring convolutions also open in the channels-last form (codegen/channels_last.h), each after its
-// default-form twin: fp16x3 with cuDNN's epilogue, then fp16 and TF32.
+// default-form twin: fp16x3 with cuDNN's epilogue, then fp16 and TF32; and in its fp16 form
+// (codegen/half_activations.h) before the default form's fp16 calls.
 TEST(Opening, NeighbouringConvolutionsAlsoOpenChannelsLast) {
   Graph g = graph_from_json(nlohmann::json::parse(R"({"inputs": [{"name": "x", "shape": [2, 4, 9, 9]}],
       "params": [{"name": "w1", "shape": [6, 4, 3, 3]}, {"name": "w2", "shape": [5, 6, 3, 3]}],
@@ -221,8 +222,13 @@ TEST(Opening, NeighbouringConvolutionsAlsoOpenChannelsLast) {
   ScheduleProposer proposer(g, 1);
   auto opening = opening_candidates(g, p, OptimizeOptions{}, proposer, 4000);
   std::vector<const Schedule*> last;
+  std::vector<size_t> half;  // the fp16 form (codegen/half_activations.h): its calls fp16, no copies around them
   for (size_t i = 0; i < opening.size(); ++i)
-    if (opening[i].channels_last) {
+    if (opening[i].channels_last && opening[i].half_activations) {
+      half.push_back(i);
+      for (const auto& [key, ks] : opening[i].kernels) EXPECT_EQ(ks.precision, Precision::fp16) << key;
+      EXPECT_NO_THROW(lower(g, opening[i]));
+    } else if (opening[i].channels_last) {
       last.push_back(&opening[i]);
       // The same convolutions' calls in the default form, earlier.
       auto same_calls = [&](const Schedule& twin) {
@@ -237,6 +243,11 @@ TEST(Opening, NeighbouringConvolutionsAlsoOpenChannelsLast) {
       EXPECT_NO_THROW(lower(g, opening[i]));
     }
   ASSERT_EQ(last.size(), 3u);
+  // The fp16 form before the default form's fp16 calls (its copies around each call are what it saves).
+  ASSERT_EQ(half.size(), 1u);
+  EXPECT_TRUE(std::any_of(opening.begin() + long(half[0]), opening.end(), [](const Schedule& s) {
+    return !s.channels_last && !s.kernels.empty() && s.kernels.begin()->second.precision == Precision::fp16;
+  }));
   EXPECT_EQ(last[0]->kernels.begin()->second.precision, Precision::fp16x3);
   EXPECT_TRUE(last[0]->kernels.begin()->second.library_epilogue);
   EXPECT_EQ(last[1]->kernels.begin()->second.precision, Precision::fp16);
