@@ -8,6 +8,13 @@
 
 namespace kforge::testing {
 
+GpuSession::GpuSession() : compiler({"sm_90", default_cache_dir(), {}}) {
+  ensure_context();
+  KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+}
+
+GpuSession::~GpuSession() { driver().cuStreamDestroy(stream); }
+
 namespace {
 void upload(const std::vector<HostTensor>& ts, std::vector<DeviceBuffer>& bufs, std::vector<CUdeviceptr>& ptrs) {
   for (auto& t : ts) {

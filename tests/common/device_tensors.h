@@ -6,10 +6,22 @@
 #include <vector>
 
 #include "ir/interpreter.h"
+#include "runtime/compiler.h"
 #include "runtime/executable.h"
 #include "runtime/executor.h"
 
 namespace kforge::testing {
+
+// What a GPU test of plans needs: the CUDA context, an sm_90 compiler with the default kernel cache, and a
+// non-blocking stream, destroyed with it.
+struct GpuSession {
+  GpuSession();
+  ~GpuSession();
+  GpuSession(const GpuSession&) = delete;
+  GpuSession& operator=(const GpuSession&) = delete;
+  Compiler compiler;
+  CUstream stream = nullptr;
+};
 
 struct DeviceTensors {
   DeviceTensors(const std::vector<HostTensor>& inputs, const std::vector<HostTensor>& params,

@@ -21,10 +21,9 @@ namespace {
 
 TEST(GpuAttention, EveryScheduleMatchesTheInterpreter) {
   if (!driver_available()) GTEST_SKIP() << "no CUDA driver or GPU on this machine";
-  Compiler compiler({"sm_90", default_cache_dir(), {}});
-  ensure_context();
-  CUstream stream;
-  KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  testing::GpuSession gpu;
+  Compiler& compiler = gpu.compiler;
+  CUstream stream = gpu.stream;
   int checked = 0;
   for (const testing::AttentionCase& c : testing::gpu_attention_cases()) {
     const Graph g = graph_from_json(testing::attention_graph(c));
@@ -45,7 +44,6 @@ TEST(GpuAttention, EveryScheduleMatchesTheInterpreter) {
       ++checked;
     }
   }
-  driver().cuStreamDestroy(stream);
   EXPECT_GE(checked, 30);
 }
 

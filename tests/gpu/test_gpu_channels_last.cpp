@@ -23,49 +23,61 @@
 namespace kforge {
 namespace {
 
-TEST(GpuChannelsLast, EveryPrecisionMatchesTheInterpreter) {
-  if (!driver_available()) GTEST_SKIP() << "no CUDA driver or GPU on this machine";
-  Compiler compiler({"sm_90", default_cache_dir(), {}});
-  ensure_context();
-  CUstream stream;
-  KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+// Every graph of the form's tests (and a chain whose statistics run in two stages), its analysis, the interpreter's
+// outputs on random values and those values on the GPU, handed to `check`.
+template <typename Check>
+void for_each_graph(uint64_t seed, Check check) {
   auto graphs = testing::channels_last_graphs::all();
   graphs.push_back({"chain_two_stage_statistics", testing::channels_last_graphs::chain({4, 5, 48, 48})});
-  int checked = 0, epilogues_loaded = 0, refused = 0;
   for (const auto& [name, j] : graphs) {
     GraphAnalysis a(graph_from_json(j));
     const Graph& g = a.primitive();
-    std::mt19937_64 rng(9);
+    std::mt19937_64 rng(seed);
     const auto inputs = testing::random_values(g, g.inputs, rng);
     const auto params = testing::random_values(g, g.params, rng);
     const auto expected = interpret(g, inputs, params);
     testing::DeviceTensors dev(inputs, params, expected);
+    check(name, a, dev, expected[0]);
+  }
+}
+
+// `s` loaded, or nullptr where cuDNN's runtime-fusion engines refuse a convolution with its epilogue in its graph
+// (they take it for some types and geometries only: such a plan is refused with the reason, which the search
+// records, as tests/gpu/test_gpu_library.cpp's).
+std::unique_ptr<LoadedPlan> load(const GraphAnalysis& a, const Schedule& s, Compiler& compiler, bool library_epilogue,
+                                 const std::string& name) {
+  try {
+    return std::make_unique<LoadedPlan>(lower(a, s), compiler);
+  } catch (const UserError& e) {
+    if (!library_epilogue) throw;
+    EXPECT_NE(std::string(e.what()).find("engine configurations cuDNN offers"), std::string::npos) << e.what();
+    std::printf("refused: %s %s\n", name.c_str(), to_json(s).dump().c_str());
+    return nullptr;
+  }
+}
+
+TEST(GpuChannelsLast, EveryPrecisionMatchesTheInterpreter) {
+  if (!driver_available()) GTEST_SKIP() << "no CUDA driver or GPU on this machine";
+  testing::GpuSession gpu;
+  int checked = 0, epilogues_loaded = 0, refused = 0;
+  for_each_graph(9, [&](const std::string& name, const GraphAnalysis& a, testing::DeviceTensors& dev, const HostTensor& expected) {
     for (Precision precision : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::fp16x3})
       for (bool library_epilogue : {false, true}) {
         const Schedule s = testing::channels_last_graphs::calls_in(a, precision, library_epilogue);
         if (library_epilogue && s.kernels.empty()) continue;
-        // cuDNN's runtime-fusion engines take a convolution with its epilogue for some types and geometries only:
-        // such a plan is refused with the reason (the search records it), as tests/gpu/test_gpu_library.cpp's.
-        std::unique_ptr<LoadedPlan> loaded;
-        try {
-          loaded = std::make_unique<LoadedPlan>(lower(a, s), compiler);
-        } catch (const UserError& e) {
-          if (!library_epilogue) throw;
-          EXPECT_NE(std::string(e.what()).find("engine configurations cuDNN offers"), std::string::npos) << e.what();
-          std::printf("refused: %s %s\n", name.c_str(), to_json(s).dump().c_str());
+        auto loaded = load(a, s, gpu.compiler, library_epilogue, name);
+        if (!loaded) {
           ++refused;
           continue;
         }
-        LoadedPlan& lp = *loaded;
         // Two convolutions and norms between: TF32 and fp16 at the relaxed tier's order, fp16x3 near fp32's.
         const double tol = precision == Precision::fp32 ? 2e-4 : precision == Precision::fp16x3 ? 1e-3 : 3e-2;
-        ASSERT_EQ(testing::run_and_replay(lp, dev, stream, expected[0], tol), "")
+        ASSERT_EQ(testing::run_and_replay(*loaded, dev, gpu.stream, expected, tol), "")
             << name << " " << to_string(precision) << (library_epilogue ? " epilogue in cuDNN" : "");
         ++checked;
         epilogues_loaded += library_epilogue;
       }
-  }
-  driver().cuStreamDestroy(stream);
+  });
   EXPECT_GE(checked, 30);
   EXPECT_GT(epilogues_loaded, 0) << "no convolution loaded with its epilogue in cuDNN (" << refused << " refused)";
 }
@@ -74,21 +86,9 @@ TEST(GpuChannelsLast, EveryPrecisionMatchesTheInterpreter) {
 // their epilogues in place on the fp16 result or in cuDNN's graph.
 TEST(GpuChannelsLast, TheFp16FormMatchesTheInterpreter) {
   if (!driver_available()) GTEST_SKIP() << "no CUDA driver or GPU on this machine";
-  Compiler compiler({"sm_90", default_cache_dir(), {}});
-  ensure_context();
-  CUstream stream;
-  KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-  auto graphs = testing::channels_last_graphs::all();
-  graphs.push_back({"chain_two_stage_statistics", testing::channels_last_graphs::chain({4, 5, 48, 48})});
+  testing::GpuSession gpu;
   int checked = 0;
-  for (const auto& [name, j] : graphs) {
-    GraphAnalysis a(graph_from_json(j));
-    const Graph& g = a.primitive();
-    std::mt19937_64 rng(13);
-    const auto inputs = testing::random_values(g, g.inputs, rng);
-    const auto params = testing::random_values(g, g.params, rng);
-    const auto expected = interpret(g, inputs, params);
-    testing::DeviceTensors dev(inputs, params, expected);
+  for_each_graph(13, [&](const std::string& name, const GraphAnalysis& a, testing::DeviceTensors& dev, const HostTensor& expected) {
     for (bool library_epilogue : {false, true}) {
       Schedule s;
       s.channels_last = s.half_activations = true;
@@ -98,24 +98,17 @@ TEST(GpuChannelsLast, TheFp16FormMatchesTheInterpreter) {
         ks.library_epilogue = library_epilogue;
         if (is_legal(grp, ks)) s.kernels[grp.key] = ks;
       }
-      std::unique_ptr<LoadedPlan> loaded;
-      try {
-        loaded = std::make_unique<LoadedPlan>(lower(a, s), compiler);
-      } catch (const UserError& e) {
-        if (!library_epilogue) throw;
-        std::printf("refused: %s %s\n", name.c_str(), e.what());
-        continue;
-      }
+      auto loaded = load(a, s, gpu.compiler, library_epilogue, name);
+      if (!loaded) continue;
       // fp16's roundings carried through chains without a norm: of the output's RMS.
       double squares = 0;
-      for (double v : expected[0].data) squares += v * v;
-      const double tol = 2e-2 * std::max(1.0, std::sqrt(squares / double(expected[0].data.size())));
-      ASSERT_EQ(testing::run_and_replay(*loaded, dev, stream, expected[0], tol), "")
+      for (double v : expected.data) squares += v * v;
+      const double tol = 2e-2 * std::max(1.0, std::sqrt(squares / double(expected.data.size())));
+      ASSERT_EQ(testing::run_and_replay(*loaded, dev, gpu.stream, expected, tol), "")
           << name << (library_epilogue ? " epilogue in cuDNN" : "");
       ++checked;
     }
-  }
-  driver().cuStreamDestroy(stream);
+  });
   EXPECT_GE(checked, 6);
 }
 

@@ -5,6 +5,7 @@
 // batch-split kernel (codegen/emit_recurrence_cluster.cpp): clusters handing the state through shared memory.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 
 #include "codegen/lower.h"
@@ -19,33 +20,38 @@
 namespace kforge {
 namespace {
 
-// Every schedule of `strategy` in each case's space, run twice directly and replayed, against the interpreter.
-int check_every_schedule(Strategy strategy) {
-  Compiler compiler({"sm_90", default_cache_dir(), {}});
-  ensure_context();
-  CUstream stream;
-  KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+// Each case's plans under `schedules_of(analysis)`, run twice directly (the unit-split kernel's tags carried from
+// launch to launch) and replayed, against the interpreter; how many were checked.
+int check_cases(const std::function<std::vector<Schedule>(const GraphAnalysis&)>& schedules_of) {
+  testing::GpuSession gpu;
   int checked = 0;
   for (const auto& c : testing::gpu_recurrence_cases()) {
     Graph g = graph_from_json(testing::recurrence_graph(c));
+    GraphAnalysis analysis(g);
+    const std::vector<Schedule> schedules = schedules_of(analysis);
+    if (schedules.empty()) continue;
     std::mt19937_64 rng(3);
     auto inputs = testing::random_values(g, g.inputs, rng), params = testing::random_values(g, g.params, rng);
     auto expected = interpret(primitive_graph(g), inputs, params);
     testing::DeviceTensors dev(inputs, params, expected);
-    GraphAnalysis analysis(g);
-    const KernelGroup& grp = testing::group_of_kind(analysis, GroupKind::recurrence);
-    for (const KernelSchedule& ks : schedule_space(grp)) {
-      if (ks.strategy != strategy) continue;
-      Schedule s;
-      s.kernels[grp.key] = ks;
-      LoadedPlan lp(lower(analysis, s), compiler);
-      // Twice directly: the unit-split kernel's tags carried from launch to launch.
-      EXPECT_EQ(testing::run_and_replay(lp, dev, stream, expected[0], 1e-4, 2), "") << c.name << " schedule " << to_json(ks).dump();
+    for (const Schedule& s : schedules) {
+      LoadedPlan lp(lower(analysis, s), gpu.compiler);
+      EXPECT_EQ(testing::run_and_replay(lp, dev, gpu.stream, expected[0], 1e-4, 2), "") << c.name << " schedule " << to_json(s).dump();
       ++checked;
     }
   }
-  driver().cuStreamDestroy(stream);
   return checked;
+}
+
+// Every schedule of `strategy` in each case's space.
+int check_every_schedule(Strategy strategy) {
+  return check_cases([&](const GraphAnalysis& analysis) {
+    const KernelGroup& grp = testing::group_of_kind(analysis, GroupKind::recurrence);
+    std::vector<Schedule> out;
+    for (const KernelSchedule& ks : schedule_space(grp))
+      if (ks.strategy == strategy) out.emplace_back().kernels[grp.key] = ks;
+    return out;
+  });
 }
 
 TEST(GpuRecurrence, EveryScheduleMatchesTheInterpreter) {
@@ -64,26 +70,11 @@ TEST(GpuRecurrence, EveryBatchSplitScheduleMatchesTheInterpreter) {
 // step, the cell reading its step's input share in place; both directions, zero and given states, every cell kind.
 TEST(GpuRecurrence, TheUnrolledFormMatchesTheInterpreter) {
   if (!driver_available()) GTEST_SKIP() << "no CUDA driver or GPU on this machine";
-  Compiler compiler({"sm_90", default_cache_dir(), {}});
-  ensure_context();
-  CUstream stream;
-  KF_CU(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
-  int checked = 0;
-  for (const auto& c : testing::gpu_recurrence_cases()) {
-    Graph g = graph_from_json(testing::recurrence_graph(c));
-    GraphAnalysis analysis(g);
-    if (!analysis.has_unrolled_form()) continue;
-    std::mt19937_64 rng(5);
-    auto inputs = testing::random_values(g, g.inputs, rng), params = testing::random_values(g, g.params, rng);
-    auto expected = interpret(primitive_graph(g), inputs, params);
-    testing::DeviceTensors dev(inputs, params, expected);
+  const int checked = check_cases([](const GraphAnalysis& analysis) {
     Schedule s;
     s.unroll_recurrences = true;
-    LoadedPlan lp(lower(analysis, s), compiler);
-    EXPECT_EQ(testing::run_and_replay(lp, dev, stream, expected[0], 1e-4, 2), "") << c.name;
-    ++checked;
-  }
-  driver().cuStreamDestroy(stream);
+    return analysis.has_unrolled_form() ? std::vector<Schedule>{s} : std::vector<Schedule>{};
+  });
   EXPECT_GE(checked, 8);
 }
 
