@@ -9,6 +9,7 @@ bool is_stored_half(const Graph& g, int v) {
   const Node& n = g.at(v);
   if (!is_half(n.type.dtype)) return false;
   if (n.op == "reshape") return is_stored_half(g, n.args[0]);  // an alias of the stored value's memory
+  if (n.op == "permute") return n.attrs.value("materialize", false);  // a tiled transpose's own copy
   return n.op == "input" || n.op == "param" || n.op == "matmul" || n.op == "conv" || n.op == "cast";
 }
 

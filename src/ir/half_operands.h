@@ -22,7 +22,8 @@ std::optional<HalfOperands> half_operands(const Graph& g, int node);
 
 // Whether `v` is a 16-bit value that lives in memory as it is: the task's f16 / bf16 inputs and params, a library
 // result kept in the task's dtype, a cast to f16 / bf16 (what codegen/half_results.h stores for a library call to
-// read; partition.cpp stores it where something reads it as stored), and a reshape of one (an alias).
+// read; partition.cpp stores it where something reads it as stored), a materialized permute of one (a tiled
+// transpose's copy: codegen/half_activations.h), and a reshape of one (an alias).
 bool is_stored_half(const Graph& g, int v);
 
 // The stored half-precision value (is_stored_half) that `v` is a cast to f32 of, or -1: what a kernel reading `v`
