@@ -184,9 +184,9 @@ class Rewrite {
   // A reduction over every dim but the channels' of a channels-last value (a BatchNorm's statistics): as one
   // reduction its kernel has a lane per channel, a few hundred threads walking thousands of rows each (a ResNet's
   // later BatchNorms ran on 4-16 blocks). So it runs in two that keep the channels innermost: rows in runs of M
-  // ([G, M, C] over M: G x C lanes, about kStageLanes of them), then the G partials; a variance as the sum of squares
-  // about the mean (the two-pass form: the one-walk moments do not split into stages in the IR), its scale applied
-  // in the second stage's kernel. Sums, maxima and minima; others stay one reduction.
+  // ([G, M, C] over M: G x C lanes, about kStageLanes of them), then the G partials; a variance from the sums of
+  // squares about a shift (the one-walk moments do not split into stages in the IR), its arithmetic in the second
+  // stage's kernel. Sums, maxima and minima; others stay one reduction.
   static constexpr int64_t kStageLanes = 32768, kMinStage = 16, kMaxStage = 512;
   static int64_t stage_rows(int64_t rows, int64_t c) {
     const int64_t want = std::clamp<int64_t>(rows * c / kStageLanes, kMinStage, kMaxStage);
@@ -216,8 +216,14 @@ class Rewrite {
     };
     int result = column(v, kind == "var" ? "sum" : kind);
     if (kind == "var") {
-      const int centred = b.sub(v, b.scale(result, 1.0 / double(rows)));
-      result = b.scale(column(b.mul(centred, centred), "sum"), 1.0 / double(rows));
+      // The squares about a shift s (each channel's first row), not about the mean: their first stage then reads
+      // nothing the sum's stages compute, and the two sums share each stage's kernel (partition.cpp's siblings):
+      // two kernels and one read of the value, where the squares about the mean took two more kernels and a
+      // second read. var = E[(x - s)^2] - (mean - s)^2, whose cancellation grows with (mean - s)^2 / var only
+      // (s is one of the channel's own values), and a constant channel's is exactly 0.
+      const int shift = first_row(v);
+      const int d = b.sub(v, shift), off = b.sub(b.scale(result, 1.0 / double(rows)), shift);
+      result = b.sub(b.scale(column(b.mul(d, d), "sum"), 1.0 / double(rows)), b.mul(off, off));
     }
     Shape kept(x.size(), 1);
     kept.back() = c;
@@ -256,6 +262,25 @@ class Rewrite {
         a = add(Node{.name = name_for(g_.at(a).name + "_grouped"), .op = "reshape", .args = {a}, .attrs = {{"shape", Shape{1, 1, s.back()}}}});
     }
     return views_[id] = add(std::move(e));
+  }
+
+  // The first row of a [G, M, C] view (grouped_view's) as [1, 1, C]: its arithmetic with each viewed value sliced to
+  // its first row (a view of the same memory), per-channel operands and single values as they are.
+  int first_row(int id) {
+    const Node& n = g_.at(id);
+    const Shape shape = n.type.shape;  // a copy: the nodes added below move g_'s
+    if (numel(shape) == shape.back()) return id;
+    if (is_unary_op(n.op) || is_binary_op(n.op)) {
+      Node e = n;
+      e.name = name_for(n.name + "_first");
+      for (int& a : e.args) a = first_row(a);
+      return add(std::move(e));
+    }
+    int row = id;
+    for (int64_t dim : {0, 1})
+      row = add(Node{.name = name_for(n.name + "_first"), .op = "slice", .args = {row},
+                     .attrs = {{"dim", dim}, {"start", 0}, {"end", 1}, {"step", 1}}});
+    return row;
   }
 
   // A reduction of a value that exists channels-last only runs on it: its dims renamed to where they are. With
