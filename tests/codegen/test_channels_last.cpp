@@ -90,6 +90,63 @@ TEST(ChannelsLast, TheStatisticsOfManyRowsRunInTwoStages) {
     ASSERT_NEAR(got[0].data[i], want[0].data[i], 1e-9 * (1 + std::abs(want[0].data[i]))) << i;
 }
 
+// The statistics' two kernels on the CPU (the convolution's result given): the first stage's sums and sums of
+// squares about the channel's first row in one kernel, the second's in one more with the variance's arithmetic;
+// the sum and the variance of conv + bias per channel, against double sums.
+TEST(ChannelsLast, TheStatisticsTwoKernelsComputeTheSumAndVarianceOnTheCpu) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  GraphAnalysis a(graph_from_json(chain({4, 5, 48, 48})));
+  Schedule s;
+  s.channels_last = true;
+  const Plan p = lower(a, s);
+  std::vector<const PlanKernel*> stages;
+  for (const PlanKernel& k : p.kernels)
+    if (k.name.find("_columns_") != std::string::npos) stages.push_back(&k);
+  ASSERT_EQ(stages.size(), 2u) << "one kernel a stage, both sums in each";
+  auto named = [&](const std::string& name) {
+    for (size_t i = 0; i < p.buffers.size(); ++i)
+      if (p.buffers[i].name == name) return int(i);
+    return -1;
+  };
+  const int conv = named("c1.conv1"), bias = named("b1");
+  ASSERT_GE(conv, 0);
+  ASSERT_GE(bias, 0);
+  const int64_t rows = 4 * 48 * 48, channels = 8;
+  std::vector<std::vector<float>> data(p.buffers.size());
+  for (size_t i = 0; i < p.buffers.size(); ++i) data[i].assign(size_t(std::max<int64_t>(numel(p.buffers[i].shape), 1)), NAN);
+  std::mt19937_64 rng(3);
+  std::normal_distribution<float> normal(5.f, 2.f);  // a mean well away from 0: the shift's case
+  for (float& v : data[size_t(conv)]) v = normal(rng);
+  for (float& v : data[size_t(bias)]) v = normal(rng);
+  for (const PlanKernel* k : stages) {
+    std::vector<float*> args;
+    for (int b : k->args) args.push_back(data[size_t(b)].data());
+    testing::run_on_cpu(*k, args, k->grid);
+  }
+  std::vector<double> sum(channels, 0), squares(channels, 0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < channels; ++c) sum[size_t(c)] += double(data[size_t(conv)][size_t(r * channels + c)]) + data[size_t(bias)][size_t(c)];
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < channels; ++c) {
+      const double d = double(data[size_t(conv)][size_t(r * channels + c)]) + data[size_t(bias)][size_t(c)] - sum[size_t(c)] / double(rows);
+      squares[size_t(c)] += d * d;
+    }
+  int sums = 0, variances = 0;
+  for (int b : stages[1]->args) {
+    if (p.buffers[size_t(b)].shape != Shape{1, 1, channels}) continue;
+    const std::vector<float>& got = data[size_t(b)];
+    bool is_sum = true, is_var = true;
+    for (int64_t c = 0; c < channels; ++c) {
+      is_sum = is_sum && std::abs(got[size_t(c)] - sum[size_t(c)]) <= 1e-5 * std::abs(sum[size_t(c)]);
+      is_var = is_var && std::abs(got[size_t(c)] - squares[size_t(c)] / double(rows)) <= 1e-5 * squares[size_t(c)] / double(rows);
+    }
+    sums += is_sum;
+    variances += is_var;
+  }
+  EXPECT_EQ(sums, 1);
+  EXPECT_EQ(variances, 1);
+}
+
 TEST(ChannelsLast, NeighbouringConvolutionsMeetWithoutATranspose) {
   GraphAnalysis a(graph_from_json(chain()));
   const Graph& g = a.primitive(true);
