@@ -7,6 +7,9 @@
 // and the norm between two of them read and wrote f32: on a VGG-like chain with BatchNorm about 36 bytes an element
 // of each convolution's result crossed memory, where this form moves about 10 (the result written and read in 16
 // bits, the statistics' and the norm's reads, the next input written in 16 bits).
+// A max pool between a norm and the next convolution pools the norm's fp16 rounding (the same values: the rounded
+// maximum is the maximum of the rounded values), and an input or weight transposed into channels last only for its
+// rounding is rounded before a 16-bit transpose (or read strided where small).
 // Numerically it is the fp16 convolution's own arithmetic (the same roundings of the input and the result): a plan of
 // the relaxed tier; the search measures it as it measures the fp16 precision.
 #pragma once

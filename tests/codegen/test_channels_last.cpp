@@ -351,6 +351,31 @@ TEST(ChannelsLast, InTheFp16FormConvolutionsReadAndWriteTheGraphsFp16Tensors) {
   }
 }
 
+// After a BatchNorm and ReLU, a max pool that only the next convolution's fp16 rounding reads pools the ReLU's fp16
+// rounding, stored by the norm's kernel: no f32 value between them.
+TEST(ChannelsLast, InTheFp16FormAMaxPoolReadsItsInputInFp16) {
+  GraphAnalysis a(graph_from_json(normed_pooled()));
+  const Graph& half = a.primitive(true, false, true);
+  int pools = 0;
+  for (int i : reachable(half)) {
+    const Node& n = half.at(i);
+    if (n.op != "pool") continue;
+    ++pools;
+    const Node& read = half.at(n.args[0]);
+    ASSERT_EQ(read.op, "cast") << n.name;
+    EXPECT_EQ(half.at(read.args[0]).type.dtype, DType::f16);
+    EXPECT_EQ(half.at(half.at(read.args[0]).args[0]).op, "relu");
+  }
+  EXPECT_EQ(pools, 1);
+  Schedule s;
+  s.channels_last = s.half_activations = true;
+  const Plan p = lower(a, s);
+  for (const PlanKernel& k : p.kernels)
+    if (k.name.find("pool") != std::string::npos) {
+      EXPECT_EQ(p.buffers.at(size_t(k.args[0])).dtype, DType::f16) << k.name;
+    }
+}
+
 // A 16-bit value changing layout (an fp16 convolution's channels-last result read channels first) is a tiled
 // transpose too, both sides coalesced, the bits moved exactly.
 TEST(ChannelsLast, AnFp16TransposeIsTiledOnTheCpu) {

@@ -64,9 +64,20 @@ json pooled() {
           {"outputs", {"p2", "m", "v"}}};
 }
 
+// A VGG stage's end: conv (bias) -> BatchNorm -> ReLU -> 2x2 max pool -> conv.
+json normed_pooled() {
+  return {{"inputs", {value("x", {2, 4, 10, 12})}},
+          {"params", {value("w1", {6, 4, 3, 3}), value("b1", {6}), value("g1", {6}), value("e1", {6}), value("w2", {5, 6, 3, 3})}},
+          {"nodes", {node("c1", "conv", {"x", "w1", "b1"}, kPad1), node("n1", "batch_norm", {"c1", "g1", "e1"}, kNorm),
+                     node("r1", "relu", {"n1"}),
+                     node("p1", "max_pool", {"r1"}, {{"nd", 2}, {"kernel", {2, 2}}, {"stride", {2, 2}}, {"padding", {0, 0}}}),
+                     node("c2", "conv", {"p1", "w2"}, kPad1)}},
+          {"outputs", {"c2"}}};
+}
+
 std::vector<std::pair<std::string, json>> all() {
   return {{"chain", chain()}, {"residual", residual()}, {"readers_of_every_kind", readers_of_every_kind()}, {"branches", branches()},
-          {"pooled", pooled()}};
+          {"pooled", pooled()}, {"normed_pooled", normed_pooled()}};
 }
 
 Schedule calls_in(const GraphAnalysis& a, Precision precision, bool library_epilogue) {

@@ -25,6 +25,7 @@ json residual();
 json readers_of_every_kind();
 json branches();
 json pooled();
+json normed_pooled();
 // Every graph above by name (chain at its default size).
 std::vector<std::pair<std::string, json>> all();
 
