@@ -164,6 +164,8 @@ for path in sorted(glob.glob("/tmp/suite/gpu*/kforge.db")):
         kernels = "; ".join(f"{k}: " + " ".join(f"{a}={b}" for a, b in v.items() if a not in ("chunks", "vec") or b != 1)
                             for k, v in s.get("kernels", {}).items()) or "defaults"
         flags = ("" if s.get("fuse_rows", True) else "unfused ") + ("" if s.get("cuda_graph", True) else "no-graph ")
+        flags += ("channels-last-fp16 " if s.get("half_activations") else "channels-last ") if s.get("channels_last") else ""
+        flags += "unrolled " if s.get("unroll_recurrences") else ""
         why = f"  [{' '.join((log or '').split())[:300]}]" if tier in ("wrong", "no build") else ""  # the check's reason
         print(f"- {ms if ms else 0:.4f} ms {tier:7} {flags}{kernels}{why}")
 PY
