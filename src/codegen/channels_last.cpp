@@ -269,7 +269,7 @@ class Rewrite {
   int first_row(int id) {
     const Node& n = g_.at(id);
     const Shape shape = n.type.shape;  // a copy: the nodes added below move g_'s
-    if (numel(shape) == shape.back()) return id;
+    if (shape.empty() || numel(shape) == shape.back()) return id;  // a single value, or one per channel
     if (is_unary_op(n.op) || is_binary_op(n.op)) {
       Node e = n;
       e.name = name_for(n.name + "_first");
