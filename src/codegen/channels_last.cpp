@@ -13,12 +13,13 @@ namespace kforge {
 
 namespace {
 
-// Whether node `id` is a convolution the form makes channels-last.
+// Whether node `id` is a convolution the form makes channels-last: of f32 tensors, or of a half-precision task's
+// own 16-bit ones (ir/half_operands.h: their stored values change layout, and the library reads them as stored).
 bool becomes_channels_last(const Graph& g, int id) {
   const Node& n = g.at(id);
   if (n.op != "conv" || is_channels_last(n.attrs)) return false;
   const TensorType& x = g.at(n.args[0]).type;
-  if (x.dtype != DType::f32 || n.type.dtype != DType::f32 || x.shape.size() < 3 || half_operands(g, id)) return false;
+  if (x.shape.size() < 3 || (!half_operands(g, id) && (x.dtype != DType::f32 || n.type.dtype != DType::f32))) return false;
   return !depthwise_2d(conv_dims(x.shape, g.at(n.args[1]).type.shape, n.attrs, "node '" + n.name + "': "));
 }
 
@@ -124,6 +125,15 @@ class Rewrite {
     return last_[size_t(id)];
   }
 
+  // Node `id`, a cast to f32 of a stored 16-bit value s (a half-precision task's input or weight), channels-last:
+  // the cast of s's channels-last value, so that the 16-bit values change layout (a 16-bit tiled transpose) and the
+  // library reads them as stored.
+  int widened_last(int id) {
+    const int source = last(half_cast_source(p_, id));
+    return last_[size_t(id)] = add(Node{.name = name_for(p_.at(id).name + "_channels_last"), .op = "cast", .args = {source},
+                                        .attrs = {{"dtype", "f32"}}});
+  }
+
   // An operand of lower rank broadcast against a channels-last value of rank `rank`: given the leading dims of 1
   // it broadcasts with, then permuted alike.
   int broadcast_last(int id, size_t rank) {
@@ -141,11 +151,12 @@ class Rewrite {
 
   int conv(const Node& n) {
     Node c = n;
-    c.args[0] = last(n.args[0]);
-    c.args[1] = last(n.args[1]);
+    for (size_t j : {0, 1}) c.args[j] = last_[size_t(n.args[j])] < 0 && half_cast_source(p_, n.args[j]) >= 0 ? widened_last(n.args[j]) : last(n.args[j]);
     if (c.args.size() > 2 && c.args[2] >= 0) c.args[2] = plain(n.args[2]);  // a bias of one value per channel
     c.attrs["channels_last"] = true;
-    return add(std::move(c));
+    const int id = add(std::move(c));
+    g_.nodes[size_t(id)].type.dtype = n.type.dtype;  // a 16-bit result stays one (codegen/half_results.h)
+    return id;
   }
 
   int elementwise_last(const Node& n) {

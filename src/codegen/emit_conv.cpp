@@ -53,8 +53,8 @@ Element element_of(Precision p) {
 }
 // The plan dtypes of a cuDNN step's x and w (its inputs) and y under precision p: the 16-bit copies of fp16 and
 // bf16; fp16x3's fp16 parts with an fp32 result; else f32.
-DType input_dtype(Precision p) { return is_half(p) || p == Precision::fp16x3 ? DType::f16 : DType::f32; }
-DType result_dtype(Precision p) { return is_half(p) ? DType::f16 : DType::f32; }
+DType input_dtype(Precision p) { return p == Precision::bf16 ? DType::bf16 : is_half(p) || p == Precision::fp16x3 ? DType::f16 : DType::f32; }
+DType result_dtype(Precision p) { return p == Precision::bf16 ? DType::bf16 : is_half(p) ? DType::f16 : DType::f32; }
 
 }  // namespace
 

@@ -320,27 +320,35 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
   // after the default form's (below). The form keeps the other groups' keys, so the products' schedules carry
   // over. The local search flips the form on any graph that has it.
   Schedule split_fp16_last, tf32_last, fp16_last, half_last;
-  int convolutions_last = 0;
-  for (const KernelGroup& g : analysis.groups(true, true)) convolutions_last += g.kind == GroupKind::conv && g.channels_last;
+  int convolutions_last = 0, of_f32_tensors = 0;
+  for (const KernelGroup& g : analysis.groups(true, true))
+    if (g.kind == GroupKind::conv && g.channels_last) ++convolutions_last, of_f32_tensors += !g.half_operands;
   if (convolutions_last >= 2) {
-    for (Schedule* form : {&split_fp16_last, &tf32_last, &fp16_last, &half_last}) form->channels_last = true;
+    for (Schedule* form : {&split_fp16_last, &tf32_last, &fp16_last}) form->channels_last = true;
     // And its fp16 form (codegen/half_activations.h): the convolutions read and write the fp16 values their
-    // neighbours store, no copies around them; the other groups as in the fp16 opening.
-    half_last.half_activations = true;
+    // neighbours store, no copies around them; the other groups as in the fp16 opening. (A half-precision task's
+    // own convolutions are so already.)
+    half_last.channels_last = half_last.half_activations = of_f32_tensors > 0;
     for (const KernelGroup& g : analysis.groups(true, true, false, true)) {
       auto rest = fp16_nhwc.kernels.find(g.key);
-      if (g.kind == GroupKind::conv) half_last.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::fp16, .layout = Layout::nhwc};
-      else if (rest != fp16_nhwc.kernels.end() && is_legal(g, rest->second)) half_last.kernels[g.key] = rest->second;
+      const KernelSchedule fp16_call{.strategy = Strategy::library, .precision = Precision::fp16, .layout = Layout::nhwc};
+      if (g.kind == GroupKind::conv && is_legal(g, fp16_call)) half_last.kernels[g.key] = fp16_call;
+      else if (g.kind != GroupKind::conv && rest != fp16_nhwc.kernels.end() && is_legal(g, rest->second)) half_last.kernels[g.key] = rest->second;
     }
     split_fp16_last.kernels = split_fp16_fused.kernels;
     tf32_last.kernels = tf32_nhwc.kernels;
     fp16_last.kernels = fp16_nhwc.kernels;
     for (const KernelGroup& g : analysis.groups(true, true))
       if (g.kind == GroupKind::conv && g.channels_last) {
-        split_fp16_last.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::fp16x3, .layout = Layout::nhwc,
-                                          .library_epilogue = true};
-        tf32_last.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::tf32, .layout = Layout::nhwc};
-        fp16_last.kernels[g.key] = {.strategy = Strategy::library, .precision = Precision::fp16, .layout = Layout::nhwc};
+        // A half-precision task's own convolutions keep their fixed precision (the default schedule).
+        const std::pair<Schedule*, KernelSchedule> calls[] = {
+            {&split_fp16_last, {.strategy = Strategy::library, .precision = Precision::fp16x3, .layout = Layout::nhwc, .library_epilogue = true}},
+            {&tf32_last, {.strategy = Strategy::library, .precision = Precision::tf32, .layout = Layout::nhwc}},
+            {&fp16_last, {.strategy = Strategy::library, .precision = Precision::fp16, .layout = Layout::nhwc}}};
+        for (const auto& [form, call] : calls) {
+          if (is_legal(g, call)) form->kernels[g.key] = call;
+          else form->kernels.erase(g.key);
+        }
       }
   }
   if (tf32_nhwc != tf32) {

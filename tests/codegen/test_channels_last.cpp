@@ -15,9 +15,11 @@
 #include "common/cpu_kernel_runner.h"
 #include "common/device_tensors.h"
 #include "common/graph_json.h"
+#include "common/half_graphs.h"
 #include "common/plan_steps.h"
 #include "common/random_inputs.h"
 #include "ir/conv.h"
+#include "ir/half_operands.h"
 #include "ir/interpreter.h"
 #include "ir/ops.h"
 #include "runtime/compiler.h"
@@ -253,7 +255,7 @@ TEST(ChannelsLast, PoolsRunOnChannelsLastValues) {
   }
 }
 
-TEST(ChannelsLast, DepthwiseTransposedAndHalfPrecisionConvolutionsStayAsTheyAre) {
+TEST(ChannelsLast, DepthwiseAndTransposedConvolutionsStayAsTheyAre) {
   GraphAnalysis a(graph_from_json(readers_of_every_kind()));
   const Graph& g = a.primitive(true);
   int last = 0, plain = 0;
@@ -348,6 +350,51 @@ TEST(ChannelsLast, InTheFp16FormConvolutionsReadAndWriteTheGraphsFp16Tensors) {
       ASSERT_TRUE(r.ok) << name << "\n" << r.log << "\n" << k.source;
     }
     EXPECT_EQ(Plan::from_json(p.to_json()).schedule, s) << "half_activations round-trips through JSON";
+  }
+}
+
+// A half-precision task's convolutions of its own 16-bit tensors chain channels-last too: its input and weights
+// change layout in 16 bits (tiled transposes), the library reads them and writes its result as stored (no copies
+// around the steps), and the form computes exactly what the graph computes.
+TEST(ChannelsLast, AHalfPrecisionTasksConvolutionsChainOnTheir16BitValues) {
+  Compiler c({"sm_90", "", {}});
+  for (const std::string dtype : {"f16", "bf16"}) {
+    const auto graphs = testing::half_library_graphs(dtype);
+    const auto it = std::find_if(graphs.begin(), graphs.end(), [](const auto& s) { return s.name == "conv_scale_conv"; });
+    ASSERT_NE(it, graphs.end());
+    GraphAnalysis a(graph_from_json(it->graph));
+    ASSERT_TRUE(a.has_channels_last_form()) << dtype;
+    const Graph &plain = a.primitive(), &last = a.primitive(true);
+    int convs = 0;
+    for (int i : reachable(last))
+      if (last.at(i).op == "conv") {
+        ++convs;
+        EXPECT_TRUE(is_channels_last(last.at(i).attrs));
+        EXPECT_TRUE(half_operands(last, i)) << dtype << " " << last.at(i).name << ": reads its 16-bit operands as stored";
+      }
+    EXPECT_EQ(convs, 2);
+    std::mt19937_64 rng(5);
+    auto inputs = testing::random_values(plain, plain.inputs, rng), params = testing::random_values(plain, plain.params, rng);
+    std::vector<HostTensor> want = interpret(plain, inputs, params), got = interpret(last, inputs, params);
+    for (size_t i = 0; i < want[0].data.size(); ++i) ASSERT_EQ(got[0].data[i], want[0].data[i]) << dtype << " at " << i;
+    Schedule s;
+    s.channels_last = true;
+    const Plan p = lower(a, s);
+    const auto steps = testing::steps(p, StepKind::cudnn);
+    ASSERT_EQ(steps.size(), 2u);
+    for (const PlanKernel* k : steps) {
+      try {
+        check_library_step(*k, p.buffers);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << dtype << ": " << e.what();
+      }
+      for (int arg : {0, 1, 2}) EXPECT_EQ(p.buffers.at(size_t(k->args[size_t(arg)])).name.find("_nhwc"), std::string::npos) << k->name;
+    }
+    for (const PlanKernel& k : p.kernels)
+      if (k.kind == StepKind::nvrtc) {
+        CompileResult r = c.compile(k.source, k.name);
+        ASSERT_TRUE(r.ok) << dtype << "\n" << r.log << "\n" << k.source;
+      }
   }
 }
 

@@ -114,11 +114,13 @@ TEST(ConvLayout, TheChannelsLastTransposesPermuteOnTheCpu) {
           }
       ++ran;
     }
-    // The 16-bit copies are f16 buffers, the step's precision says which kind.
+    // The 16-bit copies are buffers of the step's precision's dtype (a half-precision task's own bf16 tensors are
+    // read as they are, so the check takes bf16 buffers for bf16 steps).
     for (auto& k : p.kernels)
       if (k.kind == StepKind::cudnn) {
         EXPECT_EQ(k.library.at("precision"), to_string(precision));
-        for (int i = 0; i < 3; ++i) EXPECT_EQ(p.buffers.at(k.args[i]).dtype, half ? DType::f16 : DType::f32);
+        const DType copies = !half ? DType::f32 : precision == Precision::bf16 ? DType::bf16 : DType::f16;
+        for (int i = 0; i < 3; ++i) EXPECT_EQ(p.buffers.at(k.args[i]).dtype, copies);
       }
     EXPECT_EQ(p.below_fp32(), half);
   }

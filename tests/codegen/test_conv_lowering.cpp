@@ -250,7 +250,7 @@ TEST(ConvPlanJson, CudnnStepsMustFitTheirBuffers) {
   refused("of kind cublaslt has op 'conv'", [](auto& k) { k["kind"] = "cublaslt"; });
   // 16-bit steps: NHWC only, on 16-bit buffers (an f32 buffer read as halves would be garbage, not an error).
   refused("precision fp16 needs layout NHWC", [](auto& k) { k["library"]["precision"] = "fp16"; });
-  refused("x needs 1440 f16 elements, buffer 'x' holds 1440 f32", [](auto& k) {
+  refused("x needs 1440 bf16 elements, buffer 'x' holds 1440 f32", [](auto& k) {
     k["library"]["precision"] = "bf16";
     k["library"]["layout"] = "NHWC";
   });
