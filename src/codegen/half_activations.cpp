@@ -5,6 +5,7 @@
 #include "codegen/half_results.h"
 #include "codegen/half_views.h"
 #include "ir/conv.h"
+#include "ir/half_operands.h"
 #include "ir/ops.h"
 #include "ir/shape_rules.h"
 
@@ -44,13 +45,13 @@ Graph max_pools_of_rounded_values(const Graph& g) {
 }  // namespace
 
 Graph half_activations_form(const Graph& last) {
+  // The form's channels-last convolutions of f32 tensors (never a 2-D depthwise one: codegen/channels_last.h); a
+  // half-precision task's own are read as stored already.
   Graph marked = last;
-  for (Node& n : marked.nodes) {
-    if (n.op != "conv" || !is_channels_last(n.attrs) || n.type.dtype != DType::f32) continue;
-    const TensorType& x = marked.at(n.args[0]).type;
-    if (x.dtype != DType::f32 || depthwise_2d(conv_dims(x.shape, marked.at(n.args[1]).type.shape, n.attrs, "node '" + n.name + "': ")))
-      continue;
-    n.attrs["storage_dtype"] = "f16";  // what half_results reads: the dtype the result is stored in
+  for (size_t i = 0; i < marked.nodes.size(); ++i) {
+    Node& n = marked.nodes[i];
+    if (n.op == "conv" && is_channels_last(n.attrs) && !half_operands(marked, int(i)))
+      n.attrs["storage_dtype"] = "f16";  // what half_results reads: the dtype the result is stored in
   }
   Graph g = max_pools_of_rounded_values(views_before_half_casts(half_results(marked, true)));
   // A weight's (or the network input's) transpose into channels last that only its fp16 rounding reads: below

@@ -323,9 +323,7 @@ TEST(ChannelsLast, InTheFp16FormConvolutionsReadAndWriteTheGraphsFp16Tensors) {
     std::vector<HostTensor> want = interpret(plain, inputs, params), got = interpret(half, inputs, params);
     ASSERT_EQ(got.size(), want.size()) << name;
     for (size_t o = 0; o < want.size(); ++o) {  // fp16's roundings, carried through chains without a norm: of the RMS
-      double squares = 0;
-      for (double v : want[o].data) squares += v * v;
-      const double rms = std::sqrt(squares / double(want[o].data.size()));
+      const double rms = testing::rms(want[o]);
       EXPECT_EQ(testing::mismatches(got[o].data, want[o], 1e-2 * std::max(1.0, rms)), "") << name << " output " << o << ", RMS " << rms;
     }
     Schedule s;

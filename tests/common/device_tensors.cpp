@@ -62,6 +62,12 @@ std::string run_and_replay(LoadedPlan& plan, DeviceTensors& dev, CUstream stream
   return "";
 }
 
+double rms(const HostTensor& t) {
+  double squares = 0;
+  for (double v : t.data) squares += v * v;
+  return t.data.empty() ? 0.0 : std::sqrt(squares / double(t.data.size()));
+}
+
 std::string mismatches(const std::vector<double>& got, const HostTensor& expected, double tol) {
   std::string out;
   int shown = 0;

@@ -38,6 +38,9 @@ struct DeviceTensors {
 std::string run_and_replay(LoadedPlan& plan, DeviceTensors& dev, CUstream stream, const HostTensor& expected, double tol,
                            int runs = 1);
 
+// The root mean square of `t`'s values: the scale a tolerance of fp16's roundings carried through a chain is taken of.
+double rms(const HostTensor& t);
+
 // "" when every element of `got` is within tol + tol * |expected| (NaN where expected is NaN); else up to five
 // "index i: got g, expected e".
 std::string mismatches(const std::vector<double>& got, const HostTensor& expected, double tol);

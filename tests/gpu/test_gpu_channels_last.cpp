@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -101,9 +100,7 @@ TEST(GpuChannelsLast, TheFp16FormMatchesTheInterpreter) {
       auto loaded = load(a, s, gpu.compiler, library_epilogue, name);
       if (!loaded) continue;
       // fp16's roundings carried through chains without a norm: of the output's RMS.
-      double squares = 0;
-      for (double v : expected.data) squares += v * v;
-      const double tol = 2e-2 * std::max(1.0, std::sqrt(squares / double(expected.data.size())));
+      const double tol = 2e-2 * std::max(1.0, testing::rms(expected));
       ASSERT_EQ(testing::run_and_replay(*loaded, dev, gpu.stream, expected, tol), "")
           << name << (library_epilogue ? " epilogue in cuDNN" : "");
       ++checked;
