@@ -61,8 +61,13 @@ class Rewrite {
   // A value is wanted channels-last where a convolution the form changes reads it as its input, a reduction reads it
   // (a reduction runs on either layout: a global average pool after the last block needs no transpose), or an
   // elementwise op that is wanted reads it at the same rank (a BatchNorm's per-channel statistics [1, C, 1, 1]).
+  // So is elementwise arithmetic the graph outputs: its kernel is the transpose back (partition.cpp computes a
+  // materialized permute's elementwise source in the transpose), reading its channels-last operands once, where
+  // computing it channels-first transposed each of them (a network's last norm's input and its residual) first.
   void mark_wanted() {
     const std::vector<std::vector<int>> readers = p_.readers();
+    for (int o : p_.outputs)
+      if (elementwise(p_.at(o))) wanted_[size_t(o)] = true;
     for (int i = int(p_.nodes.size()) - 1; i >= 0; --i)
       for (int r : readers[size_t(i)]) {
         const Node& n = p_.at(r);

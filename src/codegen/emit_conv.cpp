@@ -72,28 +72,30 @@ ConvEpilogue conv_epilogue(const EmitContext& cx, const Node& conv) {
   return {conv.args.size() > 2 ? buffer_of(cx, conv.args[2]) : -1, conv_activation(conv)};
 }
 
-std::string tiled_transpose(int64_t A, int64_t B, int64_t C, const std::string& load, const std::string& store) {
+std::string tiled_transpose(int64_t A, int64_t B, int64_t C, const std::string& load, const std::string& store,
+                            const std::string& fetch) {
   const auto I = i64_literal;
   if (C == 1) {  // nothing to transpose (a channels-last tensor into its copies): an element a thread, in order
     std::string s = "  for (i64 i = (i64)blockIdx.x * 256 + threadIdx.x; i < " + I(A * B) + "; i += (i64)gridDim.x * 256) {\n";
     s += "    const i64 a = i / " + I(B) + ", b = i % " + I(B) + ", c = 0;\n    (void)c;\n";
-    s += "    const auto v = src[i];\n    {\n        const float x = " + load + ";\n" + store + "    }\n  }\n";
+    s += (fetch.empty() ? "    const auto v = src[i];\n" : fetch) + "    {\n        const float x = " + load + ";\n" + store + "    }\n  }\n";
     return s;
   }
   const int64_t tiles_b = (B + 31) / 32, tiles_c = (C + 31) / 32;
   std::string s = "  __shared__ float tile[32][33];  // one column of padding: the transposed read is conflict-free\n";
   s += "  const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;\n";
   s += "  for (i64 t = blockIdx.x; t < " + I(A * tiles_b * tiles_c) + "; t += gridDim.x) {\n";
-  s += "    const i64 a = t / " + I(tiles_b * tiles_c) + ", b0 = t / " + I(tiles_c) + " % " + I(tiles_b) +
-       " * 32, c0 = t % " + I(tiles_c) + " * 32;\n";
+  s += "    const i64 a = t / " + I(tiles_b * tiles_c) + ", ob = t / " + I(tiles_c) + " % " + I(tiles_b) +
+       " * 32, oc = t % " + I(tiles_c) + " * 32;\n";
   s += "    for (int i = ty; i < 32; i += 8)\n";
-  s += "      if (b0 + i < " + I(B) + " && c0 + tx < " + I(C) + ") {\n";
-  s += "        const auto v = src[a * " + I(B * C) + " + (b0 + i) * " + I(C) + " + c0 + tx];\n";
+  s += "      if (ob + i < " + I(B) + " && oc + tx < " + I(C) + ") {\n";
+  s += "        const i64 b = ob + i, c = oc + tx;\n";
+  s += fetch.empty() ? "        const auto v = src[a * " + I(B * C) + " + b * " + I(C) + " + c];\n" : fetch;
   s += "        tile[i][tx] = " + load + ";\n      }\n";
   s += "    __syncthreads();\n";
   s += "    for (int i = ty; i < 32; i += 8)\n";
-  s += "      if (c0 + i < " + I(C) + " && b0 + tx < " + I(B) + ") {\n";
-  s += "        const i64 b = b0 + tx, c = c0 + i;\n";
+  s += "      if (oc + i < " + I(C) + " && ob + tx < " + I(B) + ") {\n";
+  s += "        const i64 b = ob + tx, c = oc + i;\n";
   s += "        const float x = tile[tx][i];\n";
   s += store;
   s += "      }\n";

@@ -18,43 +18,75 @@ std::string access_type(int bytes, bool f32) {
   return bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int" : "unsigned short";
 }
 
-// A materialized permute (codegen/partition.h) of a contiguous f32, f16 or bf16 tensor that moves a block of dims
-// past the next, [A][B][C] -> [A][C][B] (channels last and back): tiled_transpose, both sides coalesced, where a
-// pointwise kernel would read one side strided (an fp16 convolution's channels-last result back to channels first:
-// 0.39 ms for 205 MB on an H100 read strided). 16-bit values cross the tile as floats, exactly. nullopt for any
-// other group or permutation.
+// A materialized permute (codegen/partition.h) that moves a block of dims past the next, [A][B][C] -> [A][C][B]
+// (channels last and back): tiled_transpose, both sides coalesced, where a pointwise kernel would read one side
+// strided (an fp16 convolution's channels-last result back to channels first: 0.39 ms for 205 MB on an H100 read
+// strided). 16-bit values cross the tile as floats, exactly. nullopt for any other permutation.
 std::optional<PlanKernel> tiled_permute(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
   const Graph& gr = *cx.partition.graph;
-  if (g.elem_outputs.size() != 1 || !materialized_permute(gr.at(g.elem_outputs[0]))) return std::nullopt;
-  const Node& p = gr.at(g.elem_outputs[0]);
-  const Access in = access_of(cx.partition, p.args[0]);
-  const DType dtype = p.type.dtype;
-  if (!in.contiguous() || gr.at(p.args[0]).type.dtype != dtype || (dtype != DType::f32 && !is_half(dtype))) return std::nullopt;
-  const bool half = is_half(dtype);
-  const std::string type = half ? "unsigned short" : "float", suffix = dtype == DType::bf16 ? "bf16" : "f16";
-  const std::string load = half ? "kf_from_" + suffix + "(v)" : "v", store = half ? "kf_to_" + suffix + "(x)" : "x";
-  const std::vector<int64_t> dims = p.attr_ints("dims");
-  const size_t r = dims.size();
-  size_t k = 0;
-  while (k < r && dims[k] == int64_t(k)) ++k;
-  if (k == r) return std::nullopt;
-  const size_t j = size_t(dims[k]);  // dims[k..] must be j, j + 1, .., r - 1, then k, .., j - 1
-  for (size_t i = k; i < r; ++i)
-    if (dims[i] != int64_t(i - k < r - j ? j + (i - k) : k + (i - k) - (r - j))) return std::nullopt;
-  auto product = [&](size_t from, size_t to) {
+  const Node& p = gr.at(g.elem_outputs.at(0));
+  const auto split = materialized_permute(p) ? block_transpose(p.attr_ints("dims")) : std::nullopt;
+  if (!split) return std::nullopt;
+  const int src = p.args[0];
+  const Shape& from = gr.at(src).type.shape;
+  const size_t r = from.size(), k = split->k, j = split->j;
+  auto product = [&](size_t a, size_t b) {
     int64_t v = 1;
-    for (size_t i = from; i < to; ++i) v *= in.shape[i];
+    for (size_t i = a; i < b; ++i) v *= from[i];
     return v;
   };
   const int64_t A = product(0, k), B = product(k, j), C = product(j, r);
   const auto I = i64_literal;
+  const DType dtype = p.type.dtype;
+  const bool half = is_half(dtype);
+  const std::string suffix = dtype == DType::bf16 ? "bf16" : "f16";
+  const std::string load = half ? "kf_from_" + suffix + "(v)" : "v", store = half ? "kf_to_" + suffix + "(x)" : "x";
   std::string s = "// kforge kernel " + name + ": the permute '" + p.name + "' as a tiled transpose, [" + std::to_string(A) +
                   "][" + std::to_string(B) + "][" + std::to_string(C) + "] -> [a][c][b]\n";
-  s += "extern \"C\" __global__ void __launch_bounds__(256) " + name +
-       "(const " + type + "* __restrict__ src, " + type + "* __restrict__ dst) {\n";
-  s += tiled_transpose(A, B, C, load, "        dst[a * " + I(B * C) + " + c * " + I(B) + " + b] = " + store + ";\n") + "}\n";
-  return generated_kernel(g, ks, name, s, {buffer_of(cx, in.owner), buffer_of(cx, g.elem_outputs[0])},
-                          clamp_grid(g, tiled_transpose_blocks(A, B, C)), 256);
+  const bool readable = is_readable(cx.partition, src);
+  const Access in = readable ? access_of(cx.partition, src) : Access{};
+  if (g.elem_outputs.size() == 1 && readable && in.contiguous()) {
+    const std::string type = half ? "unsigned short" : "float";
+    s += "extern \"C\" __global__ void __launch_bounds__(256) " + name + "(const " + type + "* __restrict__ src, " + type +
+         "* __restrict__ dst) {\n";
+    s += tiled_transpose(A, B, C, load, "        dst[a * " + I(B * C) + " + c * " + I(B) + " + b] = " + store + ";\n") + "}\n";
+    return generated_kernel(g, ks, name, s, {buffer_of(cx, in.owner), buffer_of(cx, g.elem_outputs[0])},
+                            clamp_grid(g, tiled_transpose_blocks(A, B, C)), 256);
+  }
+  // The transposed value computed where it is read (elementwise arithmetic only the permute reads: partition.cpp),
+  // at the source's coordinates (a, b, c split into its dims); the group's other outputs, values of the result's
+  // shape computed from it (a rounding to fp16 beside it), at the result's coordinates, from the tile.
+  KernelWriter w(cx.partition, g, cx.buffer_of_owner);
+  auto coords_of = [&](const Shape& shape, const std::vector<std::pair<std::string, std::pair<size_t, size_t>>>& parts,
+                       std::vector<std::string>& coords) {
+    std::string d;
+    for (const auto& [index, range] : parts) {
+      std::vector<int64_t> dims;
+      for (size_t i = range.first; i < range.second; ++i) dims.push_back(int64_t(i));
+      if (!dims.empty()) d += decompose_index(index, dims, shape, coords, "        ");
+    }
+    return d;
+  };
+  std::vector<std::string> source(r, "0");
+  std::string fetch = coords_of(from, {{"a", {0, k}}, {"b", {k, j}}, {"c", {j, r}}}, source);
+  w.begin_site(source, "", "        ");
+  const std::string v = w.value(src);
+  fetch += w.take() + "        const auto v = " + v + ";\n";
+  std::vector<std::string> result(r, "0");
+  const size_t moved = r - j;  // C's dims come first in the result
+  std::string put = g.elem_outputs.size() > 1 ? coords_of(p.type.shape, {{"a", {0, k}}, {"c", {k, k + moved}}, {"b", {k + moved, r}}}, result) : "";
+  put += "        const i64 didx = a * " + I(B * C) + " + c * " + I(B) + " + b;\n";
+  put += "        const " + w.ctype(g.elem_outputs[0]) + " xp = " + store + ";\n";
+  w.begin_site(result, "didx", "        ");
+  w.bind(g.elem_outputs[0], "xp");
+  std::vector<std::string> vals{"xp"}, at;
+  for (size_t o = 1; o < g.elem_outputs.size(); ++o) vals.push_back(w.value(g.elem_outputs[o]));
+  put += w.take();
+  for (int o : g.elem_outputs) at.push_back(w.out_index(o));
+  for (size_t o = 0; o < vals.size(); ++o) put += "        " + w.buf(g.elem_outputs[o]) + "[" + at[o] + "] = " + vals[o] + ";\n";
+  s += "extern \"C\" __global__ void __launch_bounds__(256) " + name + "(" + w.params() + ") {\n";
+  s += tiled_transpose(A, B, C, load, put, fetch) + "}\n";
+  return generated_kernel(g, ks, name, s, w.used_buffers(), clamp_grid(g, tiled_transpose_blocks(A, B, C)), 256);
 }
 }  // namespace
 

@@ -78,7 +78,9 @@ std::string half_parts_code(const std::string& x, bool lo, const std::string& in
 // expression of v); `store` the statements writing tile value `x` of element (a, b, c) (locals of those names).
 // tiled_transpose_blocks: the tiles, one block's work each. With C = 1 there is nothing to transpose (a
 // channels-last tensor into its copies): an element a thread in order, grid-stride, c = 0, 256 elements a block.
-std::string tiled_transpose(int64_t A, int64_t B, int64_t C, const std::string& load, const std::string& store);
+// `fetch`, where given, replaces the read of `src`: statements defining `v` from the element's (a, b, c).
+std::string tiled_transpose(int64_t A, int64_t B, int64_t C, const std::string& load, const std::string& store,
+                            const std::string& fetch = "");
 int64_t tiled_transpose_blocks(int64_t A, int64_t B, int64_t C);
 // emit_conv's cuDNN step in fp16x3 (emit_conv_split.cpp): src [A][B][C] (float) to dst, channels last, each element
 // scaled by 2^e (`which` operand's scale, ea or eb) and written as three fp16 parts (`parts`: "hi" or "lo" each)

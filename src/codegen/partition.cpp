@@ -97,6 +97,17 @@ struct Partitioner {
     return true;
   }
 
+  // A materialized permute of elementwise arithmetic that nothing else reads computes it in its own kernel, at the
+  // tile's source coordinates (emit_pointwise.cpp): the channels-last form's last ops (a norm's apply, a residual add,
+  // an activation) and the transpose back to the graph's layout are one kernel reading the operands once, where the
+  // arithmetic's result was written, read back and written again transposed.
+  bool transposes_its_arithmetic(int id, const std::vector<std::vector<int>>& readers) const {
+    if (!materialized_permute(g.at(id)) || !block_transpose(g.at(id).attr_ints("dims"))) return false;
+    const int src = g.at(id).args[0];
+    const Node& a = g.at(src);
+    return is_elementwise_op(a.op) && a.op != "const" && is_float(a.type.dtype) && readers[size_t(src)].size() == 1;
+  }
+
   void mark_stored() {
     size_t n = g.nodes.size();
     p.stored.assign(n, false);
@@ -134,7 +145,8 @@ struct Partitioner {
         for (int a : nd.args)
           if (!is_view_op(g.at(a).op)) p.stored[a] = true;
       // Views are folded into strided reads of stored values only; a view of a computed value stores it.
-      if (is_view_op(nd.op) && !(const_through_views(g, int(i)) >= 0 && read_as_values(int(i), readers) && !p.stored[i])) {
+      if (is_view_op(nd.op) && !(const_through_views(g, int(i)) >= 0 && read_as_values(int(i), readers) && !p.stored[i]) &&
+          !transposes_its_arithmetic(int(i), readers)) {
         const Node& src = g.at(nd.args[0]);
         if (!is_view_op(src.op) || (nd.op == "reshape" && src.op != "reshape")) p.stored[nd.args[0]] = true;
       }
@@ -318,9 +330,11 @@ struct Partitioner {
         // too: one launch where there were two, the shared reads once (an unrolled LSTM's state c_t and output
         // h_t = o_t tanh(c_t); a residual sum and its activation). Only where both move in vectors (f32 or
         // 16-bit: emit_pointwise.cpp) or neither does, so a bool or i64 output does not narrow an f32 one's.
-        // Not into a materialized permute's kernel, which is a tiled transpose and nothing else.
-        ok = is_elementwise_op(n.op) && n.type.shape == k.shape && !materialized_permute(g.at(k.elem_outputs.at(0))) &&
-             is_float(n.type.dtype) == is_float(g.at(k.elem_outputs.at(0)).type.dtype);
+        // A materialized permute's tiled transpose writes them from its tile, at the result's coordinates (a
+        // channels-last input's fp16 rounding beside the f32 value a residual reads): floats only, as it moves.
+        const bool transpose = materialized_permute(g.at(k.elem_outputs.at(0)));
+        ok = is_elementwise_op(n.op) && n.type.shape == k.shape &&
+             (transpose ? is_float(n.type.dtype) : is_float(n.type.dtype) == is_float(g.at(k.elem_outputs.at(0)).type.dtype));
       }
       if (!ok || !can_join(id, gi)) continue;
       if (n.op == "reduce") k.stats.push_back(id);
@@ -464,6 +478,17 @@ struct Partitioner {
 Partition partition(const Graph& g, bool fuse_rows) { return Partitioner(g, fuse_rows).run(); }
 
 bool materialized_permute(const Node& n) { return n.op == "permute" && n.attrs.value("materialize", false); }
+
+std::optional<BlockTranspose> block_transpose(const std::vector<int64_t>& dims) {
+  const size_t r = dims.size();
+  size_t k = 0;
+  while (k < r && dims[k] == int64_t(k)) ++k;
+  if (k == r || dims[k] <= int64_t(k) || dims[k] >= int64_t(r)) return std::nullopt;
+  const size_t j = size_t(dims[k]);  // dims[k..] must be j, j + 1, .., r - 1, then k, .., j - 1
+  for (size_t i = k; i < r; ++i)
+    if (dims[i] != int64_t(i - k < r - j ? j + (i - k) : k + (i - k) - (r - j))) return std::nullopt;
+  return BlockTranspose{k, j};
+}
 
 bool stored_by_nature(const Node& n) {
   return is_source(n) || n.op == "reduce" || n.op == "scan" || n.op == "pool" || n.op == "matmul" || is_conv_op(n.op) ||

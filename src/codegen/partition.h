@@ -92,6 +92,12 @@ bool stored_by_nature(const Node& n);
 // own that transposes through shared memory (emit_pointwise.cpp), where a strided read by each reader would not be
 // coalesced.
 bool materialized_permute(const Node& n);
+// A permutation that moves a block of dims past the next, [A][B][C] -> [A][C][B] (channels last and back, a tiled
+// transpose): B's dims are k..j-1, C's j..; nullopt for any other (or the identity).
+struct BlockTranspose {
+  size_t k, j;
+};
+std::optional<BlockTranspose> block_transpose(const std::vector<int64_t>& dims);
 // The constant that node `id` is, seen through views (an expanded scalar: every element the same value); -1 where it
 // is none. Such a view is its constant wherever it is read: nothing is stored for it.
 int const_through_views(const Graph& g, int id);

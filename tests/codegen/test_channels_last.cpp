@@ -19,6 +19,7 @@
 #include "common/plan_steps.h"
 #include "common/random_inputs.h"
 #include "ir/conv.h"
+#include "ir/decompose.h"
 #include "ir/half_operands.h"
 #include "ir/interpreter.h"
 #include "ir/ops.h"
@@ -439,6 +440,48 @@ TEST(ChannelsLast, AnFp16TransposeIsTiledOnTheCpu) {
   for (int n = 0; n < 2; ++n)
     for (int a = 0; a < 45; ++a)
       for (int b = 0; b < 37; ++b) ASSERT_EQ(out[size_t((n * 37 + b) * 45 + a)], in[size_t((n * 45 + a) * 37 + b)]);
+}
+
+// Arithmetic only a layout change reads is computed in the transpose's kernel, at the source's coordinates, and a
+// rounding of the transposed value is written beside it from the tile: one kernel, the input read once, for both
+// directions (channels last, C spanning two dims, and back, B spanning two).
+TEST(ChannelsLast, ATransposeComputesTheArithmeticItMovesAndRoundsBesideIt) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  struct Case {
+    std::vector<int64_t> x, per_channel, dims;
+  };
+  for (const Case& c : {Case{{2, 7, 6, 5}, {7, 1, 1}, {0, 2, 3, 1}}, Case{{2, 6, 5, 7}, {7}, {0, 3, 1, 2}}}) {
+    json g = {{"inputs", {testing::value("x", c.x)}},
+              {"params", {testing::value("w", c.per_channel), testing::value("b", c.per_channel)}},
+              {"nodes", {testing::node("m", "mul", {"x", "w"}), testing::node("a", "add", {"m", "b"}), testing::node("r", "relu", {"a"}),
+                         testing::node("p", "permute", {"r"}, {{"dims", c.dims}, {"materialize", true}}),
+                         testing::node("h", "cast", {"p"}, {{"dtype", "f16"}})}},
+              {"outputs", {"p", "h"}}};
+    const Graph graph = graph_from_json(g);
+    Plan p = lower(graph, {});
+    ASSERT_EQ(p.kernels.size(), 1u) << "the arithmetic, the transpose and the rounding in one kernel";
+    const PlanKernel& k = p.kernels[0];
+    ASSERT_NE(k.source.find("as a tiled transpose"), std::string::npos) << k.source;
+    std::mt19937_64 rng(7);
+    const std::vector<HostTensor> inputs = testing::random_values(graph, graph.inputs, rng),
+                                  params = testing::random_values(graph, graph.params, rng);
+    testing::HostPlanBuffers h = testing::plan_buffers_on_cpu(p, inputs, params);
+    std::vector<float*> args;
+    for (int b : k.args) args.push_back(h.data[size_t(b)].data());
+    testing::run_on_cpu(k, args, k.grid);
+    const std::vector<HostTensor> want = interpret(decompose(graph), inputs, params);
+    for (size_t b = 0; b < p.buffers.size(); ++b) {
+      if (p.buffers[b].role != BufferRole::output) continue;
+      const int o = p.buffers[b].index;
+      std::vector<float> got(h.data[b].begin(), h.data[b].end());
+      if (p.buffers[b].dtype == DType::f16) {
+        const uint16_t* bits = reinterpret_cast<const uint16_t*>(h.data[b].data());
+        got.assign(size_t(numel(p.buffers[b].shape)), 0.f);
+        for (size_t i = 0; i < got.size(); ++i) got[i] = float(std::bit_cast<_Float16>(bits[i]));
+      }
+      EXPECT_EQ(testing::mismatches(got, want.at(size_t(o)), o == 0 ? 1e-6 : 1e-3), "") << "output " << o;
+    }
+  }
 }
 
 // A folded epilogue (bias, ReLU) of an fp16 result applied in place, 16 bits read and written, the bias of the
