@@ -15,6 +15,12 @@
 
 namespace kforge {
 
+// The layout form a schedule's flags ask for of a graph with or without a channels-last form: 0 the default, 1
+// channels last, 2 channels last with fp16 convolutions (GraphAnalysis's forms and the proposer's index them so).
+inline int layout_form(bool has_channels_last, bool channels_last, bool half) {
+  return channels_last && has_channels_last ? 1 + half : 0;
+}
+
 class GraphAnalysis {
  public:
   // Implicit: a one-off caller (a test, `kforge lower`) passes a graph where an analysis is asked for; the search
@@ -53,8 +59,7 @@ class GraphAnalysis {
   bool has_channels_last_ = false, has_recurrence_ = false;
   std::string hash_;
   TargetFacts target_;
-  // The layout forms: 0 the default, 1 channels last, 2 channels last with fp16 convolutions.
-  int layout_form(bool channels_last, bool half) const { return channels_last && has_channels_last_ ? 1 + half : 0; }
+  int layout_form(bool channels_last, bool half) const { return kforge::layout_form(has_channels_last_, channels_last, half); }
   // [unrolled][layout form]: the default form built with the analysis, the others at their first use ([0][0]'s
   // flag unused).
   mutable std::once_flag forms_once_[2][3];

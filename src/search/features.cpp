@@ -91,6 +91,9 @@ PlanFeatures plan_features(const GraphAnalysis& analysis, const Schedule& schedu
   PlanFeatures p;
   p.fuse_rows = schedule.fuse_rows;
   p.cuda_graph = schedule.cuda_graph;
+  p.channels_last = schedule.channels_last && analysis.has_channels_last_form();
+  p.half_activations = p.channels_last && schedule.half_activations;
+  p.unrolled = schedule.unroll_recurrences && analysis.has_unrolled_form();
   const std::vector<KernelGroup>& groups = analysis.groups(schedule);
   double min_rows = 1e300, max_row = 1, threads = 0;
   for (auto& g : groups) {
@@ -144,7 +147,8 @@ const std::vector<std::string>& feature_names() {
       "plan.kernels", "plan.fuse_rows", "plan.cuda_graph", "plan.pointwise_groups", "plan.row_groups",
       "plan.scan_groups", "plan.pool_groups", "plan.flat", "plan.thread", "plan.warp", "plan.block", "plan.split",
       "plan.tile", "plan.mean_block", "plan.max_vec", "plan.mean_items", "plan.max_chunks", "plan.cached_rows",
-      "plan.log_max_row_length", "plan.log_min_rows", "plan.log_total_threads", "plan.passes"};
+      "plan.log_max_row_length", "plan.log_min_rows", "plan.log_total_threads", "plan.passes", "plan.channels_last",
+      "plan.half_activations", "plan.unrolled"};
   return names;
 }
 
@@ -161,7 +165,8 @@ std::vector<double> feature_vector(const TaskFeatures& t, const PlanFeatures& p)
   std::vector<double> v = task_vector(t);
   v.insert(v.end(), {p.kernels, p.fuse_rows, p.cuda_graph, p.pointwise_groups, p.row_groups, p.scan_groups, p.pool_groups,
           p.flat, p.thread, p.warp, p.block, p.split, p.tile, p.mean_block, p.max_vec, p.mean_items, p.max_chunks,
-          p.cached_rows, p.log_max_row_length, p.log_min_rows, p.log_total_threads, p.passes});
+          p.cached_rows, p.log_max_row_length, p.log_min_rows, p.log_total_threads, p.passes, p.channels_last,
+          p.half_activations, p.unrolled});
   return v;
 }
 

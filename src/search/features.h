@@ -27,6 +27,8 @@ struct TaskFeatures {
 
 struct PlanFeatures {
   double kernels = 0, fuse_rows = 0, cuda_graph = 0;
+  // The plan's form (codegen/analysis.h): channels last, with fp16 convolutions, recurrences unrolled.
+  double channels_last = 0, half_activations = 0, unrolled = 0;
   double pointwise_groups = 0, row_groups = 0, scan_groups = 0, pool_groups = 0;
   // Per strategy: how many groups use it.
   double flat = 0, thread = 0, warp = 0, block = 0, split = 0, tile = 0;

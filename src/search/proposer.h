@@ -67,7 +67,7 @@ class ScheduleProposer {
   };
   Form forms_[2][3][2];
   const Form& form_of(const Schedule& s) const {
-    return forms_[s.unroll_recurrences && unrolled_][s.channels_last && channels_last_ ? 1 + s.half_activations : 0][s.fuse_rows];
+    return forms_[s.unroll_recurrences && unrolled_][layout_form(channels_last_, s.channels_last, s.half_activations)][s.fuse_rows];
   }
   // Drops the kernels' schedules that `s`'s form lacks a group for or holds illegal (after a change of form).
   void keep_legal(Schedule& s) const;

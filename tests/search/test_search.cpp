@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "common/scratch_path.h"
+#include "common/channels_last_graphs.h"
 #include "common/conv_graphs.h"
 #include "common/sample_graphs.h"
 #include "codegen/lower.h"
@@ -165,6 +166,20 @@ TEST(Features, PlanFeaturesFollowTheSchedule) {
   auto v = feature_vector(task_features(g, {}), fused);
   EXPECT_EQ(v.size(), feature_names().size());
   EXPECT_NE(v, feature_vector(task_features(g, {}), split));
+}
+
+// The plan's form is a feature: a cost model tells the channels-last forms' plans from the default form's.
+TEST(Features, ThePlansFormIsAFeature) {
+  GraphAnalysis a(graph_from_json(testing::channels_last_graphs::chain()));
+  Schedule last, half;
+  last.channels_last = half.channels_last = half.half_activations = true;
+  const PlanFeatures plain = plan_features(a, Schedule{}), cl = plan_features(a, last), fp16 = plan_features(a, half);
+  EXPECT_EQ(plain.channels_last + plain.half_activations, 0);
+  EXPECT_EQ(cl.channels_last, 1);
+  EXPECT_EQ(cl.half_activations, 0);
+  EXPECT_EQ(fp16.half_activations, 1);
+  const TaskFeatures t = task_features(a.graph(), {});
+  EXPECT_NE(feature_vector(t, cl), feature_vector(t, fp16));
 }
 
 }  // namespace
