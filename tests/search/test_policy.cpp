@@ -13,6 +13,7 @@
 #include "codegen/lower.h"
 #include "common/attention_graphs.h"
 #include "common/conv_graphs.h"
+#include "common/half_graphs.h"
 #include "common/matmul_graphs.h"
 #include "common/sample_graphs.h"
 #include "common/synthetic_times.h"
@@ -252,6 +253,25 @@ TEST(Opening, NeighbouringConvolutionsAlsoOpenChannelsLast) {
   EXPECT_TRUE(last[0]->kernels.begin()->second.library_epilogue);
   EXPECT_EQ(last[1]->kernels.begin()->second.precision, Precision::fp16);
   EXPECT_EQ(last[2]->kernels.begin()->second.precision, Precision::tf32);
+}
+
+// A half-precision task's own convolutions (no calls' openings: their precision is the dtype's) open in the
+// channels-last form right after the default (and its unfused twin, where it has one).
+TEST(Opening, AHalfPrecisionTasksConvolutionsOpenChannelsLastEarly) {
+  for (const char* dtype : {"f16", "bf16"})
+    for (const testing::SampleGraph& sample : testing::half_library_graphs(dtype)) {
+      if (sample.name.find("conv") == std::string::npos) continue;
+      Graph g = graph_from_json(sample.graph);
+      Policy p = Policy::local;
+      ScheduleProposer proposer(g, 1);
+      auto opening = opening_candidates(g, p, OptimizeOptions{}, proposer, 4000);
+      const auto last = std::find_if(opening.begin(), opening.end(), [](const Schedule& s) { return s.channels_last; });
+      ASSERT_NE(last, opening.end()) << sample.name << " " << dtype;
+      EXPECT_FALSE(last->half_activations);
+      EXPECT_GE(last - opening.begin(), 1) << "after the default";
+      EXPECT_LE(last - opening.begin(), 2) << "and its unfused twin, where it has one";
+      EXPECT_NO_THROW(lower(g, *last)) << sample.name;
+    }
 }
 
 // A half-precision task's attention opens second with 4 warps of two 16-row tiles (each K and V fragment serving
