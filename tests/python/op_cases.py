@@ -388,6 +388,18 @@ CASES = [
          params=["c.weight", "c.bias"]),
     Case("conv2d_same", "self.c(x)", ["conv"], inputs=IMAGE, init="self.c = nn.Conv2d(3, 4, 5, padding='same')",
          params=["c.weight", "c.bias"], attrs={"conv": {"padding": [2, 2]}}),
+    # padding='same' with an even kernel extent (the extra element on the right) and padding modes other than zeros:
+    # the input padded first (F.pad's composition), the convolution unpadded, as PyTorch's modules compute them
+    Case("conv2d_same_even_kernel", "self.c(x)", ["const", "expand", "cat", "const", "expand", "const", "expand", "cat",
+         "conv"], inputs=IMAGE, init="self.c = nn.Conv2d(3, 4, (4, 2), padding='same')",
+         params=["c.weight", "c.bias"], attrs={"conv": {"padding": [0, 0]}}),
+    Case("conv2d_reflect", "self.c(x)", ["slice", "flip", "slice", "flip", "cat", "slice", "flip", "slice", "flip", "cat",
+         "conv"], inputs=IMAGE, init="self.c = nn.Conv2d(3, 4, 3, padding=(1, 2), padding_mode='reflect')",
+         params=["c.weight", "c.bias"], attrs={"conv": {"padding": [0, 0]}}),
+    Case("conv1d_circular_dilated", "self.c(x)", ["slice", "slice", "cat", "conv"], inputs="torch.randn(2, 3, 11)",
+         init="self.c = nn.Conv1d(3, 5, 3, padding=2, dilation=2, padding_mode='circular')", params=["c.weight", "c.bias"]),
+    Case("conv3d_replicate", "self.c(x)", ["slice", "slice", "cat"] * 3 + ["conv"], inputs="torch.randn(1, 2, 4, 5, 6)",
+         init="self.c = nn.Conv3d(2, 3, 3, padding=1, padding_mode='replicate')", params=["c.weight", "c.bias"]),
     Case("conv3d_module", "self.c(x)", ["conv"], inputs="torch.randn(1, 2, 5, 6, 7)",
          init="self.c = nn.Conv3d(2, 3, (2, 3, 3), padding=(0, 1, 1))", params=["c.weight", "c.bias"]),
     Case("conv1d_functional_valid", "F.conv1d(x, w, padding='valid', stride=3)", ["conv"],

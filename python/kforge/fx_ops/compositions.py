@@ -119,15 +119,20 @@ def rolled(b, v: Val, d: int, shift: int) -> Val:
 # Padding: torch's pairs run from the last dim backwards.
 @on(F.pad)
 def pad(b, input, pad, mode="constant", value=None):
-    x = tensor(b, input)
+    return final(b, padded_dims(b, tensor(b, input), pad, mode, 0.0 if value is None else value))
+
+
+def padded_dims(b, x: Val, pad, mode: str, value) -> Val:
+    """`x` padded as F.pad pads it (pairs from the last dim backwards), as an intermediate value (a convolution's
+    padding mode pads its input so)."""
     pairs = list(pad)
     if len(pairs) % 2 or len(pairs) // 2 > x.ndim:
         b.refuse(f"padding {pairs} does not pair up with the tensor's {x.ndim} dims")
     v = x
     for k in range(len(pairs) // 2):
         d, left, right = x.ndim - 1 - k, pairs[2 * k], pairs[2 * k + 1]
-        v = padded(b, v, d, left, right, mode, 0.0 if value is None else value)
-    return final(b, v)
+        v = padded(b, v, d, left, right, mode, value)
+    return v
 
 
 def padded(b, v: Val, d: int, left: int, right: int, mode: str, value) -> Val:

@@ -1,14 +1,16 @@
 """Convolutions: nn.Conv1d/2d/3d and F.conv1d/2d/3d as the IR's `conv`, nn.ConvTranspose1d/2d/3d and
 F.conv_transpose1d/2d/3d as `conv_transpose` (PyTorch's semantics; the lowering makes each a cuDNN step).
 padding='valid' and 'same' become ints here; 'same' with an even dilated kernel extent needs asymmetric padding
-(PyTorch pads the extra element on the right), which the IR does not hold: refused. Padding modes other than
-'zeros' and a transposed convolution called with output_size are refused by name."""
+(PyTorch pads the extra element on the right), which the IR's convolution does not hold: the input is padded first
+(F.pad's composition), as are the inputs of convolutions whose padding mode is not 'zeros' (reflect, replicate,
+circular: PyTorch's own Conv modules pad so). A transposed convolution called with output_size is refused by name."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from kforge.dtypes import FLOATS
 from kforge.fx_ops.common import half_storage, module_param, on, on_module, tensor
+from kforge.fx_ops.compositions import padded_dims
 from kforge.fx_ops.pooling import ntuple
 
 
@@ -19,15 +21,21 @@ def conv_attrs(b, nd, x, w, stride, padding, dilation, groups) -> dict:
     kernel = list(w.shape[2:])
     if padding == "valid":
         padding = [0] * nd
-    elif padding == "same":
-        span = [d * (k - 1) for d, k in zip(dilation, kernel)]
-        if any(s % 2 for s in span):
-            b.refuse(f"padding='same' with dilated kernel extents {[s + 1 for s in span]} needs asymmetric padding, "
-                     "which is unsupported")
-        padding = [s // 2 for s in span]
+    elif padding == "same":  # even spans only: conv_handler pads the input first where one is odd
+        padding = [d * (k - 1) // 2 for d, k in zip(dilation, kernel)]
     else:
         padding = ntuple(padding, nd)
     return {"stride": stride, "padding": padding, "dilation": dilation, "groups": int(groups)}
+
+
+def same_padding_pairs(nd, w, dilation) -> list[int] | None:
+    """F.pad's pairs for padding='same' where some dilated kernel extent is even (the extra element on the right, as
+    PyTorch pads it); None where every side is even."""
+    dilation = ntuple(dilation, nd)
+    span = [d * (k - 1) for d, k in zip(dilation, w.shape[2:])]
+    if not any(s % 2 for s in span):
+        return None
+    return [p for s in reversed(span) for p in (s // 2, s - s // 2)]
 
 
 def conv_handler(nd):
@@ -36,6 +44,8 @@ def conv_handler(nd):
         for v, what in ((x, "input"), (w, "weight")):
             if v.dtype not in FLOATS:
                 b.refuse(f"convolutions are supported in float32, float16 and bfloat16, got a {v.dtype} {what}")
+        if padding == "same" and x.ndim == nd + 2 and (pairs := same_padding_pairs(nd, w, dilation)) is not None:
+            x, padding = padded_dims(b, x, pairs, "constant", 0.0), 0
         args = [x, w] if bias is None else [x, w, tensor(b, bias, "conv bias")]
         return b.emit("conv", args, {**conv_attrs(b, nd, x, w, stride, padding, dilation, groups), **half_storage(x, w)})
     return handler
@@ -43,10 +53,14 @@ def conv_handler(nd):
 
 def conv_module(nd):
     def handler(b, m, input):
-        if m.padding_mode != "zeros":
-            b.refuse(f"{type(m).__name__} with padding_mode='{m.padding_mode}' is unsupported (only 'zeros')")
+        padding = m.padding
+        if m.padding_mode != "zeros":  # as nn.Conv*d computes it: F.pad in the mode, then no padding
+            x = tensor(b, input)
+            if x.ndim != nd + 2:
+                b.refuse(f"conv{nd}d input must be [N, C, {nd} spatial dims]; unbatched shape {list(x.shape)} is not supported")
+            input, padding = padded_dims(b, x, m._reversed_padding_repeated_twice, m.padding_mode, 0.0), 0
         weight = module_param(b, m, "weight")  # params are listed in first-use order: weight, then bias
-        return conv_handler(nd)(b, input, weight, module_param(b, m, "bias"), m.stride, m.padding, m.dilation, m.groups)
+        return conv_handler(nd)(b, input, weight, module_param(b, m, "bias"), m.stride, padding, m.dilation, m.groups)
     return handler
 
 
