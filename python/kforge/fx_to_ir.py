@@ -19,7 +19,7 @@ from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 from kforge import fx_ops
 from kforge.errors import ImportProblemError
 from kforge.fx_ops import ALIAS, STATIC, compositions, einops_ops
-from kforge.fx_ops.common import dense, filled
+from kforge.fx_ops.common import MODULES, dense, filled
 from kforge.graph_builder import GraphBuilder, Val
 from kforge.problem import load_problem
 
@@ -55,7 +55,11 @@ class _Tracer(torch.fx.Tracer):
     proxy_buffer_attributes = True
 
     def is_leaf_module(self, m, qualname) -> bool:
-        return isinstance(m, einops_ops.LEAF_LAYERS) or super().is_leaf_module(m, qualname)
+        # A torch.nn module kforge has no handler for (nn.TransformerEncoderLayer, nn.Softmax2d, nn.Bilinear...) is
+        # traced through: its forward is calls kforge may know, where as a leaf it would be refused whole.
+        if isinstance(m, einops_ops.LEAF_LAYERS):
+            return True
+        return super().is_leaf_module(m, qualname) and type(m) in MODULES
 
 
 def trace(model, example_inputs, file) -> torch.fx.GraphModule:

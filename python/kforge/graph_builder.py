@@ -120,7 +120,7 @@ class GraphBuilder:
         return self._add(self.fresh(f"{self.node.name}_{op}"), op, args, attrs, dtype, tuple(shape))
 
     def const(self, value, dtype) -> Val:
-        value = {torch.int64: int, torch.bool: bool}.get(dtype, float)(value)
+        value = {torch.int64: int, torch.bool: lambda v: int(bool(v))}.get(dtype, float)(value)  # JSON bools are no numbers
         return self.emit_tmp("const", [], {"value": value, "dtype": self.ir_dtype(dtype)}, dtype, ())
 
     def cast(self, v: Val, dtype) -> Val:

@@ -154,16 +154,21 @@ std::string KernelWriter::cat(const Node& n) {
   std::string e, close;
   int64_t start = 0;
   for (size_t k = 0; k < n.args.size(); ++k) {
-    Access a = access_of(p_, n.args[k]);
-    int b = buffer_id(a.owner);
-    use_buffer(b, false);
-    std::string index = std::to_string(a.offset);
-    for (size_t i = 0; i < rank; ++i) {
-      if (i != d && n.type.shape[i] == 1) continue;
-      std::string c = i == d ? "(" + cd + " - " + std::to_string(start) + "LL)" : coord_of(i, rank);
-      index += " + (i64)" + c + " * " + std::to_string(a.strides[i]);
+    std::string load;
+    if (const int c = is_readable(p_, n.args[k]) ? -1 : const_through_views(g_, n.args[k]); c >= 0) {
+      load = value(c);  // one value throughout the part (a literal tensor's element): nothing stored
+    } else {
+      Access a = access_of(p_, n.args[k]);
+      int b = buffer_id(a.owner);
+      use_buffer(b, false);
+      std::string index = std::to_string(a.offset);
+      for (size_t i = 0; i < rank; ++i) {
+        if (i != d && n.type.shape[i] == 1) continue;
+        std::string c = i == d ? "(" + cd + " - " + std::to_string(start) + "LL)" : coord_of(i, rank);
+        index += " + (i64)" + c + " * " + std::to_string(a.strides[i]);
+      }
+      load = "b" + std::to_string(b) + "[" + index + "]";
     }
-    std::string load = "b" + std::to_string(b) + "[" + index + "]";
     start += g_.at(n.args[k]).type.shape[d];
     if (k + 1 == n.args.size()) {
       e += load;

@@ -87,12 +87,13 @@ struct Partitioner {
     }
   }
 
-  // Whether every reader of `id` takes it as values at the reader's own coordinates (elementwise, not a
-  // concatenation's or a gather's positions), so that a view of a constant needs no memory.
+  // Whether every reader of `id` takes it as values (elementwise, not a gather's positions), so that a view of a
+  // constant needs no memory: the reader writes the constant where it reads it, a concatenation too (one value a
+  // part: a literal tensor of forward is a concatenation of its elements, KernelWriter::cat).
   bool read_as_values(int id, const std::vector<std::vector<int>>& readers) const {
     for (int r : readers[size_t(id)]) {
       const Node& n = g.at(r);
-      if (reachable[size_t(r)] && (!is_elementwise_op(n.op) || n.op == "cat" || n.op == "gather")) return false;
+      if (reachable[size_t(r)] && (!is_elementwise_op(n.op) || n.op == "gather")) return false;
     }
     return true;
   }
@@ -140,10 +141,10 @@ struct Partitioner {
         const int half = nd.op == "pool" ? half_cast_source(g, nd.args[0]) : -1;
         p.stored[half >= 0 ? half : nd.args[0]] = true;
       }
-      // A concatenation reads each part at its own positions: every part needs memory.
+      // A concatenation reads each part at its own positions: every part needs memory, but a constant's.
       if (nd.op == "cat")
         for (int a : nd.args)
-          if (!is_view_op(g.at(a).op)) p.stored[a] = true;
+          if (!is_view_op(g.at(a).op) && g.at(a).op != "const") p.stored[a] = true;
       // Views are folded into strided reads of stored values only; a view of a computed value stores it.
       if (is_view_op(nd.op) && !(const_through_views(g, int(i)) >= 0 && read_as_values(int(i), readers) && !p.stored[i]) &&
           !transposes_its_arithmetic(int(i), readers)) {

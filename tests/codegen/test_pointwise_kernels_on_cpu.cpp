@@ -56,6 +56,25 @@ TEST(CatKernels, MatchTheInterpreterOnTheCpu) {
     EXPECT_GE(schedules_matching_the_interpreter(name, 7), 1) << name;
 }
 
+// A literal tensor (a concatenation of one constant an element) stores none of its parts: at most the concatenation's
+// kernel and its reader's, where every part once took a kernel of its own.
+TEST(CatKernels, ALiteralTensorStoresNoneOfItsElements) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  const Plan p = lower(graph_from_json(testing::sample_graph("literal_tensor_add")), {});
+  EXPECT_LE(p.kernels.size(), 2u);
+  Graph g = graph_from_json(testing::sample_graph("literal_tensor_add"));
+  std::mt19937_64 rng(3);
+  auto inputs = testing::random_values(g, g.inputs, rng);
+  const std::vector<HostTensor> want = interpret(primitive_graph(g), inputs, {});
+  testing::HostPlanBuffers h = testing::plan_buffers_on_cpu(p, inputs);
+  for (const PlanKernel& k : p.kernels) {
+    std::vector<float*> args;
+    for (int b : k.args) args.push_back(h.data[size_t(b)].data());
+    testing::run_on_cpu(k, args, k.grid);
+  }
+  EXPECT_EQ(testing::mismatches(testing::output_values(p, h), want[0], 1e-6), "");
+}
+
 // Half-precision inputs and outputs (16-bit patterns, vector loads and stores of 2-8 of them) against the
 // interpreter, which rounds each stored value once: one unit in the last place of bf16 is 2^-8 relative.
 TEST(HalfPrecisionKernels, MatchTheInterpreterOnTheCpuAtEveryVectorWidth) {

@@ -48,6 +48,24 @@ std::vector<SampleGraph> sample_graphs() {
                                               node("cat", "cat", {"a", "b", "cp"}, {{"dim", 1}}),
                                               node("y", "relu", {"cat"})}},
                                    {"outputs", {"y"}}}});
+  // A literal tensor of forward (torch.tensor([...]) there), as the importer writes it: one constant an element
+  // concatenated, here a constant part too; no part is stored, the concatenation writes each value where it lies.
+  {
+    nlohmann::json nodes = nlohmann::json::array(), parts = nlohmann::json::array();
+    for (int k = 0; k < 5; ++k) {
+      const std::string c = "c" + std::to_string(k), r = "r" + std::to_string(k);
+      nodes.push_back(node(c, "const", {}, {{"value", 0.5 * k - 1.0}}));
+      nodes.push_back(node(r, "reshape", {c}, {{"shape", {1}}}));
+      parts.push_back(r);
+    }
+    nodes.push_back(node("last", "const", {}, {{"value", 7.0}}));
+    nodes.push_back(node("tail", "expand", {"last"}, {{"shape", {1}}}));
+    parts.push_back("tail");
+    nodes.push_back(node("flat", "cat", parts.get<std::vector<std::string>>(), {{"dim", 0}}));
+    nodes.push_back(node("literal", "reshape", {"flat"}, {{"shape", {2, 3}}}));
+    nodes.push_back(node("y", "add", {"x", "literal"}));
+    g.push_back({"literal_tensor_add", {{"inputs", {input("x", {4, 2, 3})}}, {"nodes", nodes}, {"outputs", {"y"}}}});
+  }
   // Slices (x[:, 1:8:2], a narrow): strided views read in place, here the two halves of a row swapped.
   g.push_back({"slices_swapped_halves", {{"inputs", {input("x", {5, 3, 40})}},
                                          {"nodes", {node("lo", "slice", {"x"}, {{"dim", 2}, {"start", 0}, {"end", 20}, {"step", 1}}),

@@ -9,7 +9,8 @@ dtypes. Tables: FUNCTIONS (call_function targets), METHODS (call_method names), 
 filled by importing one module per op family.
 """
 from kforge.fx_ops import (compositions, conv, einops_ops, elementwise, loss_compositions, losses, matmul, norms,  # noqa: F401
-                           pointwise_compositions, pooling, recurrent, reductions, scans, shapes)  # (registers)
+                           pointwise_compositions, pooling, recurrent, reductions, scans, shapes,  # (registers)
+                           tensor_compositions)
 from kforge.fx_ops.common import ALIAS, FUNCTIONS, METHODS, MODULES, STATIC
 
 __all__ = ["ALIAS", "FUNCTIONS", "METHODS", "MODULES", "STATIC"]

@@ -41,12 +41,37 @@ def kl_div(b, input, target, size_average=None, reduce=None, reduction="mean", l
 def cross_entropy(b, input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     logits, labels = tensor(b, input), tensor(b, target)
-    if weight is not None or label_smoothing != 0.0 or ignore_index != -100:
-        b.refuse("cross_entropy with weight, label_smoothing or a non-default ignore_index is not supported")
+    if ignore_index != -100 or (weight is not None and label_smoothing):
+        b.refuse("cross_entropy with a non-default ignore_index, or with both weight and label_smoothing, is not "
+                 "supported")
     if logits.ndim != 2 or labels.ndim != 1 or labels.dtype != torch.int64:
         b.refuse(f"cross_entropy needs logits [N, C] and int64 class indices [N], got {list(logits.shape)} "
                  f"and {labels.dtype} {list(labels.shape)}")
-    return loss(b, "cross_entropy", [logits, labels], {"reduction": legacy_reduction(size_average, reduce, reduction)})
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if weight is None and not label_smoothing:
+        return loss(b, "cross_entropy", [logits, labels], {"reduction": reduction})
+    # PyTorch's formulas over the per-sample losses: with class weights w, each sample's loss times w[target] and
+    # the mean divided by the sum of those weights; with label smoothing e, (1 - e) times the loss plus e times
+    # the mean over classes of -log_softmax.
+    f32, n = torch.float32, logits.shape[0]
+    per = b.emit_tmp("cross_entropy", [logits, labels], {"reduction": "none"}, f32, (n,))
+
+    def scaled(v, factor):
+        return b.emit_tmp("mul", [v, b.const(float(factor), f32)], None, f32, v.shape)
+    if weight is not None:
+        picked = b.emit_tmp("gather", [b.cast(tensor(b, weight, "class weights"), f32), labels], {"dim": 0}, f32, (n,))
+        per = b.emit_tmp("mul", [per, picked], None, f32, (n,))
+        if reduction == "mean":
+            total = b.emit_tmp("sum", [per], {"dims": [], "keepdim": False}, f32, ())
+            weights = b.emit_tmp("sum", [picked], {"dims": [], "keepdim": False}, f32, ())
+            return b.emit("div", [total, weights])
+    else:
+        logp = b.emit_tmp("log_softmax", [logits], {"dim": 1}, f32, logits.shape)
+        spread = b.emit_tmp("mean", [logp], {"dims": [1], "keepdim": False}, f32, (n,))
+        per = b.emit_tmp("sub", [scaled(per, 1.0 - label_smoothing), scaled(spread, label_smoothing)], None, f32, (n,))
+    if reduction == "none":
+        return b.emit("reshape", [per], {"shape": [n]})
+    return b.emit("sum" if reduction == "sum" else "mean", [per], {"dims": [], "keepdim": False})
 
 
 @on(F.triplet_margin_loss)

@@ -157,30 +157,58 @@ def scaled_dot_product_attention(b, query, key, value, attn_mask=None, dropout_p
 @on_module(nn.MultiheadAttention)
 def multihead_attention(b, m, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                         average_attn_weights=True, is_causal=False):
-    """nn.MultiheadAttention as its reference computes it: the packed input projection's three row blocks, heads of
-    embed_dim / num_heads, attention per head (attention_weights), the output projection; (output, weights averaged
-    over heads, or per head). Each part is emitted when picked; what both need, once."""
-    if key_padding_mask is not None or attn_mask is not None or is_causal:
-        b.refuse("nn.MultiheadAttention with a mask is not supported")
+    """nn.MultiheadAttention: its packed projections and the attention as F.multi_head_attention_forward computes
+    them (multihead_attention_core)."""
     if m.dropout and m.training:
         b.refuse("nn.MultiheadAttention with dropout in training mode is random: kforge cannot verify it")
     if not m._qkv_same_embed_dim or m.bias_k is not None or m.add_zero_attn or m.in_proj_bias is None:
         b.refuse("nn.MultiheadAttention with separate q/k/v projections, bias_k/bias_v, add_zero_attn or no bias "
                  "is not supported")
-    q_in, k_in, v_in = operands(b, query, key, value)
+    name, E = b.node.target, m.embed_dim
+    weights = (module_param(b, m, "in_proj_weight"), module_param(b, m, "in_proj_bias"),
+               b.param(f"{name}.out_proj.weight", m.out_proj.weight.dtype, (E, E)),
+               b.param(f"{name}.out_proj.bias", m.out_proj.bias.dtype, (E,)))
+    return multihead_attention_core(b, operands(b, query, key, value), E, m.num_heads, weights, m.batch_first,
+                                    key_padding_mask, attn_mask, need_weights, average_attn_weights)
+
+
+@on(F.multi_head_attention_forward)
+def multi_head_attention_forward(b, query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+                                 bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
+                                 training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
+                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+                                 is_causal=False):
+    """The functional form (what dynamo's capture records of an nn.MultiheadAttention inside a module it traces
+    through, nn.TransformerEncoderLayer's): inputs [L, N, E]."""
+    if dropout_p and training:
+        b.refuse("multi_head_attention_forward with dropout in training mode is random: kforge cannot verify it")
+    if use_separate_proj_weight or bias_k is not None or add_zero_attn or in_proj_bias is None or static_k is not None:
+        b.refuse("multi-head attention with separate q/k/v projections, bias_k/bias_v, add_zero_attn, static keys or no "
+                 "bias is not supported")
+    weights = tuple(tensor(b, t, "attention weight") for t in (in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias))
+    return multihead_attention_core(b, operands(b, query, key, value), int(embed_dim_to_check), int(num_heads), weights,
+                                    False, key_padding_mask, attn_mask, need_weights, average_attn_weights)
+
+
+def multihead_attention_core(b, qkv, E, H, weights, batch_first, key_padding_mask, attn_mask, need_weights,
+                             average_attn_weights):
+    """Multi-head attention as its reference computes it: the packed input projection's three row blocks, heads of
+    E / H, attention per head (attention_weights) under the masks, the output projection; (output, weights averaged
+    over heads, or per head). Masks as nn.MultiheadAttention reads them: a boolean True is a position NOT attended
+    (-inf), a float mask is added; attn_mask [L, S] or [N * H, L, S], key_padding_mask [N, S]. Each part is emitted
+    when picked; what both need, once."""
+    q_in, k_in, v_in = qkv
     if q_in.ndim != 3:
-        b.refuse("unbatched nn.MultiheadAttention inputs are not supported")
-    name, E, H = b.node.target, m.embed_dim, m.num_heads
-    w_in, b_in = module_param(b, m, "in_proj_weight"), module_param(b, m, "in_proj_bias")
-    w_out = b.param(f"{name}.out_proj.weight", m.out_proj.weight.dtype, (E, E))
-    b_out = b.param(f"{name}.out_proj.bias", m.out_proj.bias.dtype, (E,))
+        b.refuse("unbatched multi-head attention inputs are not supported")
+    w_in, b_in, w_out, b_out = weights
     done = {}
 
     def tmp(op, args, attrs, shape):
         return b.emit_tmp(op, args, attrs, torch.float32, tuple(shape))
 
-    def batch_first(x):  # (L, N, E) -> (N, L, E) unless the module takes batches first
-        return x if m.batch_first else tmp("permute", [x], {"dims": [1, 0, 2]}, (x.shape[1], x.shape[0], x.shape[2]))
+    def batch_first_of(x):  # (L, N, E) -> (N, L, E) unless the module takes batches first
+        return x if batch_first else tmp("permute", [x], {"dims": [1, 0, 2]}, (x.shape[1], x.shape[0], x.shape[2]))
 
     def heads(x, block):  # the block-th projection of x [N, T, E], as [N, H, T, E / H]
         w = tmp("slice", [w_in], {"dim": 0, "start": block * E, "end": (block + 1) * E, "step": 1}, (E, E))
@@ -190,10 +218,32 @@ def multihead_attention(b, m, query, key, value, key_padding_mask=None, need_wei
         y = tmp("reshape", [y], {"shape": [n, t, H, E // H]}, (n, t, H, E // H))
         return tmp("permute", [y], {"dims": [0, 2, 1, 3]}, (n, H, t, E // H))
 
+    def additive(mask, shape):  # a mask as the float it adds to the scores, reshaped to broadcast against them
+        m = tensor(b, mask, "attention mask")
+        if m.dtype == torch.bool:
+            m = tmp("where", [m, b.const(float("-inf"), torch.float32), b.const(0.0, torch.float32)], None, m.shape)
+        else:
+            m = b.cast(m, torch.float32)
+        return tmp("reshape", [m], {"shape": list(shape)}, shape)
+
+    def mask_of(n, L, S):
+        masks = []
+        if attn_mask is not None:
+            ndim = tensor(b, attn_mask, "attn_mask").ndim
+            if ndim not in (2, 3):
+                b.refuse(f"an attn_mask of {ndim} dims is not supported ([L, S] or [N * H, L, S])")
+            masks.append(additive(attn_mask, (L, S) if ndim == 2 else (n, H, L, S)))
+        if key_padding_mask is not None:
+            masks.append(additive(key_padding_mask, (n, 1, 1, S)))
+        if len(masks) == 2:
+            shape = (n, H, L, S) if len(masks[0].shape) == 4 else (n, 1, L, S)
+            return tmp("add", masks, None, shape)
+        return masks[0] if masks else None
+
     def attention():
         if not done:
-            q, k, v = heads(batch_first(q_in), 0), heads(batch_first(k_in), 1), heads(batch_first(v_in), 2)
-            done["weights"] = attention_weights(b, q, k)
+            q, k, v = heads(batch_first_of(q_in), 0), heads(batch_first_of(k_in), 1), heads(batch_first_of(v_in), 2)
+            done["weights"] = attention_weights(b, q, k, mask_of(q.shape[0], q.shape[2], k.shape[2]))
             done["heads"] = product(b, done["weights"], v, final=False)
         return done
 
@@ -203,15 +253,15 @@ def multihead_attention(b, m, query, key, value, key_padding_mask=None, need_wei
         o = tmp("permute", [o], {"dims": [0, 2, 1, 3]}, (n, L, H, E // H))
         o = tmp("reshape", [o], {"shape": [n, L, E]}, (n, L, E))
         o = tmp("add", [product(b, o, transposed(b, w_out), final=False), b_out], None, (n, L, E))
-        return b.emit("permute", [o], {"dims": [1, 0, 2]}) if not m.batch_first else b.emit("reshape", [o], {"shape": [n, L, E]})
+        return b.emit("permute", [o], {"dims": [1, 0, 2]}) if not batch_first else b.emit("reshape", [o], {"shape": [n, L, E]})
 
-    def weights():
+    def weights_of():
         w = attention()["weights"]  # [N, H, L, S]
         if average_attn_weights:
             return b.emit("mean", [w], {"dims": [1], "keepdim": False})
         return b.emit("reshape", [w], {"shape": list(w.shape)})
 
-    return Multi(output, weights) if need_weights else Multi(output, lambda: b.refuse("no attention weights"))
+    return Multi(output, weights_of) if need_weights else Multi(output, lambda: b.refuse("no attention weights"))
 
 
 @on(torch.einsum)
