@@ -87,6 +87,7 @@ COMPOSED = [
     Case("diff_of_booleans", "torch.diff(x > 0, dim=0).float()", []),
     Case("diagonals_with_offsets", "torch.diagonal(x, 1, 0, 2) + torch.diagonal(x, -1, 2, 0)", [],
          inputs="torch.randn(3, 4, 5)"),
+    Case("diag_embed_batched", "torch.diag_embed(x) * 2", [], inputs="torch.randn(2, 3, 4)"),
     Case("channel_shuffle_functional_and_module", "F.channel_shuffle(x, 2) + self.s(x)", [], inputs="torch.randn(2, 6, 3, 4)",
          init="self.s = nn.ChannelShuffle(3)"),
     Case("one_hot_classes", "F.one_hot((x.abs() * 2).clamp(0, 4).long(), 5).float() * 2", []),
@@ -101,6 +102,10 @@ COMPOSED = [
          "F.cross_entropy(x, t, weight=w, reduction='none')", [], args="x, w", inputs="torch.randn(4, 8), torch.rand(8) + 0.5"),
     Case("bilinear_module_batched", "self.l(x, y)", [], args="x, y", inputs="torch.randn(2, 3, 6), torch.randn(2, 3, 5)",
          init="self.l = nn.Bilinear(6, 5, 4)"),
+    Case("embedding_bags_every_mode", "i = (x.abs() * 3).clamp(0, 9).long()[:, :3]\n"
+         "return self.e(i), F.embedding_bag(i, self.e.weight, mode='max'), "
+         "F.embedding_bag(i, self.e.weight, mode='sum', per_sample_weights=x[:, :3])", [],
+         init="self.e = nn.EmbeddingBag(10, 5)"),
     Case("lp_pool_1d_and_2d", "return F.lp_pool2d(x, 2, 2), self.p(x.flatten(2))", [], inputs="torch.randn(2, 3, 6, 6)",
          init="self.p = nn.LPPool1d(3, 4, stride=2)"),
 ]

@@ -1,11 +1,11 @@
 """More ops as compositions of the IR's own (as in compositions.py), each the arithmetic PyTorch's reference
-computes: differences along a dim, diagonals, channel shuffles, one-hot codes, distances, cross products, bilinear
-forms, local response normalisation and power-average pooling."""
+computes: differences along a dim, diagonals and diagonal matrices, channel shuffles, one-hot codes, distances, cross products, bilinear
+forms, bags of embeddings, local response normalisation and power-average pooling."""
 import torch
 import torch.nn.functional as F
 
 from kforge.fx_ops.common import norm_dim, on, tensor
-from kforge.fx_ops.compositions import cat, final, padded, piece, progression, reshape
+from kforge.fx_ops.compositions import cat, expand, final, padded, piece, progression, reshape
 from kforge.fx_ops.matmul import product
 from kforge.fx_ops.pooling import pool_geometry
 from kforge.fx_ops.reductions import vector_norm_attrs
@@ -43,6 +43,21 @@ def diagonal(b, input, offset=0, dim1=0, dim2=1):
     flat = reshape(b, v, lead + [n * m])
     start = offset if offset >= 0 else -offset * m
     return final(b, piece(b, flat, len(lead), start, start + (length - 1) * (m + 1) + 1, m + 1))
+
+
+@on(torch.diag_embed, "diag_embed")
+def diag_embed(b, input, offset=0, dim1=-2, dim2=-1):
+    """Each last-dim vector as the diagonal of a matrix in the last two dims: where(row == column, x[.., row], 0).
+    Other diagonals and dims are refused."""
+    x = tensor(b, input)
+    if offset != 0 or norm_dim(dim1, x.ndim + 1) != x.ndim - 1 or norm_dim(dim2, x.ndim + 1) != x.ndim:
+        b.refuse("torch.diag_embed off the main diagonal or into other dims than the last two is not supported")
+    n = x.shape[-1]
+    index = progression(b, n, 0, 1, torch.int64)
+    on_diagonal = b.emit_tmp("eq", [reshape(b, index, [n, 1]), reshape(b, index, [1, n])], None, torch.bool, (n, n))
+    shape = tuple(x.shape) + (n,)
+    column = expand(b, reshape(b, x, list(x.shape) + [1]), list(shape))
+    return b.emit("where", [on_diagonal, column, b.const(0, x.dtype)])
 
 
 @on(torch.channel_shuffle, torch.native_channel_shuffle, F.channel_shuffle)
@@ -134,6 +149,32 @@ def bilinear(b, input1, input2, weight, bias=None):
     if bias is not None:
         y = b.emit_tmp("add", [y, tensor(b, bias, "bilinear bias")], None, f32, (rows, o))
     return final(b, reshape(b, y, lead + [o]))
+
+
+@on(F.embedding_bag)
+def embedding_bag(b, input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """Bags of equal length (a 2-D input [B, L]): the rows gathered as [B, L, D], each times its per-sample weight
+    (mode sum), then summed, averaged or maximised over L. Offsets (bags of any length), padding_idx and max_norm
+    are refused."""
+    idx, table = tensor(b, input, "indices"), tensor(b, weight, "weight")
+    if offsets is not None or idx.ndim != 2:
+        b.refuse("embedding_bag with offsets (a 1-D input) is not supported: bags of equal length, a 2-D input, are")
+    if padding_idx is not None or max_norm is not None:
+        b.refuse("embedding_bag with padding_idx or max_norm is not supported")
+    bags, length, width = idx.shape[0], idx.shape[1], table.shape[1]
+    flat = expand(b, reshape(b, b.cast(idx, torch.int64), [bags * length, 1]), [bags * length, width])
+    rows = reshape(b, b.emit_tmp("gather", [table, flat], {"dim": 0}, table.dtype, [bags * length, width]),
+                   [bags, length, width])
+    if per_sample_weights is not None:
+        if mode != "sum":
+            b.refuse("embedding_bag's per_sample_weights need mode 'sum'")
+        w = reshape(b, tensor(b, per_sample_weights, "per_sample_weights"), [bags, length, 1])
+        rows = b.emit_tmp("mul", [rows, w], None, table.dtype, rows.shape)
+    op = {"sum": "sum", "mean": "mean", "max": "amax"}.get(mode)
+    if op is None:
+        b.refuse(f"embedding_bag mode {mode!r}")
+    return b.emit(op, [rows], {"dims": [1], "keepdim": False})
 
 
 @on(F.local_response_norm)
