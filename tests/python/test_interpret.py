@@ -87,6 +87,8 @@ COMPOSED = [
     Case("diff_of_booleans", "torch.diff(x > 0, dim=0).float()", []),
     Case("diagonals_with_offsets", "torch.diagonal(x, 1, 0, 2) + torch.diagonal(x, -1, 2, 0)", [],
          inputs="torch.randn(3, 4, 5)"),
+    Case("floor_division", "return torch.floor_divide(x, y), x // 0.3, (x * 7) // y, torch.floor_divide(x, y * 0)", [],
+         args="x, y", inputs="torch.randn(4, 8), torch.randn(4, 8)"),
     Case("diag_embed_batched", "torch.diag_embed(x) * 2", [], inputs="torch.randn(2, 3, 4)"),
     Case("channel_shuffle_functional_and_module", "F.channel_shuffle(x, 2) + self.s(x)", [], inputs="torch.randn(2, 6, 3, 4)",
          init="self.s = nn.ChannelShuffle(3)"),

@@ -253,6 +253,29 @@ def remainder(b, input, other):
     return b.emit("where", [flag("ne", mod, zero), b.emit_tmp("where", [differ, moved, mod], None, dt, shape), mod])
 
 
+@on(torch.floor_divide, operator.floordiv, "floor_divide")
+def floor_divide(b, input, other):
+    """Python's floor division as PyTorch computes it for floats (div_floor_floating): (a - fmod(a, b)) / b, one less
+    where the remainder's sign differs from the divisor's, then floored and rounded up where more than half a unit
+    below; a zero quotient keeps the sign of a / b; division by zero is a / b itself."""
+    a, c, dt = float_binary(b, "floor_divide", input, other)
+    shape = b.out_shape
+    zero, one = b.const(0.0, dt), b.const(1.0, dt)
+    tmp = lambda op, *args: b.emit_tmp(op, list(args), None, dt, shape)  # noqa: E731
+    flag = lambda op, x, y: b.emit_tmp(op, [x, y], None, torch.bool, torch.broadcast_shapes(x.shape, y.shape))  # noqa: E731
+    pick = lambda cond, x, y: b.emit_tmp("where", [cond, x, y], None, dt, shape)  # noqa: E731
+    mod = tmp("fmod", a, c)
+    div = tmp("div", tmp("sub", a, mod), c)
+    differ = flag("ne", flag("lt", c, zero), flag("lt", mod, zero))
+    div = pick(flag("ne", mod, zero), pick(differ, tmp("sub", div, one), div), div)
+    floored = b.emit_tmp("floor", [div], None, dt, shape)
+    floored = pick(flag("gt", tmp("sub", div, floored), b.const(0.5, dt)), tmp("add", floored, one), floored)
+    quotient = tmp("div", a, c)
+    signed_zero = tmp("mul", quotient, zero)
+    result = pick(flag("ne", div, zero), floored, signed_zero)
+    return b.emit("where", [flag("eq", c, zero), quotient, result])
+
+
 @on(torch.atan2, torch.arctan2, "atan2", "arctan2")
 def atan2(b, input, other):
     a, c, _ = float_binary(b, "atan2", input, other)
