@@ -19,7 +19,7 @@ from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 from kforge import fx_ops
 from kforge.errors import ImportProblemError
 from kforge.fx_ops import ALIAS, STATIC, compositions, einops_ops
-from kforge.fx_ops.common import MODULES, dense, filled
+from kforge.fx_ops.common import MODULES, check_inplace, dense, filled, on
 from kforge.graph_builder import GraphBuilder, Val
 from kforge.problem import load_problem
 
@@ -219,6 +219,18 @@ def literal_tensor(b, t: torch.Tensor):
     return b.emit("reshape", [flat], {"shape": list(t.shape)})
 
 
+@on(torch.tensor)
+def tensor_call(b, data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """torch.tensor(...) in forward as dynamo's capture records it (torch.fx folds it into a constant instead): its
+    values are static, written as literal_tensor writes them."""
+    if isinstance(data, (Val, torch.Tensor)):
+        b.refuse("torch.tensor of a tensor is not supported (use clone())")
+    t = torch.tensor(data, dtype=dtype)
+    if t.numel() > MAX_LITERAL_ELEMENTS:
+        b.refuse(f"a tensor of {t.numel()} elements made in forward is supported up to {MAX_LITERAL_ELEMENTS} elements")
+    return literal_tensor(b, t)
+
+
 def convert_node(b, gm, state, node, values):
     """The value of one FX node: a Val, a static Python value, or a fx_ops.Multi."""
     if node.op == "placeholder":
@@ -249,6 +261,11 @@ def convert_node(b, gm, state, node, values):
     else:
         table = fx_ops.FUNCTIONS if node.op == "call_function" else fx_ops.METHODS
         handler = table.get(node.target)
+        if handler is None and node.op == "call_method" and node.target.endswith("_") and node.target[:-1] in table:
+            # An in-place method (x.masked_fill_(...), as PyTorch's own mask helpers write) is its out-of-place form
+            # where nothing else reads the memory it writes (check_inplace refuses it otherwise).
+            check_inplace(b, True)
+            handler = table[node.target[:-1]]
     if handler is None:
         b.refuse("not an op of kforge's IR (docs/interfaces.md lists them)")
     try:

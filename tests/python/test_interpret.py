@@ -76,6 +76,13 @@ TRACED_THROUGH = [
          init="self.t = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)"),
     Case("transformer_encoder_layer_norm_first_causal", "self.t(x, src_mask=nn.Transformer.generate_square_subsequent_mask(5))", [],
          inputs="torch.randn(5, 2, 8)", init="self.t = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, norm_first=True, activation='gelu')"),
+    Case("transformer_encoder_stack_with_masks", "self.e(x, mask=torch.ones(5, 5, dtype=torch.bool).triu(1), "
+         f"src_key_padding_mask={_PADDED}, is_causal=True)", [], inputs="torch.randn(2, 5, 8)",
+         init="layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True, norm_first=True)\n"
+         "self.e = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)"),
+    Case("mha_is_causal_hint", "return self.a(x, x, x, attn_mask=torch.ones(5, 5, dtype=torch.bool).triu(1), "
+         "is_causal=True, need_weights=False)[0]", [], inputs="torch.randn(2, 5, 8)",
+         init="self.a = nn.MultiheadAttention(8, 2, batch_first=True)"),
     Case("transformer_decoder_layer", "self.t(x, m, tgt_mask=nn.Transformer.generate_square_subsequent_mask(5))", [],
          args="x, m", inputs="torch.randn(2, 5, 8), torch.randn(2, 7, 8)",
          init="self.t = nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, batch_first=True)"),

@@ -169,7 +169,7 @@ def multihead_attention(b, m, query, key, value, key_padding_mask=None, need_wei
                b.param(f"{name}.out_proj.weight", m.out_proj.weight.dtype, (E, E)),
                b.param(f"{name}.out_proj.bias", m.out_proj.bias.dtype, (E,)))
     return multihead_attention_core(b, operands(b, query, key, value), E, m.num_heads, weights, m.batch_first,
-                                    key_padding_mask, attn_mask, need_weights, average_attn_weights)
+                                    key_padding_mask, attn_mask, need_weights, average_attn_weights, is_causal)
 
 
 @on(F.multi_head_attention_forward)
@@ -188,16 +188,20 @@ def multi_head_attention_forward(b, query, key, value, embed_dim_to_check, num_h
                  "bias is not supported")
     weights = tuple(tensor(b, t, "attention weight") for t in (in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias))
     return multihead_attention_core(b, operands(b, query, key, value), int(embed_dim_to_check), int(num_heads), weights,
-                                    False, key_padding_mask, attn_mask, need_weights, average_attn_weights)
+                                    False, key_padding_mask, attn_mask, need_weights, average_attn_weights, is_causal)
 
 
 def multihead_attention_core(b, qkv, E, H, weights, batch_first, key_padding_mask, attn_mask, need_weights,
-                             average_attn_weights):
+                             average_attn_weights, is_causal=False):
     """Multi-head attention as its reference computes it: the packed input projection's three row blocks, heads of
     E / H, attention per head (attention_weights) under the masks, the output projection; (output, weights averaged
     over heads, or per head). Masks as nn.MultiheadAttention reads them: a boolean True is a position NOT attended
     (-inf), a float mask is added; attn_mask [L, S] or [N * H, L, S], key_padding_mask [N, S]. Each part is emitted
-    when picked; what both need, once."""
+    when picked; what both need, once. is_causal is PyTorch's hint: with no key padding mask and no weights asked
+    for, the attention is causal whatever attn_mask holds (PyTorch drops it), else attn_mask is used."""
+    if is_causal and attn_mask is None:
+        b.refuse("multi-head attention with is_causal needs attn_mask")
+    causal = bool(is_causal) and key_padding_mask is None and not need_weights
     q_in, k_in, v_in = qkv
     if q_in.ndim != 3:
         b.refuse("unbatched multi-head attention inputs are not supported")
@@ -243,7 +247,8 @@ def multihead_attention_core(b, qkv, E, H, weights, batch_first, key_padding_mas
     def attention():
         if not done:
             q, k, v = heads(batch_first_of(q_in), 0), heads(batch_first_of(k_in), 1), heads(batch_first_of(v_in), 2)
-            done["weights"] = attention_weights(b, q, k, mask_of(q.shape[0], q.shape[2], k.shape[2]))
+            mask = None if causal else mask_of(q.shape[0], q.shape[2], k.shape[2])
+            done["weights"] = attention_weights(b, q, k, mask, is_causal=causal)
             done["heads"] = product(b, done["weights"], v, final=False)
         return done
 
