@@ -353,8 +353,8 @@ std::vector<Schedule> hand_written_openings(const GraphAnalysis& analysis) {
   }
   // A half-precision task's own convolutions have no calls' openings (their precision and layout are the dtype's):
   // where two or more change, the channels-last form opens after the default (and its unfused twin). Its
-  // 16-bit values meet between convolutions without transposes (09_unet_small and 28_vgg_bn in fp16: 1.18 and
-  // 1.13 ms native, where their default form's best took 1.39 and 1.72, found there by the local search alone).
+  // 16-bit values meet between convolutions without transposes (09_unet_small and 28_vgg_bn in fp16 on an H100:
+  // 1.18 and 1.13 ms native, where their default form's best took 1.39 and 1.72; the local search alone found it).
   if (convolutions_last >= 2 && of_f32_tensors == 0) {
     Schedule own_last;
     own_last.channels_last = true;
