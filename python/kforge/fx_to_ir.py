@@ -294,6 +294,8 @@ def convert(model, example_inputs, file) -> dict:
                 if not isinstance(r, torch.fx.Node) or not isinstance(values[r], Val):
                     b.refuse("forward must return a tensor or a tuple of tensors")
                 b.add_output(values[r])
+        elif node.target is operator.getitem and not node.users:
+            continue  # a part of a tuple nothing reads (`y, indices = F.max_pool2d(..., return_indices=True)`)
         else:
             values[node] = convert_node(b, gm, state, node, values)
     return b.graph()

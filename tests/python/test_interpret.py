@@ -96,6 +96,8 @@ COMPOSED = [
          inputs="torch.randn(3, 4, 5)"),
     Case("floor_division", "return torch.floor_divide(x, y), x // 0.3, (x * 7) // y, torch.floor_divide(x, y * 0)", [],
          args="x, y", inputs="torch.randn(4, 8), torch.randn(4, 8)"),
+    Case("max_pool_values_of_values_and_indices", "y, i = F.max_pool2d(x, 2, return_indices=True)\nreturn y * 2 + self.p(x)[0]",
+         [], inputs="torch.randn(2, 3, 6, 6)", init="self.p = nn.MaxPool2d(2, return_indices=True)"),
     Case("diag_embed_batched", "torch.diag_embed(x) * 2", [], inputs="torch.randn(2, 3, 4)"),
     Case("channel_shuffle_functional_and_module", "F.channel_shuffle(x, 2) + self.s(x)", [], inputs="torch.randn(2, 6, 3, 4)",
          init="self.s = nn.ChannelShuffle(3)"),

@@ -2,7 +2,7 @@
 import torch.nn as nn
 import torch.nn.functional as F
 
-from kforge.fx_ops.common import on, on_module, tensor
+from kforge.fx_ops.common import Multi, on, on_module, tensor
 from kforge.graph_builder import Val
 
 
@@ -23,12 +23,13 @@ def pool_geometry(b, nd, x: Val, kernel_size, stride, padding) -> dict:
 
 def max_pool_handler(nd):
     def handler(b, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-        if return_indices:
-            b.refuse("max pooling with return_indices=True is not supported")
         x = tensor(b, input)
         attrs = pool_geometry(b, nd, x, kernel_size, stride, padding)
         attrs["dilation"] = ntuple(dilation, nd)
         attrs["ceil_mode"] = bool(ceil_mode)
+        if return_indices:  # (values, indices): the values where only they are read
+            return Multi(lambda: b.emit("max_pool", [x], attrs),
+                         lambda: b.refuse("max pooling's indices are not supported (its values are)"))
         return b.emit("max_pool", [x], attrs)
     return handler
 
@@ -51,6 +52,10 @@ for _nd, _max_fn, _avg_fn, _max_cls, _avg_cls in (
         (2, F.max_pool2d, F.avg_pool2d, nn.MaxPool2d, nn.AvgPool2d),
         (3, F.max_pool3d, F.avg_pool3d, nn.MaxPool3d, nn.AvgPool3d)):
     on(_max_fn)(max_pool_handler(_nd))
+    # F.max_pool*d(..., return_indices=True) dispatches here: (values, indices) whatever the flag says.
+    on(getattr(F, f"max_pool{_nd}d_with_indices"))(
+        lambda b, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=True, _nd=_nd:
+        max_pool_handler(_nd)(b, input, kernel_size, stride, padding, dilation, ceil_mode, True))
     on(_avg_fn)(avg_pool_handler(_nd))
     on_module(_max_cls)(lambda b, m, input, _nd=_nd: max_pool_handler(_nd)(
         b, input, m.kernel_size, m.stride, m.padding, m.dilation, m.ceil_mode, m.return_indices))
