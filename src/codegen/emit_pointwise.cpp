@@ -21,12 +21,12 @@ std::string access_type(int bytes, bool f32) {
 // A materialized permute (codegen/partition.h) that moves a block of dims past the next, [A][B][C] -> [A][C][B]
 // (channels last and back): tiled_transpose, both sides coalesced, where a pointwise kernel would read one side
 // strided (an fp16 convolution's channels-last result back to channels first: 0.39 ms for 205 MB on an H100 read
-// strided). 16-bit values cross the tile as floats, exactly. nullopt for any other permutation.
+// strided). 16-bit values cross the tile as floats, exactly. nullopt for any other permutation or dtype.
 std::optional<PlanKernel> tiled_permute(EmitContext& cx, const KernelGroup& g, const KernelSchedule& ks, const std::string& name) {
   const Graph& gr = *cx.partition.graph;
   const Node& p = gr.at(g.elem_outputs.at(0));
   const auto split = materialized_permute(p) ? block_transpose(p.attr_ints("dims")) : std::nullopt;
-  if (!split) return std::nullopt;
+  if (!split || !is_float(p.type.dtype)) return std::nullopt;  // values cross the tile as floats: i64 would not
   const int src = p.args[0];
   const Shape& from = gr.at(src).type.shape;
   const size_t r = from.size(), k = split->k, j = split->j;

@@ -334,8 +334,8 @@ struct Partitioner {
         // A materialized permute's tiled transpose writes them from its tile, at the result's coordinates (a
         // channels-last input's fp16 rounding beside the f32 value a residual reads): floats only, as it moves.
         const bool transpose = materialized_permute(g.at(k.elem_outputs.at(0)));
-        ok = is_elementwise_op(n.op) && n.type.shape == k.shape &&
-             (transpose ? is_float(n.type.dtype) : is_float(n.type.dtype) == is_float(g.at(k.elem_outputs.at(0)).type.dtype));
+        const bool floats = is_float(n.type.dtype), first_floats = is_float(g.at(k.elem_outputs.at(0)).type.dtype);
+        ok = is_elementwise_op(n.op) && n.type.shape == k.shape && (transpose ? floats && first_floats : floats == first_floats);
       }
       if (!ok || !can_join(id, gi)) continue;
       if (n.op == "reduce") k.stats.push_back(id);
