@@ -225,10 +225,20 @@ def tensor_call(b, data, *, dtype=None, device=None, requires_grad=False, pin_me
     values are static, written as literal_tensor writes them."""
     if isinstance(data, (Val, torch.Tensor)):
         b.refuse("torch.tensor of a tensor is not supported (use clone())")
-    t = torch.tensor(data, dtype=dtype)
-    if t.numel() > MAX_LITERAL_ELEMENTS:
-        b.refuse(f"a tensor of {t.numel()} elements made in forward is supported up to {MAX_LITERAL_ELEMENTS} elements")
-    return literal_tensor(b, t)
+    return constant_tensor(b, torch.tensor(data, dtype=dtype))
+
+
+def constant_tensor(b, t: torch.Tensor):
+    """A tensor made in forward (not by the model's __init__), which a fresh Model (and so ModelNew) lacks: a 0-d
+    one a `const`, a small one literal_tensor's nodes, an arithmetic progression an arange; larger ones refused."""
+    if t.ndim == 0:
+        return b.const(t.item(), t.dtype)
+    if t.numel() <= MAX_LITERAL_ELEMENTS:
+        return literal_tensor(b, t)
+    if (step := arithmetic_step(t)) is not None:  # torch.arange(n) folded by FX into a constant
+        return compositions.progression(b, t.numel(), t[0].item(), step, t.dtype)
+    b.refuse(f"a tensor of {t.numel()} elements made in forward (torch.tensor(...)), not by the model's __init__, "
+             f"is supported up to {MAX_LITERAL_ELEMENTS} elements; make it in __init__ or register it as a buffer")
 
 
 def convert_node(b, gm, state, node, values):
@@ -243,16 +253,8 @@ def convert_node(b, gm, state, node, values):
         t = lookup(gm, node.target)
         if node.target in state:
             return b.param(node.target, t.dtype, t.shape)
-        # Any other tensor FX met (torch.tensor(2.0) in forward) it stored as a new attribute `_tensor_constantN`,
-        # which a fresh Model (and so ModelNew) lacks.
-        if t.ndim == 0:
-            return b.const(t.item(), t.dtype)
-        if t.numel() <= MAX_LITERAL_ELEMENTS:
-            return literal_tensor(b, t)
-        if (step := arithmetic_step(t)) is not None:  # torch.arange(n) folded by FX into a constant
-            return compositions.progression(b, t.numel(), t[0].item(), step, t.dtype)
-        b.refuse(f"a tensor of {t.numel()} elements made in forward (torch.tensor(...)), not by the model's __init__, "
-                 f"is supported up to {MAX_LITERAL_ELEMENTS} elements; make it in __init__ or register it as a buffer")
+        # Any other tensor FX met (torch.tensor(2.0) in forward) it stored as a new attribute `_tensor_constantN`.
+        return constant_tensor(b, t)
     args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: values[n])
     if node.op == "call_module":
         module = gm.get_submodule(node.target)

@@ -91,8 +91,9 @@ PlanFeatures plan_features(const GraphAnalysis& analysis, const Schedule& schedu
   PlanFeatures p;
   p.fuse_rows = schedule.fuse_rows;
   p.cuda_graph = schedule.cuda_graph;
-  p.channels_last = schedule.channels_last && analysis.has_channels_last_form();
-  p.half_activations = p.channels_last && schedule.half_activations;
+  const int form = layout_form(analysis.has_channels_last_form(), schedule.channels_last, schedule.half_activations);
+  p.channels_last = form >= 1;
+  p.half_activations = form == 2;
   p.unrolled = schedule.unroll_recurrences && analysis.has_unrolled_form();
   const std::vector<KernelGroup>& groups = analysis.groups(schedule);
   double min_rows = 1e300, max_row = 1, threads = 0;

@@ -385,6 +385,12 @@ def baddbmm(b, input, batch1, batch2, *, beta=1, alpha=1):
     return b.emit("add", [x, product])
 
 
+def diagonal_mask(b, k: int) -> Val:
+    """[k, k] booleans, true on the main diagonal: two aranges compared (the identity, diag_embed's mask)."""
+    index = progression(b, k, 0, 1, torch.float32)
+    return b.emit_tmp("eq", [reshape(b, index, [k, 1]), reshape(b, index, [1, k])], None, torch.bool, [k, k])
+
+
 @on(torch.matrix_power, torch.linalg.matrix_power, "matrix_power")
 def matrix_power(b, input, n, *, out=None):
     """A [.., k, k] matrix to a whole power n >= 0 by PyTorch's own sequence of products (linalg_matrix_power:
@@ -396,10 +402,7 @@ def matrix_power(b, input, n, *, out=None):
         b.refuse(f"matrix_power with exponent {n!r} is not supported (whole exponents >= 0 are)")
     k = x.shape[-1]
     if n == 0:
-        rows = reshape(b, progression(b, k, 0, 1, torch.float32), [k, 1])
-        cols = reshape(b, progression(b, k, 0, 1, torch.float32), [1, k])
-        eye = b.cast(b.emit_tmp("eq", [rows, cols], None, torch.bool, [k, k]), dt)
-        return final(b, expand(b, eye, list(x.shape)))
+        return final(b, expand(b, b.cast(diagonal_mask(b, k), dt), list(x.shape)))
     square, result = None, None
     while n > 0:
         bit, n = n % 2, n // 2

@@ -14,9 +14,13 @@ from kforge.fx_ops.compositions import padded_dims
 from kforge.fx_ops.pooling import ntuple
 
 
-def conv_attrs(b, nd, x, w, stride, padding, dilation, groups) -> dict:
+def check_image(b, nd, x) -> None:
     if x.ndim != nd + 2:
         b.refuse(f"conv{nd}d input must be [N, C, {nd} spatial dims]; unbatched shape {list(x.shape)} is not supported")
+
+
+def conv_attrs(b, nd, x, w, stride, padding, dilation, groups) -> dict:
+    check_image(b, nd, x)
     stride, dilation = ntuple(stride, nd), ntuple(dilation, nd)
     kernel = list(w.shape[2:])
     if padding == "valid":
@@ -56,8 +60,7 @@ def conv_module(nd):
         padding = m.padding
         if m.padding_mode != "zeros":  # as nn.Conv*d computes it: F.pad in the mode, then no padding
             x = tensor(b, input)
-            if x.ndim != nd + 2:
-                b.refuse(f"conv{nd}d input must be [N, C, {nd} spatial dims]; unbatched shape {list(x.shape)} is not supported")
+            check_image(b, nd, x)
             input, padding = padded_dims(b, x, m._reversed_padding_repeated_twice, m.padding_mode, 0.0), 0
         weight = module_param(b, m, "weight")  # params are listed in first-use order: weight, then bias
         return conv_handler(nd)(b, input, weight, module_param(b, m, "bias"), m.stride, padding, m.dilation, m.groups)

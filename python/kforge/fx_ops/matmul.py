@@ -159,11 +159,8 @@ def multihead_attention(b, m, query, key, value, key_padding_mask=None, need_wei
                         average_attn_weights=True, is_causal=False):
     """nn.MultiheadAttention: its packed projections and the attention as F.multi_head_attention_forward computes
     them (multihead_attention_core)."""
-    if m.dropout and m.training:
-        b.refuse("nn.MultiheadAttention with dropout in training mode is random: kforge cannot verify it")
-    if not m._qkv_same_embed_dim or m.bias_k is not None or m.add_zero_attn or m.in_proj_bias is None:
-        b.refuse("nn.MultiheadAttention with separate q/k/v projections, bias_k/bias_v, add_zero_attn or no bias "
-                 "is not supported")
+    refuse_unsupported_attention(b, bool(m.dropout) and m.training, not m._qkv_same_embed_dim or m.bias_k is not None or
+                                 m.add_zero_attn or m.in_proj_bias is None)
     name, E = b.node.target, m.embed_dim
     weights = (module_param(b, m, "in_proj_weight"), module_param(b, m, "in_proj_bias"),
                b.param(f"{name}.out_proj.weight", m.out_proj.weight.dtype, (E, E)),
@@ -181,14 +178,19 @@ def multi_head_attention_forward(b, query, key, value, embed_dim_to_check, num_h
                                  is_causal=False):
     """The functional form (what dynamo's capture records of an nn.MultiheadAttention inside a module it traces
     through, nn.TransformerEncoderLayer's): inputs [L, N, E]."""
-    if dropout_p and training:
-        b.refuse("multi_head_attention_forward with dropout in training mode is random: kforge cannot verify it")
-    if use_separate_proj_weight or bias_k is not None or add_zero_attn or in_proj_bias is None or static_k is not None:
-        b.refuse("multi-head attention with separate q/k/v projections, bias_k/bias_v, add_zero_attn, static keys or no "
-                 "bias is not supported")
+    refuse_unsupported_attention(b, bool(dropout_p) and training, use_separate_proj_weight or bias_k is not None or
+                                 add_zero_attn or in_proj_bias is None or static_k is not None)
     weights = tuple(tensor(b, t, "attention weight") for t in (in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias))
     return multihead_attention_core(b, operands(b, query, key, value), int(embed_dim_to_check), int(num_heads), weights,
                                     False, key_padding_mask, attn_mask, need_weights, average_attn_weights, is_causal)
+
+
+def refuse_unsupported_attention(b, random_dropout: bool, unusual_projection: bool) -> None:
+    if random_dropout:
+        b.refuse("multi-head attention with dropout in training mode is random: kforge cannot verify it")
+    if unusual_projection:
+        b.refuse("multi-head attention with separate q/k/v projections, bias_k/bias_v, add_zero_attn, static keys or no "
+                 "bias is not supported")
 
 
 def multihead_attention_core(b, qkv, E, H, weights, batch_first, key_padding_mask, attn_mask, need_weights,

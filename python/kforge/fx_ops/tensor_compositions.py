@@ -1,11 +1,13 @@
 """More ops as compositions of the IR's own (as in compositions.py), each the arithmetic PyTorch's reference
-computes: differences along a dim, diagonals and diagonal matrices, channel shuffles, one-hot codes, distances, cross products, bilinear
-forms, bags of embeddings, local response normalisation and power-average pooling."""
+computes: differences along a dim, diagonals and diagonal matrices, channel shuffles, one-hot codes, distances,
+cross products, bilinear forms, bags of embeddings, local response normalisation and power-average pooling."""
+import math
+
 import torch
 import torch.nn.functional as F
 
 from kforge.fx_ops.common import norm_dim, on, tensor
-from kforge.fx_ops.compositions import cat, expand, final, padded, piece, progression, reshape
+from kforge.fx_ops.compositions import cat, diagonal_mask, expand, final, padded, piece, progression, reshape
 from kforge.fx_ops.matmul import product
 from kforge.fx_ops.pooling import pool_geometry
 from kforge.fx_ops.reductions import vector_norm_attrs
@@ -53,11 +55,8 @@ def diag_embed(b, input, offset=0, dim1=-2, dim2=-1):
     if offset != 0 or norm_dim(dim1, x.ndim + 1) != x.ndim - 1 or norm_dim(dim2, x.ndim + 1) != x.ndim:
         b.refuse("torch.diag_embed off the main diagonal or into other dims than the last two is not supported")
     n = x.shape[-1]
-    index = progression(b, n, 0, 1, torch.int64)
-    on_diagonal = b.emit_tmp("eq", [reshape(b, index, [n, 1]), reshape(b, index, [1, n])], None, torch.bool, (n, n))
-    shape = tuple(x.shape) + (n,)
-    column = expand(b, reshape(b, x, list(x.shape) + [1]), list(shape))
-    return b.emit("where", [on_diagonal, column, b.const(0, x.dtype)])
+    column = expand(b, reshape(b, x, list(x.shape) + [1]), list(x.shape) + [n])
+    return b.emit("where", [diagonal_mask(b, n), column, b.const(0, x.dtype)])
 
 
 @on(torch.channel_shuffle, torch.native_channel_shuffle, F.channel_shuffle)
@@ -138,9 +137,7 @@ def bilinear(b, input1, input2, weight, bias=None):
     x1, x2, a = tensor(b, input1), tensor(b, input2), tensor(b, weight, "bilinear weight")
     o, i, j = a.shape
     lead = list(x1.shape[:-1])
-    rows = 1
-    for s in lead:
-        rows *= s
+    rows = math.prod(lead)
     f32 = b.out_dtype
     by_input = b.emit_tmp("permute", [a], {"dims": [1, 0, 2]}, a.dtype, (i, o, j))
     t = product(b, reshape(b, x1, [rows, i]), reshape(b, by_input, [i, o * j]), final=False)
@@ -205,9 +202,7 @@ def lp_pool_handler(nd):
         p, f32 = float(norm_type), x.dtype
         powered = b.emit_tmp("pow_scalar", [x], {"exponent": p}, f32, x.shape)
         pooled = b.emit_tmp("avg_pool", [powered], attrs, f32, tuple(b.out_shape))
-        window = 1
-        for kk in attrs["kernel"]:
-            window *= kk
+        window = math.prod(attrs["kernel"])
         shape = pooled.shape
         signed = b.emit_tmp("mul", [b.emit_tmp("sign", [pooled], None, f32, shape),
                                     b.emit_tmp("relu", [b.emit_tmp("abs", [pooled], None, f32, shape)], None, f32, shape)],
