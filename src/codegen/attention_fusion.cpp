@@ -87,8 +87,8 @@ struct Finder {
         products.insert(u);
         continue;
       }
-      // gather and cat read stored values at computed positions: nothing they read may be the scores'.
-      if (!is_elementwise_op(n.op) || n.op == "gather" || n.op == "cat" || n.op == "const") continue;
+      // gather, cat and pad read stored values at computed positions: nothing they read may be the scores'.
+      if (!is_elementwise_op(n.op) || n.op == "gather" || n.op == "cat" || n.op == "pad" || n.op == "const") continue;
       if (!between.insert(u).second) continue;
       for (int a : n.args)
         if (a >= 0) stack.push_back(a);

@@ -40,6 +40,7 @@ class Rewrite {
       if (becomes_channels_last(p_, id)) last_[i] = conv(n);
       else if (elementwise(n) && wanted_[i] && computable_last(n)) last_[i] = elementwise_last(n);
       else if (n.op == "cat" && wanted_[i] && all_last(n)) last_[i] = cat_last(n);
+      else if (n.op == "pad" && wanted_[i] && all_last(n)) last_[i] = pad_last(n);
       else if (n.op == "pool" && last_[size_t(n.args[0])] >= 0) last_[i] = pool_last(n);
       else if (n.op == "reduce" && last_[size_t(n.args[0])] >= 0 && plain_[size_t(n.args[0])] < 0 && shape(n.args[0]).size() >= 3)
         reduce_last(id, n);
@@ -73,7 +74,7 @@ class Rewrite {
         const Node& n = p_.at(r);
         if ((becomes_channels_last(p_, r) && n.args[0] == i) || (n.op == "reduce" && shape(i).size() >= 3) ||
             (elementwise(n) && wanted_[size_t(r)] && shape(i).size() == n.type.shape.size() && numel(shape(i)) > 1) ||
-            ((n.op == "cat" || n.op == "pool") && wanted_[size_t(r)] && n.type.shape.size() >= 3))
+            ((n.op == "cat" || n.op == "pad" || n.op == "pool") && wanted_[size_t(r)] && n.type.shape.size() >= 3))
           wanted_[size_t(i)] = true;
       }
   }
@@ -185,6 +186,19 @@ class Rewrite {
     Node c = n;
     for (int& a : c.args) a = last_[size_t(a)];
     c.attrs["dim"] = int64_t(std::find(to.begin(), to.end(), n.attr_i("dim")) - to.begin());
+    return add(std::move(c));
+  }
+
+  // A padding of a channels-last value (a reflect-padded convolution's input) pads it as it is, each dim's counts
+  // moved to the dim's new place: the padded input is written once, channels-last, where the form otherwise
+  // transposed the value back to pad it and the padded result forth again.
+  int pad_last(const Node& n) {
+    const std::vector<int64_t> to = to_channels_last(n.type.shape.size()), pads = n.attr_ints("pads");
+    Node c = n;
+    c.args[0] = last_[size_t(n.args[0])];
+    std::vector<int64_t> moved(pads.size());
+    for (size_t j = 0; j < to.size(); ++j) moved[2 * j] = pads[2 * size_t(to[j])], moved[2 * j + 1] = pads[2 * size_t(to[j]) + 1];
+    c.attrs["pads"] = moved;
     return add(std::move(c));
   }
 

@@ -7,6 +7,7 @@
 
 #include "ir/error.h"
 #include "ir/ops.h"
+#include "ir/pad.h"
 
 namespace kforge {
 
@@ -180,6 +181,37 @@ std::string KernelWriter::cat(const Node& n) {
   return e + close;
 }
 
+std::string KernelWriter::pad(const Node& n) {
+  // out[c] = x[source(c)], each dim's coordinate mirrored, clamped or wrapped into x (ir/pad.h), or the fill where
+  // constant mode puts c outside x; x is stored (partition.cpp) or a view of stored memory.
+  const size_t rank = n.type.shape.size();
+  const PadSpec spec = pad_spec(n, g_.at(n.args[0]).type.shape, "node '" + n.name + "': ");
+  std::string load, inside;
+  for (size_t i = 0; i < rank && spec.mode == PadMode::constant; ++i)
+    if (std::string in = pad_inside_expr(spec.dims[i], "(i64)" + coord_of(i, rank)); !in.empty())
+      inside += (inside.empty() ? "" : " && ") + in;
+  if (const int c = is_readable(p_, n.args[0]) ? -1 : const_through_views(g_, n.args[0]); c >= 0) {
+    load = value(c);
+  } else {
+    const Access a = access_of(p_, n.args[0]);
+    const int b = buffer_id(a.owner);
+    use_buffer(b, false);
+    std::string index = std::to_string(a.offset);
+    for (size_t i = 0; i < rank; ++i) {
+      if (a.shape[i] == 1) continue;  // every mode reads a dim of one element at 0
+      index += " + " + pad_source_expr(spec.mode, spec.dims[i], "(i64)" + coord_of(i, rank)) + " * " + std::to_string(a.strides[i]);
+    }
+    load = "b" + std::to_string(b) + "[" + index + "]";
+  }
+  if (inside.empty()) return load;
+  const DType t = n.type.dtype;
+  const std::string fill = t == DType::f32 ? float_literal(spec.value)
+                           : is_half(t)    ? "((unsigned short)" + std::to_string(half_bits(t, spec.value)) + ")"
+                                           : "((" + std::string(t == DType::i64 ? "i64" : "bool") + ")" +
+                                                 std::to_string(int64_t(spec.value)) + ")";
+  return "(" + inside + " ? " + load + " : " + fill + ")";
+}
+
 std::string unary_expression(const Node& n, const std::string& x) {
   const std::string& op = n.op;
   auto f = [&](const std::string& k) { return float_literal(n.attr_f(k)); };
@@ -259,6 +291,8 @@ std::string KernelWriter::value(int id) {
     e = gather(n);
   } else if (n.op == "cat") {
     e = cat(n);
+  } else if (n.op == "pad") {
+    e = pad(n);
   } else if (n.op == "triangle") {  // the site's (row, col) in the last two dims against the diagonal
     const size_t rank = n.type.shape.size();
     const std::string offset = "((i64)" + coord_of(rank - 1, rank) + " - (i64)" + coord_of(rank - 2, rank) + ")";

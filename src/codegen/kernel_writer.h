@@ -61,6 +61,7 @@ class KernelWriter {
   std::string load(int node, bool through_self = false);
   std::string gather(const Node& n);
   std::string cat(const Node& n);
+  std::string pad(const Node& n);
   std::string offset_expr(const Access& a, const Shape& s);
   std::string coord_of(size_t dim_in_value, size_t value_rank) const;
 

@@ -141,8 +141,9 @@ struct Partitioner {
         const int half = nd.op == "pool" ? half_cast_source(g, nd.args[0]) : -1;
         p.stored[half >= 0 ? half : nd.args[0]] = true;
       }
-      // A concatenation reads each part at its own positions: every part needs memory, but a constant's.
-      if (nd.op == "cat")
+      // A concatenation reads each part at its own positions, a padding its input at mirrored or wrapped ones:
+      // every part needs memory, but a constant's.
+      if (nd.op == "cat" || nd.op == "pad")
         for (int a : nd.args)
           if (!is_view_op(g.at(a).op) && g.at(a).op != "const") p.stored[a] = true;
       // Views are folded into strided reads of stored values only; a view of a computed value stores it.
@@ -260,13 +261,13 @@ struct Partitioner {
   }
 
   // Whether the expression of `id` reads a member of `mem` through a view (expand, permute, flip, slice), a
-  // concatenation (its parts at shifted positions) or a gather (its table at computed positions): the kernel would
+  // concatenation or a padding (its parts at shifted or mirrored positions) or a gather (its table at computed positions): the kernel would
   // read the member's memory, which it writes itself (or never, for a statistic).
   bool reads_through_view(int id, const std::vector<int>& mem, bool under_view = false) const {
     for (int a : g.at(id).args) {
       if (a < 0) continue;
       bool member = std::find(mem.begin(), mem.end(), p.storage[a]) != mem.end();
-      if (member && (under_view || p.storage[a] != a || g.at(id).op == "cat" ||
+      if (member && (under_view || p.storage[a] != a || g.at(id).op == "cat" || g.at(id).op == "pad" ||
                      (g.at(id).op == "gather" && a == g.at(id).args[0])))
         return true;
       if (!p.stored[a] && reads_through_view(a, mem, under_view || is_view_op(g.at(a).op))) return true;

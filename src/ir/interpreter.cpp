@@ -8,6 +8,7 @@
 #include "ir/conv.h"
 #include "ir/error.h"
 #include "ir/matmul.h"
+#include "ir/pad.h"
 #include "ir/pool.h"
 #include "ir/ops.h"
 #include "ir/recurrence.h"
@@ -345,6 +346,22 @@ HostTensor cat(const Node& n, const std::vector<const HostTensor*>& a) {
   return out;
 }
 
+HostTensor pad(const Node& n, const HostTensor& x) {
+  const PadSpec spec = pad_spec(n, x.type.shape, "interpret: node '" + n.name + "': ");
+  const std::vector<int64_t> strides = contiguous_strides(x.type.shape);
+  HostTensor out{n.type, std::vector<double>(numel(n.type.shape))};
+  CoordIter it(n.type.shape);
+  for (size_t i = 0; i < out.data.size(); ++i, it.next()) {
+    int64_t at = 0;
+    for (size_t d = 0; d < strides.size() && at >= 0; ++d) {
+      const int64_t s = pad_source(spec.mode, spec.dims[d], it.c[d]);
+      at = s < 0 ? -1 : at + s * strides[d];
+    }
+    out.data[i] = at < 0 ? round_to(n.type.dtype, spec.value) : x.data[size_t(at)];
+  }
+  return out;
+}
+
 // Canonical matmul (equal ranks >= 2, batch dims broadcast), accumulated in double, then the epilogue.
 HostTensor matmul(const Node& n, const std::vector<const HostTensor*>& a) {
   const Shape &as = a[0]->type.shape, &bs = a[1]->type.shape;
@@ -413,6 +430,7 @@ std::vector<HostTensor> interpret(const Graph& g, const std::vector<HostTensor>&
     if (n.op == "const") vals[id] = {n.type, {n.attr_f("value")}};
     else if (n.op == "gather") vals[id] = gather(n, *a[0], *a[1]);
     else if (n.op == "cat") vals[id] = cat(n, a);
+    else if (n.op == "pad") vals[id] = pad(n, *a[0]);
     else if (is_elementwise_op(n.op)) vals[id] = elementwise(n, a);
     else if (n.op == "reduce") vals[id] = reduce(n, *a[0]);
     else if (n.op == "scan") vals[id] = scan(n, *a[0]);

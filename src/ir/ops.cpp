@@ -32,7 +32,7 @@ bool is_binary_op(const std::string& op) { return kBinary.count(op) > 0; }
 bool is_comparison_op(const std::string& op) { return kComparison.count(op) > 0; }
 bool is_elementwise_op(const std::string& op) {
   return is_unary_op(op) || is_binary_op(op) || op == "where" || op == "const" || op == "gather" || op == "triangle" ||
-         op == "cat";
+         op == "cat" || op == "pad";
 }
 bool is_view_op(const std::string& op) { return kView.count(op) > 0; }
 bool is_conv_op(const std::string& op) { return op == "conv" || op == "conv_transpose"; }

@@ -8,6 +8,7 @@
 #include "ir/conv.h"
 #include "ir/matmul.h"
 #include "ir/ops.h"
+#include "ir/pad.h"
 #include "ir/pool.h"
 #include "ir/recurrence.h"
 
@@ -249,6 +250,13 @@ TensorType infer_type(const Graph& g, const Node& n) {
     n.attr_b("upper");
     n.attr_i("diagonal");
     return arg(g, n, 0);
+  }
+  if (op == "pad") {  // F.pad in every mode, every dim at once (ir/pad.h)
+    need_args(n, 1, 1);
+    TensorType out = arg(g, n, 0);
+    const PadSpec spec = pad_spec(n, out.shape, "node '" + n.name + "': ");
+    for (size_t d = 0; d < out.shape.size(); ++d) out.shape[d] += spec.dims[d].left + spec.dims[d].right;
+    return out;
   }
   if (op == "cat") {  // torch.cat: the args one after another along dim, every other dim equal
     need_args(n, 2, 1 << 16);

@@ -225,6 +225,36 @@ TEST(ChannelsLast, AConcatenationOfChannelsLastPartsIsOne) {
   EXPECT_EQ(whole_permutes, 4);
 }
 
+// A padding between convolutions pads the channels-last value as it is (its counts moved with the dims): no
+// transpose back before it, and each padding is one kernel that writes the next convolution's input.
+TEST(ChannelsLast, APaddingBetweenConvolutionsPadsTheChannelsLastValue) {
+  GraphAnalysis a(graph_from_json(padded()));
+  const Graph& g = a.primitive(true);
+  int pads = 0;
+  for (int i : reachable(g)) {
+    const Node& n = g.at(i);
+    if (n.op != "pad" || n.name == "y") continue;
+    ++pads;
+    EXPECT_NE(g.at(n.args[0]).op, "permute") << n.name << " pads a transposed value";
+    const std::vector<int64_t> pads_nchw = n.name == "p1" ? std::vector<int64_t>{0, 0, 1, 2, 1, 1, 0, 0}
+                                                          : std::vector<int64_t>{0, 0, 1, 1, 2, 1, 0, 0};
+    EXPECT_EQ(n.attr_ints("pads"), pads_nchw) << n.name;
+  }
+  EXPECT_EQ(pads, 2);
+  Schedule s;
+  s.channels_last = true;
+  // Lowered: the one transpose back is the last convolution's result (the graph pads and returns it channels
+  // first); p1 and p2 are a kernel each.
+  int p1 = 0, p2 = 0;
+  for (const PlanKernel& k : lower(a, s).kernels) {
+    if (k.name.find("channels_first") != std::string::npos) EXPECT_NE(k.name.find("_c3_"), std::string::npos) << k.name;
+    p1 += k.name.find("_p1") != std::string::npos;
+    p2 += k.name.find("_p2") != std::string::npos;
+  }
+  EXPECT_EQ(p1, 1);
+  EXPECT_EQ(p2, 1);
+}
+
 // A pool of a channels-last value pools it as it is: its kernel walks [N, *spatial, C], neighbouring threads on
 // neighbouring channels, and matches the interpreter on the CPU.
 TEST(ChannelsLast, PoolsRunOnChannelsLastValues) {

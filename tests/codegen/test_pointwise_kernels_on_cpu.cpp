@@ -1,5 +1,5 @@
 // Kernels whose values depend on the element's coordinates run on the CPU (common/cpu_kernel_runner.h): a
-// triangle (torch.tril / triu) and a concatenation in a pointwise kernel under every vector width, and feeding a row
+// triangle (torch.tril / triu), a concatenation and a padding in a pointwise kernel under every vector width, and feeding a row
 // sum or softmax under the strategies the runner runs, against the interpreter.
 #include <gtest/gtest.h>
 
@@ -54,6 +54,14 @@ TEST(CatKernels, MatchTheInterpreterOnTheCpu) {
   if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
   for (const char* name : {"cat_middle_relu", "cat_last_softmax", "slices_swapped_halves"})
     EXPECT_GE(schedules_matching_the_interpreter(name, 7), 1) << name;
+}
+
+// F.pad in every mode (ir/pad.h): the input read at mirrored, clamped or wrapped positions through a view's strides,
+// in three dims at once, or the fill, in a pointwise kernel under every vector width and feeding a softmax's rows.
+TEST(PadKernels, MatchTheInterpreterOnTheCpu) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  for (const char* name : {"pad_reflect_permuted_tanh", "pad_replicate_3d", "pad_circular_softmax", "pad_constant_squared"})
+    EXPECT_GE(schedules_matching_the_interpreter(name, 11), 1) << name;
 }
 
 // A literal tensor (a concatenation of one constant an element) stores none of its parts: at most the concatenation's

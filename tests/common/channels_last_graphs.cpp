@@ -75,9 +75,28 @@ json normed_pooled() {
           {"outputs", {"c2"}}};
 }
 
+// A style-transfer generator's layers: conv (bias) -> BatchNorm -> ReLU -> reflect padding (one row above, two
+// below, one column each side) -> conv -> replicate padding -> conv, the result padded with a constant (channels
+// first again, as the graph returns it).
+json padded() {
+  auto pad = [](const std::string& name, const std::string& x, std::vector<int64_t> pads, const std::string& mode) {
+    json attrs = {{"pads", pads}, {"mode", mode}};
+    if (mode == "constant") attrs["value"] = 0.5;
+    return node(name, "pad", {x}, attrs);
+  };
+  return {{"inputs", {value("x", {2, 5, 9, 11})}},
+          {"params", {value("w1", {8, 5, 3, 3}), value("b1", {8}), value("g1", {8}), value("e1", {8}), value("w2", {6, 8, 3, 3}),
+                      value("w3", {4, 6, 3, 3})}},
+          {"nodes", {node("c1", "conv", {"x", "w1", "b1"}), node("n1", "batch_norm", {"c1", "g1", "e1"}, kNorm),
+                     node("r1", "relu", {"n1"}), pad("p1", "r1", {0, 0, 0, 0, 1, 2, 1, 1}, "reflect"),
+                     node("c2", "conv", {"p1", "w2"}), pad("p2", "c2", {0, 0, 0, 0, 1, 1, 2, 1}, "replicate"),
+                     node("c3", "conv", {"p2", "w3"}), pad("y", "c3", {0, 0, 1, 0, 2, 1, 0, 3}, "constant")}},
+          {"outputs", {"y"}}};
+}
+
 std::vector<std::pair<std::string, json>> all() {
   return {{"chain", chain()}, {"residual", residual()}, {"readers_of_every_kind", readers_of_every_kind()}, {"branches", branches()},
-          {"pooled", pooled()}, {"normed_pooled", normed_pooled()}};
+          {"pooled", pooled()}, {"normed_pooled", normed_pooled()}, {"padded", padded()}};
 }
 
 Schedule calls_in(const GraphAnalysis& a, Precision precision, bool library_epilogue) {

@@ -26,6 +26,7 @@ json readers_of_every_kind();
 json branches();
 json pooled();
 json normed_pooled();
+json padded();
 // Every graph above by name (chain at its default size).
 std::vector<std::pair<std::string, json>> all();
 

@@ -80,6 +80,26 @@ std::vector<SampleGraph> sample_graphs() {
                                     {"nodes", {node("cat", "cat", {"a", "b"}, {{"dim", 1}}),
                                                node("y", "softmax", {"cat"}, {{"dim", 1}})}},
                                     {"outputs", {"y"}}}});
+  // Paddings (ir/pad.h) read at mirrored, clamped or wrapped positions, or filled: through a permuted view, in three
+  // dims at once, feeding a row softmax, and squared where the fill lies.
+  auto pad = [](const std::string& name, const std::string& x, std::vector<int64_t> pads, const std::string& mode) {
+    nlohmann::json attrs = {{"pads", pads}, {"mode", mode}};
+    if (mode == "constant") attrs["value"] = -1.5;
+    return node(name, "pad", {x}, attrs);
+  };
+  g.push_back({"pad_reflect_permuted_tanh", {{"inputs", {input("c", {7, 3, 5})}},
+                                             {"nodes", {node("cp", "permute", {"c"}, {{"dims", {1, 2, 0}}}),
+                                                        pad("p", "cp", {0, 0, 2, 1, 1, 3}, "reflect"), node("y", "tanh", {"p"})}},
+                                             {"outputs", {"y"}}}});
+  g.push_back({"pad_replicate_3d", {{"inputs", {input("x", {2, 3, 4, 5, 6})}},
+                                    {"nodes", {pad("p", "x", {0, 0, 0, 0, 1, 2, 0, 1, 2, 2}, "replicate"), node("y", "relu", {"p"})}},
+                                    {"outputs", {"y"}}}});
+  g.push_back({"pad_circular_softmax", {{"inputs", {input("x", {6, 10})}},
+                                        {"nodes", {pad("p", "x", {1, 2, 3, 4}, "circular"), node("y", "softmax", {"p"}, {{"dim", 1}})}},
+                                        {"outputs", {"y"}}}});
+  g.push_back({"pad_constant_squared", {{"inputs", {input("x", {3, 4, 5})}},
+                                        {"nodes", {pad("p", "x", {0, 0, 2, 1, 1, 2}, "constant"), node("y", "mul", {"p", "p"})}},
+                                        {"outputs", {"y"}}}});
   // Products with one output column lower to a reduction over K (ir/decompose.cpp, matrix_vector): a matrix
   // times a vector, and a Linear layer with one output feature (its weight read transposed), bias and ReLU after.
   g.push_back({"matrix_vector", {{"inputs", {input("a", {37, 29}), input("v", {29})}},

@@ -88,6 +88,23 @@ TEST(Interpreter, AvgPoolDividesByTheWindowClippedToThePaddedInput) {
   EXPECT_EQ(out[0].data, (std::vector<double>{2, 5}));
 }
 
+// Each padding mode's positions on a row of 4 (two before, one after): mirrored without the edge, the edge
+// repeated, wrapped, or the fill; and counts the mode cannot give are refused naming the limit.
+TEST(Interpreter, PaddingModesReadTheirPositions) {
+  const auto padded = [](const std::string& mode) {
+    json a = {{"pads", {0, 0, 2, 1}}, {"mode", mode}, {"value", 9}};
+    return run(one_op("pad", {1, 4}, a), {tensor({1, 4}, {1, 2, 3, 4})})[0].data;
+  };
+  EXPECT_EQ(padded("reflect"), (std::vector<double>{3, 2, 1, 2, 3, 4, 3}));
+  EXPECT_EQ(padded("replicate"), (std::vector<double>{1, 1, 1, 2, 3, 4, 4}));
+  EXPECT_EQ(padded("circular"), (std::vector<double>{3, 4, 1, 2, 3, 4, 1}));
+  EXPECT_EQ(padded("constant"), (std::vector<double>{9, 9, 1, 2, 3, 4, 9}));
+  expect_graph_error(one_op("pad", {1, 4}, {{"pads", {0, 0, 4, 0}}, {"mode", "reflect"}}),
+                     "reflect padding of 4 on a dim of 4 (at most 3)");
+  expect_graph_error(one_op("pad", {1, 4}, {{"pads", {1, 1}}, {"mode", "constant"}}), "pads has 2 counts for 2 dims");
+  expect_graph_error(one_op("pad", {1, 4}, {{"pads", {0, 0, 1, 1}}, {"mode", "mirror"}}), "unknown padding mode 'mirror'");
+}
+
 // ceil_mode rounds the output size up (PyTorch's rule: a last window starting in the right padding is dropped);
 // its last window, clipped by the input, divides by what it holds.
 TEST(Interpreter, CeilModeKeepsTheLastPartialWindow) {

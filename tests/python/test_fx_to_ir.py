@@ -63,7 +63,7 @@ hardsigmoid hardswish mish gelu leaky_relu elu hardtanh softplus clamp pow_scala
 pow fmod atan2 gt lt ge le eq ne where triangle sum mean amax amin prod argmax argmin vector_norm var softmax log_softmax layer_norm
 rms_norm batch_norm group_norm instance_norm cumsum cumprod cummax cummin logcumsumexp flip max_pool avg_pool mse_loss huber_loss
 smooth_l1_loss kl_div cross_entropy triplet_margin_loss cosine_similarity matmul conv conv_transpose reshape permute expand
-contiguous cat slice gather
+contiguous cat slice gather pad
 const""".split()
 
 

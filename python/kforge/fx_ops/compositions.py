@@ -124,42 +124,36 @@ def pad(b, input, pad, mode="constant", value=None):
 
 def padded_dims(b, x: Val, pad, mode: str, value) -> Val:
     """`x` padded as F.pad pads it (pairs from the last dim backwards), as an intermediate value (a convolution's
-    padding mode pads its input so)."""
+    padding mode pads its input so): negative counts crop first, then one `pad` node pads every dim at once
+    (ir/pad.h), one kernel however many dims it pads."""
     pairs = list(pad)
     if len(pairs) % 2 or len(pairs) // 2 > x.ndim:
         b.refuse(f"padding {pairs} does not pair up with the tensor's {x.ndim} dims")
-    v = x
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        b.refuse(f"padding mode {mode!r} is not supported")
+    v, counts = x, [0] * (2 * x.ndim)
     for k in range(len(pairs) // 2):
-        d, left, right = x.ndim - 1 - k, pairs[2 * k], pairs[2 * k + 1]
-        v = padded(b, v, d, left, right, mode, value)
-    return v
+        d, left, right = x.ndim - 1 - k, int(pairs[2 * k]), int(pairs[2 * k + 1])
+        if left < 0 or right < 0:  # negative padding crops
+            v = piece(b, v, d, max(-left, 0), v.shape[d] - max(-right, 0))
+        left, right, n = max(left, 0), max(right, 0), v.shape[d]
+        most = n - 1 if mode == "reflect" else n if mode == "circular" else None
+        if most is not None and max(left, right) > most:
+            b.refuse(f"{mode} padding of {max(left, right)} on a dim of {n} (at most {most})")
+        counts[2 * d], counts[2 * d + 1] = left, right
+    if not any(counts):
+        return v
+    shape = [n + counts[2 * d] + counts[2 * d + 1] for d, n in enumerate(v.shape)]
+    attrs = {"pads": counts, "mode": mode}
+    if mode == "constant":
+        attrs["value"] = float(value)
+    return b.emit_tmp("pad", [v], attrs, v.dtype, shape)
 
 
 def padded(b, v: Val, d: int, left: int, right: int, mode: str, value) -> Val:
-    n = v.shape[d]
-    if left < 0 or right < 0:  # negative padding crops
-        v = piece(b, v, d, max(-left, 0), n - max(-right, 0))
-        left, right, n = max(left, 0), max(right, 0), v.shape[d]
-    if mode in ("reflect", "circular") and (left > n - (mode == "reflect") or right > n - (mode == "reflect")):
-        b.refuse(f"{mode} padding of {max(left, right)} on a dim of {n}")
-
-    def side(count, at_start):
-        if count == 0:
-            return None
-        shape = list(v.shape)
-        shape[d] = count
-        if mode == "constant":
-            return expand(b, b.const(value, v.dtype), shape)
-        if mode == "replicate":
-            return expand(b, piece(b, v, d, 0, 1) if at_start else piece(b, v, d, n - 1, n), shape)
-        if mode == "reflect":
-            part = piece(b, v, d, 1, count + 1) if at_start else piece(b, v, d, n - 1 - count, n - 1)
-            return b.emit_tmp("flip", [part], {"dims": [d]}, v.dtype, shape)
-        if mode == "circular":
-            return piece(b, v, d, n - count, n) if at_start else piece(b, v, d, 0, count)
-        b.refuse(f"padding mode {mode!r} is not supported")
-    parts = [p for p in (side(left, True), v, side(right, False)) if p is not None]
-    return cat(b, parts, d)
+    """`v` padded along dim d alone."""
+    pairs = [0, 0] * (v.ndim - 1 - d) + [left, right]
+    return padded_dims(b, v, pairs, mode, value)
 
 
 for _cls, _mode in ((nn.ConstantPad1d, "constant"), (nn.ConstantPad2d, "constant"), (nn.ConstantPad3d, "constant"),
@@ -432,7 +426,7 @@ def im2col(b, input, kernel_size, dilation=1, padding=0, stride=1):
     (ph, pw), (sh, sw) = pairs_of(padding, "padding", b), pairs_of(stride, "stride", b)
     if kh * kw > 256:
         b.refuse(f"F.unfold with a kernel of {kh} x {kw} offsets (more than 256) is not supported")
-    v = padded(b, padded(b, x, 2, ph, ph, "constant", 0.0), 3, pw, pw, "constant", 0.0)
+    v = padded_dims(b, x, [pw, pw, ph, ph], "constant", 0.0)
     n, c, h, w = v.shape
     oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
     if oh < 1 or ow < 1:
