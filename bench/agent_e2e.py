@@ -80,7 +80,7 @@ def turns_of(trajectory: dict, sent: list, ended: float) -> list[dict]:
 
 def summary(result: dict) -> dict:
     """The fields of a tool's result worth a table cell (no sources, no long logs)."""
-    keep = ("compiled", "correct", "tier", "native_ms", "kernel_ms", "ms", "reward", "error", "pct_of_memory_floor")
+    keep = ("compiled", "tier", "strict", "ms", "speedup_eager", "reward", "pct_of_memory_floor", "error")
     return {k: result[k] for k in keep if k in result}
 
 

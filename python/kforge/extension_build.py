@@ -2,7 +2,8 @@
 
 `install()` routes torch's JIT builds (both calls end in `cpp_extension._jit_compile`) through `build`:
 - a CUDA source is split (kforge/cuda_split.py): the host part compiled by the C++ compiler from a precompiled
-  torch/extension.h (`build_pch`, once per machine and optimisation level), the device part by nvcc without torch's
+  torch/extension.h (`build_pch`, once per machine and optimisation level), or from the smaller light set first
+  where the sources include nothing more of torch (LIGHT_INCLUDES), the device part by nvcc without torch's
   headers; the C++ sources (load_inline's main.cpp) from the same precompiled header; all in parallel, then linked
   with torch's own flags (taken from the ninja file torch itself writes for the build);
 - the library is kept under the build folder by a SHA-256 of its sources, flags and compilers, so the same
@@ -14,7 +15,7 @@
   does not build it again.
 
 `python -m kforge.extension_build --pch DIR` builds the precompiled headers (trusted: torch's headers only; about
-800 MB each); candidates find them through $KFORGE_TORCH_PCH."""
+800 and 550 MB a level); candidates find them through $KFORGE_TORCH_PCH."""
 import argparse
 import contextlib
 import fcntl
@@ -36,10 +37,19 @@ from kforge.cuda_split import NotSplittable, blank_literals, split_cuda_source
 
 PCH_ENV = "KFORGE_TORCH_PCH"
 PCH_HEADER = "torch_extension.h"
+# The light set: what a load_inline unit's bindings and a kernel launcher's host code use of torch (the tensor API
+# and its factories, the Python bindings of tensors, TORCH_CHECK, the current stream). GCC instantiates at the end
+# of every unit what a header's inline functions leave pending, precompiled header or not: an empty unit costs 8.1 s
+# with torch/extension.h precompiled and 4.8 s with this set (the CI machine's cores), nearly all of a launcher's
+# compile. A unit whose sources include no other torch header is compiled with it first; where a name is then
+# missing (the source uses what only the whole header declares), with torch/extension.h.
+LIGHT_HEADER = "torch_light.h"
+LIGHT_INCLUDES = ("torch/types.h", "torch/csrc/utils/pybind.h", "torch/csrc/Exceptions.h", "ATen/cuda/CUDAContext.h")
+PCH_HEADERS = {PCH_HEADER: "#include <torch/extension.h>\n", LIGHT_HEADER: "".join(f"#include <{h}>\n" for h in LIGHT_INCLUDES)}
 # The optimisation levels a precompiled header is built for: GCC refuses one built at another level (__OPTIMIZE__,
 # __NO_INLINE__ differ) and compiles from the headers instead, correct but slow.
 PCH_LEVELS = {"O0": [], "O2": ["-O2"]}
-SPLIT_VERSION = 5  # bump when what the split or the build makes changes: the cache key holds it
+SPLIT_VERSION = 6  # bump when what the split or the build makes changes: the cache key holds it
 CUDA_SUFFIXES = (".cu", ".cuh")
 # nvcc flags that also shape the host part's code (the rest, e.g. --use_fast_math, -arch, -Xptxas, are the device's)
 HOST_FLAG = re.compile(r"^(-O\d?|-Os|-D.+|-U.+|-I.+|-std=.+|-g\d?|-f(?!tz=|mad=|ast).+|-w|-W.+)$")
@@ -59,6 +69,10 @@ BUILDS = []  # what each build in this process did: {"name", "how", "s", "why"};
 
 class SplitBuildFailed(Exception):
     """The split build's compiler or linker failed: torch builds the sources its own way."""
+
+
+class LightUnitFailed(Exception):
+    """The light unit missed a name the whole torch/extension.h declares: build with that instead."""
 
 
 class JoinedUnitFailed(Exception):
@@ -209,15 +223,15 @@ def _optimisation(flags: list) -> str | None:
     return level
 
 
-def _pch_include(flags: list) -> list:
+def _pch_include(flags: list, name: str = PCH_HEADER) -> list:
     root = os.environ.get(PCH_ENV)
     level = _optimisation(flags)
     if not root or level is None:
         return []
-    header = Path(root) / level / PCH_HEADER
+    header = Path(root) / level / name
     # -Winvalid-pch says when GCC reads the headers instead; never an error, even under a candidate's -Werror
     return ["-include", str(header), "-Winvalid-pch", "-Wno-error=invalid-pch"] \
-        if (header.parent / (PCH_HEADER + ".gch")).is_file() else []
+        if (header.parent / (name + ".gch")).is_file() else []
 
 
 def _ninja_variables(a: dict, sources: list, folder: str) -> dict:
@@ -330,17 +344,27 @@ def _split_build(a: dict):
             return ce._import_module_from_library(name, str(final), True), "cached"
         joined = _joinable(sources, texts, splits)
         built = Path(tmp) / "out"
-        try:  # one unit where load_inline's main.cpp can join a host part; apart where that unit fails
-            unused = _compile_and_link(name, sources, texts, splits, variables, host_flags, joined, Path(tmp) / "one", built)
-        except JoinedUnitFailed:
-            joined = None
-            shutil.rmtree(built, ignore_errors=True)
-            unused = _compile_and_link(name, sources, texts, splits, variables, host_flags, None, Path(tmp) / "apart", built)
+        # One unit where load_inline's main.cpp can join a host part, with the light headers where its sources ask
+        # for nothing more; the whole header where a name is missing then; apart where the joined unit fails.
+        queue = [("light", joined)] * bool(joined and _light_texts(texts[joined[0]], splits[joined[1]].host))
+        queue += [("one", joined)] * bool(joined) + [("apart", None)]
+        while True:
+            how, unit = queue.pop(0)
+            try:
+                unused = _compile_and_link(name, sources, texts, splits, variables, host_flags, unit, Path(tmp) / how,
+                                           built, light=how == "light")
+                break
+            except LightUnitFailed:  # a name only the whole header declares: that header next
+                shutil.rmtree(built, ignore_errors=True)
+            except JoinedUnitFailed:  # the joining itself may be the cause: apart
+                shutil.rmtree(built, ignore_errors=True)
+                queue = [q for q in queue if q[0] == "apart"]
         with contextlib.suppress(OSError):  # another process may have built it first: either is the same library
             os.rename(built, final)
     pch = "no precompiled header" if not _pch_include(host_flags) else \
         f"precompiled header not used: {unused[0]}" if unused else "precompiled header"
-    return ce._import_module_from_library(name, str(final), True), f"split ({pch}{', one unit' if joined else ''})"
+    unit = {"light": ", one unit, light headers", "one": ", one unit"}.get(how, "")
+    return ce._import_module_from_library(name, str(final), True), f"split ({pch}{unit})"
 
 
 # Errors a part could meet for what the split left out of it (the host part has no kernels' bodies and, compiled
@@ -384,11 +408,31 @@ def _joinable(sources: list, texts: dict, splits: dict) -> tuple | None:
     return main[0], cu[0]
 
 
-def _compile_and_link(name, sources, texts, splits, variables, host_flags, joined, folder: Path, built: Path) -> list:
-    """Every source compiled in `folder` (main.cpp at the head of the CUDA source's host part where `joined`), in
-    parallel, and linked into built/<name>.so. Returns the reasons GCC gave for a precompiled header not used."""
+TORCH_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"](torch/[^>\"]*)[>\"]", re.M)
+EXTENSION_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*[<\"]torch/extension\.h[>\"][^\n]*$", re.M)
+
+
+def _light_texts(main: str, host: str) -> tuple | None:
+    """main.cpp and a host part with their torch/extension.h includes blanked (the unit gets the light set in their
+    place: LIGHT_HEADER), where they include no other torch header but torch/types.h; else None."""
+    if any(h not in ("torch/extension.h", "torch/types.h") for h in TORCH_INCLUDE.findall(main + "\n" + host)):
+        return None
+    return EXTENSION_INCLUDE.sub("", main), EXTENSION_INCLUDE.sub("", host)
+
+
+def _compile_and_link(name, sources, texts, splits, variables, host_flags, joined, folder: Path, built: Path,
+                      light: bool = False) -> list:
+    """Every source compiled in `folder` (main.cpp at the head of the CUDA source's host part where `joined`; with
+    `light`, that unit from the light headers), in parallel, and linked into built/<name>.so. Returns the reasons
+    GCC gave for a precompiled header not used."""
     folder.mkdir()
     tmp = str(folder)
+    unit_include = _pch_include(host_flags)
+    if light:
+        unit_include = _pch_include(host_flags, LIGHT_HEADER)
+        if not unit_include:  # no precompiled light set: the headers themselves
+            (folder / LIGHT_HEADER).write_text(PCH_HEADERS[LIGHT_HEADER])
+            unit_include = ["-include", str(folder / LIGHT_HEADER)]
     cxx, nvcc = variables.get("cxx", ["c++"]), variables.get("nvcc", ["nvcc"])
     cuda_cflags = [*variables.get("cuda_cflags", [])]
 
@@ -407,11 +451,13 @@ def _compile_and_link(name, sources, texts, splits, variables, host_flags, joine
         parts[str(host)] = parts[str(device)] = s
         # joined: main.cpp first, then the host part, each numbered as its own file (the part's #line marks name
         # the source's lines)
-        host.write_text(f'#line 1 "{joined[0]}"\n' + texts[joined[0]] + f'\n#line 1 "{host.name}"\n' + split.host
-                        if joined else split.host)
+        main_text, host_text = _light_texts(texts[joined[0]], split.host) if light else \
+            (texts[joined[0]] if joined else "", split.host)
+        host.write_text(f'#line 1 "{joined[0]}"\n' + main_text + f'\n#line 1 "{host.name}"\n' + host_text
+                        if joined else host_text)
         # its "x.cuh" includes, found where the source lies (nvcc has no -iquote: -I there)
         folder = str(Path(s).parent)
-        host_job = lambda: _run([*cxx, *host_flags, *_pch_include(host_flags), "-iquote", folder, "-c", str(host),
+        host_job = lambda: _run([*cxx, *host_flags, *unit_include, "-iquote", folder, "-c", str(host),
                                  "-o", f"{host}.o"], tmp)
         device_job = lambda text: (device.write_text(text),
                                    _run([*nvcc, *cuda_cflags, "-I", folder, "-c", str(device), "-o", f"{device}.o",
@@ -437,6 +483,9 @@ def _compile_and_link(name, sources, texts, splits, variables, host_flags, joine
     results = [r for _, r, _ in done]
     failed = [(obj, r, v) for obj, r, v in done if r.returncode != 0]
     if joined and any(obj.endswith(".host.cpp.o") for obj, _, _ in failed):
+        log = "".join(r.stderr + r.stdout for obj, r, _ in failed if obj.endswith(".host.cpp.o"))
+        if light and any(MISSING_NAME.search(line) for line in log.splitlines() if COMPILER_ERROR.search(line)):
+            raise LightUnitFailed()
         raise JoinedUnitFailed()  # its error may be the joining's (a name declared in both): the device part's is not
     if failed:
         _, r, v = failed[0]
@@ -448,6 +497,8 @@ def _compile_and_link(name, sources, texts, splits, variables, host_flags, joine
     built.mkdir()
     r = _run([*cxx, *objects, *variables.get("ldflags", []), "-o", str(built / f"{name}.so")], tmp)
     if r.returncode != 0:
+        if light:  # an undefined reference: what the light set declares but the whole header defines inline
+            raise LightUnitFailed()
         if joined:
             raise JoinedUnitFailed()
         raise SplitBuildFailed(trim_build_error(r.stderr + r.stdout, name))
@@ -473,8 +524,9 @@ def torch_cxx_flags() -> tuple:
 
 
 def build_pch(root: str) -> dict:
-    """The precompiled torch/extension.h of each level under `root` (built where missing or made by another
-    compiler or torch; a lock keeps concurrent callers to one build). Returns {level: "built" | "kept"}."""
+    """The precompiled headers of each level under `root`, torch/extension.h and the light set (built where missing
+    or made by another compiler or torch; a lock keeps concurrent callers to one build). Returns {level: "built" |
+    "kept"}."""
     import torch
     Path(root).mkdir(parents=True, exist_ok=True)
     with open(Path(root) / ".lock", "w") as lock:
@@ -482,28 +534,34 @@ def build_pch(root: str) -> dict:
         header = Path(torch.__file__).parent / "include/torch/extension.h"
         cxx, torch_flags = torch_cxx_flags()  # once, before the levels' threads (it sets the environment)
 
-        def one(level):
-            flags = torch_flags + PCH_LEVELS[level]
-            folder = Path(root) / level
-            signature = json.dumps({"cmd": [*cxx, *flags], "tool": _version_of(tuple(cxx)), "torch": torch.__version__,
-                                    "header": os.path.getmtime(header)})
-            if (folder / "signature.json").is_file() and (folder / "signature.json").read_text() == signature \
-                    and (folder / (PCH_HEADER + ".gch")).is_file():
-                return "kept"
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir()
-            (folder / PCH_HEADER).write_text("#include <torch/extension.h>\n")
-            r = subprocess.run([*cxx, "-x", "c++-header", *flags, str(folder / PCH_HEADER), "-o",
-                                str(folder / (PCH_HEADER + ".gch.tmp"))], capture_output=True, text=True)
-            if r.returncode != 0:
-                raise RuntimeError(f"precompiling torch/extension.h failed:\n{(r.stderr + r.stdout)[-2000:]}")
-            os.rename(folder / (PCH_HEADER + ".gch.tmp"), folder / (PCH_HEADER + ".gch"))
-            (folder / "signature.json").write_text(signature)
-            return "built"
+        def signature(level):
+            return json.dumps({"cmd": [*cxx, *torch_flags, *PCH_LEVELS[level]], "tool": _version_of(tuple(cxx)),
+                               "torch": torch.__version__, "header": os.path.getmtime(header), "headers": PCH_HEADERS})
 
-        with ThreadPoolExecutor(max_workers=len(PCH_LEVELS)) as pool:
-            done = dict(zip(PCH_LEVELS, pool.map(one, PCH_LEVELS)))
-    return done
+        def kept(level):
+            folder = Path(root) / level
+            return (folder / "signature.json").is_file() and (folder / "signature.json").read_text() == signature(level) \
+                and all((folder / (h + ".gch")).is_file() for h in PCH_HEADERS)
+
+        def one(level, name):
+            folder = Path(root) / level
+            (folder / name).write_text(PCH_HEADERS[name])
+            r = subprocess.run([*cxx, "-x", "c++-header", *torch_flags, *PCH_LEVELS[level], str(folder / name), "-o",
+                                str(folder / (name + ".gch.tmp"))], capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"precompiling {name} failed:\n{(r.stderr + r.stdout)[-2000:]}")
+            os.rename(folder / (name + ".gch.tmp"), folder / (name + ".gch"))
+
+        stale = [level for level in PCH_LEVELS if not kept(level)]
+        for level in stale:
+            shutil.rmtree(Path(root) / level, ignore_errors=True)
+            (Path(root) / level).mkdir()
+        jobs = [(level, name) for level in stale for name in PCH_HEADERS]
+        with ThreadPoolExecutor(max_workers=max(len(jobs), 1)) as pool:
+            list(pool.map(lambda job: one(*job), jobs))
+        for level in stale:
+            (Path(root) / level / "signature.json").write_text(signature(level))
+    return {level: "built" if level in stale else "kept" for level in PCH_LEVELS}
 
 
 def main(argv=None) -> int:

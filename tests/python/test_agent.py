@@ -188,3 +188,18 @@ def test_profile_places_a_time_against_the_memory_floor():
     assert abs(r["memory_floor_ms"] - bytes_min / 2e12 * 1e3) < 1e-12
     assert abs(r["pct_of_memory_floor"] - 100 * r["memory_floor_ms"] / 0.01) < 1e-9
     assert memory_roofline(graph, 0.0, 0.01) == {"bytes_min": bytes_min}  # no bandwidth measured (CPU checks)
+
+
+def test_the_end_to_end_bench_times_every_turn(tmp_path):
+    """bench/agent_e2e.py (run on the GPU for issue 25's overhead a turn): on the CPU the scripted model's kernel
+    compiles and its checks are refused by name, every turn timed, the tools' time apart from the loop's."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import agent_e2e
+    assert agent_e2e.main(["--out", str(tmp_path), "--device", "cpu", "--sandbox-user", USER]) == 1  # no verdict on a CPU
+    report = json.loads((tmp_path / "agent_e2e.json").read_text())
+    assert [r["tools"] for r in report["turns"]] == [["read_problem"], ["write_candidate", "compile"], ["verify"],
+                                                       ["profile"], []]
+    assert report["turns"][1]["results"]["compile"] == {"compiled": True}
+    assert "CUDA GPU" in report["turns"][2]["results"]["verify"]["error"]
+    assert all(r["wall_s"] >= r["tools_s"] >= 0 for r in report["turns"])

@@ -264,7 +264,7 @@ def build_in_a_process(tmp_path, source, name="kf_gelu", flags=(), pch=None, scr
 @needs_nvcc
 def test_a_split_build_makes_a_module_and_the_same_source_is_found_by_its_hash(tmp_path):
     first = build_in_a_process(tmp_path, KERNELS)
-    assert first["has"] and first["builds"][0]["how"] == "split (no precompiled header, one unit)", first
+    assert first["has"] and first["builds"][0]["how"] == "split (no precompiled header, one unit, light headers)", first
     again = build_in_a_process(tmp_path, KERNELS)
     assert again["builds"][0]["how"] == "cached" and again["builds"][0]["s"] < 1, again
     # other flags are another library
@@ -301,6 +301,30 @@ def test_a_joined_unit_that_does_not_compile_is_built_apart(tmp_path):
                           'cpp_sources="int helper(int n);\\ntorch::Tensor gelu_cuda(torch::Tensor x);"')
     r = build_in_a_process(tmp_path, clash, name="kf_clash", script=build)
     assert r["has"] and r["builds"][0]["how"] == "split (no precompiled header)", r
+
+
+def test_the_light_headers_stand_in_for_torch_extension_h_alone():
+    """A unit that includes torch/extension.h (and torch/types.h) is compiled from the light set, its include lines
+    blanked in place so that every later line keeps its number; one that includes any other torch header is not."""
+    from kforge.extension_build import _light_texts
+    main = "#include <torch/extension.h>\ntorch::Tensor f(torch::Tensor x);\n"
+    host = '#line 1 "cuda.cu"\n  #  include "torch/extension.h"  // the API\n#include <torch/types.h>\n#include <c10/util/Half.h>\n'
+    light_main, light_host = _light_texts(main, host)
+    assert light_main == "\ntorch::Tensor f(torch::Tensor x);\n"
+    assert light_host.splitlines() == ['#line 1 "cuda.cu"', "", "#include <torch/types.h>", "#include <c10/util/Half.h>"]
+    for other in ("#include <torch/torch.h>\n", "#include <torch/nn/functional.h>\n", '#include "torch/python.h"\n'):
+        assert _light_texts(main, host + other) is None, other
+
+
+@pytest.mark.slow
+@needs_nvcc
+def test_a_source_that_needs_the_whole_header_builds_with_it(tmp_path):
+    # torch::nn::functional is declared by torch/extension.h, not by the light set: the light unit misses the name,
+    # the whole header builds it, in one unit still
+    whole = KERNELS.replace("    auto y = torch::empty_like(x);",
+                            "    auto y = torch::empty_like(torch::nn::functional::dropout(x, torch::nn::functional::DropoutFuncOptions().p(0.0)));")
+    r = build_in_a_process(tmp_path, whole, name="kf_whole")
+    assert r["has"] and r["builds"][0]["how"] == "split (no precompiled header, one unit)", r
 
 
 FAILING_BUILD = r"""
@@ -366,9 +390,9 @@ def test_the_precompiled_header_is_used_at_its_optimisation_level(tmp_path):
     assert build_pch(str(tmp_path / "pch")) == {"O0": "built", "O2": "built"}
     assert build_pch(str(tmp_path / "pch")) == {"O0": "kept", "O2": "kept"}
     r = build_in_a_process(tmp_path, KERNELS, pch=tmp_path / "pch")
-    assert r["builds"][0]["how"] == "split (precompiled header, one unit)", r
+    assert r["builds"][0]["how"] == "split (precompiled header, one unit, light headers)", r
     r = build_in_a_process(tmp_path, KERNELS, flags=["-O3"], pch=tmp_path / "pch")
-    assert r["builds"][0]["how"] == "split (precompiled header, one unit)", r
+    assert r["builds"][0]["how"] == "split (precompiled header, one unit, light headers)", r
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
