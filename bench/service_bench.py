@@ -1,10 +1,12 @@
 """Throughput of `kforge serve` on one GPU (run by scripts/service_bench.sh): candidate evaluations per
 GPU-minute for the built-in generator's schedules (persistent worker), raw CUDA candidates (compile pool,
 then a fresh sandboxed process each) and ModelNew candidates (a fresh Python process each), plus one
-ModelNew built with torch's load_inline, all on one task of KernelBench level-1 size, in one run.
+ModelNew built with torch's load_inline, and raw CUDA answers through the RL frameworks' reward path
+(POST /reward, verl's compute_score), all on one task of KernelBench level-1 size, in one run.
 Each kind: submit N jobs at once, wait for all; the rate is N over the time from the first submission to the
 last answer. Writes service_bench.json and service_bench.md under --out."""
 import json
+import os
 import re
 import subprocess
 import sys
@@ -70,6 +72,44 @@ def broken_source(variant) -> str:
                                                           "y[i] = fmaxf(x[i], 0.f); float* wrong = 1.5;")
 
 
+def answer(source: str) -> str:
+    """A model's answer as an RL framework hands it over: prose, then the kernel in a fenced code block."""
+    return f"The kernel reads four floats a thread.\n```cuda\n{source}```\n"
+
+
+def rewards_row(kind: str, wall: float, rewards: list, details: list) -> dict:
+    tiers = {}
+    for d in details:
+        tier = d.get("tier") or d.get("status") or "refused"
+        tiers[tier] = tiers.get(tier, 0) + 1
+    errors = [d["error"][-600:] for d in details if d.get("error")][:3]
+    median = sorted(rewards)[len(rewards) // 2]
+    return {"kind": kind, "jobs": len(rewards), "wall_s": round(wall, 2), "per_gpu_minute": round(len(rewards) / wall * 60, 1),
+            "seconds_per_job": round(wall / len(rewards), 3), "tiers": tiers, "median_native_ms": None,
+            "median_compile_ms": None, "median_reward": round(median, 3), "errors": errors}
+
+
+def measure_rewards(svc, task, answers: list, threads: int) -> list:
+    """The RL frameworks' paths to a reward (python/kforge/rl): OpenRLHF's remote reward model posts a batch of
+    answers to POST /reward at once; verl's compute_score posts one answer a call, its reward manager calling it
+    from `threads` threads. Each answer a new raw CUDA source."""
+    from concurrent.futures import ThreadPoolExecutor
+    from kforge.rl import verl_reward
+    half = len(answers) // 2
+    t0 = time.time()
+    status, body = svc.post("/reward", {"query": answers[:half], "labels": [str(task)] * half, "timeout_s": 600})
+    if status != 200:
+        raise RuntimeError(f"POST /reward: HTTP {status}: {str(body)[:300]}")
+    rows = [rewards_row("reward (OpenRLHF: one POST /reward of the batch)", time.time() - t0, body["rewards"], body["details"])]
+    os.environ["KFORGE_SERVICE_URL"] = f"http://127.0.0.1:{svc.port}"
+    t0 = time.time()
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        replies = list(pool.map(lambda a: verl_reward.reward_request([a], [task]), answers[half:]))
+    rows.append(rewards_row(f"reward (verl: compute_score an answer, {threads} threads)", time.time() - t0,
+                            [r["rewards"][0] for r in replies], [r["details"][0] for r in replies]))
+    return rows
+
+
 def measure(svc, task, kind, payloads, timeout_s):
     if not payloads:
         return None
@@ -111,6 +151,9 @@ def main() -> int:
                          "(torch's headers precompiled once)")
     ap.add_argument("--broken", type=int, default=0,
                     help="new load_inline candidates with a compile error in their kernel (the time to their verdict)")
+    ap.add_argument("--reward", type=int, default=0,
+                    help="raw CUDA answers judged through the RL frameworks' reward path: half in one POST /reward "
+                         "(OpenRLHF), half by verl's compute_score from --slots * 2 threads")
     ap.add_argument("--fresh-every", type=int, default=128,
                     help="kforge serve --fresh-every: evaluations per draw of fresh sets (0: the stored sets only)")
     ap.add_argument("--tag", default="", help="suffix of the output files' names")
@@ -139,6 +182,11 @@ def main() -> int:
         raw = measure(svc, task, "cuda", [{"source": RAW.format(variant=i, numel=numel)} for i in range(args.raw)], 400)
         rows.append(raw)
         print(rows[-1], flush=True)
+        if args.reward:
+            answers = [answer(RAW.format(variant=f"reward {i}", numel=numel)) for i in range(args.reward)]
+            for row in measure_rewards(svc, task, answers, 2 * args.slots):
+                rows.append(row)
+                print(row, flush=True)
         if args.plans:
             plan_path = args.work / "plan.json"
             subprocess.run([args.kforge, "lower", str(bundle), "-o", str(plan_path)], check=True, capture_output=True)
@@ -186,6 +234,13 @@ def main() -> int:
         lines += ["", f"Issue 29's target, new load_inline candidates at >= 30 judged per GPU-minute: "
                       f"{'met' if r['per_gpu_minute'] >= 30 and r['tiers'].get('strict', 0) == r['jobs'] else 'NOT met'} "
                       f"({r['per_gpu_minute']}, tiers {r['tiers']})."]
+    shims = [r for r in rows if r["kind"].startswith("reward")]
+    if shims:
+        slowest = min(shims, key=lambda r: r["per_gpu_minute"])
+        correct = all(r["tiers"].get("strict", 0) == r["jobs"] for r in shims)
+        lines += ["", f"Issue 25's target, >= 100 candidate evaluations per GPU-minute through the verl and OpenRLHF "
+                      f"paths, all correct: {'met' if slowest['per_gpu_minute'] >= 100 and correct else 'NOT met'} "
+                      f"(slowest {slowest['per_gpu_minute']}: {slowest['kind']})."]
     broken = [r for r in rows if "compile error" in r["kind"]]
     if broken:
         r = broken[0]
