@@ -3,7 +3,7 @@ kforge's best strict and relaxed plans, for KernelBench-format problems, side by
 (torch.profiler, which reads CUPTI: kernels replayed from a CUDA graph are counted one by one), plus the code
 inductor generated for each problem.
 
-    python3 bench/profile_problem.py PROBLEM.py ... --workdir DIR --out OUT [--budget 16] [--iters 20]
+    python3 bench/profile_problem.py PROBLEM.py ... --workdir DIR --out OUT [--budget 16] [--iters 20] [--precision fp16]
 
 First runs `python -m kforge.session` on the problems (the search, as `kforge optimize` runs it), which writes each
 problem's best_plan.json and relaxed_plan.json under DIR; then profiles. Writes OUT/profile.md (per problem: each
@@ -20,7 +20,7 @@ from kforge.bridge import exact_fp32
 from kforge.bundle import read_task
 from kforge.fx_to_ir import lookup
 from kforge.launch import KforgeFunction
-from kforge.problem import load_problem
+from kforge.problem import load_problem, task_name
 
 
 def event_ms(fn, iters: int) -> float:
@@ -63,16 +63,17 @@ def inductor_code(model, inputs) -> str:
     return "\n\n# ---- next graph ----\n\n".join(codes) if codes else "# inductor emitted no code (cache hit?)\n"
 
 
-def variants(problem_path: Path, bundle: Path, out: Path):
-    """(label, forward) for each way of running the problem; writes inductor's code beside the profile."""
+def variants(problem_path: Path, bundle: Path, out: Path, precision: str | None = None):
+    """(label, forward) for each way of running the problem (cast to `precision` as KernelBench's --precision
+    casts it, the baselines in that dtype too); writes inductor's code beside the profile."""
     import kforge._core as core
-    problem = load_problem(problem_path)
+    problem = load_problem(problem_path, precision)
     model = problem.build_model().to("cuda")
     inputs = problem.draw_inputs(1, "cuda")
     graph = read_task(bundle)["graph"]
     params = [lookup(model, p["name"]) for p in graph["params"]]
     with torch.no_grad():
-        (out / f"{problem_path.stem}.inductor.py").write_text(inductor_code(model, inputs))
+        (out / f"{bundle.name}.inductor.py").write_text(inductor_code(model, inputs))
     compiled = torch.compile(model)
 
     def fp32(fn):
@@ -90,12 +91,12 @@ def variants(problem_path: Path, bundle: Path, out: Path):
     return found
 
 
-def profile_problem(problem_path: Path, bundle: Path, out: Path, iters: int) -> str:
-    lines = [f"## {problem_path.stem}", "", "| variant | ms per forward (events) | kernel ms (sum) | launches | kernels, µs per forward |",
+def profile_problem(problem_path: Path, bundle: Path, out: Path, iters: int, precision: str | None = None) -> str:
+    lines = [f"## {bundle.name}", "", "| variant | ms per forward (events) | kernel ms (sum) | launches | kernels, µs per forward |",
              "|---|---:|---:|---:|---|"]
     details = []
     with torch.no_grad():
-        for label, fn in variants(problem_path, bundle, out):
+        for label, fn in variants(problem_path, bundle, out, precision):
             ms = event_ms(fn, iters)
             kernels = kernels_per_forward(fn, iters)
             total = sum(k[2] for k in kernels) / 1000
@@ -114,19 +115,20 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=int, default=16)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--skip-search", action="store_true", help="profile the plans already in --workdir")
+    ap.add_argument("--precision", choices=("fp32", "fp16", "bf16"), help="KernelBench's --precision: the problem cast")
     args = ap.parse_args(argv)
     work, out = Path(args.workdir), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if not args.skip_search:
         subprocess.run([sys.executable, "-m", "kforge.session", *args.problems, "--budget", str(args.budget),
                         "--workdir", str(work), "--reports", str(work / "reports"), "--db", str(work / "profile.db"),
-                        "--no-progress"], check=False)
+                        "--no-progress", *(["--precision", args.precision] if args.precision else [])], check=False)
     sections = []
     for path in map(Path, args.problems):
         try:
-            sections.append(profile_problem(path, work / path.stem, out, args.iters))
+            sections.append(profile_problem(path, work / task_name(path.stem, args.precision), out, args.iters, args.precision))
         except Exception as e:  # noqa: BLE001 -- one problem's failure is reported in its section
-            sections.append(f"## {path.stem}\n\nfailed: {type(e).__name__}: {str(e)[:500]}\n")
+            sections.append(f"## {task_name(path.stem, args.precision)}\n\nfailed: {type(e).__name__}: {str(e)[:500]}\n")
         print(sections[-1], flush=True)
         torch.cuda.empty_cache()
     (out / "profile.md").write_text("# Per-kernel profile\n\n" + "\n".join(sections))
