@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <utility>
 
 #include "ir/error.h"
 #include "ir/ops.h"
@@ -183,7 +184,8 @@ std::string KernelWriter::cat(const Node& n) {
 
 std::string KernelWriter::pad(const Node& n) {
   // out[c] = x[source(c)], each dim's coordinate mirrored, clamped or wrapped into x (ir/pad.h), or the fill where
-  // constant mode puts c outside x; x is stored (partition.cpp) or a view of stored memory.
+  // constant mode puts c outside x. x is stored (partition.cpp), a view of stored memory, or elementwise arithmetic
+  // computed here at the source coordinates.
   const size_t rank = n.type.shape.size();
   const PadSpec spec = pad_spec(n, g_.at(n.args[0]).type.shape, "node '" + n.name + "': ");
   std::string load, inside;
@@ -192,7 +194,7 @@ std::string KernelWriter::pad(const Node& n) {
       inside += (inside.empty() ? "" : " && ") + in;
   if (const int c = is_readable(p_, n.args[0]) ? -1 : const_through_views(g_, n.args[0]); c >= 0) {
     load = value(c);
-  } else {
+  } else if (is_readable(p_, n.args[0])) {
     const Access a = access_of(p_, n.args[0]);
     const int b = buffer_id(a.owner);
     use_buffer(b, false);
@@ -202,6 +204,8 @@ std::string KernelWriter::pad(const Node& n) {
       index += " + " + pad_source_expr(spec.mode, spec.dims[i], "(i64)" + coord_of(i, rank)) + " * " + std::to_string(a.strides[i]);
     }
     load = "b" + std::to_string(b) + "[" + index + "]";
+  } else {
+    load = at_source_coordinates(n, spec);
   }
   if (inside.empty()) return load;
   const DType t = n.type.dtype;
@@ -210,6 +214,27 @@ std::string KernelWriter::pad(const Node& n) {
                                            : "((" + std::string(t == DType::i64 ? "i64" : "bool") + ")" +
                                                  std::to_string(int64_t(spec.value)) + ")";
   return "(" + inside + " ? " + load + " : " + fill + ")";
+}
+
+std::string KernelWriter::at_source_coordinates(const Node& n, const PadSpec& spec) {
+  // The padding's elementwise input evaluated at its source coordinates: the site's coordinates swapped for the
+  // mapped ones (constant mode's clamped into x: the fill is chosen outside), its locals apart from the site's
+  // (they hold values at other coordinates), and no contiguous reads (none is at the site's linear index).
+  const size_t rank = n.type.shape.size(), s = coords_.size();
+  const std::vector<std::string> site = coords_;
+  const std::map<int, std::string> memo = std::exchange(memo_, {});
+  const std::string linear = std::exchange(linear_, "");
+  const size_t suffix = std::exchange(suffix_rank_, 0);
+  const std::string prefix = "s" + std::to_string(counter_++) + "_";
+  for (size_t i = 0; i < rank; ++i) {
+    const std::string c = prefix + std::to_string(i);
+    body_ << indent_ << "const i64 " << c << " = " << pad_source_expr(spec.mode, spec.dims[i], "(i64)" + site[s - rank + i])
+          << ";  // " << n.name << "'s source\n";
+    coords_[s - rank + i] = c;
+  }
+  const std::string v = value(n.args[0]);
+  coords_ = site, memo_ = memo, linear_ = linear, suffix_rank_ = suffix;
+  return v;
 }
 
 std::string unary_expression(const Node& n, const std::string& x) {

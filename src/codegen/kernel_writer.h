@@ -15,6 +15,8 @@
 
 namespace kforge {
 
+struct PadSpec;
+
 class KernelWriter {
  public:
   KernelWriter(const Partition& p, const KernelGroup& k, const std::map<int, int>& buffer_of_owner);
@@ -62,6 +64,7 @@ class KernelWriter {
   std::string gather(const Node& n);
   std::string cat(const Node& n);
   std::string pad(const Node& n);
+  std::string at_source_coordinates(const Node& n, const PadSpec& spec);
   std::string offset_expr(const Access& a, const Shape& s);
   std::string coord_of(size_t dim_in_value, size_t value_rank) const;
 

@@ -141,11 +141,15 @@ struct Partitioner {
         const int half = nd.op == "pool" ? half_cast_source(g, nd.args[0]) : -1;
         p.stored[half >= 0 ? half : nd.args[0]] = true;
       }
-      // A concatenation reads each part at its own positions, a padding its input at mirrored or wrapped ones:
-      // every part needs memory, but a constant's.
-      if (nd.op == "cat" || nd.op == "pad")
+      // A concatenation reads each part at its own positions: every part needs memory, but a constant's. A padding
+      // reads its input at mirrored or wrapped positions: memory, but for elementwise arithmetic, which its kernel
+      // computes at those positions (KernelWriter::pad), so that a norm's apply and activation before a padded
+      // convolution are not written and read back.
+      if (nd.op == "cat")
         for (int a : nd.args)
           if (!is_view_op(g.at(a).op) && g.at(a).op != "const") p.stored[a] = true;
+      if (nd.op == "pad" && !is_view_op(g.at(nd.args[0]).op) && !is_elementwise_op(g.at(nd.args[0]).op))
+        p.stored[nd.args[0]] = true;
       // Views are folded into strided reads of stored values only; a view of a computed value stores it.
       if (is_view_op(nd.op) && !(const_through_views(g, int(i)) >= 0 && read_as_values(int(i), readers) && !p.stored[i]) &&
           !transposes_its_arithmetic(int(i), readers)) {
@@ -264,13 +268,14 @@ struct Partitioner {
   // concatenation or a padding (its parts at shifted or mirrored positions) or a gather (its table at computed positions): the kernel would
   // read the member's memory, which it writes itself (or never, for a statistic).
   bool reads_through_view(int id, const std::vector<int>& mem, bool under_view = false) const {
+    const bool shifted = under_view || g.at(id).op == "pad";  // what a padding computes, it computes elsewhere
     for (int a : g.at(id).args) {
       if (a < 0) continue;
       bool member = std::find(mem.begin(), mem.end(), p.storage[a]) != mem.end();
-      if (member && (under_view || p.storage[a] != a || g.at(id).op == "cat" || g.at(id).op == "pad" ||
+      if (member && (shifted || p.storage[a] != a || g.at(id).op == "cat" ||
                      (g.at(id).op == "gather" && a == g.at(id).args[0])))
         return true;
-      if (!p.stored[a] && reads_through_view(a, mem, under_view || is_view_op(g.at(a).op))) return true;
+      if (!p.stored[a] && reads_through_view(a, mem, shifted || is_view_op(g.at(a).op))) return true;
     }
     return false;
   }

@@ -64,6 +64,27 @@ TEST(PadKernels, MatchTheInterpreterOnTheCpu) {
     EXPECT_GE(schedules_matching_the_interpreter(name, 11), 1) << name;
 }
 
+// A padding of elementwise arithmetic computes it at its source positions: the arithmetic is never written (one
+// kernel for x * w, ReLU, the reflect padding and tanh), and arithmetic reading a reduction's result (rows centred
+// on their mean) reads it at the mapped coordinates; both against the interpreter, every kernel run on the CPU.
+TEST(PadKernels, ComputeTheArithmeticTheyPadAtItsSourcePositions) {
+  if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
+  for (const auto& [name, kernels] : std::vector<std::pair<const char*, size_t>>{{"pad_of_arithmetic", 1}, {"pad_of_centred_rows", 2}}) {
+    Graph g = graph_from_json(testing::sample_graph(name));
+    std::mt19937_64 rng(13);
+    auto inputs = testing::random_values(g, g.inputs, rng);
+    const Plan p = lower(g, {});
+    ASSERT_EQ(p.kernels.size(), kernels) << name;
+    testing::HostPlanBuffers h = testing::plan_buffers_on_cpu(p, inputs);
+    for (const PlanKernel& k : p.kernels) {
+      std::vector<float*> args;
+      for (int b : k.args) args.push_back(h.data[size_t(b)].data());
+      testing::run_on_cpu(k, args, k.grid);
+    }
+    EXPECT_EQ(testing::mismatches(testing::output_values(p, h), interpret(primitive_graph(g), inputs, {})[0], 1e-5), "") << name;
+  }
+}
+
 // A literal tensor (a concatenation of one constant an element) stores none of its parts: at most the concatenation's
 // kernel and its reader's, where every part once took a kernel of its own.
 TEST(CatKernels, ALiteralTensorStoresNoneOfItsElements) {

@@ -97,6 +97,14 @@ std::vector<SampleGraph> sample_graphs() {
   g.push_back({"pad_circular_softmax", {{"inputs", {input("x", {6, 10})}},
                                         {"nodes", {pad("p", "x", {1, 2, 3, 4}, "circular"), node("y", "softmax", {"p"}, {{"dim", 1}})}},
                                         {"outputs", {"y"}}}});
+  g.push_back({"pad_of_arithmetic", {{"inputs", {input("x", {2, 3, 5, 6}), input("w", {3, 1, 1})}},
+                                     {"nodes", {node("m", "mul", {"x", "w"}), node("r", "relu", {"m"}),
+                                                pad("p", "r", {0, 0, 0, 0, 1, 2, 2, 1}, "reflect"), node("y", "tanh", {"p"})}},
+                                     {"outputs", {"y"}}}});
+  g.push_back({"pad_of_centred_rows", {{"inputs", {input("x", {4, 7, 9})}},
+                                       {"nodes", {node("mu", "mean", {"x"}, {{"dims", {2}}, {"keepdim", true}}),
+                                                  node("d", "sub", {"x", "mu"}), pad("y", "d", {0, 0, 1, 1, 2, 0}, "constant")}},
+                                       {"outputs", {"y"}}}});
   g.push_back({"pad_constant_squared", {{"inputs", {input("x", {3, 4, 5})}},
                                         {"nodes", {pad("p", "x", {0, 0, 2, 1, 1, 2}, "constant"), node("y", "mul", {"p", "p"})}},
                                         {"outputs", {"y"}}}});
