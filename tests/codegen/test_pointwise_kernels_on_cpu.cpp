@@ -65,11 +65,12 @@ TEST(PadKernels, MatchTheInterpreterOnTheCpu) {
 }
 
 // A padding of elementwise arithmetic computes it at its source positions: the arithmetic is never written (one
-// kernel for x * w, ReLU, the reflect padding and tanh), and arithmetic reading a reduction's result (rows centred
-// on their mean) reads it at the mapped coordinates; both against the interpreter, every kernel run on the CPU.
+// kernel for x * w, ReLU, the reflect padding and tanh; one tiled transpose for ReLU, a padding and the transpose),
+// and arithmetic reading a reduction's result (rows centred on their mean) reads it at the mapped coordinates; all
+// against the interpreter, every kernel run on the CPU.
 TEST(PadKernels, ComputeTheArithmeticTheyPadAtItsSourcePositions) {
   if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
-  for (const auto& [name, kernels] : std::vector<std::pair<const char*, size_t>>{{"pad_of_arithmetic", 1}, {"pad_of_centred_rows", 2}}) {
+  for (const auto& [name, kernels] : std::vector<std::pair<const char*, size_t>>{{"pad_of_arithmetic", 1}, {"pad_of_centred_rows", 2}, {"pad_transposed", 1}}) {
     Graph g = graph_from_json(testing::sample_graph(name));
     std::mt19937_64 rng(13);
     auto inputs = testing::random_values(g, g.inputs, rng);

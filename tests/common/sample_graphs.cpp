@@ -101,6 +101,10 @@ std::vector<SampleGraph> sample_graphs() {
                                      {"nodes", {node("m", "mul", {"x", "w"}), node("r", "relu", {"m"}),
                                                 pad("p", "r", {0, 0, 0, 0, 1, 2, 2, 1}, "reflect"), node("y", "tanh", {"p"})}},
                                      {"outputs", {"y"}}}});
+  g.push_back({"pad_transposed", {{"inputs", {input("x", {2, 3, 33, 40})}},
+                                  {"nodes", {node("r", "relu", {"x"}), pad("p", "r", {0, 0, 0, 0, 2, 1, 1, 2}, "reflect"),
+                                             node("y", "permute", {"p"}, {{"dims", {0, 2, 3, 1}}, {"materialize", true}})}},
+                                  {"outputs", {"y"}}}});
   g.push_back({"pad_of_centred_rows", {{"inputs", {input("x", {4, 7, 9})}},
                                        {"nodes", {node("mu", "mean", {"x"}, {{"dims", {2}}, {"keepdim", true}}),
                                                   node("d", "sub", {"x", "mu"}), pad("y", "d", {0, 0, 1, 1, 2, 0}, "constant")}},
