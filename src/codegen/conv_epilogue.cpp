@@ -29,8 +29,9 @@ bool read_only_where_a_bias_is_free(const Graph& g, int id) {
   int readers = 0;
   for (const Node& n : g.nodes)
     if (std::find(n.args.begin(), n.args.end(), id) != n.args.end()) {
-      // A concatenation or a padding reads its operands from memory as they are: nothing is free there.
-      if ((!is_elementwise_op(n.op) || n.op == "cat" || n.op == "pad") && n.op != "reduce") return false;
+      // A concatenation reads its parts from memory as they are: nothing is free there (a padding computes the
+      // arithmetic it pads: codegen/kernel_writer.cpp, at_source_coordinates).
+      if ((!is_elementwise_op(n.op) || n.op == "cat") && n.op != "reduce") return false;
       ++readers;
     }
   return readers > 0;
