@@ -557,7 +557,8 @@ def build_pch(root: str) -> dict:
             shutil.rmtree(Path(root) / level, ignore_errors=True)
             (Path(root) / level).mkdir()
         jobs = [(level, name) for level in stale for name in PCH_HEADERS]
-        with ThreadPoolExecutor(max_workers=max(len(jobs), 1)) as pool:
+        # GCC holds ~1.5-2.5 GB a header: no more at once than the machine has cores
+        with ThreadPoolExecutor(max_workers=max(min(len(jobs), os.cpu_count() or 1), 1)) as pool:
             list(pool.map(lambda job: one(*job), jobs))
         for level in stale:
             (Path(root) / level / "signature.json").write_text(signature(level))
