@@ -14,6 +14,21 @@ bool one_value(const Graph& g, int id, size_t r1, size_t r2) {
   return numel(s) == 1 && s.size() <= std::min(r1, r2);
 }
 
+// Whether `id` broadcasts against a value of shape `from` as against one of shape `to`, `from` reshaped: it varies
+// only along trailing dims the reshape leaves as they are, so that the same element meets the same value of it (a
+// Linear's bias after the product of a 3-D input, computed in 2-D and reshaped back).
+bool broadcasts_alike(const Graph& g, int id, const Shape& from, const Shape& to) {
+  const Shape& s = g.at(id).type.shape;
+  if (s.size() > from.size() || s.size() > to.size()) return false;
+  size_t lead = 0;
+  while (lead < s.size() && s[lead] == 1) ++lead;
+  for (size_t i = 0; i < s.size() - lead; ++i) {
+    const int64_t f = from[from.size() - 1 - i], t = to[to.size() - 1 - i], v = s[s.size() - 1 - i];
+    if (f != t || (v != 1 && v != f)) return false;
+  }
+  return true;
+}
+
 // A constant (no arguments) that an op reads after the reshape the op would move to: the bridge writes a Python
 // scalar as a const just before its use (`groupnorm(x) * 0.5`).
 bool movable_constant(const Graph& g, int id) { return g.at(id).op == "const" && g.at(id).args.empty(); }
@@ -52,11 +67,12 @@ Graph sink_reshapes(const Graph& prim) {
     }
     if (reshape < 0) continue;
     const Shape& from = g.at(g.at(reshape).args[0]).type.shape;
-    // The other operands are one value each, and defined before the reshape (whose slot the op takes), or
-    // constants that can be moved there.
+    // The other operands are one value each or vary along the trailing dims the reshape keeps, and are defined
+    // before the reshape (whose slot the op takes), or constants that can be moved there.
     bool others_one_value = true;
     for (size_t a = 0; a < n.args.size(); ++a)
-      if (int(a) != side && (!one_value(g, n.args[a], from.size(), n.type.shape.size()) ||
+      if (int(a) != side && ((!one_value(g, n.args[a], from.size(), n.type.shape.size()) &&
+                              !broadcasts_alike(g, n.args[a], from, n.type.shape)) ||
                              (n.args[a] > reshape && !movable_constant(g, n.args[a]))))
         others_one_value = false;
     if (!others_one_value) continue;

@@ -112,5 +112,24 @@ TEST(ReshapeSinking, AWideningOperandKeepsTheViewsShapeAttribute) {
   EXPECT_EQ(again.at(again.outputs[0]).type, out.type);
 }
 
+// A Linear on a 3-D input is a 2-D product reshaped back: its bias (one value a column) varies along the trailing
+// dim the reshape keeps, so the add sinks before the reshape and folds into the product's epilogue (one library
+// step, no kernel for the bias); an operand varying along a dim the reshape changes ([T, N] against [B T, N]) stays,
+// as does one of higher rank than the 2-D product ([1, 1, N]: the add would widen it).
+TEST(ReshapeSinking, ALinearsBiasOnA3DInputFoldsIntoItsProduct) {
+  for (const auto& [bias, folds] : std::vector<std::pair<Shape, bool>>{{{12}, true}, {{1, 1, 12}, false}, {{7, 12}, false}}) {
+    Graph g = graph_from_json({{"inputs", {value("x", {6, 7, 16})}},
+                               {"params", {value("w", {12, 16}), value("b", bias)}},
+                               {"nodes", {node("wt", "permute", {"w"}, {{"dims", {1, 0}}}), node("mm", "matmul", {"x", "wt"}),
+                                          node("y", "add", {"mm", "b"})}},
+                               {"outputs", {"y"}}});
+    expect_same_function(g);
+    int with_bias = 0;
+    for (const Node& n : primitive_graph(g).nodes) with_bias += n.op == "matmul" && n.attrs.value("epilogue", "none") == "bias";
+    EXPECT_EQ(with_bias, folds ? 1 : 0) << to_string(bias);
+    EXPECT_EQ(lower(g, {}).kernels.size(), folds ? 1u : 2u) << to_string(bias);
+  }
+}
+
 }  // namespace
 }  // namespace kforge
