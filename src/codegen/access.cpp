@@ -7,10 +7,20 @@ namespace kforge {
 
 bool Access::contiguous() const { return offset == 0 && strides == contiguous_strides(shape); }
 
+bool squeezes_only(const Graph& g, const Node& n) {
+  auto kept = [](const Shape& s) {
+    Shape k;
+    for (int64_t d : s)
+      if (d != 1) k.push_back(d);
+    return k;
+  };
+  return n.op == "reshape" && kept(n.type.shape) == kept(g.at(n.args[0]).type.shape);
+}
+
 bool is_readable(const Partition& p, int id) {
   const Node& n = p.graph->at(id);
   if (p.stored[id]) return true;
-  return is_view_op(n.op) && n.op != "reshape" && is_readable(p, n.args[0]);
+  return is_view_op(n.op) && (n.op != "reshape" || squeezes_only(*p.graph, n)) && is_readable(p, n.args[0]);
 }
 
 Access access_of(const Partition& p, int id, bool through_self) {
@@ -23,11 +33,19 @@ Access access_of(const Partition& p, int id, bool through_self) {
     a.strides = contiguous_strides(a.shape);
     return a;
   }
-  KF_ASSERT(is_view_op(n.op) && n.op != "reshape", "access_of: '" + n.name + "' is neither stored nor a view");
+  KF_ASSERT(is_view_op(n.op) && (n.op != "reshape" || squeezes_only(g, n)),
+            "access_of: '" + n.name + "' is neither stored nor a view");
   Access src = access_of(p, n.args[0]);
   Access a = src;
   a.shape = n.type.shape;
-  if (n.op == "permute") {
+  if (n.op == "reshape") {  // dims of one dropped or added: the others keep their strides, in order
+    std::vector<int64_t> kept;
+    for (size_t i = 0; i < src.shape.size(); ++i)
+      if (src.shape[i] != 1) kept.push_back(src.strides[i]);
+    a.strides.assign(a.shape.size(), 0);
+    for (size_t i = 0, k = 0; i < a.shape.size(); ++i)
+      if (a.shape[i] != 1) a.strides[i] = kept[k++];
+  } else if (n.op == "permute") {
     auto dims = n.attr_ints("dims");
     for (size_t i = 0; i < dims.size(); ++i) a.strides[i] = src.strides[dims[i]];
   } else if (n.op == "expand") {

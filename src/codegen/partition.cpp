@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "codegen/access.h"
 #include "ir/error.h"
 #include "ir/half_operands.h"
 #include "ir/ops.h"
@@ -154,7 +155,7 @@ struct Partitioner {
       if (is_view_op(nd.op) && !(const_through_views(g, int(i)) >= 0 && read_as_values(int(i), readers) && !p.stored[i]) &&
           !transposes_its_arithmetic(int(i), readers)) {
         const Node& src = g.at(nd.args[0]);
-        if (!is_view_op(src.op) || (nd.op == "reshape" && src.op != "reshape")) p.stored[nd.args[0]] = true;
+        if (!is_view_op(src.op) || (nd.op == "reshape" && src.op != "reshape" && !squeezes_only(g, nd))) p.stored[nd.args[0]] = true;
       }
     }
     store_deep_recomputations();

@@ -49,10 +49,11 @@ TEST(TriangleKernels, MatchTheInterpreterOnTheCpu) {
 }
 
 // torch.cat: each part read at its own positions (a permuted part, and slices, through their strides), in a
-// pointwise kernel under every vector width and feeding a softmax's rows, against the interpreter.
+// pointwise kernel under every vector width and feeding a softmax's rows, against the interpreter; and a slice read
+// through reshapes that only move a dim of one (one kernel: the slice is not copied first).
 TEST(CatKernels, MatchTheInterpreterOnTheCpu) {
   if (!testing::host_compiler_available()) GTEST_SKIP() << "no host C++ compiler (c++) on PATH";
-  for (const char* name : {"cat_middle_relu", "cat_last_softmax", "slices_swapped_halves"})
+  for (const char* name : {"cat_middle_relu", "cat_last_softmax", "slices_swapped_halves", "slice_squeezed"})
     EXPECT_GE(schedules_matching_the_interpreter(name, 7), 1) << name;
 }
 

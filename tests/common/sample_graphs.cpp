@@ -73,6 +73,14 @@ std::vector<SampleGraph> sample_graphs() {
                                                     node("odd", "slice", {"x"}, {{"dim", 2}, {"start", 1}, {"end", 3}, {"step", 2}}),
                                                     node("y", "cat", {"hi", "odd", "lo"}, {{"dim", 2}})}},
                                          {"outputs", {"y"}}}});
+  // A slice of a permuted input read with its dim of one dropped (attention's qkv[0] as a [B, H, T, D] operand): a
+  // reshape that only drops a dim of one is a strided view, so no kernel copies the slice first.
+  g.push_back({"slice_squeezed", {{"inputs", {input("x", {3, 4, 5, 6})}},
+                                  {"nodes", {node("xp", "permute", {"x"}, {{"dims", {1, 0, 2, 3}}}),
+                                             node("s", "slice", {"xp"}, {{"dim", 0}, {"start", 2}, {"end", 3}, {"step", 1}}),
+                                             node("q", "reshape", {"s"}, {{"shape", {3, 1, 5, 6}}}),
+                                             node("q2", "reshape", {"q"}, {{"shape", {3, 5, 6}}}), node("y", "tanh", {"q2"})}},
+                                  {"outputs", {"y"}}}});
   g.push_back({"cat_of_a_computed_part", {{"inputs", {input("a", {4, 33}), input("b", {4, 7})}},
                                           {"nodes", {node("ea", "exp", {"a"}), node("y", "cat", {"b", "ea"}, {{"dim", 1}})}},
                                           {"outputs", {"y"}}}});
