@@ -346,13 +346,13 @@ def _split_build(a: dict):
         built = Path(tmp) / "out"
         # One unit where load_inline's main.cpp can join a host part, with the light headers where its sources ask
         # for nothing more; the whole header where a name is missing then; apart where the joined unit fails.
-        queue = [("light", joined)] * bool(joined and _light_texts(texts[joined[0]], splits[joined[1]].host))
-        queue += [("one", joined)] * bool(joined) + [("apart", None)]
+        light = _light_texts(texts[joined[0]], splits[joined[1]].host) if joined else None
+        queue = [("light", joined)] * bool(light) + [("one", joined)] * bool(joined) + [("apart", None)]
         while True:
             how, unit = queue.pop(0)
             try:
                 unused = _compile_and_link(name, sources, texts, splits, variables, host_flags, unit, Path(tmp) / how,
-                                           built, light=how == "light")
+                                           built, light if how == "light" else None)
                 break
             except LightUnitFailed:  # a name only the whole header declares: that header next
                 shutil.rmtree(built, ignore_errors=True)
@@ -421,10 +421,10 @@ def _light_texts(main: str, host: str) -> tuple | None:
 
 
 def _compile_and_link(name, sources, texts, splits, variables, host_flags, joined, folder: Path, built: Path,
-                      light: bool = False) -> list:
+                      light: tuple | None = None) -> list:
     """Every source compiled in `folder` (main.cpp at the head of the CUDA source's host part where `joined`; with
-    `light`, that unit from the light headers), in parallel, and linked into built/<name>.so. Returns the reasons
-    GCC gave for a precompiled header not used."""
+    `light`, _light_texts' (main.cpp, host part), that unit from the light headers), in parallel, and linked into
+    built/<name>.so. Returns the reasons GCC gave for a precompiled header not used."""
     folder.mkdir()
     tmp = str(folder)
     unit_include = _pch_include(host_flags)
@@ -451,8 +451,7 @@ def _compile_and_link(name, sources, texts, splits, variables, host_flags, joine
         parts[str(host)] = parts[str(device)] = s
         # joined: main.cpp first, then the host part, each numbered as its own file (the part's #line marks name
         # the source's lines)
-        main_text, host_text = _light_texts(texts[joined[0]], split.host) if light else \
-            (texts[joined[0]] if joined else "", split.host)
+        main_text, host_text = light or (texts[joined[0]] if joined else "", split.host)
         host.write_text(f'#line 1 "{joined[0]}"\n' + main_text + f'\n#line 1 "{host.name}"\n' + host_text
                         if joined else host_text)
         # its "x.cuh" includes, found where the source lies (nvcc has no -iquote: -I there)

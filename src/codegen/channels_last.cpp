@@ -197,7 +197,8 @@ class Rewrite {
     Node c = n;
     c.args[0] = last_[size_t(n.args[0])];
     std::vector<int64_t> moved(pads.size());
-    for (size_t j = 0; j < to.size(); ++j) moved[2 * j] = pads[2 * size_t(to[j])], moved[2 * j + 1] = pads[2 * size_t(to[j]) + 1];
+    for (size_t j = 0; j < to.size(); ++j)
+      moved[2 * j] = pads[2 * size_t(to[j])], moved[2 * j + 1] = pads[2 * size_t(to[j]) + 1];
     c.attrs["pads"] = moved;
     return add(std::move(c));
   }

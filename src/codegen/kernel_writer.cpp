@@ -192,16 +192,18 @@ std::string KernelWriter::pad(const Node& n) {
   for (size_t i = 0; i < rank && spec.mode == PadMode::constant; ++i)
     if (std::string in = pad_inside_expr(spec.dims[i], "(i64)" + coord_of(i, rank)); !in.empty())
       inside += (inside.empty() ? "" : " && ") + in;
-  if (const int c = is_readable(p_, n.args[0]) ? -1 : const_through_views(g_, n.args[0]); c >= 0) {
+  const bool stored = is_readable(p_, n.args[0]);
+  if (const int c = stored ? -1 : const_through_views(g_, n.args[0]); c >= 0) {
     load = value(c);
-  } else if (is_readable(p_, n.args[0])) {
+  } else if (stored) {
     const Access a = access_of(p_, n.args[0]);
     const int b = buffer_id(a.owner);
     use_buffer(b, false);
     std::string index = std::to_string(a.offset);
     for (size_t i = 0; i < rank; ++i) {
       if (a.shape[i] == 1) continue;  // every mode reads a dim of one element at 0
-      index += " + " + pad_source_expr(spec.mode, spec.dims[i], "(i64)" + coord_of(i, rank)) + " * " + std::to_string(a.strides[i]);
+      const std::string source = pad_source_expr(spec.mode, spec.dims[i], "(i64)" + coord_of(i, rank));
+      index += " + " + source + " * " + std::to_string(a.strides[i]);
     }
     load = "b" + std::to_string(b) + "[" + index + "]";
   } else {
@@ -228,8 +230,8 @@ std::string KernelWriter::at_source_coordinates(const Node& n, const PadSpec& sp
   const std::string prefix = "s" + std::to_string(counter_++) + "_";
   for (size_t i = 0; i < rank; ++i) {
     const std::string c = prefix + std::to_string(i);
-    body_ << indent_ << "const i64 " << c << " = " << pad_source_expr(spec.mode, spec.dims[i], "(i64)" + site[s - rank + i])
-          << ";  // " << n.name << "'s source\n";
+    const std::string source = pad_source_expr(spec.mode, spec.dims[i], "(i64)" + site[s - rank + i]);
+    body_ << indent_ << "const i64 " << c << " = " << source << ";  // " << n.name << "'s source\n";
     coords_[s - rank + i] = c;
   }
   const std::string v = value(n.args[0]);

@@ -155,7 +155,8 @@ struct Partitioner {
       if (is_view_op(nd.op) && !(const_through_views(g, int(i)) >= 0 && read_as_values(int(i), readers) && !p.stored[i]) &&
           !transposes_its_arithmetic(int(i), readers)) {
         const Node& src = g.at(nd.args[0]);
-        if (!is_view_op(src.op) || (nd.op == "reshape" && src.op != "reshape" && !squeezes_only(g, nd))) p.stored[nd.args[0]] = true;
+        if (!is_view_op(src.op) || (nd.op == "reshape" && src.op != "reshape" && !squeezes_only(g, nd)))
+          p.stored[nd.args[0]] = true;
       }
     }
     store_deep_recomputations();
@@ -266,8 +267,8 @@ struct Partitioner {
   }
 
   // Whether the expression of `id` reads a member of `mem` through a view (expand, permute, flip, slice), a
-  // concatenation or a padding (its parts at shifted or mirrored positions) or a gather (its table at computed positions): the kernel would
-  // read the member's memory, which it writes itself (or never, for a statistic).
+  // concatenation or a padding (its parts at shifted or mirrored positions) or a gather (its table at computed
+  // positions): the kernel would read the member's memory, which it writes itself (or never, for a statistic).
   bool reads_through_view(int id, const std::vector<int>& mem, bool under_view = false) const {
     const bool shifted = under_view || g.at(id).op == "pad";  // what a padding computes, it computes elsewhere
     for (int a : g.at(id).args) {
@@ -342,7 +343,8 @@ struct Partitioner {
         // channels-last input's fp16 rounding beside the f32 value a residual reads): floats only, as it moves.
         const bool transpose = materialized_permute(g.at(k.elem_outputs.at(0)));
         const bool floats = is_float(n.type.dtype), first_floats = is_float(g.at(k.elem_outputs.at(0)).type.dtype);
-        ok = is_elementwise_op(n.op) && n.type.shape == k.shape && (transpose ? floats && first_floats : floats == first_floats);
+        ok = is_elementwise_op(n.op) && n.type.shape == k.shape &&
+             (transpose ? floats && first_floats : floats == first_floats);
       }
       if (!ok || !can_join(id, gi)) continue;
       if (n.op == "reduce") k.stats.push_back(id);

@@ -8,15 +8,10 @@ namespace kforge {
 
 namespace {
 
-// Whether `id` is one value that broadcasts the same against either of two shapes of ranks `r1` and `r2`.
-bool one_value(const Graph& g, int id, size_t r1, size_t r2) {
-  const Shape& s = g.at(id).type.shape;
-  return numel(s) == 1 && s.size() <= std::min(r1, r2);
-}
-
 // Whether `id` broadcasts against a value of shape `from` as against one of shape `to`, `from` reshaped: it varies
 // only along trailing dims the reshape leaves as they are, so that the same element meets the same value of it (a
-// Linear's bias after the product of a 3-D input, computed in 2-D and reshaped back).
+// Linear's bias after the product of a 3-D input, computed in 2-D and reshaped back), or is one value no wider in
+// rank than either shape (every dim of one: nothing to compare).
 bool broadcasts_alike(const Graph& g, int id, const Shape& from, const Shape& to) {
   const Shape& s = g.at(id).type.shape;
   if (s.size() > from.size() || s.size() > to.size()) return false;
@@ -71,8 +66,7 @@ Graph sink_reshapes(const Graph& prim) {
     // before the reshape (whose slot the op takes), or constants that can be moved there.
     bool others_one_value = true;
     for (size_t a = 0; a < n.args.size(); ++a)
-      if (int(a) != side && ((!one_value(g, n.args[a], from.size(), n.type.shape.size()) &&
-                              !broadcasts_alike(g, n.args[a], from, n.type.shape)) ||
+      if (int(a) != side && (!broadcasts_alike(g, n.args[a], from, n.type.shape) ||
                              (n.args[a] > reshape && !movable_constant(g, n.args[a]))))
         others_one_value = false;
     if (!others_one_value) continue;

@@ -7,8 +7,9 @@
 // input: unary ops, and binary ops whose other operand is one value (a scalar or a [1, ..] tensor no wider in
 // rank than either shape; a constant the bridge wrote after the reshape, as it writes Python scalars just before
 // their use, moves before it) or varies only along trailing dims the reshape keeps (a Linear's bias on a 3-D input,
-// whose product is computed in 2-D and reshaped back: the bias then folds into the product's epilogue). Position-dependent ops (triangle) and gathers are left where they are. The reshape
-// must have no other reader and be no graph output. Chains sink one op at a time, in graph order. Runs on
+// whose product is computed in 2-D and reshaped back: the bias then folds into the product's epilogue).
+// Position-dependent ops (triangle) and gathers are left where they are. The reshape must have no other reader and
+// be no graph output. Chains sink one op at a time, in graph order. Runs on
 // primitive graphs, before the GEMM epilogue folding (an activation sunk next to its product folds into it).
 #pragma once
 #include "ir/graph.h"

@@ -23,9 +23,11 @@ PadSpec pad_spec(const Node& n, const Shape& x, const std::string& where) {
     PadDim p{pads[2 * d], pads[2 * d + 1], x[d]};
     if (p.left < 0 || p.right < 0) throw UserError(where + "negative padding on dim " + std::to_string(d));
     const int64_t most = s.mode == PadMode::reflect ? p.in - 1 : s.mode == PadMode::circular ? p.in : INT64_MAX;
-    if ((p.left || p.right) && (std::max(p.left, p.right) > most || (s.mode != PadMode::constant && p.in == 0)))
+    if ((p.left || p.right) && (std::max(p.left, p.right) > most || (s.mode != PadMode::constant && p.in == 0))) {
+      const std::string limit = most == INT64_MAX ? " (nothing to repeat)" : " (at most " + std::to_string(most) + ")";
       throw UserError(where + mode + " padding of " + std::to_string(std::max(p.left, p.right)) + " on a dim of " +
-                      std::to_string(p.in) + " (at most " + std::to_string(most) + ")");
+                      std::to_string(p.in) + limit);
+    }
     s.dims.push_back(p);
   }
   return s;
@@ -50,9 +52,11 @@ std::string pad_source_expr(PadMode mode, const PadDim& d, const std::string& c)
   switch (mode) {
     case PadMode::constant:
     case PadMode::replicate: return "(" + s + " < 0 ? 0LL : " + s + " > " + last + " ? " + last + " : " + s + ")";
-    case PadMode::circular: return "(" + s + " < 0 ? " + s + " + " + n + " : " + s + " >= " + n + " ? " + s + " - " + n + " : " + s + ")";
+    case PadMode::circular:
+      return "(" + s + " < 0 ? " + s + " + " + n + " : " + s + " >= " + n + " ? " + s + " - " + n + " : " + s + ")";
     case PadMode::reflect:
-      return "(" + s + " < 0 ? -" + s + " : " + s + " > " + last + " ? " + std::to_string(2 * (d.in - 1)) + "LL - " + s + " : " + s + ")";
+      return "(" + s + " < 0 ? -" + s + " : " + s + " > " + last + " ? " + std::to_string(2 * (d.in - 1)) + "LL - " +
+             s + " : " + s + ")";
   }
   return c;
 }
